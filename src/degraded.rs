@@ -1,0 +1,138 @@
+//! Every reason a figure may be worse than it should be.
+//!
+//! A degraded run is never silent: each reason is shown on screen once, with its cause
+//! and its fix, and stored in the result's `run.degraded` list with a stable `kind` that
+//! scripts can match on.
+
+use std::fmt;
+
+use serde::{Deserialize, Serialize};
+
+use crate::engine::clock::{ClockProblem, FrequencySource};
+use crate::engine::sched::SchedRequest;
+
+/// One degradation.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Degraded {
+    /// The requested real-time policy was refused; threads ran at SCHED_OTHER.
+    SchedRefused {
+        requested: SchedRequest,
+        reason: String,
+    },
+    /// mlockall failed; page faults may land inside the measurement.
+    MlockFailed { reason: String },
+    /// The TSC lacks constant_tsc or nonstop_tsc: its rate may change with frequency or
+    /// stop in idle states.
+    TscNotInvariant { missing: Vec<String> },
+    /// The kernel does not trust the TSC as its clocksource.
+    ClocksourceNotTsc { current: String },
+    /// Two sources of the TSC frequency disagree beyond the accepted bound.
+    TscFrequencyMismatch { other: FrequencySource, ppm: f64 },
+    /// No cycle counter on this architecture; CLOCK_MONOTONIC is read instead.
+    NoCycleCounter,
+    /// Running under a hypervisor: it can stop a vCPU at any time, unseen by the guest.
+    VirtualMachine { hypervisor: String },
+    /// The coordinator shares a measured CPU (a single CPU, or every CPU measured).
+    CoordinatorShares,
+}
+
+impl Degraded {
+    /// A stable identifier for scripts.
+    pub fn kind(&self) -> &'static str {
+        match self {
+            Degraded::SchedRefused { .. } => "sched-refused",
+            Degraded::MlockFailed { .. } => "mlock-failed",
+            Degraded::TscNotInvariant { .. } => "tsc-not-invariant",
+            Degraded::ClocksourceNotTsc { .. } => "clocksource-not-tsc",
+            Degraded::TscFrequencyMismatch { .. } => "tsc-frequency-mismatch",
+            Degraded::NoCycleCounter => "no-cycle-counter",
+            Degraded::VirtualMachine { .. } => "virtual-machine",
+            Degraded::CoordinatorShares => "coordinator-shares-cpu",
+        }
+    }
+
+    pub fn from_clock(p: &ClockProblem) -> Degraded {
+        match p {
+            ClockProblem::NotInvariant { missing } => Degraded::TscNotInvariant {
+                missing: missing.clone(),
+            },
+            ClockProblem::ClocksourceNotTsc { current } => Degraded::ClocksourceNotTsc {
+                current: current.clone(),
+            },
+            ClockProblem::FrequencyMismatch { other, ppm } => Degraded::TscFrequencyMismatch {
+                other: *other,
+                ppm: *ppm,
+            },
+            ClockProblem::NoCycleCounter => Degraded::NoCycleCounter,
+        }
+    }
+
+    /// The entry stored in the result file.
+    pub fn to_record(&self) -> DegradedRecord {
+        DegradedRecord {
+            kind: self.kind().to_string(),
+            message: self.to_string(),
+        }
+    }
+}
+
+impl fmt::Display for Degraded {
+    /// Cause, then fix.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Degraded::SchedRefused { requested, reason } => write!(
+                f,
+                "{requested} was refused ({reason}); measuring threads ran at SCHED_OTHER, \
+                 so other tasks can preempt them and inflate the figures"
+            ),
+            Degraded::MlockFailed { reason } => write!(
+                f,
+                "mlockall failed ({reason}); page faults may land inside the measurement. \
+                 Run as root or raise the locked-memory limit (ulimit -l)"
+            ),
+            Degraded::TscNotInvariant { missing } => write!(
+                f,
+                "the TSC is not invariant (missing {}); its rate may vary with CPU \
+                 frequency or stop in deep idle states, so converted times can be wrong",
+                missing.join(", ")
+            ),
+            Degraded::ClocksourceNotTsc { current } => write!(
+                f,
+                "the kernel's clocksource is '{current}', not 'tsc': the kernel does not \
+                 trust the TSC here, and its frequency is only an estimate. Check dmesg for \
+                 'TSC unstable'; tsc=reliable on the kernel command line forces it"
+            ),
+            Degraded::TscFrequencyMismatch { other, ppm } => write!(
+                f,
+                "the TSC frequency used disagrees with {other:?} by {ppm:+.1} ppm (limit \
+                 {} ppm); durations may be off by that ratio",
+                crate::engine::clock::MISMATCH_PPM
+            ),
+            Degraded::NoCycleCounter => f.write_str(
+                "no cycle counter on this architecture: loops read CLOCK_MONOTONIC, whose \
+                 cost (tens of ns) limits the resolution",
+            ),
+            Degraded::VirtualMachine { hypervisor } => write!(
+                f,
+                "running in a virtual machine ({hypervisor}): the hypervisor can stop a \
+                 vCPU unseen by the guest; such gaps are real for this guest but say little \
+                 about bare metal"
+            ),
+            Degraded::CoordinatorShares => f.write_str(
+                "the coordinator shares a measured CPU, so its own wake-ups appear as \
+                 noise there; leave a housekeeping CPU unmeasured to avoid this",
+            ),
+        }
+    }
+}
+
+/// `run.degraded[]` in the result file.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct DegradedRecord {
+    /// A stable identifier: sched-refused, mlock-failed, tsc-not-invariant,
+    /// clocksource-not-tsc, tsc-frequency-mismatch, no-cycle-counter, virtual-machine,
+    /// coordinator-shares-cpu.
+    pub kind: String,
+    /// Cause and fix, in words.
+    pub message: String,
+}

@@ -1,0 +1,7 @@
+//! What every probe shares: CPU sets, scheduling and memory, the clock, and the runner
+//! that starts pinned measuring threads together and stops them together.
+
+pub mod clock;
+pub mod cpu;
+pub mod run;
+pub mod sched;

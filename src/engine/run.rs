@@ -1,0 +1,369 @@
+//! The runner: one pinned thread per measured CPU, started together, stopped together.
+//!
+//! The coordinator (the calling thread) pins itself to the housekeeping CPUs, spawns the
+//! workers with small stacks, waits until every worker has warmed up, then publishes a
+//! start instant a little in the future on the counter's timebase, so that all workers
+//! begin within a few ns of each other. Workers stop on their own at the deadline, which
+//! they check against the counter in their loop: no worker depends on the coordinator
+//! being scheduled to stop, so a real-time spinner cannot outlive the run even if the
+//! coordinator is starved or gone. A stop request (a signal, through the caller's flag)
+//! ends the run early.
+
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
+use std::time::{Duration, Instant};
+
+use crossbeam_utils::CachePadded;
+
+use super::clock::{self, Scale};
+use super::cpu::CpuPlan;
+use super::sched::{self, MlockGuard, SchedError, SchedRequest};
+
+/// Stack size of a measuring thread. mlockall faults in every thread's whole stack, so it
+/// is kept small; the hot loops keep their state in preallocated heap memory.
+pub const WORKER_STACK: usize = 128 * 1024;
+/// How much of that stack is prefaulted before measuring.
+const PREFAULT_STACK: usize = 64 * 1024;
+/// How far ahead of "now" the common start instant is set.
+const START_LEAD: Duration = Duration::from_micros(500);
+/// How often the coordinator looks at the stop flag and the deadline.
+const POLL: Duration = Duration::from_millis(5);
+
+/// What a run needs from its probe's configuration.
+#[derive(Debug, Clone)]
+pub struct RunPlan {
+    pub cpus: CpuPlan,
+    pub sched: SchedRequest,
+    pub mlock: bool,
+    pub duration: Duration,
+    /// How long a worker may take to set up and warm up before the run is abandoned.
+    pub setup_timeout: Duration,
+}
+
+/// Errors that end a run.
+#[derive(Debug, thiserror::Error)]
+pub enum RunError {
+    #[error(transparent)]
+    Sched(#[from] SchedError),
+    #[error("cannot start a measuring thread: {0}")]
+    Spawn(std::io::Error),
+    #[error("cannot pin the coordinator to housekeeping CPUs {cpus}: {source}")]
+    Coordinator {
+        cpus: String,
+        source: std::io::Error,
+    },
+    #[error("measuring threads did not become ready within {0:?}")]
+    SetupTimeout(Duration),
+    #[error("a measuring thread panicked")]
+    WorkerPanicked,
+}
+
+/// The shared start/stop state. Each field sits on its own cache line: workers only read
+/// them while measuring, and the coordinator writes each once.
+#[derive(Default)]
+struct Gate {
+    ready: CachePadded<AtomicUsize>,
+    failed: CachePadded<AtomicUsize>,
+    start: CachePadded<AtomicU64>,
+    deadline: CachePadded<AtomicU64>,
+    stop: CachePadded<AtomicBool>,
+}
+
+/// The measuring window on the counter's timebase.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Window {
+    pub start: u64,
+    pub deadline: u64,
+}
+
+/// What a worker sees: its CPU, the counter scale, and the start gate.
+pub struct Worker<'a> {
+    pub cpu: usize,
+    pub scale: Scale,
+    gate: &'a Gate,
+}
+
+impl Worker<'_> {
+    /// Says this worker is warmed up, then waits for the common start. `None` means the
+    /// run was stopped before it started.
+    pub fn ready_and_wait(&self) -> Option<Window> {
+        self.gate.ready.fetch_add(1, Ordering::AcqRel);
+        loop {
+            if self.gate.stop.load(Ordering::Relaxed) {
+                return None;
+            }
+            let start = self.gate.start.load(Ordering::Acquire);
+            if start != 0 {
+                let deadline = self.gate.deadline.load(Ordering::Relaxed);
+                while clock::now() < start {
+                    std::hint::spin_loop();
+                }
+                return Some(Window { start, deadline });
+            }
+            std::hint::spin_loop();
+        }
+    }
+
+    /// The early-stop flag a hot loop polls beside its deadline.
+    #[inline(always)]
+    pub fn stop_flag(&self) -> &AtomicBool {
+        &self.gate.stop
+    }
+}
+
+/// One worker's outcome.
+#[derive(Debug)]
+pub struct WorkerOutcome<T> {
+    pub cpu: usize,
+    /// The policy and priority the thread really ran at.
+    pub sched: SchedRequest,
+    /// Why the requested policy was refused, if it was.
+    pub sched_refused: Option<String>,
+    pub value: T,
+}
+
+impl<T> WorkerOutcome<T> {
+    /// The same outcome with its value replaced, once a probe has turned it into a record.
+    pub fn map_value<U>(self, f: impl FnOnce(T) -> U) -> WorkerOutcome<U> {
+        WorkerOutcome {
+            cpu: self.cpu,
+            sched: self.sched,
+            sched_refused: self.sched_refused,
+            value: f(self.value),
+        }
+    }
+}
+
+/// What a whole run produced.
+#[derive(Debug)]
+pub struct RunOutcome<T> {
+    pub workers: Vec<WorkerOutcome<T>>,
+    /// The measuring window that was published, if the run got that far.
+    pub window: Option<Window>,
+    /// The run was stopped before its deadline.
+    pub interrupted: bool,
+    /// Wall time from the start instant to the end of the last worker's window.
+    pub elapsed: Duration,
+    /// Why mlockall failed, when it was asked for and failed.
+    pub mlock_error: Option<std::io::Error>,
+}
+
+/// Sets the gate's stop flag when dropped, so that workers waiting at the gate are
+/// released even if the coordinator unwinds.
+struct StopOnDrop<'a>(&'a AtomicBool);
+impl Drop for StopOnDrop<'_> {
+    fn drop(&mut self) {
+        self.0.store(true, Ordering::Release);
+    }
+}
+
+/// Runs `work` on one pinned thread per measured CPU. `stop` is the caller's request to
+/// end early (signal handlers set it). `work` sets up, warms up, calls
+/// `Worker::ready_and_wait`, measures until the window's deadline or the stop flag, and
+/// returns its result.
+pub fn run<T, F>(
+    plan: &RunPlan,
+    scale: Scale,
+    stop: &AtomicBool,
+    work: F,
+) -> Result<RunOutcome<T>, RunError>
+where
+    T: Send,
+    F: Fn(&Worker<'_>) -> T + Sync,
+{
+    let (mlock, mlock_error) = match plan.mlock {
+        true => match MlockGuard::lock() {
+            Ok(g) => (Some(g), None),
+            Err(e) => (None, Some(e)),
+        },
+        false => (None, None),
+    };
+    let _coordinator_affinity =
+        match plan.cpus.coordinator_shares() {
+            true => None,
+            false => Some(sched::AffinityGuard::pin(&plan.cpus.housekeeping).map_err(
+                |source| RunError::Coordinator {
+                    cpus: plan.cpus.housekeeping.to_string(),
+                    source,
+                },
+            )?),
+        };
+    let gate = Gate::default();
+    let n = plan.cpus.measured.len();
+
+    let result = std::thread::scope(|scope| -> Result<_, RunError> {
+        let _release = StopOnDrop(&gate.stop);
+        let mut handles = Vec::with_capacity(n);
+        for &cpu in plan.cpus.measured.cpus() {
+            let (gate, work) = (&gate, &work);
+            let sched_req = plan.sched;
+            let handle = std::thread::Builder::new()
+                .name(format!("measure-cpu{cpu}"))
+                .stack_size(WORKER_STACK)
+                .spawn_scoped(scope, move || {
+                    worker_main(cpu, sched_req, scale, gate, work)
+                })
+                .map_err(RunError::Spawn)?;
+            handles.push(handle);
+        }
+
+        let window = coordinate(plan, scale, &gate, stop, n)?;
+        let interrupted = stop.load(Ordering::Relaxed);
+        gate.stop.store(true, Ordering::Release);
+        let mut workers = Vec::with_capacity(n);
+        for h in handles {
+            workers.push(h.join().map_err(|_| RunError::WorkerPanicked)??);
+        }
+        Ok((workers, window, interrupted))
+    });
+    drop(mlock);
+    let (workers, window, interrupted) = result?;
+    let elapsed = match window {
+        Some(w) => Duration::from_nanos(scale.to_ns(clock::now().min(w.deadline) - w.start)),
+        None => Duration::ZERO,
+    };
+    Ok(RunOutcome {
+        workers,
+        window,
+        interrupted,
+        elapsed,
+        mlock_error,
+    })
+}
+
+/// The coordinator's part: wait for readiness, publish the window, wait for the end.
+fn coordinate(
+    plan: &RunPlan,
+    scale: Scale,
+    gate: &Gate,
+    stop: &AtomicBool,
+    n: usize,
+) -> Result<Option<Window>, RunError> {
+    let setup_deadline = Instant::now() + plan.setup_timeout;
+    while gate.ready.load(Ordering::Acquire) < n {
+        if stop.load(Ordering::Relaxed) || gate.failed.load(Ordering::Relaxed) > 0 {
+            return Ok(None);
+        }
+        if Instant::now() > setup_deadline {
+            return Err(RunError::SetupTimeout(plan.setup_timeout));
+        }
+        std::thread::sleep(Duration::from_micros(200));
+    }
+    if gate.failed.load(Ordering::Relaxed) > 0 || stop.load(Ordering::Relaxed) {
+        return Ok(None);
+    }
+    let start = clock::now() + scale.to_ticks(START_LEAD.as_nanos() as u64);
+    let deadline = start + scale.to_ticks(plan.duration.as_nanos() as u64);
+    gate.deadline.store(deadline, Ordering::Relaxed);
+    gate.start.store(start, Ordering::Release);
+    let window = Window { start, deadline };
+    while clock::now() < deadline && !stop.load(Ordering::Relaxed) {
+        let left = scale.to_ns(deadline.saturating_sub(clock::now()));
+        std::thread::sleep(POLL.min(Duration::from_nanos(left)));
+    }
+    Ok(Some(window))
+}
+
+/// A worker's life: signals off, pinned, policy set, stack prefaulted, then the probe.
+fn worker_main<T, F>(
+    cpu: usize,
+    req: SchedRequest,
+    scale: Scale,
+    gate: &Gate,
+    work: &F,
+) -> Result<WorkerOutcome<T>, RunError>
+where
+    F: Fn(&Worker<'_>) -> T,
+{
+    sched::block_all_signals();
+    if let Err(e) = sched::pin_to(cpu) {
+        gate.failed.fetch_add(1, Ordering::AcqRel);
+        return Err(e.into());
+    }
+    let sched_refused = match sched::set_policy(req) {
+        Ok(()) => None,
+        Err(e) => Some(sched::explain_refusal(&e)),
+    };
+    let sched_actual = sched::current_policy();
+    sched::prefault_stack(PREFAULT_STACK);
+    let worker = Worker { cpu, scale, gate };
+    let value = work(&worker);
+    Ok(WorkerOutcome {
+        cpu,
+        sched: sched_actual,
+        sched_refused,
+        value,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::engine::cpu::CpuUniverse;
+
+    fn plan(duration_ms: u64) -> RunPlan {
+        let u = CpuUniverse::detect().unwrap();
+        RunPlan {
+            cpus: CpuPlan::choose(&u, None, None).unwrap(),
+            sched: SchedRequest::OTHER,
+            mlock: false,
+            duration: Duration::from_millis(duration_ms),
+            setup_timeout: Duration::from_secs(5),
+        }
+    }
+
+    #[test]
+    fn workers_run_pinned_and_stop_at_the_deadline() {
+        let p = plan(50);
+        let scale = Scale::from_hz(
+            crate::engine::clock::calibrate_against_monotonic_raw(Duration::from_millis(10)).hz,
+        );
+        let stop = AtomicBool::new(false);
+        let t0 = Instant::now();
+        let out = run(&p, scale, &stop, |w| {
+            let window = w.ready_and_wait().unwrap();
+            let mut last = 0;
+            while !w.stop_flag().load(Ordering::Relaxed) {
+                last = clock::now();
+                if last >= window.deadline {
+                    break;
+                }
+            }
+            (rustix::thread::sched_getcpu(), last >= window.deadline)
+        })
+        .unwrap();
+        assert!(t0.elapsed() < Duration::from_secs(2));
+        assert!(!out.interrupted);
+        for w in &out.workers {
+            assert_eq!(w.value.0, w.cpu, "worker ran where it was pinned");
+        }
+        let e = out.elapsed.as_millis();
+        assert!((45..1000).contains(&e), "elapsed {e} ms for a 50 ms run");
+    }
+
+    #[test]
+    fn a_stop_request_ends_the_run_early() {
+        let p = plan(10_000);
+        let scale = Scale::from_hz(
+            crate::engine::clock::calibrate_against_monotonic_raw(Duration::from_millis(10)).hz,
+        );
+        let stop = AtomicBool::new(false);
+        let t0 = Instant::now();
+        std::thread::scope(|s| {
+            s.spawn(|| {
+                std::thread::sleep(Duration::from_millis(100));
+                stop.store(true, Ordering::Relaxed);
+            });
+            let out = run(&p, scale, &stop, |w| {
+                let window = w.ready_and_wait();
+                while !w.stop_flag().load(Ordering::Relaxed) {
+                    std::hint::spin_loop();
+                }
+                window.is_some()
+            })
+            .unwrap();
+            assert!(out.interrupted);
+            assert!(out.elapsed < Duration::from_secs(2));
+        });
+        assert!(t0.elapsed() < Duration::from_secs(3));
+    }
+}

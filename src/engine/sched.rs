@@ -1,0 +1,392 @@
+//! Scheduling and memory for measuring threads: affinity, policy and priority, mlockall,
+//! stack prefaulting, signal masking, and the per-thread counters a probe reports.
+//!
+//! Every call here acts on the calling thread only (Linux schedules threads, not
+//! processes), so the coordinator can pin and prioritise each worker from inside it.
+//! rustix covers affinity; `sched_setscheduler`, `getrusage(RUSAGE_THREAD)` and
+//! `pthread_sigmask` are not in rustix, so those few calls go through libc.
+#![allow(unsafe_code)]
+
+use std::fmt;
+use std::str::FromStr;
+
+use rustix::thread::{CpuSet, sched_getaffinity, sched_getcpu, sched_setaffinity};
+
+use super::cpu::{CpuList, MAX_CPUS};
+
+/// Errors from scheduling calls that cannot be degraded around.
+#[derive(Debug, thiserror::Error)]
+pub enum SchedError {
+    /// Pinning to a CPU failed.
+    #[error("cannot pin a thread to CPU {cpu}: {source}")]
+    Pin { cpu: usize, source: std::io::Error },
+    /// The thread was pinned but the kernel ran it elsewhere.
+    #[error("a thread pinned to CPU {cpu} ran on CPU {actual}")]
+    WrongCpu { cpu: usize, actual: usize },
+}
+
+/// A scheduling policy, as `--policy` names it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Policy {
+    Other,
+    Fifo,
+    Rr,
+}
+
+impl Policy {
+    pub fn is_realtime(self) -> bool {
+        matches!(self, Policy::Fifo | Policy::Rr)
+    }
+    fn to_libc(self) -> libc::c_int {
+        match self {
+            Policy::Other => libc::SCHED_OTHER,
+            Policy::Fifo => libc::SCHED_FIFO,
+            Policy::Rr => libc::SCHED_RR,
+        }
+    }
+    fn from_libc(p: libc::c_int) -> Option<Policy> {
+        match p & !libc::SCHED_RESET_ON_FORK {
+            libc::SCHED_OTHER => Some(Policy::Other),
+            libc::SCHED_FIFO => Some(Policy::Fifo),
+            libc::SCHED_RR => Some(Policy::Rr),
+            _ => None,
+        }
+    }
+}
+
+impl fmt::Display for Policy {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            Policy::Other => "other",
+            Policy::Fifo => "fifo",
+            Policy::Rr => "rr",
+        })
+    }
+}
+
+impl FromStr for Policy {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        match s {
+            "other" => Ok(Policy::Other),
+            "fifo" => Ok(Policy::Fifo),
+            "rr" => Ok(Policy::Rr),
+            _ => Err(format!("unknown policy '{s}'; expected other, fifo or rr")),
+        }
+    }
+}
+
+/// A policy with its priority (0 for `other`, 1–99 for the real-time ones).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct SchedRequest {
+    pub policy: Policy,
+    pub priority: u8,
+}
+
+impl SchedRequest {
+    pub const OTHER: SchedRequest = SchedRequest {
+        policy: Policy::Other,
+        priority: 0,
+    };
+}
+
+impl fmt::Display for SchedRequest {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self.policy {
+            Policy::Other => f.write_str("SCHED_OTHER"),
+            Policy::Fifo => write!(f, "SCHED_FIFO {}", self.priority),
+            Policy::Rr => write!(f, "SCHED_RR {}", self.priority),
+        }
+    }
+}
+
+/// The calling thread's affinity mask.
+pub fn current_affinity() -> std::io::Result<CpuList> {
+    let set = sched_getaffinity(None)?;
+    Ok(CpuList::from_cpus(
+        (0..MAX_CPUS).filter(|&c| set.is_set(c)).collect(),
+    ))
+}
+
+/// Restricts the calling thread to `cpus`.
+pub fn set_affinity(cpus: &CpuList) -> std::io::Result<()> {
+    let mut set = CpuSet::new();
+    for &c in cpus.cpus() {
+        set.set(c);
+    }
+    sched_setaffinity(None, &set)?;
+    Ok(())
+}
+
+/// Pins the calling thread to one CPU and checks that it really runs there.
+pub fn pin_to(cpu: usize) -> Result<(), SchedError> {
+    set_affinity(&CpuList::from_cpus(vec![cpu]))
+        .map_err(|source| SchedError::Pin { cpu, source })?;
+    // sched_setaffinity on oneself migrates before returning; one yield covers the rare
+    // case where the migration is still pending.
+    for _ in 0..3 {
+        match sched_getcpu() {
+            actual if actual == cpu => return Ok(()),
+            _ => std::thread::yield_now(),
+        }
+    }
+    Err(SchedError::WrongCpu {
+        cpu,
+        actual: sched_getcpu(),
+    })
+}
+
+/// Restores the calling thread's affinity on drop: the coordinator pins itself to the
+/// housekeeping CPUs for a run and must not stay pinned when used as a library.
+pub struct AffinityGuard {
+    original: CpuList,
+}
+
+impl AffinityGuard {
+    pub fn pin(cpus: &CpuList) -> std::io::Result<AffinityGuard> {
+        let original = current_affinity()?;
+        set_affinity(cpus)?;
+        Ok(AffinityGuard { original })
+    }
+}
+
+impl Drop for AffinityGuard {
+    fn drop(&mut self) {
+        let _ = set_affinity(&self.original);
+    }
+}
+
+/// Sets the calling thread's policy. `Err` carries the errno so that the caller can
+/// degrade to SCHED_OTHER and say why.
+pub fn set_policy(req: SchedRequest) -> Result<(), std::io::Error> {
+    let param = libc::sched_param {
+        sched_priority: req.priority as libc::c_int,
+    };
+    // SAFETY: `param` is a valid sched_param for the duration of the call; pid 0 names
+    // the calling thread.
+    let rc = unsafe { libc::sched_setscheduler(0, req.policy.to_libc(), &param) };
+    if rc == 0 {
+        Ok(())
+    } else {
+        Err(std::io::Error::last_os_error())
+    }
+}
+
+/// The policy and priority the calling thread actually has.
+pub fn current_policy() -> SchedRequest {
+    // SAFETY: pid 0 is the calling thread; sched_getparam writes into a local we own.
+    let (policy, prio) = unsafe {
+        let policy = libc::sched_getscheduler(0);
+        let mut param = libc::sched_param { sched_priority: 0 };
+        libc::sched_getparam(0, &mut param);
+        (policy, param.sched_priority)
+    };
+    SchedRequest {
+        policy: Policy::from_libc(policy).unwrap_or(Policy::Other),
+        priority: prio.clamp(0, 99) as u8,
+    }
+}
+
+/// Explains a refused policy change in words a user can act on.
+pub fn explain_refusal(err: &std::io::Error) -> String {
+    match err.raw_os_error() {
+        Some(libc::EPERM) => {
+            if rustix::process::geteuid().is_root() {
+                "EPERM although root: RT group scheduling gives this cgroup no rt_runtime \
+                 (set cpu.rt_runtime_us, or run outside the cgroup)"
+                    .to_string()
+            } else {
+                "EPERM: not root and no CAP_SYS_NICE or RLIMIT_RTPRIO (run as root, or \
+                 `setcap cap_sys_nice+ep` the binary, or raise `ulimit -r`)"
+                    .to_string()
+            }
+        }
+        Some(libc::EINVAL) => "EINVAL: priority not accepted by the kernel".to_string(),
+        _ => err.to_string(),
+    }
+}
+
+/// Locks the process's memory (current and future pages) and unlocks it on drop.
+pub struct MlockGuard(());
+
+impl MlockGuard {
+    pub fn lock() -> std::io::Result<MlockGuard> {
+        use rustix::mm::{MlockAllFlags, mlockall};
+        mlockall(MlockAllFlags::CURRENT | MlockAllFlags::FUTURE)?;
+        Ok(MlockGuard(()))
+    }
+}
+
+impl Drop for MlockGuard {
+    fn drop(&mut self) {
+        let _ = rustix::mm::munlockall();
+    }
+}
+
+/// Blocks every signal in the calling thread, so that SIGINT and SIGTERM reach the
+/// coordinator and never interrupt a measuring thread.
+pub fn block_all_signals() {
+    // SAFETY: sigfillset initialises the set we own; pthread_sigmask only reads it.
+    unsafe {
+        let mut set: libc::sigset_t = std::mem::zeroed();
+        libc::sigfillset(&mut set);
+        libc::pthread_sigmask(libc::SIG_BLOCK, &set, std::ptr::null_mut());
+    }
+}
+
+/// Touches `bytes` of the calling thread's stack so that no page fault lands in the
+/// measurement (mlockall already does this when it succeeded; this covers `--no-mlock`).
+#[inline(never)]
+pub fn prefault_stack(bytes: usize) {
+    const CHUNK: usize = 4096;
+    fn touch(depth: usize) {
+        let mut page = [0u8; CHUNK];
+        std::hint::black_box(&mut page);
+        if depth > 1 {
+            touch(depth - 1);
+        }
+        std::hint::black_box(&page);
+    }
+    touch(bytes / CHUNK);
+}
+
+/// Counters the kernel keeps for the calling thread.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct ThreadCounters {
+    pub involuntary_switches: u64,
+    pub voluntary_switches: u64,
+    /// `se.nr_migrations` from `/proc/thread-self/sched`, when the kernel has it.
+    pub migrations: Option<u64>,
+}
+
+impl ThreadCounters {
+    pub fn read() -> ThreadCounters {
+        // SAFETY: getrusage writes into a zeroed rusage we own.
+        let usage = unsafe {
+            let mut ru: libc::rusage = std::mem::zeroed();
+            libc::getrusage(libc::RUSAGE_THREAD, &mut ru);
+            ru
+        };
+        ThreadCounters {
+            involuntary_switches: usage.ru_nivcsw as u64,
+            voluntary_switches: usage.ru_nvcsw as u64,
+            migrations: read_sched_field("se.nr_migrations"),
+        }
+    }
+
+    /// What happened between two readings.
+    pub fn since(&self, earlier: &ThreadCounters) -> ThreadCounters {
+        ThreadCounters {
+            involuntary_switches: self.involuntary_switches - earlier.involuntary_switches,
+            voluntary_switches: self.voluntary_switches - earlier.voluntary_switches,
+            migrations: match (self.migrations, earlier.migrations) {
+                (Some(a), Some(b)) => Some(a - b),
+                _ => None,
+            },
+        }
+    }
+}
+
+fn read_sched_field(name: &str) -> Option<u64> {
+    let text = std::fs::read_to_string("/proc/thread-self/sched").ok()?;
+    parse_sched_field(&text, name)
+}
+
+fn parse_sched_field(text: &str, name: &str) -> Option<u64> {
+    text.lines().find_map(|line| {
+        let (key, value) = line.split_once(':')?;
+        (key.trim() == name).then(|| value.trim().parse().ok())?
+    })
+}
+
+/// The process's peak resident set size in KiB (`ru_maxrss`).
+pub fn peak_rss_kib() -> u64 {
+    // SAFETY: getrusage writes into a zeroed rusage we own.
+    let usage = unsafe {
+        let mut ru: libc::rusage = std::mem::zeroed();
+        libc::getrusage(libc::RUSAGE_SELF, &mut ru);
+        ru
+    };
+    usage.ru_maxrss.max(0) as u64
+}
+
+/// Tries `req` on a short-lived thread, so that a refusal can be reported once, before
+/// the run, rather than by every worker after it.
+pub fn preflight(req: SchedRequest) -> Result<(), String> {
+    if !req.policy.is_realtime() {
+        return Ok(());
+    }
+    std::thread::spawn(move || set_policy(req).map_err(|e| explain_refusal(&e)))
+        .join()
+        .unwrap_or_else(|_| Err("the preflight thread panicked".into()))
+}
+
+/// `/proc/sys/kernel/sched_rt_runtime_us`: -1 means real-time threads are never throttled.
+pub fn rt_runtime_us() -> Option<i64> {
+    std::fs::read_to_string("/proc/sys/kernel/sched_rt_runtime_us")
+        .ok()?
+        .trim()
+        .parse()
+        .ok()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parses_the_sched_file() {
+        let text = "worker (1234, #threads: 3)\n----\nse.exec_start  :  1.5\n\
+                    se.nr_migrations                             :                    7\n";
+        assert_eq!(parse_sched_field(text, "se.nr_migrations"), Some(7));
+        assert_eq!(parse_sched_field(text, "nr_switches"), None);
+    }
+
+    #[test]
+    fn pinning_really_moves_the_thread() {
+        let usable = current_affinity().unwrap();
+        for &cpu in usable.cpus() {
+            std::thread::spawn(move || {
+                pin_to(cpu).unwrap();
+                assert_eq!(sched_getcpu(), cpu);
+                assert_eq!(current_affinity().unwrap().cpus(), &[cpu]);
+            })
+            .join()
+            .unwrap();
+        }
+    }
+
+    #[test]
+    fn affinity_guard_restores() {
+        std::thread::spawn(|| {
+            let before = current_affinity().unwrap();
+            {
+                let _g = AffinityGuard::pin(&CpuList::from_cpus(vec![before.cpus()[0]])).unwrap();
+                assert_eq!(current_affinity().unwrap().len(), 1);
+            }
+            assert_eq!(current_affinity().unwrap(), before);
+        })
+        .join()
+        .unwrap();
+    }
+
+    #[test]
+    fn policy_names_round_trip() {
+        for p in [Policy::Other, Policy::Fifo, Policy::Rr] {
+            assert_eq!(p.to_string().parse::<Policy>().unwrap(), p);
+        }
+        assert!("batch".parse::<Policy>().is_err());
+    }
+
+    #[test]
+    fn counters_move_forward() {
+        let a = ThreadCounters::read();
+        std::thread::sleep(std::time::Duration::from_millis(2));
+        let b = ThreadCounters::read();
+        assert!(
+            b.voluntary_switches > a.voluntary_switches,
+            "a sleep is a voluntary switch"
+        );
+    }
+}

@@ -1,0 +1,71 @@
+//! The `jitterscope` binary: parse, install signal handling, dispatch, and map the
+//! outcome to an exit code (0 done, 1 gate failed, 2 bad input or failure, 130
+//! interrupted). Every error is one line on stderr starting with `jitterscope: `.
+
+use std::process::ExitCode;
+use std::sync::Arc;
+use std::sync::atomic::AtomicBool;
+
+use clap::Parser;
+use clap::error::ErrorKind;
+use jitterscope::app::{self, Ending};
+use jitterscope::cli::{Cli, Command, NoiseArgs};
+
+fn main() -> ExitCode {
+    let argv: Vec<String> = std::env::args().collect();
+    let cli = match Cli::try_parse() {
+        Ok(cli) => cli,
+        Err(e) => return usage_error(e),
+    };
+    let stop = match install_signal_handlers() {
+        Ok(stop) => stop,
+        Err(e) => return fail(anyhow::anyhow!("cannot install signal handlers: {e}")),
+    };
+    let outcome = match cli.command {
+        Some(Command::Noise(args)) => app::noise(&args, &argv, &stop),
+        None => app::noise(&NoiseArgs::default(), &argv, &stop),
+    };
+    match outcome {
+        Ok(Ending::Completed) => ExitCode::SUCCESS,
+        Ok(Ending::Interrupted) => ExitCode::from(130),
+        Err(e) => fail(e),
+    }
+}
+
+/// SIGINT, SIGTERM and SIGHUP set the stop flag: the run ends cleanly, prints and saves.
+/// A second SIGINT or SIGTERM while stopping exits at once.
+fn install_signal_handlers() -> std::io::Result<Arc<AtomicBool>> {
+    use signal_hook::consts::{SIGHUP, SIGINT, SIGTERM};
+    use signal_hook::flag;
+    let stop = Arc::new(AtomicBool::new(false));
+    for sig in [SIGINT, SIGTERM] {
+        flag::register_conditional_shutdown(sig, 130, Arc::clone(&stop))?;
+        flag::register(sig, Arc::clone(&stop))?;
+    }
+    flag::register(SIGHUP, Arc::clone(&stop))?;
+    Ok(stop)
+}
+
+/// clap's errors, cut to one line (help and version print as usual).
+fn usage_error(e: clap::Error) -> ExitCode {
+    match e.kind() {
+        ErrorKind::DisplayHelp
+        | ErrorKind::DisplayVersion
+        | ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand => {
+            let _ = e.print();
+            ExitCode::SUCCESS
+        }
+        _ => {
+            let text = e.render().to_string();
+            let first = text.lines().next().unwrap_or("invalid arguments");
+            let first = first.strip_prefix("error: ").unwrap_or(first);
+            eprintln!("jitterscope: {first} (see --help)");
+            ExitCode::from(2)
+        }
+    }
+}
+
+fn fail(e: anyhow::Error) -> ExitCode {
+    eprintln!("jitterscope: {e:#}");
+    ExitCode::from(2)
+}

@@ -1,0 +1,4 @@
+//! The measurements, one module per kind. A probe is a validated configuration plus a
+//! function from (configuration, run plan, clock) to a result; probes never print.
+
+pub mod noise;

@@ -1,0 +1,451 @@
+//! OS noise by counter polling: the job of osjitter, oslat, sysjitter and hiccups.
+//!
+//! A pinned thread reads the counter back to back. A step above the threshold is an
+//! interruption; its duration is the step minus the loop's own minimum period (the part
+//! of the step the loop itself would have taken). Steps below the threshold only update
+//! the minimum and the iteration count, so the loop stays a handful of instructions
+//! around the counter read.
+//!
+//! The loop's period distribution (its detection resolution) is sampled, one step in
+//! 1024, because counting every step into a histogram would slow the very loop it
+//! describes (measured here: the median step doubled, 10 ns to 20 ns).
+
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::Duration;
+
+use serde::{Deserialize, Serialize};
+
+use crate::engine::clock::{self, ClockInfo, Scale};
+use crate::engine::run::{self, RunError, RunOutcome, RunPlan, Window, Worker};
+use crate::engine::sched::{SchedRequest, ThreadCounters};
+use crate::stats::events::EventOut;
+use crate::stats::{
+    Event, EventLog, IntervalSeries, Largest, LatencyHistogram, SeriesOut, Summary,
+};
+
+/// The default threshold. Loop jitter from cache and TLB misses, the SMT sibling and
+/// frequency changes stays in the tens to hundreds of ns; the shortest real interruption
+/// (an interrupt's entry and exit) costs about a µs even on bare metal. 1 µs separates
+/// the two and is what the result records.
+pub const DEFAULT_THRESHOLD_NS: u64 = 1_000;
+/// Default number of largest events kept per CPU.
+pub const DEFAULT_LARGEST: usize = 64;
+/// Default warm-up.
+pub const DEFAULT_WARMUP: Duration = Duration::from_millis(100);
+/// Series capacity: one hour of 1-s intervals before neighbours merge.
+const SERIES_CAPACITY: usize = 3600;
+const SERIES_INTERVAL_NS: u64 = 1_000_000_000;
+
+/// A validated configuration of the noise probe.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct NoiseConfig {
+    pub threshold_ns: u64,
+    pub warmup: Duration,
+    pub largest: usize,
+    /// Keep every interruption with its timestamp, up to this many per CPU (0: none).
+    pub event_log: usize,
+}
+
+impl Default for NoiseConfig {
+    fn default() -> Self {
+        NoiseConfig {
+            threshold_ns: DEFAULT_THRESHOLD_NS,
+            warmup: DEFAULT_WARMUP,
+            largest: DEFAULT_LARGEST,
+            event_log: 0,
+        }
+    }
+}
+
+/// The loop's own period: the detection resolution.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
+pub struct LoopPeriod {
+    /// Shortest step seen during the run.
+    pub min_ns: f64,
+    /// Median step, from one step in 1024 sampled during the run.
+    pub median_ns: f64,
+    /// Mean uninterrupted step over the run: (runtime − interrupted) / iterations.
+    pub mean_ns: f64,
+}
+
+/// The thread as it really ran.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ThreadRecord {
+    pub policy: crate::engine::sched::Policy,
+    pub priority: u8,
+    /// Why the requested policy was refused, if it was.
+    pub sched_refused: Option<String>,
+    pub involuntary_switches: u64,
+    pub voluntary_switches: u64,
+    /// CPU migrations (absent when the kernel has no /proc/thread-self/sched).
+    pub migrations: Option<u64>,
+}
+
+/// How the histogram is stored.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct HistogramRecord {
+    pub unit: String,
+    pub encoding: String,
+    pub data: String,
+}
+
+impl HistogramRecord {
+    pub fn from_hist(h: &LatencyHistogram) -> HistogramRecord {
+        HistogramRecord {
+            unit: "ns".into(),
+            encoding: "hdrhistogram-v2-deflate-base64".into(),
+            data: h.encode_base64(),
+        }
+    }
+}
+
+/// Every interruption with its timestamp, when `--event-log` asked for it. Columns of
+/// equal length.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct EventLogRecord {
+    pub capacity: usize,
+    pub dropped: u64,
+    pub start_ns: Vec<u64>,
+    pub start_tsc: Vec<u64>,
+    pub duration_ns: Vec<u64>,
+}
+
+/// The noise probe's configuration as recorded.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct NoiseConfigRecord {
+    pub threshold_ns: u64,
+    pub warmup_ns: u64,
+    pub largest: usize,
+    pub event_log: usize,
+    pub policy: crate::engine::sched::Policy,
+    pub priority: u8,
+}
+
+/// One CPU's noise result: the probe's entry in the result file.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct NoiseEntry {
+    pub cpu: usize,
+    pub config: NoiseConfigRecord,
+    pub thread: ThreadRecord,
+    /// The CPU's measuring window.
+    pub runtime_ns: u64,
+    pub iterations: u64,
+    pub loop_period: LoopPeriod,
+    pub interruptions: u64,
+    pub rate_per_s: f64,
+    pub interrupted_ns: u64,
+    /// interrupted_ns as a percentage of runtime_ns.
+    pub interrupted_pct: f64,
+    /// Distribution of interruption durations.
+    pub summary: Summary,
+    pub histogram: HistogramRecord,
+    pub series: SeriesOut,
+    /// The largest interruptions, largest first.
+    pub largest: Vec<EventOut>,
+    pub events: Option<EventLogRecord>,
+}
+
+/// Everything one worker hands back.
+struct CpuMeasurement {
+    window: Option<Window>,
+    stats: LoopStats,
+    /// Median loop step in ticks, sampled during the run.
+    median_step: u64,
+    hist: LatencyHistogram,
+    series: IntervalSeries,
+    largest: Largest,
+    log: EventLog,
+    counters: ThreadCounters,
+}
+
+/// The whole probe's outcome.
+pub struct NoiseRun {
+    pub entries: Vec<NoiseEntry>,
+    pub outcome: RunOutcome<()>,
+}
+
+/// Runs the noise probe on every measured CPU of `plan`.
+pub fn run(
+    cfg: &NoiseConfig,
+    plan: &RunPlan,
+    clock: &ClockInfo,
+    stop: &AtomicBool,
+) -> Result<NoiseRun, RunError> {
+    let scale = clock.scale;
+    let RunOutcome {
+        workers,
+        window,
+        interrupted,
+        elapsed,
+        mlock_error,
+    } = run::run(plan, scale, stop, |w| measure(w, cfg))?;
+    let entries = workers
+        .iter()
+        .map(|w| to_entry(cfg, plan.sched, scale, w))
+        .collect();
+    let workers = workers.into_iter().map(|w| w.map_value(|_| ())).collect();
+    let outcome = RunOutcome {
+        workers,
+        window,
+        interrupted,
+        elapsed,
+        mlock_error,
+    };
+    Ok(NoiseRun { entries, outcome })
+}
+
+/// Steps longer than this many ticks are not loop periods; the sampler clamps them.
+const PERIOD_BUCKETS: usize = 512;
+/// One step in `SAMPLE_EVERY` is counted into the period histogram: enough for a stable
+/// median, and rare enough that the counting does not slow the loop it describes.
+const SAMPLE_EVERY: u64 = 1024;
+
+/// A sampled histogram of the loop's own steps, in ticks.
+struct PeriodSampler {
+    counts: [u32; PERIOD_BUCKETS],
+}
+
+impl PeriodSampler {
+    fn new() -> PeriodSampler {
+        PeriodSampler {
+            counts: [0; PERIOD_BUCKETS],
+        }
+    }
+
+    #[inline(always)]
+    fn sample(&mut self, step: u64) {
+        let c = &mut self.counts[(step as usize).min(PERIOD_BUCKETS - 1)];
+        *c = c.saturating_add(1);
+    }
+
+    /// The median step in ticks, ignoring steps beyond the histogram (interruptions).
+    fn median_ticks(&self) -> u64 {
+        let kept = &self.counts[..PERIOD_BUCKETS - 1];
+        let total: u64 = kept.iter().map(|&c| c as u64).sum();
+        let mut seen = 0;
+        kept.iter()
+            .position(|&c| {
+                seen += c as u64;
+                total > 0 && seen * 2 >= total
+            })
+            .unwrap_or(0) as u64
+    }
+}
+
+/// What one pass of the loop saw.
+#[derive(Debug, Clone, Copy, Default)]
+struct LoopStats {
+    end: u64,
+    iterations: u64,
+    min_step: u64,
+}
+
+/// What the hot loop writes to on an interruption. All of it is owned by the measuring
+/// thread and preallocated.
+struct Recorder {
+    scale: Scale,
+    start: u64,
+    loop_min: u64,
+    hist: LatencyHistogram,
+    series: IntervalSeries,
+    largest: Largest,
+    log: EventLog,
+}
+
+impl Recorder {
+    /// Records a step of `step` ticks that began at `at`. Returns true when the series
+    /// merged intervals, which took measurable time.
+    #[inline(never)]
+    #[cold]
+    fn interruption(&mut self, at: u64, step: u64) -> bool {
+        let ns = self.scale.to_ns(step.saturating_sub(self.loop_min));
+        self.hist.record(ns);
+        let event = Event {
+            start_ticks: at,
+            duration_ns: ns,
+        };
+        self.largest.offer(event);
+        self.log.push(event);
+        self.series.record(at.saturating_sub(self.start), ns)
+    }
+}
+
+/// The measuring thread's whole job.
+fn measure(w: &Worker<'_>, cfg: &NoiseConfig) -> CpuMeasurement {
+    let scale = w.scale;
+    let mut rec = Recorder {
+        scale,
+        start: 0,
+        loop_min: 0,
+        hist: LatencyHistogram::new(),
+        series: IntervalSeries::new(
+            SERIES_CAPACITY,
+            SERIES_INTERVAL_NS,
+            scale.to_ticks(SERIES_INTERVAL_NS),
+        ),
+        largest: Largest::new(cfg.largest),
+        log: EventLog::new(cfg.event_log),
+    };
+    // Warm-up: the same loop, recording nothing, to warm caches and find the loop's own
+    // minimum step (subtracted from every interruption).
+    let mut periods = PeriodSampler::new();
+    let warm_end = clock::now() + scale.to_ticks(cfg.warmup.as_nanos() as u64);
+    let warm = spin(
+        warm_end,
+        u64::MAX,
+        w.stop_flag(),
+        &mut periods,
+        &mut |_, _| false,
+    );
+    rec.loop_min = warm.min_step;
+    periods = PeriodSampler::new();
+    let threshold = scale.to_ticks(cfg.threshold_ns).max(1);
+    let before = ThreadCounters::read();
+    let window = w.ready_and_wait();
+    let stats = match window {
+        Some(win) => {
+            rec.start = win.start;
+            spin(
+                win.deadline,
+                threshold,
+                w.stop_flag(),
+                &mut periods,
+                &mut |at, step| rec.interruption(at, step),
+            )
+        }
+        None => LoopStats::default(),
+    };
+    let counters = ThreadCounters::read().since(&before);
+    CpuMeasurement {
+        window,
+        stats,
+        median_step: periods.median_ticks(),
+        hist: rec.hist,
+        series: rec.series,
+        largest: rec.largest,
+        log: rec.log,
+        counters,
+    }
+}
+
+/// The hot loop. Per iteration: one counter read, a subtraction, a min, a compare, the
+/// sampling test, and the deadline and stop checks (a register compare and a load from a
+/// line nobody writes until the end). No allocation, no syscall, no shared write.
+/// `on_interruption(start, step)` runs for steps above `threshold`; it returns true when
+/// it did slow work (a series merge) whose time must not count as the next step.
+#[inline(never)]
+fn spin(
+    deadline: u64,
+    threshold: u64,
+    stop: &AtomicBool,
+    periods: &mut PeriodSampler,
+    on_interruption: &mut impl FnMut(u64, u64) -> bool,
+) -> LoopStats {
+    let mut prev = clock::now();
+    let mut iterations: u64 = 0;
+    let mut min_step = u64::MAX;
+    loop {
+        let t = clock::now();
+        let step = t.wrapping_sub(prev);
+        iterations += 1;
+        min_step = min_step.min(step);
+        if iterations % SAMPLE_EVERY == 0 {
+            periods.sample(step);
+        }
+        if step > threshold && on_interruption(prev, step) {
+            prev = clock::now();
+            continue;
+        }
+        prev = t;
+        if t >= deadline || stop.load(Ordering::Relaxed) {
+            return LoopStats {
+                end: t,
+                iterations,
+                min_step,
+            };
+        }
+    }
+}
+
+fn to_entry(
+    cfg: &NoiseConfig,
+    requested: SchedRequest,
+    scale: Scale,
+    w: &run::WorkerOutcome<CpuMeasurement>,
+) -> NoiseEntry {
+    let m = &w.value;
+    let start = m.window.map(|win| win.start).unwrap_or(0);
+    let run_ticks = m.stats.end.saturating_sub(start);
+    let runtime_ns = scale.to_ns(run_ticks);
+    let summary = m.hist.summary();
+    let interrupted_ns = summary.sum_ns;
+    let tick_ns = scale.to_ns(1 << 20) as f64 / (1u64 << 20) as f64;
+    let uninterrupted = runtime_ns.saturating_sub(interrupted_ns) as f64;
+    let event_out = |e: &Event| EventOut {
+        start_ns: scale.to_ns(e.start_ticks.saturating_sub(start)),
+        start_tsc: e.start_ticks,
+        duration_ns: e.duration_ns,
+    };
+    let events = (cfg.event_log > 0).then(|| {
+        let out: Vec<EventOut> = m.log.events().iter().map(event_out).collect();
+        EventLogRecord {
+            capacity: cfg.event_log,
+            dropped: m.log.dropped(),
+            start_ns: out.iter().map(|e| e.start_ns).collect(),
+            start_tsc: out.iter().map(|e| e.start_tsc).collect(),
+            duration_ns: out.iter().map(|e| e.duration_ns).collect(),
+        }
+    });
+    let secs = runtime_ns as f64 / 1e9;
+    NoiseEntry {
+        cpu: w.cpu,
+        config: NoiseConfigRecord {
+            threshold_ns: cfg.threshold_ns,
+            warmup_ns: cfg.warmup.as_nanos() as u64,
+            largest: cfg.largest,
+            event_log: cfg.event_log,
+            policy: requested.policy,
+            priority: requested.priority,
+        },
+        thread: ThreadRecord {
+            policy: w.sched.policy,
+            priority: w.sched.priority,
+            sched_refused: w.sched_refused.clone(),
+            involuntary_switches: m.counters.involuntary_switches,
+            voluntary_switches: m.counters.voluntary_switches,
+            migrations: m.counters.migrations,
+        },
+        runtime_ns,
+        iterations: m.stats.iterations,
+        loop_period: LoopPeriod {
+            min_ns: if m.stats.iterations == 0 {
+                0.0
+            } else {
+                m.stats.min_step as f64 * tick_ns
+            },
+            median_ns: m.median_step as f64 * tick_ns,
+            mean_ns: if m.stats.iterations == 0 {
+                0.0
+            } else {
+                uninterrupted / m.stats.iterations as f64
+            },
+        },
+        interruptions: summary.count,
+        rate_per_s: if secs > 0.0 {
+            summary.count as f64 / secs
+        } else {
+            0.0
+        },
+        interrupted_ns,
+        interrupted_pct: if runtime_ns > 0 {
+            interrupted_ns as f64 * 100.0 / runtime_ns as f64
+        } else {
+            0.0
+        },
+        histogram: HistogramRecord::from_hist(&m.hist),
+        series: m.series.finish(run_ticks.max(1)),
+        largest: m.largest.sorted().iter().map(event_out).collect(),
+        events,
+        summary,
+    }
+}

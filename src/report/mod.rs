@@ -1,0 +1,7 @@
+//! The result schema and the ways of showing it. Every reader and exporter works from a
+//! `ResultFile` only, never from live probe state.
+
+pub mod result;
+pub mod table;
+
+pub use result::{ProbeEntry, ResultFile, RunInfo, SCHEMA};

@@ -1,0 +1,202 @@
+//! The result file: the contract between measuring and reporting.
+//!
+//! One JSON document per run, with a `schema` field (`jitterscope/1`), the host, the run
+//! (with every degradation), and one entry per probe and CPU. docs/result-format.md
+//! documents every field. Files are written atomically: a temporary file in the same
+//! directory, flushed, then renamed over the target.
+
+use std::io::Write;
+use std::path::{Path, PathBuf};
+
+use serde::{Deserialize, Serialize};
+
+use crate::degraded::DegradedRecord;
+use crate::engine::cpu::CpuList;
+use crate::probes::noise::NoiseEntry;
+use crate::system::HostInfo;
+
+/// The schema this version writes.
+pub const SCHEMA: &str = "jitterscope/1";
+const SCHEMA_MAJOR: u32 = 1;
+
+/// Errors reading or writing a result file; each names the file.
+#[derive(Debug, thiserror::Error)]
+pub enum ResultError {
+    #[error("cannot write result file {path}: {source}")]
+    Write {
+        path: PathBuf,
+        source: std::io::Error,
+    },
+    #[error("cannot read result file {path}: {source}")]
+    Read {
+        path: PathBuf,
+        source: std::io::Error,
+    },
+    #[error("{path} is not a jitterscope result file: {reason}")]
+    NotAResult { path: PathBuf, reason: String },
+    #[error(
+        "{path} has schema '{found}', which this jitterscope cannot read (it reads \
+         jitterscope/1); use a newer jitterscope"
+    )]
+    UnknownSchema { path: PathBuf, found: String },
+}
+
+/// The whole document.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ResultFile {
+    pub schema: String,
+    pub host: HostInfo,
+    pub run: RunInfo,
+    pub probes: Vec<ProbeEntry>,
+}
+
+/// `run`: how this result was produced.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct RunInfo {
+    pub tool_version: String,
+    /// The full command line, one element per argument.
+    pub command_line: Vec<String>,
+    /// RFC 3339, UTC.
+    pub start_time: String,
+    pub requested_duration_ns: u64,
+    /// From the common start to the end of the measurement.
+    pub actual_duration_ns: u64,
+    /// Stopped by a signal before the requested duration.
+    pub interrupted: bool,
+    pub privileges: Privileges,
+    pub cpus: RunCpus,
+    /// Every reason a figure may be worse than it should be.
+    pub degraded: Vec<DegradedRecord>,
+    /// Things worth knowing that do not degrade the figures.
+    pub warnings: Vec<String>,
+    /// Peak resident memory of the jitterscope process.
+    pub peak_rss_kib: u64,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Privileges {
+    pub euid: u32,
+    pub root: bool,
+    /// mlockall was asked for and succeeded.
+    pub memory_locked: bool,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct RunCpus {
+    pub measured: CpuList,
+    /// Where the coordinator ran (empty: it shared a measured CPU).
+    pub housekeeping: CpuList,
+}
+
+/// One entry per probe and CPU, tagged by `probe`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "probe", rename_all = "lowercase")]
+pub enum ProbeEntry {
+    Noise(NoiseEntry),
+}
+
+impl ResultFile {
+    pub fn to_json(&self) -> String {
+        serde_json::to_string_pretty(self).expect("result serializes")
+    }
+
+    /// Writes atomically: temporary file in the target's directory, then rename.
+    pub fn write_atomic(&self, path: &Path) -> Result<(), ResultError> {
+        let err = |source| ResultError::Write {
+            path: path.to_path_buf(),
+            source,
+        };
+        let dir = match path.parent() {
+            Some(d) if !d.as_os_str().is_empty() => d.to_path_buf(),
+            _ => PathBuf::from("."),
+        };
+        let name = path.file_name().ok_or_else(|| {
+            err(std::io::Error::new(
+                std::io::ErrorKind::InvalidInput,
+                "not a file name",
+            ))
+        })?;
+        let tmp = dir.join(format!(
+            ".{}.tmp{}",
+            name.to_string_lossy(),
+            std::process::id()
+        ));
+        let write = || -> std::io::Result<()> {
+            let mut f = std::fs::File::create(&tmp)?;
+            f.write_all(self.to_json().as_bytes())?;
+            f.write_all(b"\n")?;
+            f.sync_all()?;
+            std::fs::rename(&tmp, path)
+        };
+        write().map_err(|e| {
+            let _ = std::fs::remove_file(&tmp);
+            err(e)
+        })
+    }
+
+    /// Reads a result file, rejecting schemas of another major version with a clear error.
+    pub fn read(path: &Path) -> Result<ResultFile, ResultError> {
+        let text = std::fs::read_to_string(path).map_err(|source| ResultError::Read {
+            path: path.to_path_buf(),
+            source,
+        })?;
+        Self::parse(&text).map_err(|e| e.with_path(path))
+    }
+
+    /// Parses a document (see `read`).
+    pub fn parse(text: &str) -> Result<ResultFile, ResultError> {
+        let not = |reason: String| ResultError::NotAResult {
+            path: PathBuf::new(),
+            reason,
+        };
+        let value: serde_json::Value =
+            serde_json::from_str(text).map_err(|e| not(format!("invalid JSON: {e}")))?;
+        let schema = value
+            .get("schema")
+            .and_then(|s| s.as_str())
+            .ok_or_else(|| not("no 'schema' field".into()))?;
+        let major = schema
+            .strip_prefix("jitterscope/")
+            .and_then(|v| v.split('.').next())
+            .and_then(|v| v.parse::<u32>().ok())
+            .ok_or_else(|| not(format!("schema '{schema}' is not jitterscope/N")))?;
+        if major != SCHEMA_MAJOR {
+            return Err(ResultError::UnknownSchema {
+                path: PathBuf::new(),
+                found: schema.into(),
+            });
+        }
+        serde_json::from_value(value).map_err(|e| not(e.to_string()))
+    }
+}
+
+impl ResultError {
+    fn with_path(self, p: &Path) -> ResultError {
+        match self {
+            ResultError::NotAResult { reason, .. } => ResultError::NotAResult {
+                path: p.to_path_buf(),
+                reason,
+            },
+            ResultError::UnknownSchema { found, .. } => ResultError::UnknownSchema {
+                path: p.to_path_buf(),
+                found,
+            },
+            other => other,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn rejects_other_major_versions_and_non_results() {
+        let e = ResultFile::parse(r#"{"schema":"jitterscope/2","host":{}}"#).unwrap_err();
+        assert!(matches!(e, ResultError::UnknownSchema { .. }), "{e}");
+        assert!(e.to_string().contains("jitterscope/2"));
+        let e = ResultFile::parse(r#"{"hello":1}"#).unwrap_err();
+        assert!(e.to_string().contains("no 'schema' field"));
+        assert!(ResultFile::parse("not json").is_err());
+    }
+}

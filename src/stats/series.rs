@@ -1,0 +1,143 @@
+//! A per-interval time series with bounded memory.
+//!
+//! Each interval (1 s to begin with) holds the number of events, their summed duration and
+//! the largest one. When a run outlives the capacity, neighbouring intervals merge
+//! pairwise and the interval doubles, so memory stays fixed and the whole run stays
+//! covered, at a coarser grain.
+
+use serde::{Deserialize, Serialize};
+
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+struct Interval {
+    events: u64,
+    total_ns: u64,
+    max_ns: u64,
+}
+
+impl Interval {
+    fn merge(self, other: Interval) -> Interval {
+        Interval {
+            events: self.events + other.events,
+            total_ns: self.total_ns + other.total_ns,
+            max_ns: self.max_ns.max(other.max_ns),
+        }
+    }
+}
+
+/// The bounded series, owned by one measuring thread. Offsets are counter ticks since the
+/// start of the run.
+#[derive(Debug, Clone)]
+pub struct IntervalSeries {
+    interval_ticks: u64,
+    interval_ns: u64,
+    buf: Vec<Interval>,
+}
+
+impl IntervalSeries {
+    /// A series of `capacity` intervals of `interval_ns`, prefaulted.
+    pub fn new(capacity: usize, interval_ns: u64, interval_ticks: u64) -> IntervalSeries {
+        assert!(capacity >= 2 && interval_ticks > 0);
+        IntervalSeries {
+            interval_ticks,
+            interval_ns,
+            buf: vec![Interval::default(); capacity],
+        }
+    }
+
+    /// Adds one event that started `offset_ticks` into the run. Returns true when the
+    /// series had to merge (rare: once per doubling of the run length past capacity), so
+    /// that a hot loop can exclude the time that took.
+    #[inline]
+    pub fn record(&mut self, offset_ticks: u64, duration_ns: u64) -> bool {
+        let mut merged = false;
+        let mut idx = (offset_ticks / self.interval_ticks) as usize;
+        while idx >= self.buf.len() {
+            self.merge_pairs();
+            merged = true;
+            idx = (offset_ticks / self.interval_ticks) as usize;
+        }
+        let slot = &mut self.buf[idx];
+        slot.events += 1;
+        slot.total_ns += duration_ns;
+        slot.max_ns = slot.max_ns.max(duration_ns);
+        merged
+    }
+
+    #[cold]
+    fn merge_pairs(&mut self) {
+        let half = self.buf.len() / 2;
+        for i in 0..half {
+            self.buf[i] = self.buf[2 * i].merge(self.buf[2 * i + 1]);
+        }
+        if self.buf.len() % 2 == 1 {
+            self.buf[half] = self.buf[self.buf.len() - 1];
+            self.buf[half + 1..].fill(Interval::default());
+        } else {
+            self.buf[half..].fill(Interval::default());
+        }
+        self.interval_ticks *= 2;
+        self.interval_ns *= 2;
+    }
+
+    /// The series covering `run_ticks` of measurement.
+    pub fn finish(&self, run_ticks: u64) -> SeriesOut {
+        let n = (run_ticks.div_ceil(self.interval_ticks) as usize).clamp(1, self.buf.len());
+        let used = &self.buf[..n];
+        SeriesOut {
+            interval_ns: self.interval_ns,
+            events: used.iter().map(|i| i.events).collect(),
+            total_ns: used.iter().map(|i| i.total_ns).collect(),
+            max_ns: used.iter().map(|i| i.max_ns).collect(),
+        }
+    }
+}
+
+/// The series as stored in the result: columns of equal length, one entry per interval.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct SeriesOut {
+    /// Length of each interval; the last one may be partial.
+    pub interval_ns: u64,
+    /// Events (interruptions) that started in the interval.
+    pub events: Vec<u64>,
+    /// Their summed duration.
+    pub total_ns: Vec<u64>,
+    /// The largest of them (0 when none).
+    pub max_ns: Vec<u64>,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn events_land_in_their_interval() {
+        let mut s = IntervalSeries::new(8, 1_000, 10);
+        assert!(!s.record(5, 100));
+        s.record(15, 50);
+        s.record(19, 300);
+        let out = s.finish(30);
+        assert_eq!(out.interval_ns, 1_000);
+        assert_eq!(out.events, [1, 2, 0]);
+        assert_eq!(out.total_ns, [100, 350, 0]);
+        assert_eq!(out.max_ns, [100, 300, 0]);
+    }
+
+    #[test]
+    fn past_capacity_neighbours_merge_and_nothing_is_lost() {
+        let mut s = IntervalSeries::new(4, 1_000, 10);
+        for t in 0..4 {
+            s.record(t * 10, 1);
+        }
+        assert!(s.record(45, 7), "the fifth interval forces a merge");
+        let out = s.finish(50);
+        assert_eq!(out.interval_ns, 2_000);
+        assert_eq!(out.events, [2, 2, 1]);
+        assert_eq!(out.max_ns, [1, 1, 7]);
+        assert_eq!(out.events.iter().sum::<u64>(), 5);
+        // Far beyond: several doublings at once.
+        s.record(1_000, 9);
+        let out = s.finish(1_010);
+        assert_eq!(out.events.iter().sum::<u64>(), 6);
+        assert!(out.events.len() <= 4);
+    }
+}
