@@ -170,6 +170,7 @@ where
     T: Send,
     F: Fn(&Worker<'_>) -> T + Sync,
 {
+    sched::single_malloc_arena();
     let (mlock, mlock_error) = match plan.mlock {
         true => match MlockGuard::lock() {
             Ok(g) => (Some(g), None),

@@ -268,6 +268,16 @@ impl Recorder {
         self.log.push(event);
         self.series.record(at.saturating_sub(self.start), ns)
     }
+
+    /// Runs the interruption path once and forgets it, so that its code and data are
+    /// resident (and locked) before measuring rather than faulted in by the first event.
+    fn prime(&mut self) {
+        std::hint::black_box(self.interruption(self.start, self.loop_min + 1));
+        self.hist.clear();
+        self.series.clear();
+        self.largest.clear();
+        self.log.clear();
+    }
 }
 
 /// The measuring thread's whole job.
@@ -298,6 +308,7 @@ fn measure(w: &Worker<'_>, cfg: &NoiseConfig) -> CpuMeasurement {
         &mut |_, _| false,
     );
     rec.loop_min = warm.min_step;
+    rec.prime();
     periods = PeriodSampler::new();
     let threshold = scale.to_ticks(cfg.threshold_ns).max(1);
     let before = ThreadCounters::read();
@@ -332,14 +343,16 @@ fn measure(w: &Worker<'_>, cfg: &NoiseConfig) -> CpuMeasurement {
 /// sampling test, and the deadline and stop checks (a register compare and a load from a
 /// line nobody writes until the end). No allocation, no syscall, no shared write.
 /// `on_interruption(start, step)` runs for steps above `threshold`; it returns true when
-/// it did slow work (a series merge) whose time must not count as the next step.
+/// it did slow work (a series merge) whose time must not count as the next step. It is a
+/// `dyn` call, taken only on interruptions, so that warm-up and measurement execute the
+/// very same machine code.
 #[inline(never)]
 fn spin(
     deadline: u64,
     threshold: u64,
     stop: &AtomicBool,
     periods: &mut PeriodSampler,
-    on_interruption: &mut impl FnMut(u64, u64) -> bool,
+    on_interruption: &mut dyn FnMut(u64, u64) -> bool,
 ) -> LoopStats {
     let mut prev = clock::now();
     let mut iterations: u64 = 0;

@@ -55,6 +55,11 @@ impl Largest {
             .unwrap_or(0);
     }
 
+    pub fn clear(&mut self) {
+        self.events.clear();
+        self.min_idx = 0;
+    }
+
     /// The kept events, largest first.
     pub fn sorted(&self) -> Vec<Event> {
         let mut v = self.events.clone();
@@ -94,6 +99,11 @@ impl EventLog {
         } else {
             self.dropped += 1;
         }
+    }
+
+    pub fn clear(&mut self) {
+        self.events.clear();
+        self.dropped = 0;
     }
 
     pub fn events(&self) -> &[Event] {

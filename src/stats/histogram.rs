@@ -59,6 +59,12 @@ impl LatencyHistogram {
         self.sum += ns as u128;
     }
 
+    /// Forgets everything recorded (and touches every count again).
+    pub fn clear(&mut self) {
+        self.hist.reset();
+        (self.min, self.max, self.sum, self.clamped) = (u64::MAX, 0, 0, 0);
+    }
+
     pub fn count(&self) -> u64 {
         self.hist.len()
     }

@@ -79,6 +79,11 @@ impl IntervalSeries {
         self.interval_ns *= 2;
     }
 
+    /// Forgets every event, keeping the current interval length.
+    pub fn clear(&mut self) {
+        self.buf.fill(Interval::default());
+    }
+
     /// The series covering `run_ticks` of measurement.
     pub fn finish(&self, run_ticks: u64) -> SeriesOut {
         let n = (run_ticks.div_ceil(self.interval_ticks) as usize).clamp(1, self.buf.len());
