@@ -174,20 +174,18 @@ pub fn noise(args: &NoiseArgs, argv: &[String], stop: &AtomicBool) -> anyhow::Re
     let already_refused = degraded
         .iter()
         .any(|d| matches!(d, Degraded::SchedRefused { .. }));
-    if let Some(reason) = run
+    let late_refusal = run
         .outcome
         .workers
         .iter()
-        .find_map(|w| w.sched_refused.clone())
-    {
-        if !already_refused {
-            let d = Degraded::SchedRefused {
-                requested: req,
-                reason,
-            };
-            warn(&d.to_string());
-            degraded.push(d);
-        }
+        .find_map(|w| w.sched_refused.clone());
+    if let Some(reason) = late_refusal.filter(|_| !already_refused) {
+        let d = Degraded::SchedRefused {
+            requested: req,
+            reason,
+        };
+        warn(&d.to_string());
+        degraded.push(d);
     }
 
     let euid = rustix::process::geteuid();
@@ -241,10 +239,10 @@ fn emit(result: &ResultFile, args: &RunArgs, header: impl Fn() -> String) -> any
         Ok(())
     };
     // A closed stdout (`| head`) is not an error worth failing the run for.
-    if let Err(e) = printed.and_then(|_| out.flush()) {
-        if e.kind() != std::io::ErrorKind::BrokenPipe {
-            return Err(e).context("cannot write to stdout");
-        }
+    if let Err(e) = printed.and_then(|_| out.flush())
+        && e.kind() != std::io::ErrorKind::BrokenPipe
+    {
+        return Err(e).context("cannot write to stdout");
     }
     if let Some(path) = &args.output {
         result.write_atomic(path)?;
@@ -265,7 +263,7 @@ fn noise_header(r: &ResultFile, cfg: &NoiseConfig, req: SchedRequest) -> String 
     let checks: Vec<String> = c
         .cross_checks
         .iter()
-        .map(|x| format!("{:?} {:+.1} ppm", x.source, x.diff_ppm))
+        .map(|x| format!("{} {:+.1} ppm", x.source, x.diff_ppm))
         .collect();
     let interrupted = if r.run.interrupted {
         " (interrupted)"
@@ -274,11 +272,14 @@ fn noise_header(r: &ResultFile, cfg: &NoiseConfig, req: SchedRequest) -> String 
     };
     format!(
         "noise: CPUs {} for {:.3} s{interrupted}, threshold {} ns, {req}\n\
-         clock: {:?} at {:.3} MHz ({source}{}{})\n",
+         clock: {} at {:.3} MHz ({source}{}{})\n",
         r.run.cpus.measured,
         r.run.actual_duration_ns as f64 / 1e9,
         cfg.threshold_ns,
-        c.counter,
+        match c.counter {
+            crate::engine::clock::Counter::Tsc => "TSC",
+            crate::engine::clock::Counter::ClockMonotonic => "CLOCK_MONOTONIC",
+        },
         c.frequency_hz / 1e6,
         if checks.is_empty() {
             ""

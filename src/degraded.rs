@@ -104,7 +104,7 @@ impl fmt::Display for Degraded {
             ),
             Degraded::TscFrequencyMismatch { other, ppm } => write!(
                 f,
-                "the TSC frequency used disagrees with {other:?} by {ppm:+.1} ppm (limit \
+                "the TSC frequency used disagrees with {other} by {ppm:+.1} ppm (limit \
                  {} ppm); durations may be off by that ratio",
                 crate::engine::clock::MISMATCH_PPM
             ),

@@ -1,1 +1,11 @@
+//! The one integration-test binary (one link instead of one per file). Tests that
+//! measure hold `util::measuring()` so that they never disturb each other, and tests that
+//! need root, SCHED_FIFO, a second CPU or Python say plainly why they skip.
 
+mod util;
+
+mod bad_input;
+mod ground_truth;
+mod histogram_interop;
+mod nonroot;
+mod signals;

@@ -23,7 +23,7 @@ pub enum CpuListError {
     #[error("'{part}' in CPU list '{list}' is not a CPU number or a range like 2-5")]
     NotANumber { list: String, part: String },
     /// A range runs backwards (`3-1`).
-    #[error("'{part}' in CPU list '{list}' is a reversed range; write it as {hi}-{lo}")]
+    #[error("'{part}' in CPU list '{list}' is a reversed range; write it as {lo}-{hi}")]
     Reversed {
         list: String,
         part: String,

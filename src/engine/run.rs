@@ -264,7 +264,7 @@ fn coordinate(
     Ok(Some(window))
 }
 
-/// A worker's life: signals off, pinned, policy set, stack prefaulted, then the probe.
+/// A worker's life: signals off, policy set, pinned, stack prefaulted, then the probe.
 fn worker_main<T, F>(
     cpu: usize,
     req: SchedRequest,
@@ -276,14 +276,16 @@ where
     F: Fn(&Worker<'_>) -> T,
 {
     sched::block_all_signals();
-    if let Err(e) = sched::pin_to(cpu) {
-        gate.failed.fetch_add(1, Ordering::AcqRel);
-        return Err(e.into());
-    }
+    // Policy first, then the CPU: a SCHED_OTHER thread moved onto a CPU that another
+    // real-time thread holds would starve there until the fair server let it run.
     let sched_refused = match sched::set_policy(req) {
         Ok(()) => None,
         Err(e) => Some(sched::explain_refusal(&e)),
     };
+    if let Err(e) = sched::pin_to(cpu) {
+        gate.failed.fetch_add(1, Ordering::AcqRel);
+        return Err(e.into());
+    }
     let sched_actual = sched::current_policy();
     sched::prefault_stack(PREFAULT_STACK);
     let worker = Worker { cpu, scale, gate };

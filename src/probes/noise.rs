@@ -362,7 +362,7 @@ fn spin(
         let step = t.wrapping_sub(prev);
         iterations += 1;
         min_step = min_step.min(step);
-        if iterations % SAMPLE_EVERY == 0 {
+        if iterations.is_multiple_of(SAMPLE_EVERY) {
             periods.sample(step);
         }
         if step > threshold && on_interruption(prev, step) {

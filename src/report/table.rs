@@ -41,11 +41,11 @@ pub fn noise_tables(r: &ResultFile) -> String {
         "interruptions",
         "rate (/s)",
         "interrupted (µs)",
-        "interrupted (%)",
-        "loop min/median (ns)",
-        "threshold (ns)",
-        "invol. switches",
-        "migrations",
+        "(%)",
+        "loop min/med (ns)",
+        "thresh. (ns)",
+        "invol. sw",
+        "migr.",
     ]);
     for e in &entries {
         rate.add_row(vec![

@@ -1,0 +1,98 @@
+//! Issue 2, item 5: bad input exits 2 with one clear line on stderr, and never panics.
+
+use crate::util::{jitterscope, stderr_lines};
+
+/// Runs with `args` and checks the contract: exit 2, nothing on stdout, one line on
+/// stderr starting `jitterscope: ` that contains every one of `mentions`.
+fn rejects(args: &[&str], mentions: &[&str]) {
+    let out = jitterscope(args);
+    let lines = stderr_lines(&out);
+    assert_eq!(
+        out.status.code(),
+        Some(2),
+        "{args:?} exit code; stderr {lines:?}"
+    );
+    assert!(out.stdout.is_empty(), "{args:?} printed to stdout");
+    assert_eq!(
+        lines.len(),
+        1,
+        "{args:?} must print exactly one line, got {lines:?}"
+    );
+    assert!(lines[0].starts_with("jitterscope: "), "{:?}", lines[0]);
+    for m in mentions {
+        assert!(
+            lines[0].contains(m),
+            "{args:?}: {:?} should mention {m:?}",
+            lines[0]
+        );
+    }
+}
+
+#[test]
+fn cpu_out_of_range() {
+    rejects(&["noise", "-a", "99"], &["CPU 99"]);
+}
+
+#[test]
+fn reversed_range() {
+    rejects(&["noise", "-a", "3-1"], &["'3-1'", "reversed range", "1-3"]);
+}
+
+#[test]
+fn empty_cpu_list() {
+    rejects(&["noise", "-a", ""], &["empty CPU list", "0-3,5"]);
+}
+
+#[test]
+fn duplicate_and_garbage_cpus() {
+    rejects(&["noise", "-a", "0,0"], &["CPU 0", "more than once"]);
+    rejects(&["noise", "-a", "zero"], &["'zero'", "not a CPU number"]);
+}
+
+#[test]
+fn duration_without_a_known_unit() {
+    rejects(&["noise", "-D", "10x"], &["'10x'", "500ms, 10s, 5m or 2h"]);
+}
+
+#[test]
+fn priority_out_of_range() {
+    rejects(&["noise", "-p", "100"], &["100", "1..=99"]);
+    rejects(&["noise", "-p", "0"], &["0", "1..=99"]);
+}
+
+#[test]
+fn negative_threshold() {
+    rejects(&["noise", "-T", "-5"], &["'-5'", "positive time"]);
+}
+
+#[test]
+fn unknown_flags_and_policies() {
+    rejects(&["noise", "--bogus"], &["--bogus"]);
+    rejects(
+        &["noise", "--policy", "batch"],
+        &["batch", "other, fifo or rr"],
+    );
+    rejects(
+        &["noise", "-p", "5", "--policy", "other"],
+        &["SCHED_OTHER has no priority"],
+    );
+    rejects(&["frobnicate"], &["frobnicate"]);
+}
+
+#[test]
+fn housekeeping_cpu_cannot_be_measured() {
+    rejects(
+        &["noise", "-a", "0", "--housekeeping", "0"],
+        &["--housekeeping 0"],
+    );
+}
+
+#[test]
+fn help_and_version_succeed() {
+    let out = jitterscope(&["--help"]);
+    assert_eq!(out.status.code(), Some(0));
+    assert!(String::from_utf8_lossy(&out.stdout).contains("noise"));
+    let out = jitterscope(&["noise", "--help"]);
+    assert!(String::from_utf8_lossy(&out.stdout).contains("--threshold"));
+    assert_eq!(jitterscope(&["--version"]).status.code(), Some(0));
+}
