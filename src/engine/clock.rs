@@ -143,7 +143,8 @@ pub struct ClockInfo {
     pub frequency_hz: f64,
     pub frequency_source: FrequencySource,
     pub scale: Scale,
-    /// Half-width of the calibration's brackets, as an uncertainty in ppm, when calibrated.
+    /// When calibrated: a bound on the calibration's error in ppm, the mean width of its two
+    /// (rdtsc, clock, rdtsc) brackets over the calibration window.
     pub calibration_uncertainty_ppm: Option<f64>,
     pub cross_checks: Vec<CrossCheck>,
     /// `/sys/devices/system/clocksource/clocksource0/current_clocksource`.

@@ -84,12 +84,20 @@ impl IntervalSeries {
         self.buf.fill(Interval::default());
     }
 
-    /// The series covering `run_ticks` of measurement.
+    /// The series covering `run_ticks` of measurement. Intervals merge here too if the run
+    /// outlasted the capacity with no event late enough to force a merge, so the series
+    /// always covers the whole run. A last interval shorter than 0.1 % of the interval
+    /// (the few ns a loop overshoots its deadline) is not reported.
     pub fn finish(&self, run_ticks: u64) -> SeriesOut {
-        let n = (run_ticks.div_ceil(self.interval_ticks) as usize).clamp(1, self.buf.len());
-        let used = &self.buf[..n];
+        let mut s = self.clone();
+        while run_ticks > s.interval_ticks * s.buf.len() as u64 {
+            s.merge_pairs();
+        }
+        let covered = run_ticks.saturating_sub(s.interval_ticks / 1000);
+        let n = (covered.div_ceil(s.interval_ticks) as usize).clamp(1, s.buf.len());
+        let used = &s.buf[..n];
         SeriesOut {
-            interval_ns: self.interval_ns,
+            interval_ns: s.interval_ns,
             events: used.iter().map(|i| i.events).collect(),
             total_ns: used.iter().map(|i| i.total_ns).collect(),
             max_ns: used.iter().map(|i| i.max_ns).collect(),
@@ -144,5 +152,23 @@ mod tests {
         let out = s.finish(1_010);
         assert_eq!(out.events.iter().sum::<u64>(), 6);
         assert!(out.events.len() <= 4);
+    }
+
+    #[test]
+    fn a_quiet_tail_past_capacity_is_still_covered() {
+        let mut s = IntervalSeries::new(4, 1_000, 10);
+        s.record(5, 3);
+        // 100 ticks of run and no event after the first: intervals of 40 ticks (4 µs)
+        // cover all of it, rather than 4 intervals of 10 that stop at tick 40.
+        let out = s.finish(100);
+        assert_eq!(out.interval_ns, 4_000);
+        assert_eq!(out.events, [1, 0, 0]);
+    }
+
+    #[test]
+    fn a_deadline_overshoot_is_not_an_interval() {
+        let s = IntervalSeries::new(8, 1_000_000, 1_000_000);
+        assert_eq!(s.finish(2_000_007).events.len(), 2);
+        assert_eq!(s.finish(2_100_000).events.len(), 3);
     }
 }
