@@ -63,24 +63,20 @@ fn with_flag(e: crate::engine::cpu::CpuListError) -> anyhow::Error {
     anyhow::anyhow!("-a/--cpus: {e}")
 }
 
-/// Refuses a real-time spinner on every online CPU unless forced: it can starve the
-/// kernel's per-CPU work for the whole run.
+/// Refuses real-time spinners that leave the coordinator no CPU of its own (every CPU
+/// this process may use is measured) unless forced: they could starve it, and the
+/// kernel's per-CPU work, for the whole run.
 pub fn check_safety(
     req: SchedRequest,
     plan: &CpuPlan,
     universe: &CpuUniverse,
     force: bool,
 ) -> anyhow::Result<()> {
-    let covers_all = universe
-        .online
-        .cpus()
-        .iter()
-        .all(|c| plan.measured.contains(*c));
-    if req.policy.is_realtime() && covers_all && !force {
+    if req.policy.is_realtime() && plan.coordinator_shares() && !force {
         bail!(
-            "refusing to run {req} spinners on every online CPU ({}): nothing would be left \
-             for the kernel's own work. Leave a CPU out of -a, or pass --force",
-            universe.online
+            "refusing to run {req} spinners on every CPU this process may use ({}): none \
+             would be left for housekeeping. Leave a CPU out of -a, or pass --force",
+            universe.usable()
         );
     }
     Ok(())
@@ -126,8 +122,9 @@ fn preamble(req: SchedRequest, plan: &CpuPlan, universe: &CpuUniverse) -> Preamb
     }
 }
 
+/// One warning line on stderr; a closed stderr is no reason to panic.
 fn warn(msg: &str) {
-    eprintln!("jitterscope: warning: {msg}");
+    let _ = writeln!(std::io::stderr(), "jitterscope: warning: {msg}");
 }
 
 /// `jitterscope noise`.
@@ -222,9 +219,12 @@ pub fn noise(args: &NoiseArgs, argv: &[String], stop: &AtomicBool) -> anyhow::Re
     })
 }
 
-/// Prints (table or JSON) and saves, in that order, so that a failing save still shows
-/// what was measured.
+/// Saves, then prints (table or JSON): a terminal that went away (SIGHUP, EIO) must not
+/// cost the saved result.
 fn emit(result: &ResultFile, args: &RunArgs, header: impl Fn() -> String) -> anyhow::Result<()> {
+    if let Some(path) = &args.output {
+        result.write_atomic(path)?;
+    }
     let mut out = std::io::stdout().lock();
     let printed = if args.json {
         writeln!(out, "{}", result.to_json())
@@ -243,9 +243,6 @@ fn emit(result: &ResultFile, args: &RunArgs, header: impl Fn() -> String) -> any
         && e.kind() != std::io::ErrorKind::BrokenPipe
     {
         return Err(e).context("cannot write to stdout");
-    }
-    if let Some(path) = &args.output {
-        result.write_atomic(path)?;
     }
     Ok(())
 }

@@ -26,20 +26,27 @@ fn main() -> ExitCode {
         None => app::noise(&NoiseArgs::default(), &argv, &stop),
     };
     match outcome {
+        // A signal that came while saving or printing still makes this an interrupted run.
+        Ok(Ending::Completed) if stop.load(std::sync::atomic::Ordering::Relaxed) => {
+            ExitCode::from(130)
+        }
         Ok(Ending::Completed) => ExitCode::SUCCESS,
         Ok(Ending::Interrupted) => ExitCode::from(130),
         Err(e) => fail(e),
     }
 }
 
-/// SIGINT, SIGTERM and SIGHUP set the stop flag: the run ends cleanly, prints and saves.
-/// A second SIGINT or SIGTERM while stopping exits at once.
+/// SIGINT, SIGTERM and SIGHUP set the stop flag: the run ends cleanly, saves and prints.
+/// A second SIGINT or SIGTERM exits at once; SIGHUP (a dropped terminal) never counts as
+/// the first of those, so it cannot turn a later Ctrl-C into an exit without saving.
 fn install_signal_handlers() -> std::io::Result<Arc<AtomicBool>> {
     use signal_hook::consts::{SIGHUP, SIGINT, SIGTERM};
     use signal_hook::flag;
     let stop = Arc::new(AtomicBool::new(false));
+    let asked_to_stop = Arc::new(AtomicBool::new(false));
     for sig in [SIGINT, SIGTERM] {
-        flag::register_conditional_shutdown(sig, 130, Arc::clone(&stop))?;
+        flag::register_conditional_shutdown(sig, 130, Arc::clone(&asked_to_stop))?;
+        flag::register(sig, Arc::clone(&asked_to_stop))?;
         flag::register(sig, Arc::clone(&stop))?;
     }
     flag::register(SIGHUP, Arc::clone(&stop))?;
@@ -59,13 +66,19 @@ fn usage_error(e: clap::Error) -> ExitCode {
             let text = e.render().to_string();
             let first = text.lines().next().unwrap_or("invalid arguments");
             let first = first.strip_prefix("error: ").unwrap_or(first);
-            eprintln!("jitterscope: {first} (see --help)");
+            say(&format!("{first} (see --help)"));
             ExitCode::from(2)
         }
     }
 }
 
 fn fail(e: anyhow::Error) -> ExitCode {
-    eprintln!("jitterscope: {e:#}");
+    say(&format!("{e:#}"));
     ExitCode::from(2)
+}
+
+/// One line on stderr; a closed stderr is no reason to panic.
+fn say(msg: &str) {
+    use std::io::Write;
+    let _ = writeln!(std::io::stderr(), "jitterscope: {msg}");
 }

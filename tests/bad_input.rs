@@ -96,3 +96,27 @@ fn help_and_version_succeed() {
     assert!(String::from_utf8_lossy(&out.stdout).contains("--threshold"));
     assert_eq!(jitterscope(&["--version"]).status.code(), Some(0));
 }
+
+#[test]
+fn huge_durations_are_rejected_not_panicked_on() {
+    rejects(&["noise", "-D", "1e20"], &["'1e20'"]);
+    rejects(&["noise", "--warmup", "1e20"], &["'1e20'"]);
+    rejects(&["noise", "-D", "1e9"], &["30-day limit"]);
+}
+
+#[test]
+fn realtime_spinners_on_every_usable_cpu_need_force() {
+    let usable = jitterscope::engine::cpu::CpuUniverse::detect()
+        .unwrap()
+        .usable();
+    let all = usable.to_string();
+    rejects(&["noise", "-p", "1", "-a", &all], &["refusing", "--force"]);
+    // Naming a measured CPU for housekeeping does not make room either.
+    let first = usable.cpus()[0].to_string();
+    if usable.len() == 1 {
+        rejects(
+            &["noise", "-p", "1", "--housekeeping", &first],
+            &["refusing"],
+        );
+    }
+}

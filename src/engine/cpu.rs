@@ -354,10 +354,12 @@ impl CpuPlan {
                 usable.without(&CpuList::from_cpus(vec![hk]))
             }
         };
+        // A housekeeping CPU that is also measured is no housekeeping CPU.
         let housekeeping_set = match housekeeping {
             Some(hk) => CpuList::from_cpus(vec![hk]),
-            None => usable.without(&measured),
-        };
+            None => usable.clone(),
+        }
+        .without(&measured);
         Ok(CpuPlan {
             measured,
             housekeeping: housekeeping_set,
@@ -495,6 +497,19 @@ mod tests {
         let p = CpuPlan::choose(&u, None, None).unwrap();
         assert_eq!(p.measured.to_string(), "0");
         assert!(p.coordinator_shares());
+        // Naming that same CPU for housekeeping does not make it one.
+        assert!(
+            CpuPlan::choose(&u, None, Some(0))
+                .unwrap()
+                .coordinator_shares()
+        );
+        // Nor does an online CPU outside the allowed set (taskset).
+        let u = universe("0-3", "3");
+        assert!(
+            CpuPlan::choose(&u, None, None)
+                .unwrap()
+                .coordinator_shares()
+        );
     }
 
     #[test]

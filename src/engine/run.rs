@@ -65,6 +65,9 @@ struct Gate {
     failed: CachePadded<AtomicUsize>,
     start: CachePadded<AtomicU64>,
     deadline: CachePadded<AtomicU64>,
+    /// Workers still waiting at the gate at this instant give up on their own, in case
+    /// the coordinator can no longer run.
+    give_up: CachePadded<AtomicU64>,
     stop: CachePadded<AtomicBool>,
 }
 
@@ -87,8 +90,9 @@ impl Worker<'_> {
     /// run was stopped before it started.
     pub fn ready_and_wait(&self) -> Option<Window> {
         self.gate.ready.fetch_add(1, Ordering::AcqRel);
+        let give_up = self.gate.give_up.load(Ordering::Relaxed);
         loop {
-            if self.gate.stop.load(Ordering::Relaxed) {
+            if self.gate.stop.load(Ordering::Relaxed) || clock::now() > give_up {
                 return None;
             }
             let start = self.gate.start.load(Ordering::Acquire);
@@ -170,7 +174,6 @@ where
     T: Send,
     F: Fn(&Worker<'_>) -> T + Sync,
 {
-    sched::single_malloc_arena();
     let (mlock, mlock_error) = match plan.mlock {
         true => match MlockGuard::lock() {
             Ok(g) => (Some(g), None),
@@ -189,6 +192,11 @@ where
             )?),
         };
     let gate = Gate::default();
+    let give_up = plan.setup_timeout + Duration::from_secs(1);
+    gate.give_up.store(
+        clock::now() + scale.to_ticks(give_up.as_nanos() as u64),
+        Ordering::Relaxed,
+    );
     let n = plan.cpus.measured.len();
 
     let result = std::thread::scope(|scope| -> Result<_, RunError> {
@@ -219,7 +227,9 @@ where
     drop(mlock);
     let (workers, window, interrupted) = result?;
     let elapsed = match window {
-        Some(w) => Duration::from_nanos(scale.to_ns(clock::now().min(w.deadline) - w.start)),
+        Some(w) => {
+            Duration::from_nanos(scale.to_ns(clock::now().min(w.deadline).saturating_sub(w.start)))
+        }
         None => Duration::ZERO,
     };
     Ok(RunOutcome {
@@ -289,7 +299,12 @@ where
     let sched_actual = sched::current_policy();
     sched::prefault_stack(PREFAULT_STACK);
     let worker = Worker { cpu, scale, gate };
-    let value = work(&worker);
+    // A panicking probe must not leave the coordinator waiting for its readiness.
+    let value =
+        std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| work(&worker))).map_err(|_| {
+            gate.failed.fetch_add(1, Ordering::AcqRel);
+            RunError::WorkerPanicked
+        })?;
     Ok(WorkerOutcome {
         cpu,
         sched: sched_actual,

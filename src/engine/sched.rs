@@ -207,25 +207,14 @@ pub fn explain_refusal(err: &std::io::Error) -> String {
     }
 }
 
-/// Keeps glibc from giving every thread its own malloc arena. Measuring threads only
-/// allocate during setup, so per-thread arenas buy nothing, and under mlockall each one
-/// pins another 132 KiB (measured here: 2 workers, 264 KiB of a 6 MiB peak).
-pub fn single_malloc_arena() {
-    #[cfg(all(target_os = "linux", target_env = "gnu"))]
-    // SAFETY: mallopt only changes an allocator tunable; M_ARENA_MAX is valid on glibc.
-    unsafe {
-        libc::mallopt(libc::M_ARENA_MAX, 1);
-    }
-}
-
 /// Locks the process's memory and unlocks it on drop.
 ///
 /// MCL_ONFAULT locks each page as it is first touched instead of faulting in every mapped
 /// page at once. Every page a measuring thread touches (its stack, its statistics, its
 /// code) is touched during setup and warm-up, so nothing faults while measuring, and the
-/// resident set no longer grows with the size of the binary and its libraries (measured
-/// here: 5.9 MiB → see bench/memory.sh for the current figure). Kernels older than 4.4
-/// reject the flag; those get the classic CURRENT|FUTURE.
+/// resident set no longer grows with the size of the binary and its libraries (here, for
+/// two measured CPUs: 5.9 MiB with the classic flags, 5.0 MiB with ONFAULT; see
+/// bench/memory.sh). Kernels older than 4.4 reject the flag; those get CURRENT|FUTURE.
 pub struct MlockGuard(());
 
 impl MlockGuard {

@@ -253,11 +253,10 @@ struct Recorder {
 }
 
 impl Recorder {
-    /// Records a step of `step` ticks that began at `at`. Returns true when the series
-    /// merged intervals, which took measurable time.
+    /// Records a step of `step` ticks that began at `at`.
     #[inline(never)]
     #[cold]
-    fn interruption(&mut self, at: u64, step: u64) -> bool {
+    fn interruption(&mut self, at: u64, step: u64) {
         let ns = self.scale.to_ns(step.saturating_sub(self.loop_min));
         self.hist.record(ns);
         let event = Event {
@@ -266,13 +265,13 @@ impl Recorder {
         };
         self.largest.offer(event);
         self.log.push(event);
-        self.series.record(at.saturating_sub(self.start), ns)
+        self.series.record(at.saturating_sub(self.start), ns);
     }
 
     /// Runs the interruption path once and forgets it, so that its code and data are
     /// resident (and locked) before measuring rather than faulted in by the first event.
     fn prime(&mut self) {
-        std::hint::black_box(self.interruption(self.start, self.loop_min + 1));
+        self.interruption(self.start, self.loop_min + 1);
         self.hist.clear();
         self.series.clear();
         self.largest.clear();
@@ -305,7 +304,7 @@ fn measure(w: &Worker<'_>, cfg: &NoiseConfig) -> CpuMeasurement {
         u64::MAX,
         w.stop_flag(),
         &mut periods,
-        &mut |_, _| false,
+        &mut |_, _| {},
     );
     rec.loop_min = warm.min_step;
     rec.prime();
@@ -342,34 +341,38 @@ fn measure(w: &Worker<'_>, cfg: &NoiseConfig) -> CpuMeasurement {
 /// The hot loop. Per iteration: one counter read, a subtraction, a min, a compare, the
 /// sampling test, and the deadline and stop checks (a register compare and a load from a
 /// line nobody writes until the end). No allocation, no syscall, no shared write.
-/// `on_interruption(start, step)` runs for steps above `threshold`; it returns true when
-/// it did slow work (a series merge) whose time must not count as the next step. It is a
-/// `dyn` call, taken only on interruptions, so that warm-up and measurement execute the
-/// very same machine code.
+/// `on_interruption(start, step)` runs for steps above `threshold`; the loop restarts its
+/// step after it returns, so the few tens of ns it takes are neither counted nor watched.
+/// It is a `dyn` call, taken only on interruptions, so that warm-up and measurement
+/// execute the very same machine code.
 #[inline(never)]
 fn spin(
     deadline: u64,
     threshold: u64,
     stop: &AtomicBool,
     periods: &mut PeriodSampler,
-    on_interruption: &mut dyn FnMut(u64, u64) -> bool,
+    on_interruption: &mut dyn FnMut(u64, u64),
 ) -> LoopStats {
     let mut prev = clock::now();
     let mut iterations: u64 = 0;
     let mut min_step = u64::MAX;
     loop {
         let t = clock::now();
-        let step = t.wrapping_sub(prev);
+        // Saturating: a step can only go backwards if the thread left its CPU.
+        let step = t.saturating_sub(prev);
         iterations += 1;
         min_step = min_step.min(step);
         if iterations.is_multiple_of(SAMPLE_EVERY) {
             periods.sample(step);
         }
-        if step > threshold && on_interruption(prev, step) {
+        if step > threshold {
+            on_interruption(prev, step);
+            // Restart after the bookkeeping, so that its own time (a largest-K rescan, a
+            // series merge) never shows up as the next step.
             prev = clock::now();
-            continue;
+        } else {
+            prev = t;
         }
-        prev = t;
         if t >= deadline || stop.load(Ordering::Relaxed) {
             return LoopStats {
                 end: t,

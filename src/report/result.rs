@@ -116,17 +116,26 @@ impl ResultFile {
                 "not a file name",
             ))
         })?;
+        // A fresh name, created exclusively: never follows a planted symlink.
+        let nanos = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.subsec_nanos());
         let tmp = dir.join(format!(
-            ".{}.tmp{}",
+            ".{}.{}.{nanos}.tmp",
             name.to_string_lossy(),
             std::process::id()
         ));
         let write = || -> std::io::Result<()> {
-            let mut f = std::fs::File::create(&tmp)?;
+            let mut f = std::fs::OpenOptions::new()
+                .write(true)
+                .create_new(true)
+                .open(&tmp)?;
             f.write_all(self.to_json().as_bytes())?;
             f.write_all(b"\n")?;
             f.sync_all()?;
-            std::fs::rename(&tmp, path)
+            std::fs::rename(&tmp, path)?;
+            // Make the rename itself durable.
+            std::fs::File::open(&dir).and_then(|d| d.sync_all())
         };
         write().map_err(|e| {
             let _ = std::fs::remove_file(&tmp);

@@ -105,7 +105,8 @@ impl LatencyHistogram {
             max_ns: Some(self.max),
             mean_ns: Some(self.sum as f64 / count as f64),
             sum_ns: self.sum.min(u64::MAX as u128) as u64,
-            mad_ns: Some(self.mad(median)),
+            // Deviations are measured between bucket midpoints.
+            mad_ns: Some(self.mad(self.hist.median_equivalent(median))),
             clamped: self.clamped,
         }
     }

@@ -94,7 +94,10 @@ impl IntervalSeries {
             s.merge_pairs();
         }
         let covered = run_ticks.saturating_sub(s.interval_ticks / 1000);
-        let n = (covered.div_ceil(s.interval_ticks) as usize).clamp(1, s.buf.len());
+        let mut n = (covered.div_ceil(s.interval_ticks) as usize).clamp(1, s.buf.len());
+        if n < s.buf.len() && s.buf[n].events > 0 {
+            n += 1; // never drop events, however short their interval
+        }
         let used = &s.buf[..n];
         SeriesOut {
             interval_ns: s.interval_ns,
