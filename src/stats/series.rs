@@ -44,23 +44,19 @@ impl IntervalSeries {
         }
     }
 
-    /// Adds one event that started `offset_ticks` into the run. Returns true when the
-    /// series had to merge (rare: once per doubling of the run length past capacity), so
-    /// that a hot loop can exclude the time that took.
+    /// Adds one event that started `offset_ticks` into the run, merging first if it lies
+    /// past the capacity (rare: once per doubling of the run length).
     #[inline]
-    pub fn record(&mut self, offset_ticks: u64, duration_ns: u64) -> bool {
-        let mut merged = false;
+    pub fn record(&mut self, offset_ticks: u64, duration_ns: u64) {
         let mut idx = (offset_ticks / self.interval_ticks) as usize;
         while idx >= self.buf.len() {
             self.merge_pairs();
-            merged = true;
             idx = (offset_ticks / self.interval_ticks) as usize;
         }
         let slot = &mut self.buf[idx];
         slot.events += 1;
         slot.total_ns += duration_ns;
         slot.max_ns = slot.max_ns.max(duration_ns);
-        merged
     }
 
     #[cold]
@@ -128,7 +124,8 @@ mod tests {
     #[test]
     fn events_land_in_their_interval() {
         let mut s = IntervalSeries::new(8, 1_000, 10);
-        assert!(!s.record(5, 100));
+        s.record(5, 100);
+        assert_eq!(s.finish(10).interval_ns, 1_000, "no merge within capacity");
         s.record(15, 50);
         s.record(19, 300);
         let out = s.finish(30);
@@ -144,7 +141,12 @@ mod tests {
         for t in 0..4 {
             s.record(t * 10, 1);
         }
-        assert!(s.record(45, 7), "the fifth interval forces a merge");
+        s.record(45, 7);
+        assert_eq!(
+            s.finish(50).interval_ns,
+            2_000,
+            "the fifth interval forces a merge"
+        );
         let out = s.finish(50);
         assert_eq!(out.interval_ns, 2_000);
         assert_eq!(out.events, [2, 2, 1]);
