@@ -156,6 +156,7 @@ pub fn noise(args: &NoiseArgs, argv: &[String], stop: &AtomicBool) -> anyhow::Re
         sched: req,
         mlock: !args.run.no_mlock,
         duration: args.run.duration,
+        priospread: false,
         setup_timeout: args.warmup + Duration::from_secs(10),
     };
     let run = noise::run(&cfg, &plan, &host.clock, stop).context("the noise run failed")?;

@@ -14,3 +14,4 @@ pub mod probes;
 pub mod report;
 pub mod stats;
 pub mod system;
+pub mod trace;

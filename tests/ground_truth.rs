@@ -120,6 +120,7 @@ fn run_phase(
         },
         mlock: true,
         duration,
+        priospread: false,
         setup_timeout: Duration::from_secs(10),
     };
     let stop_injector = AtomicBool::new(false);

@@ -51,6 +51,12 @@ pub fn monotonic_ns() -> u64 {
     ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
 }
 
+/// CLOCK_REALTIME in ns since the epoch (through the vDSO).
+pub fn realtime_ns() -> u64 {
+    let ts = rustix::time::clock_gettime(rustix::time::ClockId::Realtime);
+    ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
+}
+
 fn monotonic_raw_ns() -> u64 {
     let ts = rustix::time::clock_gettime(rustix::time::ClockId::MonotonicRaw);
     ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64

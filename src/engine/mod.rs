@@ -3,5 +3,6 @@
 
 pub mod clock;
 pub mod cpu;
+pub mod pmqos;
 pub mod run;
 pub mod sched;

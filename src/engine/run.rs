@@ -35,8 +35,23 @@ pub struct RunPlan {
     pub sched: SchedRequest,
     pub mlock: bool,
     pub duration: Duration,
+    /// Lower each next worker's priority by one (cyclictest's --priospread).
+    pub priospread: bool,
     /// How long a worker may take to set up and warm up before the run is abandoned.
     pub setup_timeout: Duration,
+}
+
+impl RunPlan {
+    /// The policy and priority of the `index`-th worker.
+    pub fn sched_for(&self, index: usize) -> SchedRequest {
+        match (self.priospread, self.sched.policy.is_realtime()) {
+            (true, true) => SchedRequest {
+                policy: self.sched.policy,
+                priority: (self.sched.priority as usize).saturating_sub(index).max(1) as u8,
+            },
+            _ => self.sched,
+        }
+    }
 }
 
 /// Errors that end a run.
@@ -63,24 +78,36 @@ pub enum RunError {
 struct Gate {
     ready: CachePadded<AtomicUsize>,
     failed: CachePadded<AtomicUsize>,
+    /// Workers whose probe function has returned.
+    done: CachePadded<AtomicUsize>,
     start: CachePadded<AtomicU64>,
     deadline: CachePadded<AtomicU64>,
+    /// The start instant on CLOCK_MONOTONIC and CLOCK_REALTIME, for probes that sleep on
+    /// those clocks and want a common phase.
+    start_monotonic: CachePadded<AtomicU64>,
+    start_realtime: CachePadded<AtomicU64>,
     /// Workers still waiting at the gate at this instant give up on their own, in case
     /// the coordinator can no longer run.
     give_up: CachePadded<AtomicU64>,
     stop: CachePadded<AtomicBool>,
 }
 
-/// The measuring window on the counter's timebase.
+/// The measuring window on the counter's timebase, with its start on the kernel's clocks.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Window {
     pub start: u64,
     pub deadline: u64,
+    /// The start instant on CLOCK_MONOTONIC, in ns.
+    pub start_monotonic_ns: u64,
+    /// The start instant on CLOCK_REALTIME, in ns since the epoch.
+    pub start_realtime_ns: u64,
 }
 
 /// What a worker sees: its CPU, the counter scale, and the start gate.
 pub struct Worker<'a> {
     pub cpu: usize,
+    /// This worker's position among the measured CPUs (0 for the lowest).
+    pub index: usize,
     pub scale: Scale,
     gate: &'a Gate,
 }
@@ -97,11 +124,16 @@ impl Worker<'_> {
             }
             let start = self.gate.start.load(Ordering::Acquire);
             if start != 0 {
-                let deadline = self.gate.deadline.load(Ordering::Relaxed);
+                let window = Window {
+                    start,
+                    deadline: self.gate.deadline.load(Ordering::Relaxed),
+                    start_monotonic_ns: self.gate.start_monotonic.load(Ordering::Relaxed),
+                    start_realtime_ns: self.gate.start_realtime.load(Ordering::Relaxed),
+                };
                 while clock::now() < start {
                     std::hint::spin_loop();
                 }
-                return Some(Window { start, deadline });
+                return Some(window);
             }
             std::hint::spin_loop();
         }
@@ -111,6 +143,12 @@ impl Worker<'_> {
     #[inline(always)]
     pub fn stop_flag(&self) -> &AtomicBool {
         &self.gate.stop
+    }
+
+    /// Ends the run for every worker (a probe's own stop condition, such as a latency
+    /// limit). Workers see it at their next stop-flag check.
+    pub fn stop_all(&self) {
+        self.gate.stop.store(true, Ordering::Release);
     }
 }
 
@@ -163,12 +201,44 @@ impl Drop for StopOnDrop<'_> {
 /// Runs `work` on one pinned thread per measured CPU. `stop` is the caller's request to
 /// end early (signal handlers set it). `work` sets up, warms up, calls
 /// `Worker::ready_and_wait`, measures until the window's deadline or the stop flag, and
-/// returns its result.
+/// returns its result. The run ends at the deadline, on a stop request, when a worker
+/// calls `stop_all`, or when every worker has returned.
 pub fn run<T, F>(
     plan: &RunPlan,
     scale: Scale,
     stop: &AtomicBool,
     work: F,
+) -> Result<RunOutcome<T>, RunError>
+where
+    T: Send,
+    F: Fn(&Worker<'_>) -> T + Sync,
+{
+    run_monitored(plan, scale, stop, work, Monitor::none())
+}
+
+/// A callback the coordinator runs on its housekeeping CPU while the run lasts (a live
+/// display), every `every`, and once more at the end.
+pub struct Monitor<'m> {
+    pub every: Duration,
+    pub tick: Option<&'m mut dyn FnMut()>,
+}
+
+impl Monitor<'_> {
+    pub fn none() -> Monitor<'static> {
+        Monitor {
+            every: Duration::MAX,
+            tick: None,
+        }
+    }
+}
+
+/// `run`, with a monitor called from the coordinator while the workers measure.
+pub fn run_monitored<T, F>(
+    plan: &RunPlan,
+    scale: Scale,
+    stop: &AtomicBool,
+    work: F,
+    mut monitor: Monitor<'_>,
 ) -> Result<RunOutcome<T>, RunError>
 where
     T: Send,
@@ -202,20 +272,20 @@ where
     let result = std::thread::scope(|scope| -> Result<_, RunError> {
         let _release = StopOnDrop(&gate.stop);
         let mut handles = Vec::with_capacity(n);
-        for &cpu in plan.cpus.measured.cpus() {
+        for (index, &cpu) in plan.cpus.measured.cpus().iter().enumerate() {
             let (gate, work) = (&gate, &work);
-            let sched_req = plan.sched;
+            let sched_req = plan.sched_for(index);
             let handle = std::thread::Builder::new()
                 .name(format!("measure-cpu{cpu}"))
                 .stack_size(WORKER_STACK)
                 .spawn_scoped(scope, move || {
-                    worker_main(cpu, sched_req, scale, gate, work)
+                    worker_main(cpu, index, sched_req, scale, gate, work)
                 })
                 .map_err(RunError::Spawn)?;
             handles.push(handle);
         }
 
-        let window = coordinate(plan, scale, &gate, stop, n)?;
+        let window = coordinate(plan, scale, &gate, stop, n, &mut monitor)?;
         let interrupted = stop.load(Ordering::Relaxed);
         gate.stop.store(true, Ordering::Release);
         let mut workers = Vec::with_capacity(n);
@@ -248,6 +318,7 @@ fn coordinate(
     gate: &Gate,
     stop: &AtomicBool,
     n: usize,
+    monitor: &mut Monitor<'_>,
 ) -> Result<Option<Window>, RunError> {
     let setup_deadline = Instant::now() + plan.setup_timeout;
     while gate.ready.load(Ordering::Acquire) < n {
@@ -262,14 +333,44 @@ fn coordinate(
     if gate.failed.load(Ordering::Relaxed) > 0 || stop.load(Ordering::Relaxed) {
         return Ok(None);
     }
-    let start = clock::now() + scale.to_ticks(START_LEAD.as_nanos() as u64);
+    let lead = START_LEAD.as_nanos() as u64;
+    // The three clocks are read back to back, so the start instant agrees on each within
+    // the ~100 ns these reads take.
+    let start = clock::now() + scale.to_ticks(lead);
+    let start_monotonic_ns = clock::monotonic_ns() + lead;
+    let start_realtime_ns = clock::realtime_ns() + lead;
     let deadline = start + scale.to_ticks(plan.duration.as_nanos() as u64);
     gate.deadline.store(deadline, Ordering::Relaxed);
+    gate.start_monotonic
+        .store(start_monotonic_ns, Ordering::Relaxed);
+    gate.start_realtime
+        .store(start_realtime_ns, Ordering::Relaxed);
     gate.start.store(start, Ordering::Release);
-    let window = Window { start, deadline };
-    while clock::now() < deadline && !stop.load(Ordering::Relaxed) {
+    let window = Window {
+        start,
+        deadline,
+        start_monotonic_ns,
+        start_realtime_ns,
+    };
+    let mut next_tick = Instant::now() + monitor.every.min(Duration::from_secs(3600));
+    let running = || {
+        clock::now() < deadline
+            && !stop.load(Ordering::Relaxed)
+            && !gate.stop.load(Ordering::Relaxed)
+            && gate.done.load(Ordering::Acquire) < n
+    };
+    while running() {
         let left = scale.to_ns(deadline.saturating_sub(clock::now()));
         std::thread::sleep(POLL.min(Duration::from_nanos(left)));
+        if let Some(tick) = monitor.tick.as_mut()
+            && Instant::now() >= next_tick
+        {
+            tick();
+            next_tick += monitor.every;
+        }
+    }
+    if let Some(tick) = monitor.tick.as_mut() {
+        tick();
     }
     Ok(Some(window))
 }
@@ -277,6 +378,7 @@ fn coordinate(
 /// A worker's life: signals off, policy set, pinned, stack prefaulted, then the probe.
 fn worker_main<T, F>(
     cpu: usize,
+    index: usize,
     req: SchedRequest,
     scale: Scale,
     gate: &Gate,
@@ -285,6 +387,14 @@ fn worker_main<T, F>(
 where
     F: Fn(&Worker<'_>) -> T,
 {
+    // However this thread ends, the coordinator must learn that it has.
+    struct Done<'g>(&'g AtomicUsize);
+    impl Drop for Done<'_> {
+        fn drop(&mut self) {
+            self.0.fetch_add(1, Ordering::AcqRel);
+        }
+    }
+    let _done = Done(&gate.done);
     sched::block_all_signals();
     // Policy first, then the CPU: a SCHED_OTHER thread moved onto a CPU that another
     // real-time thread holds would starve there until the fair server let it run.
@@ -298,7 +408,12 @@ where
     }
     let sched_actual = sched::current_policy();
     sched::prefault_stack(PREFAULT_STACK);
-    let worker = Worker { cpu, scale, gate };
+    let worker = Worker {
+        cpu,
+        index,
+        scale,
+        gate,
+    };
     // A panicking probe must not leave the coordinator waiting for its readiness.
     let value =
         std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| work(&worker))).map_err(|_| {
@@ -325,6 +440,7 @@ mod tests {
             sched: SchedRequest::OTHER,
             mlock: false,
             duration: Duration::from_millis(duration_ms),
+            priospread: false,
             setup_timeout: Duration::from_secs(5),
         }
     }

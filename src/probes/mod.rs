@@ -2,3 +2,5 @@
 //! function from (configuration, run plan, clock) to a result; probes never print.
 
 pub mod noise;
+pub mod record;
+pub mod timer;

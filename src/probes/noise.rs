@@ -18,6 +18,8 @@ use serde::{Deserialize, Serialize};
 use crate::engine::clock::{self, ClockInfo, Scale};
 use crate::engine::run::{self, RunError, RunOutcome, RunPlan, Window, Worker};
 use crate::engine::sched::{SchedRequest, ThreadCounters};
+use crate::probes::record::event_out;
+pub use crate::probes::record::{EventLogRecord, HistogramRecord, ThreadRecord};
 use crate::stats::events::EventOut;
 use crate::stats::{
     Event, EventLog, IntervalSeries, Largest, LatencyHistogram, SeriesOut, Summary,
@@ -66,48 +68,6 @@ pub struct LoopPeriod {
     pub median_ns: f64,
     /// Mean uninterrupted step over the run: (runtime − interrupted) / iterations.
     pub mean_ns: f64,
-}
-
-/// The thread as it really ran.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct ThreadRecord {
-    pub policy: crate::engine::sched::Policy,
-    pub priority: u8,
-    /// Why the requested policy was refused, if it was.
-    pub sched_refused: Option<String>,
-    pub involuntary_switches: u64,
-    pub voluntary_switches: u64,
-    /// CPU migrations (absent when the kernel has no /proc/thread-self/sched).
-    pub migrations: Option<u64>,
-}
-
-/// How the histogram is stored.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct HistogramRecord {
-    pub unit: String,
-    pub encoding: String,
-    pub data: String,
-}
-
-impl HistogramRecord {
-    pub fn from_hist(h: &LatencyHistogram) -> HistogramRecord {
-        HistogramRecord {
-            unit: "ns".into(),
-            encoding: "hdrhistogram-v2-deflate-base64".into(),
-            data: h.encode_base64(),
-        }
-    }
-}
-
-/// Every interruption with its timestamp, when `--event-log` asked for it. Columns of
-/// equal length.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
-pub struct EventLogRecord {
-    pub capacity: usize,
-    pub dropped: u64,
-    pub start_ns: Vec<u64>,
-    pub start_tsc: Vec<u64>,
-    pub duration_ns: Vec<u64>,
 }
 
 /// The noise probe's configuration as recorded.
@@ -397,21 +357,7 @@ fn to_entry(
     let interrupted_ns = summary.sum_ns;
     let tick_ns = scale.to_ns(1 << 20) as f64 / (1u64 << 20) as f64;
     let uninterrupted = runtime_ns.saturating_sub(interrupted_ns) as f64;
-    let event_out = |e: &Event| EventOut {
-        start_ns: scale.to_ns(e.start_ticks.saturating_sub(start)),
-        start_tsc: e.start_ticks,
-        duration_ns: e.duration_ns,
-    };
-    let events = (cfg.event_log > 0).then(|| {
-        let out: Vec<EventOut> = m.log.events().iter().map(event_out).collect();
-        EventLogRecord {
-            capacity: cfg.event_log,
-            dropped: m.log.dropped(),
-            start_ns: out.iter().map(|e| e.start_ns).collect(),
-            start_tsc: out.iter().map(|e| e.start_tsc).collect(),
-            duration_ns: out.iter().map(|e| e.duration_ns).collect(),
-        }
-    });
+    let events = (cfg.event_log > 0).then(|| EventLogRecord::from_log(&m.log, scale, start));
     let secs = runtime_ns as f64 / 1e9;
     NoiseEntry {
         cpu: w.cpu,
@@ -423,14 +369,7 @@ fn to_entry(
             policy: requested.policy,
             priority: requested.priority,
         },
-        thread: ThreadRecord {
-            policy: w.sched.policy,
-            priority: w.sched.priority,
-            sched_refused: w.sched_refused.clone(),
-            involuntary_switches: m.counters.involuntary_switches,
-            voluntary_switches: m.counters.voluntary_switches,
-            migrations: m.counters.migrations,
-        },
+        thread: ThreadRecord::from_worker(w, &m.counters),
         runtime_ns,
         iterations: m.stats.iterations,
         loop_period: LoopPeriod {
@@ -460,7 +399,12 @@ fn to_entry(
         },
         histogram: HistogramRecord::from_hist(&m.hist),
         series: m.series.finish(run_ticks.max(1)),
-        largest: m.largest.sorted().iter().map(event_out).collect(),
+        largest: m
+            .largest
+            .sorted()
+            .iter()
+            .map(|e| event_out(scale, start, e))
+            .collect(),
         events,
         summary,
     }

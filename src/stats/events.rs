@@ -113,6 +113,10 @@ impl EventLog {
     pub fn dropped(&self) -> u64 {
         self.dropped
     }
+
+    pub fn capacity(&self) -> usize {
+        self.cap
+    }
 }
 
 /// An event as stored in the result file.

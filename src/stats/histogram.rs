@@ -59,6 +59,28 @@ impl LatencyHistogram {
         self.sum += ns as u128;
     }
 
+    /// Records `ns` from a loop that expected one sample every `interval_ns`, and with it
+    /// the samples a stall of that length hid: `ns − interval`, `ns − 2·interval`, … while
+    /// they are at least `interval` (HdrHistogram's expected-interval correction for
+    /// coordinated omission, as jHiccup applies it). Costs one record unless `ns` exceeds
+    /// the interval.
+    #[inline]
+    pub fn record_corrected(&mut self, ns: u64, interval_ns: u64) {
+        self.record(ns);
+        if interval_ns == 0 || ns <= interval_ns {
+            return;
+        }
+        self.record_hidden(ns - interval_ns, interval_ns);
+    }
+
+    #[cold]
+    fn record_hidden(&mut self, mut missing: u64, interval_ns: u64) {
+        while missing >= interval_ns {
+            self.record(missing);
+            missing -= interval_ns;
+        }
+    }
+
     /// Forgets everything recorded (and touches every count again).
     pub fn clear(&mut self) {
         self.hist.reset();
@@ -261,5 +283,20 @@ mod tests {
             prop_assert_eq!(s.min_ns.unwrap(), *values.iter().min().unwrap());
             prop_assert_eq!(s.max_ns.unwrap(), *values.iter().max().unwrap());
         }
+    }
+
+    #[test]
+    fn correction_matches_hdrhistograms_own() {
+        let mut ours = LatencyHistogram::new();
+        let mut theirs = Histogram::<u64>::new_with_bounds(1, HIGHEST_NS, SIGFIG).unwrap();
+        for (v, interval) in [(50, 100), (100, 100), (250, 100), (1_000_000, 1000), (7, 0)] {
+            ours.record_corrected(v, interval);
+            theirs.record_correct(v, interval).unwrap();
+        }
+        assert_eq!(ours.count(), theirs.len());
+        assert_eq!(ours.inner(), &theirs);
+        // 250 with an interval of 100 hid one wake-up, late by 150.
+        assert_eq!(theirs.count_at(150), 1);
+        assert_eq!(ours.summary().min_ns, Some(7));
     }
 }

@@ -1,0 +1,814 @@
+//! Timer wake-up latency: cyclictest's job.
+//!
+//! Each measuring thread sleeps to an absolute deadline with `clock_nanosleep` on
+//! CLOCK_MONOTONIC (or CLOCK_REALTIME), reads that clock on wake-up, and records
+//! `now − deadline`. The deadline then advances by the thread's interval; a wake-up more
+//! than a whole interval late skips the deadlines already past, counting each as an
+//! overrun. Thread n sleeps for `interval + n × distance`, as in cyclictest, so that the
+//! threads do not all wake at once unless asked to (`aligned`).
+//!
+//! A stalled thread makes no wake-ups while it is stalled, so the raw histogram never
+//! sees the wake-ups the stall delayed ("coordinated omission"). A second histogram adds
+//! them back with HdrHistogram's expected-interval correction; both are reported.
+//!
+//! Threads may share a live view of their figures with the coordinator (count, min, last,
+//! sum, max): each writes its own cache line after a wake-up, the coordinator reads it a
+//! few times a second.
+
+use std::sync::OnceLock;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::time::Duration;
+
+use crossbeam_utils::CachePadded;
+use rustix::time::{ClockId, Timespec};
+use serde::{Deserialize, Serialize};
+
+use crate::engine::clock::{self, ClockInfo, Scale};
+use crate::engine::run::{self, Monitor, RunError, RunOutcome, RunPlan, Window, Worker};
+use crate::engine::sched::{Policy, ThreadCounters};
+use crate::probes::record::{EventLogRecord, HistogramRecord, ThreadRecord, event_out};
+use crate::stats::events::EventOut;
+use crate::stats::{
+    Event, EventLog, IntervalSeries, Largest, LatencyHistogram, SeriesOut, Summary,
+};
+use crate::trace::{BreakTracer, TraceAction};
+
+/// cyclictest's defaults: a 1000 µs interval, each next thread 500 µs slower.
+pub const DEFAULT_INTERVAL_US: u64 = 1000;
+pub const DEFAULT_DISTANCE_US: u64 = 500;
+/// The longest interval: a stop request waits for the next wake-up, at most this long.
+pub const MAX_INTERVAL_US: u64 = 1_000_000;
+/// cyclictest's --spike-nodes default.
+pub const DEFAULT_SPIKE_CAPACITY: usize = 1024;
+/// The widest 1-µs histogram, in buckets (8 bytes each, per thread).
+pub const MAX_HISTOGRAM_US: usize = 1_000_000;
+const SERIES_CAPACITY: usize = 3600;
+const SERIES_INTERVAL_NS: u64 = 1_000_000_000;
+
+/// The clock the threads sleep on and read.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum TimerClock {
+    Monotonic,
+    Realtime,
+}
+
+impl TimerClock {
+    fn id(self) -> ClockId {
+        match self {
+            TimerClock::Monotonic => ClockId::Monotonic,
+            TimerClock::Realtime => ClockId::Realtime,
+        }
+    }
+
+    /// The run's common start instant on this clock.
+    fn start_of(self, w: &Window) -> u64 {
+        match self {
+            TimerClock::Monotonic => w.start_monotonic_ns,
+            TimerClock::Realtime => w.start_realtime_ns,
+        }
+    }
+}
+
+impl std::fmt::Display for TimerClock {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            TimerClock::Monotonic => "CLOCK_MONOTONIC",
+            TimerClock::Realtime => "CLOCK_REALTIME",
+        })
+    }
+}
+
+/// Absolute deadlines (cyclictest's default) or relative sleeps (`-r`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum SleepMode {
+    Absolute,
+    Relative,
+}
+
+/// A validated configuration of the timer probe.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TimerConfig {
+    pub interval_ns: u64,
+    /// Each next thread's interval is this much longer (0 when aligned).
+    pub distance_ns: u64,
+    /// Every thread wakes at the same instants.
+    pub aligned: bool,
+    pub clock: TimerClock,
+    pub mode: SleepMode,
+    /// Stop each thread after this many wake-ups.
+    pub loops: Option<u64>,
+    /// Run the loop this long first and discard its samples.
+    pub warmup: Duration,
+    /// Stop every thread at the first wake-up later than this.
+    pub stop_above_ns: Option<u64>,
+    /// Keep every wake-up later than this, with its timestamp.
+    pub spikes_above_ns: Option<u64>,
+    pub spike_capacity: usize,
+    /// Keep a cyclictest-style histogram of this many 1-µs buckets.
+    pub histogram_us: Option<usize>,
+    /// How many of the latest wake-ups to keep, with their timestamps.
+    pub largest: usize,
+    /// What /dev/cpu_dma_latency held for the run (None: not set by us).
+    pub dma_latency_us: Option<i32>,
+}
+
+impl Default for TimerConfig {
+    fn default() -> Self {
+        TimerConfig {
+            interval_ns: DEFAULT_INTERVAL_US * 1000,
+            distance_ns: DEFAULT_DISTANCE_US * 1000,
+            aligned: false,
+            clock: TimerClock::Monotonic,
+            mode: SleepMode::Absolute,
+            loops: None,
+            warmup: Duration::ZERO,
+            stop_above_ns: None,
+            spikes_above_ns: None,
+            spike_capacity: DEFAULT_SPIKE_CAPACITY,
+            histogram_us: None,
+            largest: crate::probes::noise::DEFAULT_LARGEST,
+            dma_latency_us: None,
+        }
+    }
+}
+
+impl TimerConfig {
+    /// The interval of the `index`-th thread.
+    pub fn interval_of(&self, index: usize) -> u64 {
+        match self.aligned {
+            true => self.interval_ns,
+            false => self.interval_ns + index as u64 * self.distance_ns,
+        }
+    }
+}
+
+/// One thread's figures so far, as the live display reads them.
+#[derive(Debug, Default)]
+pub struct LiveCell {
+    count: AtomicU64,
+    min: AtomicU64,
+    last: AtomicU64,
+    sum: AtomicU64,
+    max: AtomicU64,
+    overruns: AtomicU64,
+}
+
+/// A consistent-enough reading of one thread's live figures, in ns.
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct LiveSnapshot {
+    pub cpu: usize,
+    pub index: usize,
+    pub count: u64,
+    pub min_ns: Option<u64>,
+    pub last_ns: Option<u64>,
+    pub avg_ns: Option<f64>,
+    pub max_ns: Option<u64>,
+    pub overruns: u64,
+}
+
+impl LiveCell {
+    fn snapshot(&self, cpu: usize, index: usize) -> LiveSnapshot {
+        let count = self.count.load(Ordering::Relaxed);
+        let some = |v: u64| (count > 0).then_some(v);
+        LiveSnapshot {
+            cpu,
+            index,
+            count,
+            min_ns: some(self.min.load(Ordering::Relaxed)),
+            last_ns: some(self.last.load(Ordering::Relaxed)),
+            avg_ns: some(self.sum.load(Ordering::Relaxed)).map(|s| s as f64 / count as f64),
+            max_ns: some(self.max.load(Ordering::Relaxed)),
+            overruns: self.overruns.load(Ordering::Relaxed),
+        }
+    }
+}
+
+/// The first wake-up above `--stop-above`, as the thread that saw it reported it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct BreakRecord {
+    pub cpu: usize,
+    pub thread_index: usize,
+    pub value_ns: u64,
+    /// When the thread woke, in ns since the run's start.
+    pub at_ns: u64,
+    /// When the thread woke, on the timer's clock (ns).
+    pub clock_ns: u64,
+    /// When the thread woke, on the counter.
+    pub tsc: u64,
+    /// Which wake-up of that thread it was (1 is the first).
+    pub wakeup: u64,
+    /// How long after this wake-up the last thread had stopped.
+    pub all_stopped_within_ns: Option<u64>,
+    pub trace: TraceAction,
+}
+
+/// What the threads share: live cells, the stop-above latch and the tracer.
+struct Shared<'a> {
+    live: Vec<CachePadded<LiveCell>>,
+    show_live: bool,
+    broke: AtomicBool,
+    brk: OnceLock<BreakRecord>,
+    tracer: &'a BreakTracer,
+}
+
+/// cyclictest-style 1-µs buckets.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct BucketHistogram {
+    pub bucket_ns: u64,
+    pub buckets: usize,
+    /// Non-empty buckets as `[bucket index (µs), count]` pairs, in order.
+    pub counts: Vec<[u64; 2]>,
+    /// Wake-ups beyond the last bucket.
+    pub overflows: u64,
+}
+
+/// The corrected histogram, labelled with how it was corrected.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct CorrectedRecord {
+    /// `expected-interval`: HdrHistogram's correction for coordinated omission.
+    pub method: String,
+    pub expected_interval_ns: u64,
+    pub summary: Summary,
+    pub histogram: HistogramRecord,
+}
+
+/// The timer probe's configuration as recorded, for one thread.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct TimerConfigRecord {
+    /// This thread's interval.
+    pub interval_ns: u64,
+    pub base_interval_ns: u64,
+    pub distance_ns: u64,
+    pub aligned: bool,
+    pub clock: TimerClock,
+    pub mode: SleepMode,
+    pub loops: Option<u64>,
+    pub warmup_ns: u64,
+    pub stop_above_ns: Option<u64>,
+    pub spikes_above_ns: Option<u64>,
+    pub histogram_us: Option<usize>,
+    pub largest: usize,
+    pub policy: Policy,
+    pub priority: u8,
+    pub dma_latency_us: Option<i32>,
+}
+
+/// One thread's timer result: the probe's entry in the result file.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct TimerEntry {
+    pub cpu: usize,
+    pub thread_index: usize,
+    pub config: TimerConfigRecord,
+    pub thread: ThreadRecord,
+    /// From the run's start to this thread's last wake-up.
+    pub runtime_ns: u64,
+    pub wakeups: u64,
+    /// Deadlines skipped because a wake-up came more than a whole interval late.
+    pub overruns: u64,
+    /// Wake-up latency, as measured.
+    pub summary: Summary,
+    pub histogram: HistogramRecord,
+    /// Wake-up latency with the wake-ups that stalls hid added back.
+    pub corrected: CorrectedRecord,
+    /// Per-interval wake-up count and latest wake-up.
+    pub series: SeriesOut,
+    /// The latest wake-ups, latest first: start is the deadline, duration the latency.
+    pub largest: Vec<EventOut>,
+    /// Every wake-up above `spikes_above_ns`, when asked for.
+    pub spikes: Option<EventLogRecord>,
+    pub histogram_1us: Option<BucketHistogram>,
+    /// Set on the entry of the thread whose wake-up stopped the run.
+    pub stopped_run: Option<BreakRecord>,
+}
+
+/// The whole probe's outcome.
+pub struct TimerRun {
+    pub entries: Vec<TimerEntry>,
+    pub outcome: RunOutcome<()>,
+    pub stopped_by: Option<BreakRecord>,
+}
+
+/// Everything one thread records into; preallocated and owned by it.
+struct Recorder {
+    interval_ns: u64,
+    ticks_per_ns: f64,
+    start_tsc: u64,
+    hist: LatencyHistogram,
+    corrected: LatencyHistogram,
+    series: IntervalSeries,
+    largest: Largest,
+    spike_ns: u64,
+    spikes: EventLog,
+    buckets: Vec<u64>,
+    overflows: u64,
+    overruns: u64,
+}
+
+impl Recorder {
+    fn new(cfg: &TimerConfig, interval_ns: u64, scale: Scale) -> Recorder {
+        Recorder {
+            interval_ns,
+            ticks_per_ns: scale.hz() / 1e9,
+            start_tsc: 0,
+            hist: LatencyHistogram::new(),
+            corrected: LatencyHistogram::new(),
+            series: IntervalSeries::new(
+                SERIES_CAPACITY,
+                SERIES_INTERVAL_NS,
+                scale.to_ticks(SERIES_INTERVAL_NS),
+            ),
+            largest: Largest::new(cfg.largest),
+            spike_ns: cfg.spikes_above_ns.unwrap_or(u64::MAX),
+            spikes: EventLog::new(cfg.spikes_above_ns.map_or(0, |_| cfg.spike_capacity)),
+            buckets: vec![0; cfg.histogram_us.unwrap_or(0)],
+            overflows: 0,
+            overruns: 0,
+        }
+    }
+
+    /// Records one wake-up `lat` ns late, seen at counter value `tsc`.
+    #[inline]
+    fn sample(&mut self, lat: u64, tsc: u64) {
+        self.hist.record(lat);
+        self.corrected.record_corrected(lat, self.interval_ns);
+        // The event spans the deadline to the wake-up, on the counter's timebase.
+        let late_ticks = (lat as f64 * self.ticks_per_ns) as u64;
+        let event = Event {
+            start_ticks: tsc.saturating_sub(late_ticks),
+            duration_ns: lat,
+        };
+        self.largest.offer(event);
+        if lat > self.spike_ns {
+            self.spikes.push(event);
+        }
+        self.series
+            .record(event.start_ticks.saturating_sub(self.start_tsc), lat);
+        if !self.buckets.is_empty() {
+            match self.buckets.get_mut((lat / 1000) as usize) {
+                Some(b) => *b += 1,
+                None => self.overflows += 1,
+            }
+        }
+    }
+
+    /// Runs every recording path once and forgets it, so that code and data are resident
+    /// before the first real wake-up.
+    fn prime(&mut self) {
+        self.sample(2 * self.interval_ns + 1, clock::now());
+        self.spikes.push(Event::default());
+        self.hist.clear();
+        self.corrected.clear();
+        self.series.clear();
+        self.largest.clear();
+        self.spikes.clear();
+        self.buckets.fill(0);
+        (self.overflows, self.overruns) = (0, 0);
+    }
+}
+
+/// The sleeping loop's parameters for one thread.
+struct Cycle<'a> {
+    clock: TimerClock,
+    mode: SleepMode,
+    interval_ns: u64,
+    /// Take no wake-up after this instant on the clock.
+    end_ns: u64,
+    loops: u64,
+    stop_above_ns: u64,
+    stop: &'a AtomicBool,
+    live: Option<&'a LiveCell>,
+}
+
+/// How a loop ended.
+#[derive(Debug, Clone, Copy, Default)]
+struct CycleEnd {
+    wakeups: u64,
+    /// The clock at the last wake-up.
+    last_ns: u64,
+    /// The wake-up above the stop limit, if one ended the loop: (latency, clock, tsc).
+    broke: Option<(u64, u64, u64)>,
+}
+
+fn read_clock(id: ClockId) -> u64 {
+    let ts = rustix::time::clock_gettime(id);
+    ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
+}
+
+fn timespec(ns: u64) -> Timespec {
+    Timespec {
+        tv_sec: (ns / 1_000_000_000) as i64,
+        tv_nsec: (ns % 1_000_000_000) as i64,
+    }
+}
+
+/// Sleeps until `deadline_ns` on `id`. Signals are blocked in measuring threads, so an
+/// early return can only be a spurious EINTR: sleep again.
+fn sleep_until(id: ClockId, deadline_ns: u64) {
+    let ts = timespec(deadline_ns);
+    while let Err(rustix::io::Errno::INTR) = rustix::thread::clock_nanosleep_absolute(id, &ts) {}
+}
+
+fn sleep_for(id: ClockId, ns: u64) {
+    let mut left = timespec(ns);
+    while let rustix::thread::NanosleepRelativeResult::Interrupted(rest) =
+        rustix::thread::clock_nanosleep_relative(id, &left)
+    {
+        left = rest;
+    }
+}
+
+/// The measuring loop, from `base_ns` on the clock. Per wake-up: the sleep, one clock read
+/// (the measurement), one counter read, then the recording, all on preallocated memory.
+fn cycle(c: &Cycle<'_>, base_ns: u64, rec: &mut Recorder) -> CycleEnd {
+    let id = c.clock.id();
+    let mut next = base_ns + c.interval_ns;
+    let mut end = CycleEnd::default();
+    let (mut min, mut max, mut sum) = (u64::MAX, 0u64, 0u64);
+    while next <= c.end_ns && end.wakeups < c.loops && !c.stop.load(Ordering::Relaxed) {
+        let planned = match c.mode {
+            SleepMode::Absolute => {
+                sleep_until(id, next);
+                next
+            }
+            SleepMode::Relative => {
+                let before = read_clock(id);
+                sleep_for(id, c.interval_ns);
+                before + c.interval_ns
+            }
+        };
+        let now = read_clock(id);
+        let tsc = clock::now();
+        let lat = now.saturating_sub(planned);
+        end.wakeups += 1;
+        end.last_ns = now;
+        rec.sample(lat, tsc);
+        next = planned + c.interval_ns;
+        if c.mode == SleepMode::Absolute && now >= next {
+            // More than a whole interval late: those deadlines are gone.
+            let missed = (now - next) / c.interval_ns + 1;
+            rec.overruns += missed;
+            next += missed * c.interval_ns;
+        }
+        if let Some(cell) = c.live {
+            (min, max, sum) = (min.min(lat), max.max(lat), sum.saturating_add(lat));
+            cell.count.store(end.wakeups, Ordering::Relaxed);
+            cell.min.store(min, Ordering::Relaxed);
+            cell.last.store(lat, Ordering::Relaxed);
+            cell.sum.store(sum, Ordering::Relaxed);
+            cell.max.store(max, Ordering::Relaxed);
+            cell.overruns.store(rec.overruns, Ordering::Relaxed);
+        }
+        if lat > c.stop_above_ns {
+            end.broke = Some((lat, now, tsc));
+            break;
+        }
+    }
+    end
+}
+
+/// Everything one thread hands back.
+struct ThreadMeasurement {
+    window: Option<Window>,
+    interval_ns: u64,
+    end: CycleEnd,
+    /// The clock when the thread left its loop.
+    stopped_ns: u64,
+    rec: Recorder,
+    counters: ThreadCounters,
+}
+
+/// One thread's whole job.
+fn measure(w: &Worker<'_>, cfg: &TimerConfig, shared: &Shared<'_>) -> ThreadMeasurement {
+    let interval_ns = cfg.interval_of(w.index);
+    let mut rec = Recorder::new(cfg, interval_ns, w.scale);
+    let id = cfg.clock.id();
+    let mut c = Cycle {
+        clock: cfg.clock,
+        mode: cfg.mode,
+        interval_ns,
+        end_ns: 0,
+        loops: u64::MAX,
+        stop_above_ns: u64::MAX,
+        stop: w.stop_flag(),
+        live: None,
+    };
+    if !cfg.warmup.is_zero() {
+        let base = read_clock(id);
+        c.end_ns = base + cfg.warmup.as_nanos() as u64;
+        rec.start_tsc = clock::now();
+        cycle(&c, base, &mut rec);
+    }
+    rec.prime();
+    let before = ThreadCounters::read();
+    let window = w.ready_and_wait();
+    let mut end = CycleEnd::default();
+    if let Some(win) = window {
+        let base = cfg.clock.start_of(&win);
+        rec.start_tsc = win.start;
+        c.end_ns = base + w.scale.to_ns(win.deadline - win.start);
+        c.loops = cfg.loops.unwrap_or(u64::MAX);
+        c.stop_above_ns = cfg.stop_above_ns.unwrap_or(u64::MAX);
+        c.live = shared.show_live.then(|| &*shared.live[w.index]);
+        end = cycle(&c, base, &mut rec);
+        if let Some((lat, clock_ns, tsc)) = end.broke {
+            stop_everyone(w, shared, cfg, (lat, clock_ns, tsc, base, end.wakeups));
+        }
+    }
+    let stopped_ns = read_clock(id);
+    ThreadMeasurement {
+        window,
+        interval_ns,
+        end,
+        stopped_ns,
+        rec,
+        counters: ThreadCounters::read().since(&before),
+    }
+}
+
+/// The first thread past the stop limit marks the trace, stops tracing and records the
+/// break; every thread that crosses it stops the run.
+fn stop_everyone(
+    w: &Worker<'_>,
+    shared: &Shared<'_>,
+    cfg: &TimerConfig,
+    (lat, clock_ns, tsc, base, wakeup): (u64, u64, u64, u64, u64),
+) {
+    let first = shared
+        .broke
+        .compare_exchange(false, true, Ordering::AcqRel, Ordering::Acquire)
+        .is_ok();
+    w.stop_all();
+    if !first {
+        return;
+    }
+    let limit = cfg.stop_above_ns.unwrap_or(0);
+    let line = format!(
+        "jitterscope: hit latency threshold ({:.3} us > {:.3} us) on CPU {}\n",
+        lat as f64 / 1e3,
+        limit as f64 / 1e3,
+        w.cpu
+    );
+    let trace = shared.tracer.fire(&line);
+    let _ = shared.brk.set(BreakRecord {
+        cpu: w.cpu,
+        thread_index: w.index,
+        value_ns: lat,
+        at_ns: clock_ns.saturating_sub(base),
+        clock_ns,
+        tsc,
+        wakeup,
+        all_stopped_within_ns: None,
+        trace,
+    });
+}
+
+/// Runs the timer probe on every measured CPU of `plan`. `on_tick`, if given, runs on the
+/// coordinator a few times a second with every thread's figures so far.
+pub fn run(
+    cfg: &TimerConfig,
+    plan: &RunPlan,
+    clock: &ClockInfo,
+    stop: &AtomicBool,
+    tracer: &BreakTracer,
+    on_tick: Option<(Duration, &mut dyn FnMut(&[LiveSnapshot]))>,
+) -> Result<TimerRun, RunError> {
+    let cpus = plan.cpus.measured.cpus().to_vec();
+    let shared = Shared {
+        live: (0..cpus.len()).map(|_| CachePadded::default()).collect(),
+        show_live: on_tick.is_some(),
+        broke: AtomicBool::new(false),
+        brk: OnceLock::new(),
+        tracer,
+    };
+    let snapshot = |shared: &Shared<'_>| -> Vec<LiveSnapshot> {
+        cpus.iter()
+            .enumerate()
+            .map(|(i, &cpu)| shared.live[i].snapshot(cpu, i))
+            .collect()
+    };
+    let outcome = match on_tick {
+        Some((every, f)) => {
+            let mut tick = || f(&snapshot(&shared));
+            let monitor = Monitor {
+                every,
+                tick: Some(&mut tick),
+            };
+            run::run_monitored(
+                plan,
+                clock.scale,
+                stop,
+                |w| measure(w, cfg, &shared),
+                monitor,
+            )?
+        }
+        None => run::run(plan, clock.scale, stop, |w| measure(w, cfg, &shared))?,
+    };
+    let stopped_by = shared.brk.get().map(|b| BreakRecord {
+        all_stopped_within_ns: outcome
+            .workers
+            .iter()
+            .map(|w| w.value.stopped_ns.saturating_sub(b.clock_ns))
+            .max(),
+        ..*b
+    });
+    let entries = outcome
+        .workers
+        .iter()
+        .map(|w| to_entry(cfg, plan, clock.scale, w, stopped_by))
+        .collect();
+    let RunOutcome {
+        workers,
+        window,
+        interrupted,
+        elapsed,
+        mlock_error,
+    } = outcome;
+    Ok(TimerRun {
+        entries,
+        outcome: RunOutcome {
+            workers: workers.into_iter().map(|w| w.map_value(|_| ())).collect(),
+            window,
+            interrupted,
+            elapsed,
+            mlock_error,
+        },
+        stopped_by,
+    })
+}
+
+fn to_entry(
+    cfg: &TimerConfig,
+    plan: &RunPlan,
+    scale: Scale,
+    w: &run::WorkerOutcome<ThreadMeasurement>,
+    stopped_by: Option<BreakRecord>,
+) -> TimerEntry {
+    let m = &w.value;
+    let index = plan.cpus.measured.cpus().iter().position(|&c| c == w.cpu);
+    let index = index.unwrap_or(0);
+    let start = m.window.map_or(0, |win| win.start);
+    let base = m.window.map_or(0, |win| cfg.clock.start_of(&win));
+    let runtime_ns = match m.end.wakeups {
+        0 => 0,
+        _ => m.end.last_ns.saturating_sub(base),
+    };
+    let requested = plan.sched_for(index);
+    let r = &m.rec;
+    TimerEntry {
+        cpu: w.cpu,
+        thread_index: index,
+        config: TimerConfigRecord {
+            interval_ns: m.interval_ns,
+            base_interval_ns: cfg.interval_ns,
+            distance_ns: if cfg.aligned { 0 } else { cfg.distance_ns },
+            aligned: cfg.aligned,
+            clock: cfg.clock,
+            mode: cfg.mode,
+            loops: cfg.loops,
+            warmup_ns: cfg.warmup.as_nanos() as u64,
+            stop_above_ns: cfg.stop_above_ns,
+            spikes_above_ns: cfg.spikes_above_ns,
+            histogram_us: cfg.histogram_us,
+            largest: cfg.largest,
+            policy: requested.policy,
+            priority: requested.priority,
+            dma_latency_us: cfg.dma_latency_us,
+        },
+        thread: ThreadRecord::from_worker(w, &m.counters),
+        runtime_ns,
+        wakeups: m.end.wakeups,
+        overruns: r.overruns,
+        summary: r.hist.summary(),
+        histogram: HistogramRecord::from_hist(&r.hist),
+        corrected: CorrectedRecord {
+            method: "expected-interval".into(),
+            expected_interval_ns: m.interval_ns,
+            summary: r.corrected.summary(),
+            histogram: HistogramRecord::from_hist(&r.corrected),
+        },
+        series: r.series.finish(scale.to_ticks(runtime_ns).max(1)),
+        largest: r
+            .largest
+            .sorted()
+            .iter()
+            .map(|e| event_out(scale, start, e))
+            .collect(),
+        spikes: cfg
+            .spikes_above_ns
+            .map(|_| EventLogRecord::from_log(&r.spikes, scale, start)),
+        histogram_1us: cfg.histogram_us.map(|n| BucketHistogram {
+            bucket_ns: 1000,
+            buckets: n,
+            counts: (r.buckets.iter().enumerate())
+                .filter(|(_, c)| **c > 0)
+                .map(|(i, &c)| [i as u64, c])
+                .collect(),
+            overflows: r.overflows,
+        }),
+        stopped_run: stopped_by.filter(|b| b.cpu == w.cpu),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::engine::cpu::{CpuPlan, CpuUniverse};
+    use crate::engine::sched::SchedRequest;
+
+    fn plan(ms: u64) -> RunPlan {
+        let u = CpuUniverse::detect().unwrap();
+        RunPlan {
+            cpus: CpuPlan::choose(&u, None, None).unwrap(),
+            sched: SchedRequest::OTHER,
+            mlock: false,
+            duration: Duration::from_millis(ms),
+            priospread: false,
+            setup_timeout: Duration::from_secs(5),
+        }
+    }
+
+    #[test]
+    fn intervals_grow_by_the_distance_unless_aligned() {
+        let mut c = TimerConfig::default();
+        assert_eq!(c.interval_of(0), 1_000_000);
+        assert_eq!(c.interval_of(2), 2_000_000);
+        c.aligned = true;
+        assert_eq!(c.interval_of(2), 1_000_000);
+    }
+
+    #[test]
+    fn a_late_wakeup_counts_the_deadlines_it_skipped() {
+        let cfg = TimerConfig::default();
+        let interval = 10_000;
+        let mut rec = Recorder::new(&cfg, interval, Scale::from_hz(1e9));
+        let stop = AtomicBool::new(false);
+        // A schedule that began 1 ms ago: the first wake-up is ~990 µs late and must skip
+        // the ~98 deadlines that passed meanwhile, not take them back to back.
+        let now = read_clock(ClockId::Monotonic);
+        let base = now - 1_000_000;
+        let c = Cycle {
+            clock: TimerClock::Monotonic,
+            mode: SleepMode::Absolute,
+            interval_ns: interval,
+            end_ns: now + 1_000_000_000,
+            loops: 5,
+            stop_above_ns: u64::MAX,
+            stop: &stop,
+            live: None,
+        };
+        let end = cycle(&c, base, &mut rec);
+        assert_eq!(end.wakeups, 5);
+        assert!(rec.overruns >= 98, "overruns {}", rec.overruns);
+        // Each deadline up to the last wake-up was either taken or counted as skipped.
+        assert!((end.wakeups + rec.overruns + 1) * interval > end.last_ns - base);
+        assert!((end.wakeups + rec.overruns) * interval <= end.last_ns - base);
+        // The corrected histogram holds the ~98 hidden wake-ups of the first one.
+        assert!(rec.corrected.count() >= 5 + 97, "{}", rec.corrected.count());
+        assert_eq!(rec.hist.count(), 5);
+    }
+
+    #[test]
+    fn sleeps_are_never_early_and_loops_stop_the_run() {
+        let cfg = TimerConfig {
+            interval_ns: 200_000,
+            loops: Some(20),
+            histogram_us: Some(100),
+            ..TimerConfig::default()
+        };
+        let (clock, _) = ClockInfo::detect();
+        let tracer = BreakTracer::open(None);
+        let t0 = std::time::Instant::now();
+        let out = run(
+            &cfg,
+            &plan(10_000),
+            &clock,
+            &AtomicBool::new(false),
+            &tracer,
+            None,
+        )
+        .unwrap();
+        // 20 wake-ups at 200 µs (plus the distance for later threads): far less than 10 s.
+        assert!(t0.elapsed() < Duration::from_secs(3), "{:?}", t0.elapsed());
+        for e in &out.entries {
+            assert_eq!(e.wakeups, 20);
+            assert_eq!(e.summary.count, 20);
+            assert!(e.runtime_ns >= 20 * e.config.interval_ns);
+            let h = e.histogram_1us.as_ref().unwrap();
+            let total: u64 = h.counts.iter().map(|p| p[1]).sum::<u64>() + h.overflows;
+            assert_eq!(total, 20);
+            assert!(e.corrected.summary.count >= e.summary.count);
+        }
+    }
+
+    #[test]
+    fn live_cells_report_nothing_until_a_wakeup() {
+        let cell = LiveCell::default();
+        let s = cell.snapshot(3, 0);
+        assert_eq!((s.cpu, s.count, s.min_ns, s.avg_ns), (3, 0, None, None));
+        cell.count.store(2, Ordering::Relaxed);
+        cell.sum.store(30, Ordering::Relaxed);
+        assert_eq!(cell.snapshot(3, 0).avg_ns, Some(15.0));
+    }
+}
