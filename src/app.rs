@@ -8,16 +8,22 @@ use std::time::{Duration, SystemTime};
 
 use anyhow::{Context, bail};
 
-use crate::cli::{NoiseArgs, RunArgs};
+use std::io::IsTerminal;
+use std::path::Path;
+
+use crate::cli::{NoiseArgs, RunArgs, TimerArgs};
 use crate::degraded::Degraded;
 use crate::engine::clock::ClockInfo;
 use crate::engine::cpu::{CpuList, CpuPlan, CpuUniverse};
-use crate::engine::run::RunPlan;
+use crate::engine::pmqos::{self, DmaLatencyGuard};
+use crate::engine::run::{RunOutcome, RunPlan};
 use crate::engine::sched::{self, Policy, SchedRequest};
 use crate::probes::noise::{self, NoiseConfig};
+use crate::probes::timer::{self, BreakRecord, LiveSnapshot, SleepMode, TimerConfig};
 use crate::report::result::{Privileges, RunCpus};
 use crate::report::{ProbeEntry, ResultFile, RunInfo, SCHEMA};
 use crate::system::HostInfo;
+use crate::trace::{BreakTracer, TraceAction};
 
 /// How a command ended, for the exit code.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -26,6 +32,9 @@ pub enum Ending {
     Completed,
     /// Stopped early by a signal; what was measured was printed and saved (exit 130).
     Interrupted,
+    /// A limit the user set was crossed (`timer --stop-above`); what was measured was
+    /// printed and saved (exit 1).
+    LimitExceeded,
 }
 
 /// The policy and priority the flags ask for.
@@ -82,6 +91,31 @@ pub fn check_safety(
     Ok(())
 }
 
+/// Below this interval a real-time timer thread barely sleeps, and one on every CPU could
+/// starve the kernel's own work as a spinner would.
+pub const TIMER_HOG_INTERVAL_NS: u64 = 100_000;
+
+/// Timer threads sleep between wake-ups, so real-time ones on every CPU are allowed
+/// (cyclictest's usual `-S -p 90`), except at intervals short enough to hog their CPUs.
+pub fn check_timer_safety(
+    req: SchedRequest,
+    plan: &CpuPlan,
+    interval_ns: u64,
+    force: bool,
+) -> anyhow::Result<()> {
+    if req.policy.is_realtime()
+        && plan.coordinator_shares()
+        && interval_ns < TIMER_HOG_INTERVAL_NS
+        && !force
+    {
+        bail!(
+            "refusing {req} timer threads with a {} µs interval on every CPU: they would              leave housekeeping almost no time. Leave a CPU out of -a, use -i 100 or more,              or pass --force",
+            interval_ns as f64 / 1e3
+        );
+    }
+    Ok(())
+}
+
 /// Everything known before measuring: what to print as warnings and store as degraded.
 struct Preamble {
     host: HostInfo,
@@ -127,42 +161,42 @@ fn warn(msg: &str) {
     let _ = writeln!(std::io::stderr(), "jitterscope: warning: {msg}");
 }
 
-/// `jitterscope noise`.
-pub fn noise(args: &NoiseArgs, argv: &[String], stop: &AtomicBool) -> anyhow::Result<Ending> {
+/// What every measuring command sets up before measuring.
+struct Setup {
+    universe: CpuUniverse,
+    req: SchedRequest,
+    cpus: CpuPlan,
+    start_time: SystemTime,
+}
+
+fn setup(args: &RunArgs) -> anyhow::Result<Setup> {
     let universe = CpuUniverse::detect().context("cannot read the system's CPUs")?;
-    let req = sched_request(&args.run)?;
-    let cpus = cpu_plan(&args.run, &universe)?;
-    check_safety(req, &cpus, &universe, args.run.force)?;
-    let cfg = NoiseConfig {
-        threshold_ns: args.threshold,
-        warmup: args.warmup,
-        largest: args.top,
-        event_log: args.event_log,
-    };
-    let start_time = SystemTime::now();
-    let Preamble {
-        host,
-        mut degraded,
-        warnings,
-    } = preamble(req, &cpus, &universe);
-    for d in &degraded {
+    let req = sched_request(args)?;
+    let cpus = cpu_plan(args, &universe)?;
+    Ok(Setup {
+        universe,
+        req,
+        cpus,
+        start_time: SystemTime::now(),
+    })
+}
+
+/// The preamble, with its warnings printed.
+fn announce(s: &Setup) -> Preamble {
+    let p = preamble(s.req, &s.cpus, &s.universe);
+    for d in &p.degraded {
         warn(&d.to_string());
     }
-    for w in &warnings {
+    for w in &p.warnings {
         warn(w);
     }
-    let plan = RunPlan {
-        cpus: cpus.clone(),
-        sched: req,
-        mlock: !args.run.no_mlock,
-        duration: args.run.duration,
-        priospread: false,
-        setup_timeout: args.warmup + Duration::from_secs(10),
-    };
-    let run = noise::run(&cfg, &plan, &host.clock, stop).context("the noise run failed")?;
+    p
+}
 
-    // Late degradations: only known once the threads ran.
-    if let Some(e) = &run.outcome.mlock_error {
+/// Degradations only known once the threads ran: mlockall's failure, and a policy the
+/// pre-flight check allowed but a thread was refused.
+fn late_degradations<T>(outcome: &RunOutcome<T>, req: SchedRequest, degraded: &mut Vec<Degraded>) {
+    if let Some(e) = &outcome.mlock_error {
         let d = Degraded::MlockFailed {
             reason: e.to_string(),
         };
@@ -172,11 +206,7 @@ pub fn noise(args: &NoiseArgs, argv: &[String], stop: &AtomicBool) -> anyhow::Re
     let already_refused = degraded
         .iter()
         .any(|d| matches!(d, Degraded::SchedRefused { .. }));
-    let late_refusal = run
-        .outcome
-        .workers
-        .iter()
-        .find_map(|w| w.sched_refused.clone());
+    let late_refusal = outcome.workers.iter().find_map(|w| w.sched_refused.clone());
     if let Some(reason) = late_refusal.filter(|_| !already_refused) {
         let d = Degraded::SchedRefused {
             requested: req,
@@ -185,44 +215,227 @@ pub fn noise(args: &NoiseArgs, argv: &[String], stop: &AtomicBool) -> anyhow::Re
         warn(&d.to_string());
         degraded.push(d);
     }
+}
 
+/// `run` in the result file.
+fn run_info<T>(
+    s: &Setup,
+    argv: &[String],
+    plan: &RunPlan,
+    outcome: &RunOutcome<T>,
+    degraded: &[Degraded],
+    warnings: Vec<String>,
+) -> RunInfo {
     let euid = rustix::process::geteuid();
+    RunInfo {
+        tool_version: env!("CARGO_PKG_VERSION").to_string(),
+        command_line: argv.to_vec(),
+        start_time: humantime::format_rfc3339_seconds(s.start_time).to_string(),
+        requested_duration_ns: plan.duration.as_nanos() as u64,
+        actual_duration_ns: outcome.elapsed.as_nanos() as u64,
+        interrupted: outcome.interrupted,
+        privileges: Privileges {
+            euid: euid.as_raw(),
+            root: euid.is_root(),
+            memory_locked: plan.mlock && outcome.mlock_error.is_none(),
+        },
+        cpus: RunCpus {
+            measured: s.cpus.measured.clone(),
+            housekeeping: s.cpus.housekeeping.clone(),
+        },
+        degraded: degraded.iter().map(Degraded::to_record).collect(),
+        warnings,
+        peak_rss_kib: sched::peak_rss_kib(),
+    }
+}
+
+fn ending(interrupted: bool) -> Ending {
+    match interrupted {
+        true => Ending::Interrupted,
+        false => Ending::Completed,
+    }
+}
+
+/// `jitterscope noise`.
+pub fn noise(args: &NoiseArgs, argv: &[String], stop: &AtomicBool) -> anyhow::Result<Ending> {
+    let s = setup(&args.run)?;
+    check_safety(s.req, &s.cpus, &s.universe, args.run.force)?;
+    let cfg = NoiseConfig {
+        threshold_ns: args.threshold,
+        warmup: args.warmup,
+        largest: args.top,
+        event_log: args.event_log,
+    };
+    let Preamble {
+        host,
+        mut degraded,
+        warnings,
+    } = announce(&s);
+    let plan = RunPlan {
+        cpus: s.cpus.clone(),
+        sched: s.req,
+        mlock: !args.run.no_mlock,
+        duration: args.run.duration_or_default(),
+        priospread: false,
+        setup_timeout: args.warmup + Duration::from_secs(10),
+    };
+    let run = noise::run(&cfg, &plan, &host.clock, stop).context("the noise run failed")?;
+    late_degradations(&run.outcome, s.req, &mut degraded);
     let result = ResultFile {
         schema: SCHEMA.to_string(),
         host,
-        run: RunInfo {
-            tool_version: env!("CARGO_PKG_VERSION").to_string(),
-            command_line: argv.to_vec(),
-            start_time: humantime::format_rfc3339_seconds(start_time).to_string(),
-            requested_duration_ns: args.run.duration.as_nanos() as u64,
-            actual_duration_ns: run.outcome.elapsed.as_nanos() as u64,
-            interrupted: run.outcome.interrupted,
-            privileges: Privileges {
-                euid: euid.as_raw(),
-                root: euid.is_root(),
-                memory_locked: plan.mlock && run.outcome.mlock_error.is_none(),
-            },
-            cpus: RunCpus {
-                measured: cpus.measured.clone(),
-                housekeeping: cpus.housekeeping.clone(),
-            },
-            degraded: degraded.iter().map(Degraded::to_record).collect(),
-            warnings,
-            peak_rss_kib: sched::peak_rss_kib(),
-        },
-        probes: run.entries.into_iter().map(ProbeEntry::Noise).collect(),
+        run: run_info(&s, argv, &plan, &run.outcome, &degraded, warnings),
+        probes: (run.entries.into_iter())
+            .map(|e| ProbeEntry::Noise(Box::new(e)))
+            .collect(),
     };
-    emit(&result, &args.run, || noise_header(&result, &cfg, req))?;
-    Ok(if result.run.interrupted {
-        Ending::Interrupted
-    } else {
-        Ending::Completed
+    emit(&result, &args.run, || {
+        format!(
+            "{}\n{}",
+            noise_header(&result, &cfg, s.req),
+            crate::report::table::noise_tables(&result)
+        )
+    })?;
+    Ok(ending(result.run.interrupted))
+}
+
+/// `jitterscope timer`.
+pub fn timer(args: &TimerArgs, argv: &[String], stop: &AtomicBool) -> anyhow::Result<Ending> {
+    let s = setup(&args.run)?;
+    check_timer_safety(s.req, &s.cpus, args.interval, args.run.force)?;
+    let duration = match (args.run.duration, args.loops) {
+        (Some(d), _) => d,
+        // -l alone: run until the loops are done, within the longest accepted run.
+        (None, Some(_)) => crate::cli::MAX_DURATION,
+        (None, None) => crate::cli::DEFAULT_DURATION,
+    };
+    let mut cfg = TimerConfig {
+        interval_ns: args.interval,
+        distance_ns: if args.aligned { 0 } else { args.distance },
+        aligned: args.aligned,
+        clock: args.clock,
+        mode: match args.relative {
+            true => SleepMode::Relative,
+            false => SleepMode::Absolute,
+        },
+        loops: args.loops,
+        warmup: args.warmup,
+        stop_above_ns: args.stop_above,
+        spikes_above_ns: args.spikes,
+        spike_capacity: args.spike_nodes,
+        histogram_us: args.histogram,
+        largest: args.top,
+        dma_latency_us: None,
+    };
+    let Preamble {
+        host,
+        mut degraded,
+        warnings,
+    } = announce(&s);
+    // Held for the run only: dropping it (or the process ending any way at all) withdraws
+    // the request.
+    let dma_guard = match args.no_dma_latency {
+        true => None,
+        false => match DmaLatencyGuard::set(Path::new(pmqos::DEVICE), args.dma_latency) {
+            Ok(g) => Some(g),
+            Err(e) => {
+                let d = Degraded::DmaLatencyNotSet {
+                    reason: e.to_string(),
+                };
+                warn(&d.to_string());
+                degraded.push(d);
+                None
+            }
+        },
+    };
+    cfg.dma_latency_us = dma_guard.as_ref().map(|g| g.value_us);
+    let tracefs = args.stop_above.and_then(|_| crate::trace::tracefs_root());
+    let tracer = BreakTracer::open(tracefs.as_deref());
+    let plan = RunPlan {
+        cpus: s.cpus.clone(),
+        sched: s.req,
+        mlock: !args.run.no_mlock,
+        duration,
+        priospread: args.priospread,
+        setup_timeout: args.warmup + Duration::from_secs(10),
+    };
+    let mut live = LiveDisplay::new(&plan, &cfg);
+    let mut draw = |snaps: &[LiveSnapshot]| live.draw(snaps);
+    let show_live = !args.run.quiet && std::io::stderr().is_terminal();
+    let on_tick = show_live.then_some((LIVE_EVERY, &mut draw as timer::OnTick<'_>));
+    let run = timer::run(&cfg, &plan, &host.clock, stop, &tracer, on_tick)
+        .context("the timer run failed")?;
+    let dma_before = dma_guard.as_ref().and_then(|g| g.previous_us);
+    drop(dma_guard);
+    late_degradations(&run.outcome, s.req, &mut degraded);
+    let result = ResultFile {
+        schema: SCHEMA.to_string(),
+        host,
+        run: run_info(&s, argv, &plan, &run.outcome, &degraded, warnings),
+        probes: (run.entries.into_iter())
+            .map(|e| ProbeEntry::Timer(Box::new(e)))
+            .collect(),
+    };
+    if let Some(b) = &run.stopped_by {
+        say_stopped(b, cfg.stop_above_ns.unwrap_or(0), tracefs.as_deref());
+    }
+    emit(&result, &args.run, || {
+        let mut text = timer_header(&result, &cfg, s.req, dma_before);
+        text.push('\n');
+        text.push_str(&crate::report::table::timer_tables(&result));
+        if cfg.histogram_us.is_some() {
+            text.push('\n');
+            text.push_str(&crate::report::table::timer_buckets(&result));
+        }
+        text
+    })?;
+    Ok(match run.stopped_by {
+        Some(_) => Ending::LimitExceeded,
+        None => ending(result.run.interrupted),
     })
 }
 
-/// Saves, then prints (table or JSON): a terminal that went away (SIGHUP, EIO) must not
-/// cost the saved result.
-fn emit(result: &ResultFile, args: &RunArgs, header: impl Fn() -> String) -> anyhow::Result<()> {
+/// How often the live display refreshes: at most 4 times a second.
+const LIVE_EVERY: Duration = Duration::from_millis(250);
+
+/// cyclictest's in-place per-thread lines, on stderr, drawn by the coordinator.
+struct LiveDisplay {
+    /// (policy, interval) of each thread, in thread order.
+    threads: Vec<(SchedRequest, u64)>,
+    drawn: usize,
+}
+
+impl LiveDisplay {
+    fn new(plan: &RunPlan, cfg: &TimerConfig) -> LiveDisplay {
+        let n = plan.cpus.measured.len();
+        LiveDisplay {
+            threads: (0..n)
+                .map(|i| (plan.sched_for(i), cfg.interval_of(i)))
+                .collect(),
+            drawn: 0,
+        }
+    }
+
+    /// Draws every thread's line, over the previous ones.
+    fn draw(&mut self, snaps: &[LiveSnapshot]) {
+        let mut text = String::new();
+        if self.drawn > 0 {
+            text.push_str(&format!("\x1b[{}A", self.drawn));
+        }
+        for snap in snaps {
+            let (sched, interval) = self.threads[snap.index];
+            text.push_str("\x1b[2K");
+            text.push_str(&crate::report::table::live_line(snap, sched, interval));
+            text.push('\n');
+        }
+        self.drawn = snaps.len();
+        let _ = std::io::stderr().lock().write_all(text.as_bytes());
+    }
+}
+
+/// Saves, then prints (`text()` or the JSON): a terminal that went away (SIGHUP, EIO)
+/// must not cost the saved result.
+fn emit(result: &ResultFile, args: &RunArgs, text: impl Fn() -> String) -> anyhow::Result<()> {
     if let Some(path) = &args.output {
         result.write_atomic(path)?;
     }
@@ -230,12 +443,7 @@ fn emit(result: &ResultFile, args: &RunArgs, header: impl Fn() -> String) -> any
     let printed = if args.json {
         writeln!(out, "{}", result.to_json())
     } else if !args.quiet {
-        write!(
-            out,
-            "{}\n{}",
-            header(),
-            crate::report::table::noise_tables(result)
-        )
+        write!(out, "{}", text())
     } else {
         Ok(())
     };
@@ -248,7 +456,8 @@ fn emit(result: &ResultFile, args: &RunArgs, header: impl Fn() -> String) -> any
     Ok(())
 }
 
-fn noise_header(r: &ResultFile, cfg: &NoiseConfig, req: SchedRequest) -> String {
+/// The clock line every header carries.
+fn clock_line(r: &ResultFile) -> String {
     let c = &r.host.clock;
     let source = match c.frequency_source {
         crate::engine::clock::FrequencySource::SysfsTscFreqKhz => "sysfs tsc_freq_khz",
@@ -263,17 +472,8 @@ fn noise_header(r: &ResultFile, cfg: &NoiseConfig, req: SchedRequest) -> String 
         .iter()
         .map(|x| format!("{} {:+.1} ppm", x.source, x.diff_ppm))
         .collect();
-    let interrupted = if r.run.interrupted {
-        " (interrupted)"
-    } else {
-        ""
-    };
     format!(
-        "noise: CPUs {} for {:.3} s{interrupted}, threshold {} ns, {req}\n\
-         clock: {} at {:.3} MHz ({source}{}{})\n",
-        r.run.cpus.measured,
-        r.run.actual_duration_ns as f64 / 1e9,
-        cfg.threshold_ns,
+        "clock: {} at {:.3} MHz ({source}{}{})\n",
         match c.counter {
             crate::engine::clock::Counter::Tsc => "TSC",
             crate::engine::clock::Counter::ClockMonotonic => "CLOCK_MONOTONIC",
@@ -288,6 +488,87 @@ fn noise_header(r: &ResultFile, cfg: &NoiseConfig, req: SchedRequest) -> String 
     )
 }
 
+fn noise_header(r: &ResultFile, cfg: &NoiseConfig, req: SchedRequest) -> String {
+    let interrupted = if r.run.interrupted {
+        " (interrupted)"
+    } else {
+        ""
+    };
+    format!(
+        "noise: CPUs {} for {:.3} s{interrupted}, threshold {} ns, {req}\n{}",
+        r.run.cpus.measured,
+        r.run.actual_duration_ns as f64 / 1e9,
+        cfg.threshold_ns,
+        clock_line(r),
+    )
+}
+
+fn timer_header(
+    r: &ResultFile,
+    cfg: &TimerConfig,
+    req: SchedRequest,
+    dma_before: Option<i32>,
+) -> String {
+    let interrupted = if r.run.interrupted {
+        " (interrupted)"
+    } else {
+        ""
+    };
+    let spread = match (cfg.aligned, cfg.distance_ns) {
+        (true, _) => ", aligned".to_string(),
+        (false, 0) => String::new(),
+        (false, d) => format!(" (+{} µs per thread)", d as f64 / 1e3),
+    };
+    let mode = match cfg.mode {
+        SleepMode::Absolute => "absolute deadlines",
+        SleepMode::Relative => "relative sleeps",
+    };
+    let dma = match (cfg.dma_latency_us, dma_before) {
+        (Some(v), Some(b)) => {
+            format!("/dev/cpu_dma_latency set to {v} µs for the run (was {b} µs)")
+        }
+        (Some(v), None) => format!("/dev/cpu_dma_latency set to {v} µs for the run"),
+        (None, _) => "/dev/cpu_dma_latency left alone".to_string(),
+    };
+    format!(
+        "timer: CPUs {} for {:.3} s{interrupted}, interval {} µs{spread}, {} {mode}, {req}\n\
+         {dma}\n{}",
+        r.run.cpus.measured,
+        r.run.actual_duration_ns as f64 / 1e9,
+        cfg.interval_ns as f64 / 1e3,
+        cfg.clock,
+        clock_line(r),
+    )
+}
+
+/// One line on stderr saying which wake-up stopped the run, and what became of the trace.
+fn say_stopped(b: &BreakRecord, limit_ns: u64, tracefs: Option<&Path>) {
+    let trace = match (b.trace, tracefs) {
+        (TraceAction::MarkedAndStopped, Some(root)) => format!(
+            "trace marked and stopped in {0}; re-enable with: echo 1 > {0}/tracing_on",
+            root.display()
+        ),
+        (TraceAction::Failed, Some(root)) => {
+            format!("could not mark or stop the trace in {}", root.display())
+        }
+        _ => "tracefs is not mounted, so no trace was frozen".to_string(),
+    };
+    let within = b.all_stopped_within_ns.map_or(String::new(), |ns| {
+        format!(", every thread stopped within {:.1} µs", ns as f64 / 1e3)
+    });
+    let _ = writeln!(
+        std::io::stderr(),
+        "jitterscope: stopped: CPU {} (thread {}) woke {:.2} µs late, above the {:.2} µs \
+         limit, {:.6} s into the run (wake-up {}){within}; {trace}",
+        b.cpu,
+        b.thread_index,
+        b.value_ns as f64 / 1e3,
+        limit_ns as f64 / 1e3,
+        b.at_ns as f64 / 1e9,
+        b.wakeup,
+    );
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -298,7 +579,7 @@ mod tests {
         v.extend_from_slice(extra);
         match crate::cli::Cli::parse_from(v).command {
             Some(crate::cli::Command::Noise(a)) => a.run,
-            None => unreachable!(),
+            _ => unreachable!(),
         }
     }
 

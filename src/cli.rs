@@ -10,6 +10,7 @@ use std::time::Duration;
 use clap::{Args, Parser, Subcommand};
 
 use crate::engine::sched::Policy;
+use crate::probes::timer::TimerClock;
 
 /// Latency and jitter toolkit for tuning Linux hosts.
 ///
@@ -27,6 +28,9 @@ pub enum Command {
     /// OS noise: how long, how often and how much the system takes each CPU away from a
     /// thread that polls the TSC in a tight loop.
     Noise(NoiseArgs),
+    /// Timer wake-up latency, cyclictest's method: each thread sleeps to an absolute
+    /// deadline with clock_nanosleep and records how late it woke.
+    Timer(TimerArgs),
 }
 
 /// Options every measuring command shares.
@@ -50,9 +54,10 @@ pub struct RunArgs {
     #[arg(long, value_name = "POLICY", value_parser = parse_policy)]
     pub policy: Option<Policy>,
 
-    /// How long to measure: 500ms, 10s, 5m, 2h (a bare number is seconds).
-    #[arg(short = 'D', long, value_name = "DURATION", default_value = "10s", value_parser = parse_duration)]
-    pub duration: Duration,
+    /// How long to measure: 500ms, 10s, 5m, 2h (a bare number is seconds) [default: 10s,
+    /// or for `timer -l N` until the loops are done].
+    #[arg(short = 'D', long, value_name = "DURATION", value_parser = parse_duration)]
+    pub duration: Option<Duration>,
 
     /// Lock all memory with mlockall (the default).
     #[arg(short = 'm', long, overrides_with = "no_mlock")]
@@ -62,8 +67,9 @@ pub struct RunArgs {
     #[arg(long, overrides_with = "mlock")]
     pub no_mlock: bool,
 
-    /// Allow a real-time spinner on every online CPU, leaving none for housekeeping. This
-    /// can starve the kernel's own work for the whole run.
+    /// Allow real-time threads that may hog their CPU (noise's spinners, timer's threads
+    /// at intervals under 100 µs) on every CPU, leaving none for housekeeping. This can
+    /// starve the kernel's own work for the whole run.
     #[arg(long)]
     pub force: bool,
 
@@ -106,11 +112,98 @@ pub struct NoiseArgs {
     pub event_log: usize,
 }
 
+/// The default run length.
+pub const DEFAULT_DURATION: Duration = Duration::from_secs(10);
+
+impl RunArgs {
+    /// The requested duration, or the default.
+    pub fn duration_or_default(&self) -> Duration {
+        self.duration.unwrap_or(DEFAULT_DURATION)
+    }
+}
+
+/// `jitterscope timer`. Flags keep cyclictest's meanings; times are in µs unless a unit
+/// is given (250us, 1.5ms).
+#[derive(Debug, Clone, Args)]
+pub struct TimerArgs {
+    #[command(flatten)]
+    pub run: RunArgs,
+
+    /// Interval of the first thread, in µs (at most 1 s).
+    #[arg(short = 'i', long, value_name = "US", default_value = "1000", value_parser = parse_interval)]
+    pub interval: u64,
+
+    /// Each next thread's interval is longer by this, in µs (thread n sleeps
+    /// interval + n × distance).
+    #[arg(short = 'd', long, value_name = "US", default_value = "500", value_parser = parse_distance)]
+    pub distance: u64,
+
+    /// Stop each thread after N wake-ups; without -D the run lasts until then.
+    #[arg(short = 'l', long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..))]
+    pub loops: Option<u64>,
+
+    /// Give each next thread one priority less than the one before (at least 1).
+    #[arg(long)]
+    pub priospread: bool,
+
+    /// The clock to sleep on and read: monotonic or realtime.
+    #[arg(long, value_name = "CLOCK", default_value = "monotonic", value_parser = parse_clock)]
+    pub clock: TimerClock,
+
+    /// Relative sleeps (clock_nanosleep without TIMER_ABSTIME): each deadline is the
+    /// clock before the sleep plus the interval.
+    #[arg(short = 'r', long, conflicts_with = "aligned")]
+    pub relative: bool,
+
+    /// Every thread wakes at the same instants (sets the distance to 0).
+    #[arg(long)]
+    pub aligned: bool,
+
+    /// Run the loop this long first and discard its samples (0 for none).
+    #[arg(long, value_name = "DURATION", default_value = "0", value_parser = parse_timer_warmup)]
+    pub warmup: Duration,
+
+    /// The most idle exit latency allowed while measuring, in µs, written to
+    /// /dev/cpu_dma_latency and withdrawn when the run ends (cyclictest's default 0).
+    #[arg(long, value_name = "US", default_value_t = 0, value_parser = parse_dma_latency)]
+    pub dma_latency: i32,
+
+    /// Leave /dev/cpu_dma_latency alone: measure with whatever idle states the system
+    /// allows.
+    #[arg(long, conflicts_with = "dma_latency")]
+    pub no_dma_latency: bool,
+
+    /// At the first wake-up later than this (µs), stop every thread, write a trace_marker
+    /// line and turn tracing off if tracefs is mounted, report it and exit with 1
+    /// (cyclictest's --breaktrace).
+    #[arg(short = 'b', long, value_name = "US", value_parser = parse_us)]
+    pub stop_above: Option<u64>,
+
+    /// Keep every wake-up later than this (µs) with its timestamp.
+    #[arg(long, value_name = "US", value_parser = parse_us)]
+    pub spikes: Option<u64>,
+
+    /// How many spikes to keep per thread; later ones are counted as dropped.
+    #[arg(long, value_name = "N", default_value_t = crate::probes::timer::DEFAULT_SPIKE_CAPACITY,
+          value_parser = parse_spike_nodes)]
+    pub spike_nodes: usize,
+
+    /// Also print a cyclictest-style histogram with this many 1-µs buckets, one column
+    /// per thread (gnuplot reads it as is).
+    #[arg(long, value_name = "US", value_parser = parse_histogram_us)]
+    pub histogram: Option<usize>,
+
+    /// How many of the latest wake-ups to keep per thread, with their timestamps.
+    #[arg(long, value_name = "K", default_value_t = crate::probes::noise::DEFAULT_LARGEST,
+          value_parser = parse_top)]
+    pub top: usize,
+}
+
 impl Default for NoiseArgs {
     fn default() -> Self {
         match Cli::parse_from(["jitterscope", "noise"]).command {
             Some(Command::Noise(a)) => a,
-            None => unreachable!("'noise' parses to the noise command"),
+            _ => unreachable!("'noise' parses to the noise command"),
         }
     }
 }
@@ -119,8 +212,18 @@ fn parse_policy(s: &str) -> Result<Policy, String> {
     s.parse()
 }
 
+fn parse_clock(s: &str) -> Result<TimerClock, String> {
+    match s {
+        "monotonic" => Ok(TimerClock::Monotonic),
+        "realtime" => Ok(TimerClock::Realtime),
+        _ => Err(format!(
+            "unknown clock '{s}'; expected monotonic or realtime"
+        )),
+    }
+}
+
 /// The longest accepted run: 30 days.
-const MAX_DURATION: Duration = Duration::from_secs(30 * 24 * 3600);
+pub const MAX_DURATION: Duration = Duration::from_secs(30 * 24 * 3600);
 
 /// A duration with a unit (`500ms`, `10s`, `5m`, `2h`, `1h30m`), or bare seconds.
 pub fn parse_duration(s: &str) -> Result<Duration, String> {
@@ -150,8 +253,67 @@ fn parse_warmup(s: &str) -> Result<Duration, String> {
 
 /// A time in ns: a bare number is ns; units ns, us, µs, ms, s are accepted.
 pub fn parse_threshold(s: &str) -> Result<u64, String> {
-    let bad =
-        || format!("expected a positive time such as 1000 (ns), 500ns, 2us or 1ms, got '{s}'");
+    parse_time(s, 1.0, "1000 (ns), 500ns, 2us or 1ms")
+}
+
+/// A time in ns from a bare number of µs (cyclictest's unit) or one with a unit.
+pub fn parse_us(s: &str) -> Result<u64, String> {
+    parse_time(s, 1e3, "100 (µs), 250us, 1.5ms or 800ns")
+}
+
+fn parse_interval(s: &str) -> Result<u64, String> {
+    let ns = parse_us(s)?;
+    let max = crate::probes::timer::MAX_INTERVAL_US * 1000;
+    match ns {
+        ns if ns > max => Err(format!("interval '{s}' is longer than 1 s")),
+        ns if ns < 1000 => Err(format!("interval '{s}' is shorter than 1 µs")),
+        ns => Ok(ns),
+    }
+}
+
+fn parse_distance(s: &str) -> Result<u64, String> {
+    match s.trim().parse::<f64>() {
+        Ok(0.0) => Ok(0),
+        _ => parse_interval(s).map_err(|e| e.replace("interval", "distance")),
+    }
+}
+
+fn parse_timer_warmup(s: &str) -> Result<Duration, String> {
+    match s.trim().parse::<f64>() {
+        Ok(0.0) => Ok(Duration::ZERO),
+        _ => parse_warmup(s),
+    }
+}
+
+fn parse_dma_latency(s: &str) -> Result<i32, String> {
+    match s.parse::<i32>() {
+        Ok(v) if v >= 0 => Ok(v),
+        _ => Err(format!(
+            "expected a whole number of µs from 0 to 2147483647, got '{s}'"
+        )),
+    }
+}
+
+fn parse_spike_nodes(s: &str) -> Result<usize, String> {
+    match s.parse::<usize>() {
+        Ok(n) if (1..=10_000_000).contains(&n) => Ok(n),
+        _ => Err(format!("expected a count from 1 to 10000000, got '{s}'")),
+    }
+}
+
+fn parse_histogram_us(s: &str) -> Result<usize, String> {
+    let max = crate::probes::timer::MAX_HISTOGRAM_US;
+    match s.parse::<usize>() {
+        Ok(n) if (1..=max).contains(&n) => Ok(n),
+        _ => Err(format!(
+            "expected a bucket count from 1 to {max} (µs), got '{s}'"
+        )),
+    }
+}
+
+/// A time in ns; a bare number is in units of `bare` ns.
+fn parse_time(s: &str, bare: f64, examples: &str) -> Result<u64, String> {
+    let bad = || format!("expected a positive time such as {examples}, got '{s}'");
     let t = s.trim();
     let split = t
         .find(|c: char| !(c.is_ascii_digit() || c == '.'))
@@ -159,7 +321,8 @@ pub fn parse_threshold(s: &str) -> Result<u64, String> {
     let (num, unit) = t.split_at(split);
     let value: f64 = num.parse().map_err(|_| bad())?;
     let factor = match unit.trim() {
-        "" | "ns" => 1.0,
+        "" => bare,
+        "ns" => 1.0,
         "us" | "µs" => 1e3,
         "ms" => 1e6,
         "s" => 1e9,
@@ -170,7 +333,7 @@ pub fn parse_threshold(s: &str) -> Result<u64, String> {
         return Err(bad());
     }
     if ns > 3.6e12 {
-        return Err(format!("threshold '{s}' is longer than one hour"));
+        return Err(format!("'{s}' is longer than one hour"));
     }
     Ok(ns as u64)
 }
@@ -229,11 +392,38 @@ mod tests {
     }
 
     #[test]
+    fn microseconds_are_the_bare_unit_of_timer_flags() {
+        assert_eq!(parse_us("100").unwrap(), 100_000);
+        assert_eq!(parse_us("1.5ms").unwrap(), 1_500_000);
+        assert_eq!(parse_us("800ns").unwrap(), 800);
+        assert_eq!(parse_interval("200").unwrap(), 200_000);
+        assert!(parse_interval("0").is_err());
+        assert!(parse_interval("2s").is_err());
+        assert_eq!(parse_distance("0").unwrap(), 0);
+        assert_eq!(parse_distance("500").unwrap(), 500_000);
+        assert_eq!(parse_timer_warmup("0").unwrap(), Duration::ZERO);
+        assert_eq!(parse_timer_warmup("1s").unwrap(), Duration::from_secs(1));
+        assert!(parse_dma_latency("-1").is_err());
+        assert_eq!(parse_dma_latency("0").unwrap(), 0);
+    }
+
+    #[test]
+    fn timer_defaults_are_cyclictests() {
+        let Some(Command::Timer(a)) = Cli::parse_from(["jitterscope", "timer"]).command else {
+            panic!("timer parses");
+        };
+        assert_eq!((a.interval, a.distance), (1_000_000, 500_000));
+        assert_eq!(a.dma_latency, 0);
+        assert!(!a.no_dma_latency && !a.relative && !a.aligned);
+        assert_eq!(a.run.duration, None);
+    }
+
+    #[test]
     fn bare_invocation_has_no_subcommand_and_noise_defaults_are_sane() {
         assert!(Cli::parse_from(["jitterscope"]).command.is_none());
         let a = NoiseArgs::default();
         assert_eq!(a.threshold, 1000);
-        assert_eq!(a.run.duration, Duration::from_secs(10));
+        assert_eq!(a.run.duration_or_default(), Duration::from_secs(10));
         assert!(!a.run.no_mlock);
     }
 }

@@ -34,6 +34,9 @@ pub enum Degraded {
     VirtualMachine { hypervisor: String },
     /// The coordinator shares a measured CPU (a single CPU, or every CPU measured).
     CoordinatorShares,
+    /// /dev/cpu_dma_latency could not be set: CPUs may enter idle states whose exit
+    /// latency adds to every wake-up.
+    DmaLatencyNotSet { reason: String },
 }
 
 impl Degraded {
@@ -48,6 +51,7 @@ impl Degraded {
             Degraded::NoCycleCounter => "no-cycle-counter",
             Degraded::VirtualMachine { .. } => "virtual-machine",
             Degraded::CoordinatorShares => "coordinator-shares-cpu",
+            Degraded::DmaLatencyNotSet { .. } => "dma-latency-not-set",
         }
     }
 
@@ -122,6 +126,10 @@ impl fmt::Display for Degraded {
                 "the coordinator shares a measured CPU, so its own wake-ups appear as \
                  noise there; leave a housekeeping CPU unmeasured to avoid this",
             ),
+            Degraded::DmaLatencyNotSet { reason } => write!(
+                f,
+                "/dev/cpu_dma_latency was not set ({reason}); idle CPUs may sleep in deep                  C-states whose exit latency adds to each wake-up. Run as root, or pass                  --no-dma-latency to measure that on purpose"
+            ),
         }
     }
 }
@@ -131,7 +139,7 @@ impl fmt::Display for Degraded {
 pub struct DegradedRecord {
     /// A stable identifier: sched-refused, mlock-failed, tsc-not-invariant,
     /// clocksource-not-tsc, tsc-frequency-mismatch, no-cycle-counter, virtual-machine,
-    /// coordinator-shares-cpu.
+    /// coordinator-shares-cpu, dma-latency-not-set.
     pub kind: String,
     /// Cause and fix, in words.
     pub message: String,

@@ -23,6 +23,7 @@ fn main() -> ExitCode {
     };
     let outcome = match cli.command {
         Some(Command::Noise(args)) => app::noise(&args, &argv, &stop),
+        Some(Command::Timer(args)) => app::timer(&args, &argv, &stop),
         None => app::noise(&NoiseArgs::default(), &argv, &stop),
     };
     match outcome {
@@ -32,6 +33,7 @@ fn main() -> ExitCode {
         }
         Ok(Ending::Completed) => ExitCode::SUCCESS,
         Ok(Ending::Interrupted) => ExitCode::from(130),
+        Ok(Ending::LimitExceeded) => ExitCode::from(1),
         Err(e) => fail(e),
     }
 }

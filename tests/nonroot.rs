@@ -64,7 +64,9 @@ fn unprivileged_fifo_request_degrades_to_other_and_says_so() {
     assert_eq!(degraded.len(), 1, "{:?}", r.run.degraded);
     assert!(degraded[0].message.contains("SCHED_OTHER"));
     for p in &r.probes {
-        let ProbeEntry::Noise(n) = p;
+        let ProbeEntry::Noise(n) = p else {
+            panic!("a noise run holds noise entries only")
+        };
         assert_eq!(
             n.thread.policy,
             Policy::Other,

@@ -64,7 +64,9 @@ fn check(sig: Signal, after: Duration, expect_measured: bool) {
             saved.run.actual_duration_ns
         );
         for p in &saved.probes {
-            let ProbeEntry::Noise(n) = p;
+            let ProbeEntry::Noise(n) = p else {
+                panic!("a noise run holds noise entries only")
+            };
             assert!(
                 n.runtime_ns > 100_000_000 && n.iterations > 0,
                 "cpu {} measured",

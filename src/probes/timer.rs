@@ -564,6 +564,9 @@ fn stop_everyone(
     });
 }
 
+/// A live-display callback: every thread's figures so far.
+pub type OnTick<'a> = &'a mut dyn FnMut(&[LiveSnapshot]);
+
 /// Runs the timer probe on every measured CPU of `plan`. `on_tick`, if given, runs on the
 /// coordinator a few times a second with every thread's figures so far.
 pub fn run(
@@ -572,7 +575,7 @@ pub fn run(
     clock: &ClockInfo,
     stop: &AtomicBool,
     tracer: &BreakTracer,
-    on_tick: Option<(Duration, &mut dyn FnMut(&[LiveSnapshot]))>,
+    on_tick: Option<(Duration, OnTick<'_>)>,
 ) -> Result<TimerRun, RunError> {
     let cpus = plan.cpus.measured.cpus().to_vec();
     let shared = Shared {

@@ -13,6 +13,7 @@ use serde::{Deserialize, Serialize};
 use crate::degraded::DegradedRecord;
 use crate::engine::cpu::CpuList;
 use crate::probes::noise::NoiseEntry;
+use crate::probes::timer::TimerEntry;
 use crate::system::HostInfo;
 
 /// The schema this version writes.
@@ -92,7 +93,8 @@ pub struct RunCpus {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "probe", rename_all = "lowercase")]
 pub enum ProbeEntry {
-    Noise(NoiseEntry),
+    Noise(Box<NoiseEntry>),
+    Timer(Box<TimerEntry>),
 }
 
 impl ResultFile {

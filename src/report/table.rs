@@ -2,8 +2,11 @@
 
 use comfy_table::{CellAlignment, Table, presets};
 
+use crate::engine::sched::{Policy, SchedRequest};
 use crate::probes::noise::NoiseEntry;
+use crate::probes::timer::{LiveSnapshot, TimerEntry};
 use crate::report::{ProbeEntry, ResultFile};
+use crate::stats::Summary;
 
 /// ns as µs with two decimals; "-" when absent.
 pub fn us(ns: Option<u64>) -> String {
@@ -25,10 +28,28 @@ fn new_table(header: &[&str]) -> Table {
 fn noise_entries(r: &ResultFile) -> Vec<&NoiseEntry> {
     r.probes
         .iter()
-        .map(|p| match p {
-            ProbeEntry::Noise(n) => n,
+        .filter_map(|p| match p {
+            ProbeEntry::Noise(n) => Some(&**n),
+            _ => None,
         })
         .collect()
+}
+
+fn timer_entries(r: &ResultFile) -> Vec<&TimerEntry> {
+    r.probes
+        .iter()
+        .filter_map(|p| match p {
+            ProbeEntry::Timer(t) => Some(&**t),
+            _ => None,
+        })
+        .collect()
+}
+
+fn policy_cell(policy: Policy, priority: u8) -> String {
+    match policy {
+        Policy::Other => "other".to_string(),
+        p => format!("{p} {priority}"),
+    }
 }
 
 /// The two noise tables: how much noise per CPU, and how long the interruptions were.
@@ -50,10 +71,7 @@ pub fn noise_tables(r: &ResultFile) -> String {
     for e in &entries {
         rate.add_row(vec![
             e.cpu.to_string(),
-            match e.thread.policy {
-                crate::engine::sched::Policy::Other => "other".to_string(),
-                p => format!("{p} {}", e.thread.priority),
-            },
+            policy_cell(e.thread.policy, e.thread.priority),
             format!("{:.3}", e.runtime_ns as f64 / 1e9),
             e.interruptions.to_string(),
             format!("{:.1}", e.rate_per_s),
@@ -98,9 +116,198 @@ pub fn noise_tables(r: &ResultFile) -> String {
     format!("{rate}\n\nInterruption durations\n{dist}\n")
 }
 
+/// The timer tables: wake-up latency per thread, then the same corrected for
+/// coordinated omission.
+pub fn timer_tables(r: &ResultFile) -> String {
+    let entries = timer_entries(r);
+    let mut t = new_table(&[
+        "CPU",
+        "policy",
+        "interval (µs)",
+        "wake-ups",
+        "overruns",
+        "min (µs)",
+        "p50 (µs)",
+        "p90 (µs)",
+        "p99 (µs)",
+        "p99.9 (µs)",
+        "p99.99 (µs)",
+        "max (µs)",
+        "mean (µs)",
+        "MAD (µs)",
+    ]);
+    for e in &entries {
+        let s = &e.summary;
+        let mut row = vec![
+            e.cpu.to_string(),
+            policy_cell(e.thread.policy, e.thread.priority),
+            format!("{}", e.config.interval_ns as f64 / 1e3),
+            e.wakeups.to_string(),
+            e.overruns.to_string(),
+        ];
+        row.extend(distribution(s));
+        t.add_row(row);
+    }
+    let same = entries.iter().all(|e| e.corrected.summary == e.summary);
+    let corrected = if same {
+        "Corrected for coordinated omission: the same (no wake-up came a whole interval \
+         late, so none was hidden)\n"
+            .to_string()
+    } else {
+        let mut c = new_table(&[
+            "CPU",
+            "count",
+            "min (µs)",
+            "p50 (µs)",
+            "p90 (µs)",
+            "p99 (µs)",
+            "p99.9 (µs)",
+            "p99.99 (µs)",
+            "max (µs)",
+            "mean (µs)",
+            "MAD (µs)",
+        ]);
+        for e in &entries {
+            let mut row = vec![e.cpu.to_string(), e.corrected.summary.count.to_string()];
+            row.extend(distribution(&e.corrected.summary));
+            c.add_row(row);
+        }
+        format!(
+            "Corrected for coordinated omission: the wake-ups each stall hid, added back \
+             at the expected interval (HdrHistogram's correction)\n{c}\n"
+        )
+    };
+    format!("Wake-up latency\n{t}\n\n{corrected}")
+}
+
+/// min, p50, p90, p99, p99.9, p99.99, max, mean and MAD in µs.
+fn distribution(s: &Summary) -> Vec<String> {
+    vec![
+        us(s.min_ns),
+        us(s.p50_ns),
+        us(s.p90_ns),
+        us(s.p99_ns),
+        us(s.p999_ns),
+        us(s.p9999_ns),
+        us(s.max_ns),
+        s.mean_ns.map_or("-".into(), |m| format!("{:.2}", m / 1e3)),
+        us(s.mad_ns),
+    ]
+}
+
+/// cyclictest's histogram layout: a row per non-empty 1-µs bucket, a column per thread,
+/// comment lines starting with '#', so gnuplot plots it as it is.
+pub fn timer_buckets(r: &ResultFile) -> String {
+    let entries: Vec<&TimerEntry> = timer_entries(r)
+        .into_iter()
+        .filter(|e| e.histogram_1us.is_some())
+        .collect();
+    let Some(n) = entries
+        .first()
+        .and_then(|e| e.histogram_1us.as_ref())
+        .map(|h| h.buckets)
+    else {
+        return String::new();
+    };
+    let mut rows = vec![vec![0u64; entries.len()]; n];
+    for (col, e) in entries.iter().enumerate() {
+        for [bucket, count] in &e.histogram_1us.as_ref().expect("filtered").counts {
+            if let Some(row) = rows.get_mut(*bucket as usize) {
+                row[col] = *count;
+            }
+        }
+    }
+    let cpus: Vec<String> = entries.iter().map(|e| format!("CPU {}", e.cpu)).collect();
+    let mut out = format!(
+        "# Histogram: wake-up latency in 1-µs buckets; columns: bucket (µs), then \
+         wake-ups on {}\n",
+        cpus.join(", ")
+    );
+    for (bucket, row) in rows.iter().enumerate() {
+        if row.iter().any(|&c| c > 0) {
+            let cells: Vec<String> = row.iter().map(|c| format!("{c:06}")).collect();
+            out.push_str(&format!("{bucket:06} {}\n", cells.join(" ")));
+        }
+    }
+    let col = |f: &dyn Fn(&TimerEntry) -> String| -> String {
+        entries.iter().map(|e| f(e)).collect::<Vec<_>>().join(" ")
+    };
+    out.push_str(&format!(
+        "# Total: {}\n",
+        col(&|e| format!("{:09}", e.wakeups))
+    ));
+    out.push_str(&format!(
+        "# Overflows (≥ {n} µs): {}\n",
+        col(&|e| format!("{:09}", e.histogram_1us.as_ref().map_or(0, |h| h.overflows)))
+    ));
+    out
+}
+
+/// One thread's live line, as cyclictest draws it, with units.
+pub fn live_line(s: &LiveSnapshot, sched: SchedRequest, interval_ns: u64) -> String {
+    let v = |ns: Option<u64>| ns.map_or("-".to_string(), |n| format!("{:.1}", n as f64 / 1e3));
+    let avg = s
+        .avg_ns
+        .map_or("-".to_string(), |a| format!("{:.1}", a / 1e3));
+    let overruns = match s.overruns {
+        0 => String::new(),
+        n => format!("  overruns {n}"),
+    };
+    format!(
+        "CPU {:>3}  {:<8}  I:{:>7} µs  C:{:>9}  Min:{:>8} µs  Act:{:>8} µs  Avg:{:>8} µs  \
+         Max:{:>9} µs{overruns}",
+        s.cpu,
+        policy_cell(sched.policy, sched.priority),
+        interval_ns as f64 / 1e3,
+        s.count,
+        v(s.min_ns),
+        v(s.last_ns),
+        avg,
+        v(s.max_ns),
+    )
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn live_line_carries_units_and_says_dash_before_the_first_wakeup() {
+        let fifo = SchedRequest {
+            policy: Policy::Fifo,
+            priority: 90,
+        };
+        let idle = LiveSnapshot {
+            cpu: 1,
+            ..LiveSnapshot::default()
+        };
+        let line = live_line(&idle, fifo, 200_000);
+        assert!(
+            line.contains("fifo 90") && line.contains("I:    200 µs"),
+            "{line}"
+        );
+        assert!(line.contains("Min:       - µs"), "{line}");
+        let busy = LiveSnapshot {
+            cpu: 1,
+            index: 0,
+            count: 12,
+            min_ns: Some(8_100),
+            last_ns: Some(12_340),
+            avg_ns: Some(13_000.0),
+            max_ns: Some(353_200),
+            overruns: 2,
+        };
+        let line = live_line(&busy, fifo, 200_000);
+        for part in [
+            "C:       12",
+            "Min:     8.1 µs",
+            "Act:    12.3 µs",
+            "Max:    353.2 µs",
+            "overruns 2",
+        ] {
+            assert!(line.contains(part), "{part:?} missing from {line}");
+        }
+    }
 
     #[test]
     fn microseconds_keep_two_decimals() {
