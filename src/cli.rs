@@ -165,7 +165,8 @@ pub struct TimerArgs {
 
     /// The most idle exit latency allowed while measuring, in µs, written to
     /// /dev/cpu_dma_latency and withdrawn when the run ends (cyclictest's default 0).
-    #[arg(long, value_name = "US", default_value_t = 0, value_parser = parse_dma_latency)]
+    #[arg(long, value_name = "US", default_value_t = 0, value_parser = parse_dma_latency,
+          allow_negative_numbers = true)]
     pub dma_latency: i32,
 
     /// Leave /dev/cpu_dma_latency alone: measure with whatever idle states the system

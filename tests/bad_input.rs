@@ -120,3 +120,41 @@ fn realtime_spinners_on_every_usable_cpu_need_force() {
         );
     }
 }
+
+/// Issue 3, item 4: the timer's own flags; cyclictest exits 0 on each of these.
+#[test]
+fn timer_rejects_bad_options_with_exit_2() {
+    rejects(&["timer", "--bogus"], &["--bogus"]);
+    rejects(&["timer", "-i", "0"], &["'0'", "positive time"]);
+    rejects(&["timer", "-i", "0.5"], &["'0.5'", "shorter than 1 µs"]);
+    rejects(&["timer", "-i", "2s"], &["'2s'", "longer than 1 s"]);
+    rejects(&["timer", "-i", "fast"], &["'fast'", "100 (µs)"]);
+    rejects(&["timer", "-d", "-5"], &["-5"]);
+    rejects(
+        &["timer", "--clock", "tai"],
+        &["'tai'", "monotonic or realtime"],
+    );
+    rejects(&["timer", "--dma-latency", "-1"], &["'-1'", "µs"]);
+    rejects(
+        &["timer", "--dma-latency", "5", "--no-dma-latency"],
+        &["--no-dma-latency"],
+    );
+    rejects(&["timer", "--relative", "--aligned"], &["--aligned"]);
+    rejects(&["timer", "-l", "0"], &["0"]);
+    rejects(&["timer", "--histogram", "0"], &["'0'", "bucket count"]);
+    rejects(&["timer", "--stop-above", "soon"], &["'soon'"]);
+    // The old cyclictest -n (removed in 2.x) is unknown here too, and says so.
+    rejects(&["timer", "-n"], &["-n"]);
+}
+
+#[test]
+fn realtime_timer_threads_that_barely_sleep_need_force_on_every_cpu() {
+    let usable = jitterscope::engine::cpu::CpuUniverse::detect()
+        .unwrap()
+        .usable();
+    let all = usable.to_string();
+    rejects(
+        &["timer", "-p", "1", "-a", &all, "-i", "50"],
+        &["refusing", "--force"],
+    );
+}

@@ -16,67 +16,14 @@ use std::sync::Barrier;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
-use jitterscope::engine::clock::{self, ClockInfo};
+use jitterscope::engine::clock::ClockInfo;
 use jitterscope::engine::cpu::{CpuList, CpuPlan};
 use jitterscope::engine::run::RunPlan;
-use jitterscope::engine::sched::{self, Policy, SchedRequest};
+use jitterscope::engine::sched::{Policy, SchedRequest};
 use jitterscope::probes::noise::{self, NoiseConfig};
-use rustix::time::{ClockId, Timespec};
 
+use crate::injector::{Injection, Schedule, inject};
 use crate::util::{fifo_available, measuring, skip, two_cpus};
-
-/// One injection, on the TSC.
-#[derive(Debug, Clone, Copy)]
-struct Injection {
-    start: u64,
-    end: u64,
-}
-
-/// Wakes every `period` on CLOCK_MONOTONIC and spins `busy`, until `stop` or `run_for`.
-/// `ready` is passed once the injector is real-time and on its CPU.
-fn inject(
-    cpu: usize,
-    (period, busy, run_for): (Duration, Duration, Duration),
-    ready: &Barrier,
-    stop: &AtomicBool,
-    clock: &ClockInfo,
-) -> Vec<Injection> {
-    // Real-time first, then pinned: a SCHED_OTHER thread moved onto a CPU that a
-    // real-time spinner holds would starve there until the fair server let it run.
-    sched::set_policy(SchedRequest {
-        policy: Policy::Fifo,
-        priority: 2,
-    })
-    .unwrap();
-    sched::pin_to(cpu).unwrap();
-    ready.wait();
-    let busy_ticks = clock.scale.to_ticks(busy.as_nanos() as u64);
-    let period = period.as_nanos() as u64;
-    let mut log = Vec::with_capacity((run_for.as_nanos() as u64 / period) as usize + 1);
-    let end = clock::monotonic_ns() + run_for.as_nanos() as u64;
-    let mut next = clock::monotonic_ns() + period;
-    while next < end && !stop.load(Ordering::Relaxed) {
-        let ts = Timespec {
-            tv_sec: (next / 1_000_000_000) as i64,
-            tv_nsec: (next % 1_000_000_000) as i64,
-        };
-        let _ = rustix::thread::clock_nanosleep_absolute(ClockId::Monotonic, &ts);
-        let start = clock::now_ordered();
-        while clock::now().wrapping_sub(start) < busy_ticks {
-            std::hint::spin_loop();
-        }
-        log.push(Injection {
-            start,
-            end: clock::now_ordered(),
-        });
-        next += period;
-        let now = clock::monotonic_ns();
-        while next <= now {
-            next += period; // late (throttled): skip the missed periods, as a timer would
-        }
-    }
-    log
-}
 
 /// What one (P, D) phase produced.
 #[derive(Debug)]
@@ -127,10 +74,15 @@ fn run_phase(
     let ready = Barrier::new(2);
     let (run, injections) = std::thread::scope(|s| {
         let injector = s.spawn(|| {
-            let period = Duration::from_micros(period_us);
-            let busy = Duration::from_micros(busy_us);
-            let timing = (period, busy, duration + Duration::from_secs(5));
-            inject(measured, timing, &ready, &stop_injector, &clock)
+            let schedule = Schedule {
+                cpu: measured,
+                priority: 2,
+                period: Duration::from_micros(period_us),
+                busy: Duration::from_micros(busy_us),
+                run_for: duration + Duration::from_secs(5),
+                count: usize::MAX,
+            };
+            inject(schedule, &ready, &stop_injector, &clock)
         });
         ready.wait();
         let run = noise::run(&cfg, &plan, &clock, &AtomicBool::new(false)).unwrap();

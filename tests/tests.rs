@@ -2,6 +2,7 @@
 //! measure hold `util::measuring()` so that they never disturb each other, and tests that
 //! need root, SCHED_FIFO, a second CPU or Python say plainly why they skip.
 
+mod injector;
 mod util;
 
 mod bad_input;
@@ -9,3 +10,5 @@ mod ground_truth;
 mod histogram_interop;
 mod nonroot;
 mod signals;
+mod timer_cli;
+mod timer_truth;

@@ -1,0 +1,329 @@
+//! Issue 3, items 4 and 5, through the binary: exit codes, the 1-µs histogram, -l, the
+//! live display, and /dev/cpu_dma_latency restored on every way a run ends.
+
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use jitterscope::engine::pmqos;
+use jitterscope::report::{ProbeEntry, ResultFile};
+use rustix::process::{Pid, Signal, kill_process};
+
+use crate::util::{bin, is_root, jitterscope, measuring, skip, two_cpus};
+
+fn timer_entries(r: &ResultFile) -> Vec<&jitterscope::probes::timer::TimerEntry> {
+    r.probes
+        .iter()
+        .map(|p| match p {
+            ProbeEntry::Timer(t) => &**t,
+            _ => panic!("a timer run holds timer entries only"),
+        })
+        .collect()
+}
+
+#[test]
+fn loops_alone_end_the_run_when_done() {
+    let _m = measuring();
+    let t0 = Instant::now();
+    let out = jitterscope(&[
+        "timer",
+        "-l",
+        "40",
+        "-i",
+        "200",
+        "--json",
+        "--no-dma-latency",
+    ]);
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(t0.elapsed() < Duration::from_secs(5), "{:?}", t0.elapsed());
+    let r = ResultFile::parse(&String::from_utf8_lossy(&out.stdout)).unwrap();
+    for e in timer_entries(&r) {
+        assert_eq!(e.wakeups, 40, "cpu {}", e.cpu);
+        assert_eq!(e.summary.count, 40);
+        assert_eq!(e.config.loops, Some(40));
+        // Thread n sleeps interval + n × distance.
+        assert_eq!(
+            e.config.interval_ns,
+            200_000 + e.thread_index as u64 * 500_000
+        );
+    }
+}
+
+#[test]
+fn histogram_is_cyclictests_layout_and_adds_up() {
+    let _m = measuring();
+    let out = jitterscope(&[
+        "timer",
+        "-D",
+        "300ms",
+        "--histogram",
+        "50",
+        "--no-dma-latency",
+    ]);
+    assert_eq!(out.status.code(), Some(0));
+    let text = String::from_utf8_lossy(&out.stdout);
+    let start = text.find("# Histogram").expect("histogram printed");
+    let mut total = 0;
+    let mut totals_line = None;
+    let mut overflows_line = None;
+    for line in text[start..].lines().skip(1) {
+        if let Some(rest) = line.strip_prefix("# Total: ") {
+            totals_line = Some(rest.to_string());
+        } else if line.starts_with("# Overflows") {
+            overflows_line = Some(line.rsplit(": ").next().unwrap().to_string());
+        } else if !line.starts_with('#') && !line.is_empty() {
+            let cells: Vec<u64> = line
+                .split_whitespace()
+                .map(|c| c.parse().unwrap())
+                .collect();
+            assert!(cells[0] < 50, "bucket {} beyond 50 µs", cells[0]);
+            total += cells[1..].iter().sum::<u64>();
+        }
+    }
+    let wakeups: u64 = totals_line
+        .unwrap()
+        .split_whitespace()
+        .map(|c| c.parse::<u64>().unwrap())
+        .sum();
+    let overflows: u64 = overflows_line
+        .unwrap()
+        .split_whitespace()
+        .map(|c| c.parse::<u64>().unwrap())
+        .sum();
+    assert!(wakeups > 0);
+    assert_eq!(
+        total + overflows,
+        wakeups,
+        "buckets and overflows hold every wake-up"
+    );
+}
+
+#[test]
+fn stop_above_exits_1_and_says_where() {
+    let _m = measuring();
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("t.json");
+    // Every wake-up is later than 1 ns, so the first one stops the run.
+    let out = Command::new(bin())
+        .args([
+            "timer",
+            "-D",
+            "5s",
+            "--stop-above",
+            "1ns",
+            "-q",
+            "--no-dma-latency",
+            "-o",
+        ])
+        .arg(&path)
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{stderr}");
+    assert!(stderr.contains("jitterscope: stopped: CPU"), "{stderr}");
+    let r = ResultFile::read(&path).unwrap();
+    assert!(!r.run.interrupted, "a limit is not a signal");
+    assert!(r.run.actual_duration_ns < 1_000_000_000);
+    let stopped: Vec<_> = timer_entries(&r)
+        .into_iter()
+        .filter_map(|e| e.stopped_run)
+        .collect();
+    assert_eq!(stopped.len(), 1, "exactly one thread stopped the run");
+    assert_eq!(stopped[0].wakeup, 1);
+}
+
+#[test]
+fn the_live_display_draws_on_a_terminal() {
+    const NAME: &str = "the_live_display_draws_on_a_terminal";
+    if Command::new("script").arg("--version").output().is_err() {
+        return skip(
+            NAME,
+            "script (util-linux) is not installed to provide a terminal",
+        );
+    }
+    let _m = measuring();
+    let cmd = format!("{} timer -D 900ms --no-dma-latency", bin().display());
+    let out = Command::new("script")
+        .args(["-qec", &cmd, "/dev/null"])
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(out.status.code(), Some(0), "{text}");
+    let lines = text.matches("Avg:").count();
+    let redraws = text.matches("\x1b[").count();
+    // At most 4 refreshes a second: about 3 in 0.9 s, plus the final one.
+    assert!(lines >= 2, "live lines: {text}");
+    assert!(redraws >= 2, "drawn in place: {text}");
+    for unit in ["Min:", "Act:", "Max:", " µs"] {
+        assert!(text.contains(unit), "{unit} missing: {text}");
+    }
+    // Piped, the same run prints no live lines at all.
+    let piped = jitterscope(&["timer", "-D", "600ms", "--no-dma-latency"]);
+    assert!(!String::from_utf8_lossy(&piped.stderr).contains("Avg:"));
+}
+
+/// Item 4: SIGINT prints the summary and saves the file, exit 130.
+#[test]
+fn sigint_prints_the_summary_and_saves() {
+    let _m = measuring();
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("t.json");
+    let child = Command::new(bin())
+        .args(["timer", "-D", "30s", "--no-dma-latency", "-o"])
+        .arg(&path)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(Duration::from_millis(800));
+    let sent = Instant::now();
+    kill_process(Pid::from_child(&child), Signal::INT).unwrap();
+    let out = child.wait_with_output().unwrap();
+    assert!(sent.elapsed() < Duration::from_secs(3));
+    assert_eq!(out.status.code(), Some(130));
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        text.contains("(interrupted)") && text.contains("p99.99 (µs)"),
+        "{text}"
+    );
+    let r = ResultFile::read(&path).unwrap();
+    assert!(r.run.interrupted);
+    for e in timer_entries(&r) {
+        assert!(e.wakeups > 100, "cpu {}: {} wake-ups", e.cpu, e.wakeups);
+    }
+}
+
+/// Item 4: unprivileged, `-p 90` runs at SCHED_OTHER with a warning, where cyclictest
+/// refuses to run at all.
+#[test]
+fn unprivileged_runs_at_other_with_a_warning() {
+    const NAME: &str = "unprivileged_runs_at_other_with_a_warning";
+    if !is_root() {
+        return skip(
+            NAME,
+            "needs root to switch to an unprivileged user with setpriv",
+        );
+    }
+    if Command::new("setpriv").arg("--version").output().is_err() {
+        return skip(NAME, "setpriv (util-linux) is not installed");
+    }
+    let _m = measuring();
+    let out = Command::new("setpriv")
+        .args(["--reuid=65534", "--regid=65534", "--clear-groups"])
+        .arg(bin())
+        .args(["timer", "-p", "90", "-D", "300ms", "--json"])
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    if stderr.contains("Permission denied")
+        && stderr.contains("jitterscope")
+        && out.stdout.is_empty()
+    {
+        return skip(NAME, "the binary is not reachable by user 65534");
+    }
+    assert_eq!(out.status.code(), Some(0), "{stderr}");
+    assert_eq!(
+        stderr.matches("SCHED_FIFO 90 was refused").count(),
+        1,
+        "{stderr}"
+    );
+    let r = ResultFile::parse(&String::from_utf8_lossy(&out.stdout)).unwrap();
+    let kinds: Vec<&str> = r.run.degraded.iter().map(|d| d.kind.as_str()).collect();
+    assert!(kinds.contains(&"sched-refused"), "{kinds:?}");
+    // /dev/cpu_dma_latency is root's: not set, and said so.
+    if std::path::Path::new(pmqos::DEVICE).exists() {
+        assert!(kinds.contains(&"dma-latency-not-set"), "{kinds:?}");
+    }
+    for e in timer_entries(&r) {
+        assert_eq!(e.thread.policy, jitterscope::engine::sched::Policy::Other);
+        assert!(e.wakeups > 50);
+        assert_eq!(e.config.dma_latency_us, None);
+    }
+}
+
+/// How a dma-latency run is ended.
+#[derive(Debug, Clone, Copy)]
+enum End {
+    Normally,
+    Signal(Signal),
+}
+
+/// Item 5: /dev/cpu_dma_latency holds our value during the run, and its old value after.
+fn dma_latency_is_restored(end: End) {
+    let name = format!("dma_latency_is_restored ({end:?})");
+    let device = std::path::Path::new(pmqos::DEVICE);
+    if !device.exists() {
+        return skip(&name, "this kernel has no /dev/cpu_dma_latency");
+    }
+    if !is_root() {
+        return skip(&name, "/dev/cpu_dma_latency is writable by root only");
+    }
+    let _m = measuring();
+    let before = pmqos::read(device).unwrap();
+    // A value no one else is likely to hold, so that seeing it proves it is ours.
+    let ours = if before == 7 { 8 } else { 7 };
+    let duration = match end {
+        End::Normally => "1500ms",
+        End::Signal(_) => "30s",
+    };
+    let mut child = Command::new(bin())
+        .args([
+            "timer",
+            "-q",
+            "-D",
+            duration,
+            "--dma-latency",
+            &ours.to_string(),
+        ])
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let t0 = Instant::now();
+    let mut during = before;
+    while t0.elapsed() < Duration::from_secs(1) && during != ours {
+        std::thread::sleep(Duration::from_millis(20));
+        during = pmqos::read(device).unwrap();
+    }
+    assert_eq!(
+        during, ours,
+        "the run's request is in force while it measures"
+    );
+    if let End::Signal(sig) = end {
+        kill_process(Pid::from_child(&child), sig).unwrap();
+    }
+    let status = child.wait().unwrap();
+    let expected = match end {
+        End::Normally => 0,
+        End::Signal(_) => 130,
+    };
+    assert_eq!(status.code(), Some(expected));
+    assert_eq!(
+        pmqos::read(device).unwrap(),
+        before,
+        "restored after {end:?}"
+    );
+    // Measured CPUs exist beyond the housekeeping one when two_cpus() does; the value
+    // check above does not depend on them.
+    let _ = two_cpus();
+}
+
+#[test]
+fn dma_latency_is_restored_after_a_normal_run() {
+    dma_latency_is_restored(End::Normally);
+}
+
+#[test]
+fn dma_latency_is_restored_after_sigint() {
+    dma_latency_is_restored(End::Signal(Signal::INT));
+}
+
+#[test]
+fn dma_latency_is_restored_after_sigterm() {
+    dma_latency_is_restored(End::Signal(Signal::TERM));
+}
