@@ -40,7 +40,16 @@ fn loops_alone_end_the_run_when_done() {
         String::from_utf8_lossy(&out.stderr)
     );
     assert!(t0.elapsed() < Duration::from_secs(5), "{:?}", t0.elapsed());
-    let r = ResultFile::parse(&String::from_utf8_lossy(&out.stdout)).unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    let r = ResultFile::parse(&text).unwrap();
+    // A probe from a newer version is skipped, not fatal, as the format doc promises.
+    let mut newer: serde_json::Value = serde_json::from_str(&text).unwrap();
+    newer["probes"]
+        .as_array_mut()
+        .unwrap()
+        .push(serde_json::json!({"probe": "from-the-future", "cpu": 0}));
+    let read = ResultFile::parse(&newer.to_string()).unwrap();
+    assert!(matches!(read.probes.last(), Some(ProbeEntry::Unknown)));
     for e in timer_entries(&r) {
         assert_eq!(e.wakeups, 40, "cpu {}", e.cpu);
         assert_eq!(e.summary.count, 40);

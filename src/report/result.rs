@@ -95,6 +95,10 @@ pub struct RunCpus {
 pub enum ProbeEntry {
     Noise(Box<NoiseEntry>),
     Timer(Box<TimerEntry>),
+    /// A probe this version does not know (written by a newer jitterscope): kept as a
+    /// placeholder so that the rest of the file still reads.
+    #[serde(other)]
+    Unknown,
 }
 
 impl ResultFile {

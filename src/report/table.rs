@@ -173,8 +173,9 @@ pub fn timer_tables(r: &ResultFile) -> String {
             c.add_row(row);
         }
         format!(
-            "Corrected for coordinated omission: the wake-ups each stall hid, added back \
-             at the expected interval (HdrHistogram's correction)\n{c}\n"
+            "Corrected for coordinated omission: one wake-up added back for each deadline a \
+             stall skipped, with the latency it would have had (HdrHistogram's \
+             expected-interval correction)\n{c}\n"
         )
     };
     format!("Wake-up latency\n{t}\n\n{corrected}")

@@ -60,24 +60,28 @@ impl LatencyHistogram {
     }
 
     /// Records `ns` from a loop that expected one sample every `interval_ns`, and with it
-    /// the samples a stall of that length hid: `ns − interval`, `ns − 2·interval`, … while
-    /// they are at least `interval` (HdrHistogram's expected-interval correction for
-    /// coordinated omission, as jHiccup applies it). Costs one record unless `ns` exceeds
-    /// the interval.
+    /// one value for each sample a stall of that length hid: `ns − interval`,
+    /// `ns − 2·interval`, … down to the last one that is not negative. This is
+    /// HdrHistogram's expected-interval correction for coordinated omission (as jHiccup
+    /// applies it), carried one step further: HdrHistogram stops at values of at least
+    /// one interval, which leaves out the last hidden sample; here exactly ⌊ns / interval⌋
+    /// values are added, one per deadline a late timer skipped. Costs one record unless
+    /// `ns` reaches the interval.
     #[inline]
     pub fn record_corrected(&mut self, ns: u64, interval_ns: u64) {
         self.record(ns);
-        if interval_ns == 0 || ns <= interval_ns {
+        if interval_ns == 0 || ns < interval_ns {
             return;
         }
-        self.record_hidden(ns - interval_ns, interval_ns);
+        self.record_hidden(ns, interval_ns);
     }
 
     #[cold]
-    fn record_hidden(&mut self, mut missing: u64, interval_ns: u64) {
+    fn record_hidden(&mut self, ns: u64, interval_ns: u64) {
+        let mut missing = ns;
         while missing >= interval_ns {
-            self.record(missing);
             missing -= interval_ns;
+            self.record(missing);
         }
     }
 
@@ -286,17 +290,25 @@ mod tests {
     }
 
     #[test]
-    fn correction_matches_hdrhistograms_own() {
+    fn correction_is_hdrhistograms_plus_the_last_hidden_sample() {
+        let cases = [(50, 100), (100, 100), (250, 100), (1_000_000, 1000), (7, 0)];
         let mut ours = LatencyHistogram::new();
         let mut theirs = Histogram::<u64>::new_with_bounds(1, HIGHEST_NS, SIGFIG).unwrap();
-        for (v, interval) in [(50, 100), (100, 100), (250, 100), (1_000_000, 1000), (7, 0)] {
+        for (v, interval) in cases {
             ours.record_corrected(v, interval);
             theirs.record_correct(v, interval).unwrap();
+            // HdrHistogram leaves out the last hidden value, the one below the interval.
+            if interval > 0 && v >= interval {
+                theirs.record(v % interval).unwrap();
+            }
         }
-        assert_eq!(ours.count(), theirs.len());
         assert_eq!(ours.inner(), &theirs);
-        // 250 with an interval of 100 hid one wake-up, late by 150.
+        // One value per hidden sample: ⌊v / interval⌋ of them.
+        let hidden: u64 = cases.iter().map(|&(v, i)| v.checked_div(i).unwrap_or(0)).sum();
+        assert_eq!(ours.count(), cases.len() as u64 + hidden);
+        // 250 with an interval of 100 hid two wake-ups, late by 150 and 50.
         assert_eq!(theirs.count_at(150), 1);
-        assert_eq!(ours.summary().min_ns, Some(7));
+        assert_eq!(theirs.count_at(50), 2);
+        assert_eq!(ours.summary().min_ns, Some(0));
     }
 }
