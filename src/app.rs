@@ -21,7 +21,7 @@ use crate::engine::sched::{self, Policy, SchedRequest};
 use crate::probes::noise::{self, NoiseConfig};
 use crate::probes::timer::{self, BreakRecord, LiveSnapshot, SleepMode, TimerConfig};
 use crate::report::result::{Privileges, RunCpus};
-use crate::report::{ProbeEntry, ResultFile, RunInfo, SCHEMA};
+use crate::report::{ProbeEntry, ResultFile, RunInfo};
 use crate::system::HostInfo;
 use crate::trace::{BreakTracer, TraceAction};
 
@@ -281,14 +281,10 @@ pub fn noise(args: &NoiseArgs, argv: &[String], stop: &AtomicBool) -> anyhow::Re
     };
     let run = noise::run(&cfg, &plan, &host.clock, stop).context("the noise run failed")?;
     late_degradations(&run.outcome, s.req, &mut degraded);
-    let result = ResultFile {
-        schema: SCHEMA.to_string(),
-        host,
-        run: run_info(&s, argv, &plan, &run.outcome, &degraded, warnings),
-        probes: (run.entries.into_iter())
-            .map(|e| ProbeEntry::Noise(Box::new(e)))
-            .collect(),
-    };
+    let info = run_info(&s, argv, &plan, &run.outcome, &degraded, warnings);
+    let entries = run.entries.into_iter();
+    let probes = entries.map(|e| ProbeEntry::Noise(Box::new(e))).collect();
+    let result = ResultFile::new(host, info, probes);
     emit(&result, &args.run, || {
         format!(
             "{}\n{}",
@@ -368,14 +364,10 @@ pub fn timer(args: &TimerArgs, argv: &[String], stop: &AtomicBool) -> anyhow::Re
     let dma_before = dma_guard.as_ref().and_then(|g| g.previous_us);
     drop(dma_guard);
     late_degradations(&run.outcome, s.req, &mut degraded);
-    let result = ResultFile {
-        schema: SCHEMA.to_string(),
-        host,
-        run: run_info(&s, argv, &plan, &run.outcome, &degraded, warnings),
-        probes: (run.entries.into_iter())
-            .map(|e| ProbeEntry::Timer(Box::new(e)))
-            .collect(),
-    };
+    let info = run_info(&s, argv, &plan, &run.outcome, &degraded, warnings);
+    let entries = run.entries.into_iter();
+    let probes = entries.map(|e| ProbeEntry::Timer(Box::new(e))).collect();
+    let result = ResultFile::new(host, info, probes);
     if let Some(b) = &run.stopped_by {
         say_stopped(b, cfg.stop_above_ns.unwrap_or(0), tracefs.as_deref());
     }

@@ -17,13 +17,11 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 use jitterscope::engine::clock::ClockInfo;
-use jitterscope::engine::cpu::{CpuList, CpuPlan};
-use jitterscope::engine::run::RunPlan;
-use jitterscope::engine::sched::{Policy, SchedRequest};
+use jitterscope::engine::sched::Policy;
 use jitterscope::probes::noise::{self, NoiseConfig};
 
 use crate::injector::{Injection, Schedule, inject};
-use crate::util::{fifo_available, measuring, skip, two_cpus};
+use crate::util::{fifo_available, fifo1_plan, measuring, skip, two_cpus};
 
 /// What one (P, D) phase produced.
 #[derive(Debug)]
@@ -56,20 +54,7 @@ fn run_phase(
         event_log: 200_000,
         ..NoiseConfig::default()
     };
-    let plan = RunPlan {
-        cpus: CpuPlan {
-            measured: CpuList::from_cpus(vec![measured]),
-            housekeeping: CpuList::from_cpus(vec![housekeeping]),
-        },
-        sched: SchedRequest {
-            policy: Policy::Fifo,
-            priority: 1,
-        },
-        mlock: true,
-        duration,
-        priospread: false,
-        setup_timeout: Duration::from_secs(10),
-    };
+    let plan = fifo1_plan((measured, housekeeping), duration);
     let stop_injector = AtomicBool::new(false);
     let ready = Barrier::new(2);
     let (run, injections) = std::thread::scope(|s| {

@@ -2,25 +2,18 @@
 //! once, and says why in the result's `degraded` list.
 
 use std::os::unix::fs::PermissionsExt;
-use std::process::Command;
 
 use jitterscope::engine::sched::Policy;
 use jitterscope::report::{ProbeEntry, ResultFile};
 
-use crate::util::{bin, is_root, measuring, skip, stderr_lines, two_cpus};
+use crate::util::{as_nobody, measuring, nobody_cannot_reach, skip, stderr_lines, two_cpus};
 
 #[test]
 fn unprivileged_fifo_request_degrades_to_other_and_says_so() {
     const NAME: &str = "unprivileged_fifo_request_degrades_to_other_and_says_so";
-    if !is_root() {
-        return skip(
-            NAME,
-            "needs root to switch to an unprivileged user with setpriv",
-        );
-    }
-    if Command::new("setpriv").arg("--version").output().is_err() {
-        return skip(NAME, "setpriv (util-linux) is not installed");
-    }
+    let Some(mut nobody) = as_nobody(NAME) else {
+        return;
+    };
     if two_cpus().is_none() {
         return skip(NAME, "-p 50 on a single CPU is refused without --force");
     }
@@ -28,23 +21,15 @@ fn unprivileged_fifo_request_degrades_to_other_and_says_so() {
     let dir = tempfile::tempdir().unwrap();
     std::fs::set_permissions(dir.path(), std::fs::Permissions::from_mode(0o777)).unwrap();
     let path = dir.path().join("nobody.json");
-    let out = Command::new("setpriv")
-        .args(["--reuid=65534", "--regid=65534", "--clear-groups"])
-        .arg(bin())
+    let out = nobody
         .args(["noise", "-p", "50", "-D", "300ms", "-q", "-o"])
         .arg(&path)
         .output()
         .unwrap();
-    let lines = stderr_lines(&out);
-    if lines
-        .iter()
-        .any(|l| l.contains("Permission denied") && l.contains("jitterscope"))
-    {
-        return skip(
-            NAME,
-            "the binary is not reachable by user 65534 (directory permissions)",
-        );
+    if nobody_cannot_reach(NAME, &out) {
+        return;
     }
+    let lines = stderr_lines(&out);
     assert_eq!(out.status.code(), Some(0), "{lines:?}");
     let refusals: Vec<_> = lines
         .iter()

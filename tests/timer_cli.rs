@@ -8,7 +8,7 @@ use jitterscope::engine::pmqos;
 use jitterscope::report::{ProbeEntry, ResultFile};
 use rustix::process::{Pid, Signal, kill_process};
 
-use crate::util::{bin, is_root, jitterscope, measuring, skip, two_cpus};
+use crate::util::{as_nobody, bin, is_root, jitterscope, measuring, nobody_cannot_reach, skip};
 
 fn timer_entries(r: &ResultFile) -> Vec<&jitterscope::probes::timer::TimerEntry> {
     r.probes
@@ -212,29 +212,18 @@ fn sigint_prints_the_summary_and_saves() {
 #[test]
 fn unprivileged_runs_at_other_with_a_warning() {
     const NAME: &str = "unprivileged_runs_at_other_with_a_warning";
-    if !is_root() {
-        return skip(
-            NAME,
-            "needs root to switch to an unprivileged user with setpriv",
-        );
-    }
-    if Command::new("setpriv").arg("--version").output().is_err() {
-        return skip(NAME, "setpriv (util-linux) is not installed");
-    }
+    let Some(mut nobody) = as_nobody(NAME) else {
+        return;
+    };
     let _m = measuring();
-    let out = Command::new("setpriv")
-        .args(["--reuid=65534", "--regid=65534", "--clear-groups"])
-        .arg(bin())
+    let out = nobody
         .args(["timer", "-p", "90", "-D", "300ms", "--json"])
         .output()
         .unwrap();
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    if stderr.contains("Permission denied")
-        && stderr.contains("jitterscope")
-        && out.stdout.is_empty()
-    {
-        return skip(NAME, "the binary is not reachable by user 65534");
+    if nobody_cannot_reach(NAME, &out) {
+        return;
     }
+    let stderr = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(0), "{stderr}");
     assert_eq!(
         stderr.matches("SCHED_FIFO 90 was refused").count(),
@@ -317,9 +306,6 @@ fn dma_latency_is_restored(end: End) {
         before,
         "restored after {end:?}"
     );
-    // Measured CPUs exist beyond the housekeeping one when two_cpus() does; the value
-    // check above does not depend on them.
-    let _ = two_cpus();
 }
 
 #[test]

@@ -10,33 +10,14 @@ use std::sync::atomic::AtomicBool;
 use std::time::Duration;
 
 use jitterscope::engine::clock::ClockInfo;
-use jitterscope::engine::cpu::{CpuList, CpuPlan};
-use jitterscope::engine::run::RunPlan;
-use jitterscope::engine::sched::{Policy, SchedRequest};
+use jitterscope::engine::sched::Policy;
 use jitterscope::probes::timer::{self, TimerConfig, TimerRun};
 use jitterscope::trace::{BreakTracer, TraceAction};
 
 use crate::injector::{Injection, Schedule, inject};
-use crate::util::{fifo_available, measuring, skip, two_cpus};
+use crate::util::{fifo_available, fifo1_plan, measuring, skip, two_cpus};
 
 const INTERVAL_NS: u64 = 1_000_000;
-
-fn plan(cpus: (usize, usize), duration: Duration) -> RunPlan {
-    RunPlan {
-        cpus: CpuPlan {
-            measured: CpuList::from_cpus(vec![cpus.0]),
-            housekeeping: CpuList::from_cpus(vec![cpus.1]),
-        },
-        sched: SchedRequest {
-            policy: Policy::Fifo,
-            priority: 1,
-        },
-        mlock: true,
-        duration,
-        priospread: false,
-        setup_timeout: Duration::from_secs(10),
-    }
-}
 
 /// Runs the timer on `cpus.0` while the injector follows `schedule`.
 fn run_with_injector(
@@ -53,7 +34,15 @@ fn run_with_injector(
         let injector = s.spawn(|| inject(schedule, &ready, &stop_injector, &clock));
         ready.wait();
         let never = AtomicBool::new(false);
-        let run = timer::run(cfg, &plan(cpus, duration), &clock, &never, tracer, None).unwrap();
+        let run = timer::run(
+            cfg,
+            &fifo1_plan(cpus, duration),
+            &clock,
+            &never,
+            tracer,
+            None,
+        )
+        .unwrap();
         stop_injector.store(true, std::sync::atomic::Ordering::Relaxed);
         (run, injector.join().unwrap())
     })

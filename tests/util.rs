@@ -3,6 +3,11 @@
 use std::path::PathBuf;
 use std::process::{Command, Output};
 use std::sync::{Mutex, MutexGuard};
+use std::time::Duration;
+
+use jitterscope::engine::cpu::{CpuList, CpuPlan};
+use jitterscope::engine::run::RunPlan;
+use jitterscope::engine::sched::{Policy, SchedRequest};
 
 /// Measuring tests run one at a time: on a 2-CPU machine two of them would measure each
 /// other.
@@ -53,4 +58,58 @@ pub fn stderr_lines(o: &Output) -> Vec<String> {
         .lines()
         .map(str::to_string)
         .collect()
+}
+
+/// A run plan that measures `cpus.0` at SCHED_FIFO 1, with the coordinator on `cpus.1`.
+pub fn fifo1_plan(cpus: (usize, usize), duration: Duration) -> RunPlan {
+    RunPlan {
+        cpus: CpuPlan {
+            measured: CpuList::from_cpus(vec![cpus.0]),
+            housekeeping: CpuList::from_cpus(vec![cpus.1]),
+        },
+        sched: SchedRequest {
+            policy: Policy::Fifo,
+            priority: 1,
+        },
+        mlock: true,
+        duration,
+        priospread: false,
+        setup_timeout: Duration::from_secs(10),
+    }
+}
+
+/// The binary run as user 65534 through setpriv, or `None` (with the reason printed)
+/// when this test cannot switch users.
+pub fn as_nobody(test: &str) -> Option<Command> {
+    if !is_root() {
+        skip(
+            test,
+            "needs root to switch to an unprivileged user with setpriv",
+        );
+        return None;
+    }
+    if Command::new("setpriv").arg("--version").output().is_err() {
+        skip(test, "setpriv (util-linux) is not installed");
+        return None;
+    }
+    let mut c = Command::new("setpriv");
+    c.args(["--reuid=65534", "--regid=65534", "--clear-groups"])
+        .arg(bin());
+    Some(c)
+}
+
+/// Whether user 65534 could not even start the binary (a directory on its path is
+/// closed to it): the caller skips.
+pub fn nobody_cannot_reach(test: &str, out: &Output) -> bool {
+    let unreachable = stderr_lines(out)
+        .iter()
+        .any(|l| l.contains("Permission denied") && l.contains("jitterscope"))
+        && out.stdout.is_empty();
+    if unreachable {
+        skip(
+            test,
+            "the binary is not reachable by user 65534 (directory permissions)",
+        );
+    }
+    unreachable
 }

@@ -189,6 +189,24 @@ pub struct RunOutcome<T> {
     pub mlock_error: Option<std::io::Error>,
 }
 
+impl<T> RunOutcome<T> {
+    /// The same outcome without the workers' values, once a probe has turned them into
+    /// records.
+    pub fn without_values(self) -> RunOutcome<()> {
+        RunOutcome {
+            workers: self
+                .workers
+                .into_iter()
+                .map(|w| w.map_value(|_| ()))
+                .collect(),
+            window: self.window,
+            interrupted: self.interrupted,
+            elapsed: self.elapsed,
+            mlock_error: self.mlock_error,
+        }
+    }
+}
+
 /// Sets the gate's stop flag when dropped, so that workers waiting at the gate are
 /// released even if the coordinator unwinds.
 struct StopOnDrop<'a>(&'a AtomicBool);

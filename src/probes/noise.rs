@@ -132,25 +132,11 @@ pub fn run(
     stop: &AtomicBool,
 ) -> Result<NoiseRun, RunError> {
     let scale = clock.scale;
-    let RunOutcome {
-        workers,
-        window,
-        interrupted,
-        elapsed,
-        mlock_error,
-    } = run::run(plan, scale, stop, |w| measure(w, cfg))?;
-    let entries = workers
-        .iter()
+    let outcome = run::run(plan, scale, stop, |w| measure(w, cfg))?;
+    let entries = (outcome.workers.iter())
         .map(|w| to_entry(cfg, plan.sched, scale, w))
         .collect();
-    let workers = workers.into_iter().map(|w| w.map_value(|_| ())).collect();
-    let outcome = RunOutcome {
-        workers,
-        window,
-        interrupted,
-        elapsed,
-        mlock_error,
-    };
+    let outcome = outcome.without_values();
     Ok(NoiseRun { entries, outcome })
 }
 

@@ -626,22 +626,9 @@ pub fn run(
         .iter()
         .map(|w| to_entry(cfg, plan, clock.scale, w, stopped_by))
         .collect();
-    let RunOutcome {
-        workers,
-        window,
-        interrupted,
-        elapsed,
-        mlock_error,
-    } = outcome;
     Ok(TimerRun {
         entries,
-        outcome: RunOutcome {
-            workers: workers.into_iter().map(|w| w.map_value(|_| ())).collect(),
-            window,
-            interrupted,
-            elapsed,
-            mlock_error,
-        },
+        outcome: outcome.without_values(),
         stopped_by,
     })
 }

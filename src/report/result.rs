@@ -102,6 +102,16 @@ pub enum ProbeEntry {
 }
 
 impl ResultFile {
+    /// A result of the schema this version writes.
+    pub fn new(host: HostInfo, run: RunInfo, probes: Vec<ProbeEntry>) -> ResultFile {
+        ResultFile {
+            schema: SCHEMA.to_string(),
+            host,
+            run,
+            probes,
+        }
+    }
+
     pub fn to_json(&self) -> String {
         serde_json::to_string_pretty(self).expect("result serializes")
     }

@@ -120,22 +120,8 @@ pub fn noise_tables(r: &ResultFile) -> String {
 /// coordinated omission.
 pub fn timer_tables(r: &ResultFile) -> String {
     let entries = timer_entries(r);
-    let mut t = new_table(&[
-        "CPU",
-        "policy",
-        "interval (µs)",
-        "wake-ups",
-        "overruns",
-        "min (µs)",
-        "p50 (µs)",
-        "p90 (µs)",
-        "p99 (µs)",
-        "p99.9 (µs)",
-        "p99.99 (µs)",
-        "max (µs)",
-        "mean (µs)",
-        "MAD (µs)",
-    ]);
+    let head = ["CPU", "policy", "interval (µs)", "wake-ups", "overruns"];
+    let mut t = new_table(&[&head[..], &DISTRIBUTION[..]].concat());
     for e in &entries {
         let s = &e.summary;
         let mut row = vec![
@@ -154,19 +140,7 @@ pub fn timer_tables(r: &ResultFile) -> String {
          late, so none was hidden)\n"
             .to_string()
     } else {
-        let mut c = new_table(&[
-            "CPU",
-            "count",
-            "min (µs)",
-            "p50 (µs)",
-            "p90 (µs)",
-            "p99 (µs)",
-            "p99.9 (µs)",
-            "p99.99 (µs)",
-            "max (µs)",
-            "mean (µs)",
-            "MAD (µs)",
-        ]);
+        let mut c = new_table(&[&["CPU", "count"][..], &DISTRIBUTION[..]].concat());
         for e in &entries {
             let mut row = vec![e.cpu.to_string(), e.corrected.summary.count.to_string()];
             row.extend(distribution(&e.corrected.summary));
@@ -180,6 +154,19 @@ pub fn timer_tables(r: &ResultFile) -> String {
     };
     format!("Wake-up latency\n{t}\n\n{corrected}")
 }
+
+/// The columns `distribution` fills.
+const DISTRIBUTION: [&str; 9] = [
+    "min (µs)",
+    "p50 (µs)",
+    "p90 (µs)",
+    "p99 (µs)",
+    "p99.9 (µs)",
+    "p99.99 (µs)",
+    "max (µs)",
+    "mean (µs)",
+    "MAD (µs)",
+];
 
 /// min, p50, p90, p99, p99.9, p99.99, max, mean and MAD in µs.
 fn distribution(s: &Summary) -> Vec<String> {

@@ -304,7 +304,10 @@ mod tests {
         }
         assert_eq!(ours.inner(), &theirs);
         // One value per hidden sample: ⌊v / interval⌋ of them.
-        let hidden: u64 = cases.iter().map(|&(v, i)| v.checked_div(i).unwrap_or(0)).sum();
+        let hidden: u64 = cases
+            .iter()
+            .map(|&(v, i)| v.checked_div(i).unwrap_or(0))
+            .sum();
         assert_eq!(ours.count(), cases.len() as u64 + hidden);
         // 250 with an interval of 100 hid two wake-ups, late by 150 and 50.
         assert_eq!(theirs.count_at(150), 1);
