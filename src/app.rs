@@ -375,6 +375,10 @@ pub fn timer(args: &TimerArgs, argv: &[String], stop: &AtomicBool) -> anyhow::Re
         let mut text = timer_header(&result, &cfg, s.req, dma_before);
         text.push('\n');
         text.push_str(&crate::report::table::timer_tables(&result));
+        if cfg.spikes_above_ns.is_some() {
+            text.push('\n');
+            text.push_str(&crate::report::table::timer_spikes(&result));
+        }
         if cfg.histogram_us.is_some() {
             text.push('\n');
             text.push_str(&crate::report::table::timer_buckets(&result));

@@ -322,3 +322,42 @@ fn dma_latency_is_restored_after_sigint() {
 fn dma_latency_is_restored_after_sigterm() {
     dma_latency_is_restored(End::Signal(Signal::TERM));
 }
+
+#[test]
+fn spikes_are_bounded_and_count_what_they_drop() {
+    let _m = measuring();
+    // Every wake-up is later than 1 ns: all are spikes, and only 10 fit.
+    let args = [
+        "timer",
+        "-D",
+        "300ms",
+        "--spikes",
+        "1ns",
+        "--spike-nodes",
+        "10",
+    ];
+    let out = jitterscope(&[&args[..], &["--json", "--no-dma-latency"]].concat());
+    assert_eq!(out.status.code(), Some(0));
+    let r = ResultFile::parse(&String::from_utf8_lossy(&out.stdout)).unwrap();
+    for e in timer_entries(&r) {
+        let s = e.spikes.as_ref().expect("spikes asked for");
+        assert_eq!((s.capacity, s.duration_ns.len()), (10, 10));
+        assert_eq!(s.dropped, e.wakeups - 10, "cpu {}", e.cpu);
+        // In order, each a deadline of this thread: a whole number of intervals in.
+        assert!(s.start_ns.windows(2).all(|w| w[0] < w[1]));
+        let i = e.config.interval_ns;
+        for &at in &s.start_ns {
+            let off = (at + i / 2) % i;
+            assert!(
+                off.abs_diff(i / 2) < 20_000,
+                "deadline at {at} ns, interval {i}"
+            );
+        }
+    }
+    let text = jitterscope(&[&args[..], &["--no-dma-latency"]].concat());
+    let text = String::from_utf8_lossy(&text.stdout);
+    assert!(
+        text.contains("Spikes above 0.001 µs on CPU") && text.contains("10 kept"),
+        "{text}"
+    );
+}

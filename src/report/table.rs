@@ -231,6 +231,42 @@ pub fn timer_buckets(r: &ResultFile) -> String {
     out
 }
 
+/// How many spikes per thread the text shows; the result file holds them all.
+const SPIKES_SHOWN: usize = 20;
+
+/// The wake-ups above `--spikes`, per thread: when (from the start of the run) and how
+/// late, the first `SPIKES_SHOWN` of them.
+pub fn timer_spikes(r: &ResultFile) -> String {
+    let mut out = String::new();
+    for e in timer_entries(r) {
+        let (Some(log), Some(limit)) = (&e.spikes, e.config.spikes_above_ns) else {
+            continue;
+        };
+        let kept = log.duration_ns.len();
+        out.push_str(&format!(
+            "Spikes above {} µs on CPU {}: {kept} kept, {} dropped\n",
+            limit as f64 / 1e3,
+            e.cpu,
+            log.dropped
+        ));
+        let shown = log.start_ns.iter().zip(&log.duration_ns).take(SPIKES_SHOWN);
+        for (at, late) in shown {
+            out.push_str(&format!(
+                "  at {:>12.6} s  {:>10.2} µs late\n",
+                *at as f64 / 1e9,
+                *late as f64 / 1e3
+            ));
+        }
+        if kept > SPIKES_SHOWN {
+            out.push_str(&format!(
+                "  … {} more in the result file (-o FILE or --json)\n",
+                kept - SPIKES_SHOWN
+            ));
+        }
+    }
+    out
+}
+
 /// One thread's live line, as cyclictest draws it, with units.
 pub fn live_line(s: &LiveSnapshot, sched: SchedRequest, interval_ns: u64) -> String {
     let v = |ns: Option<u64>| ns.map_or("-".to_string(), |n| format!("{:.1}", n as f64 / 1e3));
