@@ -109,7 +109,9 @@ pub fn check_timer_safety(
         && !force
     {
         bail!(
-            "refusing {req} timer threads with a {} µs interval on every CPU: they would              leave housekeeping almost no time. Leave a CPU out of -a, use -i 100 or more,              or pass --force",
+            "refusing {req} timer threads with a {} µs interval on every CPU: they would \
+             leave housekeeping almost no time. Leave a CPU out of -a, use -i 100 or more, \
+             or pass --force",
             interval_ns as f64 / 1e3
         );
     }
@@ -299,7 +301,15 @@ pub fn noise(args: &NoiseArgs, argv: &[String], stop: &AtomicBool) -> anyhow::Re
 pub fn timer(args: &TimerArgs, argv: &[String], stop: &AtomicBool) -> anyhow::Result<Ending> {
     let s = setup(&args.run)?;
     check_timer_safety(s.req, &s.cpus, args.interval, args.run.force)?;
+    if args.priospread && !s.req.policy.is_realtime() {
+        bail!("--priospread needs a real-time policy: add -p PRIO or --policy fifo|rr");
+    }
     let duration = match (args.run.duration, args.loops) {
+        (Some(d), _) if d.as_nanos() < args.interval as u128 => bail!(
+            "-D {} is shorter than the {} µs interval: no wake-up would be measured",
+            humantime::format_duration(d),
+            args.interval as f64 / 1e3
+        ),
         (Some(d), _) => d,
         // -l alone: run until the loops are done, within the longest accepted run.
         (None, Some(_)) => crate::cli::MAX_DURATION,
@@ -323,6 +333,7 @@ pub fn timer(args: &TimerArgs, argv: &[String], stop: &AtomicBool) -> anyhow::Re
         largest: args.top,
         dma_latency_us: None,
     };
+    check_slowest_thread(&cfg, &s.cpus)?;
     let Preamble {
         host,
         mut degraded,
@@ -391,6 +402,24 @@ pub fn timer(args: &TimerArgs, argv: &[String], stop: &AtomicBool) -> anyhow::Re
     })
 }
 
+/// Thread n sleeps interval + n × distance; a stop waits for each thread's next wake-up,
+/// so no thread may sleep longer than the 1 s an interval may be.
+fn check_slowest_thread(cfg: &TimerConfig, cpus: &CpuPlan) -> anyhow::Result<()> {
+    let n = cpus.measured.len();
+    let slowest = cfg.interval_of(n.saturating_sub(1));
+    let max = timer::MAX_INTERVAL_US * 1000;
+    if slowest > max {
+        bail!(
+            "the last of {n} threads would sleep {} µs between wake-ups (-i + {} × -d), \
+             over the 1 s limit that keeps a stop prompt: lower -d or -i, use --aligned, or \
+             measure fewer CPUs",
+            slowest as f64 / 1e3,
+            n - 1
+        );
+    }
+    Ok(())
+}
+
 /// How often the live display refreshes: at most 4 times a second.
 const LIVE_EVERY: Duration = Duration::from_millis(250);
 
@@ -419,7 +448,8 @@ impl LiveDisplay {
             text.push_str(&format!("\x1b[{}A", self.drawn));
         }
         for snap in snaps {
-            let (sched, interval) = self.threads[snap.index];
+            let (requested, interval) = self.threads[snap.index];
+            let sched = snap.sched.unwrap_or(requested);
             text.push_str("\x1b[2K");
             text.push_str(&crate::report::table::live_line(snap, sched, interval));
             text.push('\n');
@@ -510,10 +540,11 @@ fn timer_header(
     } else {
         ""
     };
+    let threads = r.run.cpus.measured.len();
     let spread = match (cfg.aligned, cfg.distance_ns) {
         (true, _) => ", aligned".to_string(),
-        (false, 0) => String::new(),
-        (false, d) => format!(" (+{} µs per thread)", d as f64 / 1e3),
+        (false, d) if d > 0 && threads > 1 => format!(" (+{} µs per thread)", d as f64 / 1e3),
+        _ => String::new(),
     };
     let mode = match cfg.mode {
         SleepMode::Absolute => "absolute deadlines",

@@ -156,7 +156,7 @@ pub struct TimerArgs {
     pub relative: bool,
 
     /// Every thread wakes at the same instants (sets the distance to 0).
-    #[arg(long)]
+    #[arg(long, conflicts_with = "distance")]
     pub aligned: bool,
 
     /// Run the loop this long first and discard its samples (0 for none).
@@ -186,7 +186,7 @@ pub struct TimerArgs {
 
     /// How many spikes to keep per thread; later ones are counted as dropped.
     #[arg(long, value_name = "N", default_value_t = crate::probes::timer::DEFAULT_SPIKE_CAPACITY,
-          value_parser = parse_spike_nodes)]
+          value_parser = parse_spike_nodes, requires = "spikes")]
     pub spike_nodes: usize,
 
     /// Also print a cyclictest-style histogram with this many 1-µs buckets, one column
@@ -194,7 +194,7 @@ pub struct TimerArgs {
     #[arg(long, value_name = "US", value_parser = parse_histogram_us)]
     pub histogram: Option<usize>,
 
-    /// How many of the latest wake-ups to keep per thread, with their timestamps.
+    /// How many of the largest latencies to keep per thread, with their timestamps.
     #[arg(long, value_name = "K", default_value_t = crate::probes::noise::DEFAULT_LARGEST,
           value_parser = parse_top)]
     pub top: usize,
@@ -272,17 +272,27 @@ fn parse_interval(s: &str) -> Result<u64, String> {
     }
 }
 
+/// Whether `s` is zero, bare or with any unit (`0`, `0us`, `0.0 ms`).
+fn is_zero(s: &str) -> bool {
+    let t = s.trim();
+    let split = t
+        .find(|c: char| !(c.is_ascii_digit() || c == '.'))
+        .unwrap_or(t.len());
+    let (num, unit) = t.split_at(split);
+    matches!(unit.trim(), "" | "ns" | "us" | "µs" | "ms" | "s") && num.parse::<f64>() == Ok(0.0)
+}
+
 fn parse_distance(s: &str) -> Result<u64, String> {
-    match s.trim().parse::<f64>() {
-        Ok(0.0) => Ok(0),
-        _ => parse_interval(s).map_err(|e| e.replace("interval", "distance")),
+    match is_zero(s) {
+        true => Ok(0),
+        false => parse_interval(s).map_err(|e| e.replace("interval", "distance")),
     }
 }
 
 fn parse_timer_warmup(s: &str) -> Result<Duration, String> {
-    match s.trim().parse::<f64>() {
-        Ok(0.0) => Ok(Duration::ZERO),
-        _ => parse_warmup(s),
+    match is_zero(s) {
+        true => Ok(Duration::ZERO),
+        false => parse_warmup(s),
     }
 }
 
@@ -401,6 +411,11 @@ mod tests {
         assert!(parse_interval("0").is_err());
         assert!(parse_interval("2s").is_err());
         assert_eq!(parse_distance("0").unwrap(), 0);
+        assert_eq!(parse_distance("0us").unwrap(), 0);
+        assert!(parse_distance("0x").is_err());
+        assert!(parse_distance("us").is_err());
+        assert_eq!(parse_timer_warmup("0s").unwrap(), Duration::ZERO);
+        assert_eq!(parse_timer_warmup("0ms").unwrap(), Duration::ZERO);
         assert_eq!(parse_distance("500").unwrap(), 500_000);
         assert_eq!(parse_timer_warmup("0").unwrap(), Duration::ZERO);
         assert_eq!(parse_timer_warmup("1s").unwrap(), Duration::from_secs(1));

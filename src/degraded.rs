@@ -128,7 +128,9 @@ impl fmt::Display for Degraded {
             ),
             Degraded::DmaLatencyNotSet { reason } => write!(
                 f,
-                "/dev/cpu_dma_latency was not set ({reason}); idle CPUs may sleep in deep                  C-states whose exit latency adds to each wake-up. Run as root, or pass                  --no-dma-latency to measure that on purpose"
+                "/dev/cpu_dma_latency was not set ({reason}); idle CPUs may sleep in deep \
+                 C-states whose exit latency adds to each wake-up. Run as root, or pass \
+                 --no-dma-latency to measure that on purpose"
             ),
         }
     }

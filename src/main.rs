@@ -1,6 +1,6 @@
 //! The `jitterscope` binary: parse, install signal handling, dispatch, and map the
-//! outcome to an exit code (0 done, 1 gate failed, 2 bad input or failure, 130
-//! interrupted). Every error is one line on stderr starting with `jitterscope: `.
+//! outcome to an exit code (0 done, 1 a limit was crossed (`timer --stop-above`), 2 bad
+//! input or failure, 130 interrupted). Every error is one line on stderr starting with `jitterscope: `.
 
 use std::process::ExitCode;
 use std::sync::Arc;
@@ -65,9 +65,21 @@ fn usage_error(e: clap::Error) -> ExitCode {
             ExitCode::SUCCESS
         }
         _ => {
+            // The message's first paragraph, on one line: some of clap's messages end
+            // their first line with ':' and name the argument on the next.
             let text = e.render().to_string();
-            let first = text.lines().next().unwrap_or("invalid arguments");
-            let first = first.strip_prefix("error: ").unwrap_or(first);
+            let para: Vec<&str> = text
+                .lines()
+                .map(str::trim)
+                .take_while(|l| !l.is_empty())
+                .collect();
+            let first = para.join(" ");
+            let first = first.strip_prefix("error: ").unwrap_or(&first);
+            let first = if first.is_empty() {
+                "invalid arguments"
+            } else {
+                first
+            };
             say(&format!("{first} (see --help)"));
             ExitCode::from(2)
         }

@@ -158,3 +158,25 @@ fn realtime_timer_threads_that_barely_sleep_need_force_on_every_cpu() {
         &["refusing", "--force"],
     );
 }
+
+#[test]
+fn timer_rejects_settings_that_would_be_ignored_or_measure_nothing() {
+    rejects(&["timer", "--priospread"], &["--priospread", "real-time"]);
+    rejects(
+        &["timer", "-D", "300ms", "-i", "500ms"],
+        &["shorter than the 500000 µs interval"],
+    );
+    rejects(&["timer", "--aligned", "-d", "300"], &["--aligned"]);
+    rejects(&["timer", "--spike-nodes", "5"], &["--spikes"]);
+    let usable = jitterscope::engine::cpu::CpuUniverse::detect()
+        .unwrap()
+        .usable();
+    if usable.len() >= 2 {
+        // Two threads: the second would sleep 900 + 200 ms.
+        let two = format!("{},{}", usable.cpus()[0], usable.cpus()[1]);
+        rejects(
+            &["timer", "-a", &two, "-i", "900ms", "-d", "200ms"],
+            &["1100000 µs", "1 s limit"],
+        );
+    }
+}

@@ -25,6 +25,8 @@ pub const WORKER_STACK: usize = 128 * 1024;
 const PREFAULT_STACK: usize = 64 * 1024;
 /// How far ahead of "now" the common start instant is set.
 const START_LEAD: Duration = Duration::from_micros(500);
+/// How long a sleeping worker naps between looks at the gate: well inside START_LEAD.
+const GATE_NAP: Duration = Duration::from_micros(50);
 /// How often the coordinator looks at the stop flag and the deadline.
 const POLL: Duration = Duration::from_millis(5);
 
@@ -113,9 +115,36 @@ pub struct Worker<'a> {
 }
 
 impl Worker<'_> {
-    /// Says this worker is warmed up, then waits for the common start. `None` means the
-    /// run was stopped before it started.
+    /// Says this worker is warmed up, then waits for the common start, spinning, so that
+    /// it begins within a few ns of the others. `None` means the run was stopped before
+    /// it started.
     pub fn ready_and_wait(&self) -> Option<Window> {
+        let window = self.gate_opens(std::hint::spin_loop)?;
+        while clock::now() < window.start {
+            std::hint::spin_loop();
+        }
+        Some(window)
+    }
+
+    /// `ready_and_wait` for probes that sleep: waits at the gate in short naps, then
+    /// sleeps to the start instant on CLOCK_MONOTONIC. A real-time thread spinning at the
+    /// gate on every CPU would starve the very coordinator that opens it.
+    pub fn ready_and_sleep(&self) -> Option<Window> {
+        let window = self.gate_opens(|| std::thread::sleep(GATE_NAP))?;
+        let ts = rustix::time::Timespec {
+            tv_sec: (window.start_monotonic_ns / 1_000_000_000) as i64,
+            tv_nsec: (window.start_monotonic_ns % 1_000_000_000) as i64,
+        };
+        let mono = rustix::time::ClockId::Monotonic;
+        while let Err(rustix::io::Errno::INTR) = rustix::thread::clock_nanosleep_absolute(mono, &ts)
+        {
+        }
+        Some(window)
+    }
+
+    /// Counts this worker ready, then waits (`pause` between looks) until the coordinator
+    /// publishes the window, or the run is stopped or abandoned.
+    fn gate_opens(&self, pause: impl Fn()) -> Option<Window> {
         self.gate.ready.fetch_add(1, Ordering::AcqRel);
         let give_up = self.gate.give_up.load(Ordering::Relaxed);
         loop {
@@ -124,18 +153,14 @@ impl Worker<'_> {
             }
             let start = self.gate.start.load(Ordering::Acquire);
             if start != 0 {
-                let window = Window {
+                return Some(Window {
                     start,
                     deadline: self.gate.deadline.load(Ordering::Relaxed),
                     start_monotonic_ns: self.gate.start_monotonic.load(Ordering::Relaxed),
                     start_realtime_ns: self.gate.start_realtime.load(Ordering::Relaxed),
-                };
-                while clock::now() < start {
-                    std::hint::spin_loop();
-                }
-                return Some(window);
+                });
             }
-            std::hint::spin_loop();
+            pause();
         }
     }
 
@@ -384,7 +409,9 @@ fn coordinate(
             && Instant::now() >= next_tick
         {
             tick();
-            next_tick += monitor.every;
+            // From now, not from the last due time: a coordinator that was kept off its
+            // CPU must not catch up with a burst of redraws.
+            next_tick = Instant::now() + monitor.every;
         }
     }
     if let Some(tick) = monitor.tick.as_mut() {

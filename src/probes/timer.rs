@@ -27,7 +27,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::engine::clock::{self, ClockInfo, Scale};
 use crate::engine::run::{self, Monitor, RunError, RunOutcome, RunPlan, Window, Worker};
-use crate::engine::sched::{Policy, ThreadCounters};
+use crate::engine::sched::{self, Policy, SchedRequest, ThreadCounters};
 use crate::probes::record::{EventLogRecord, HistogramRecord, ThreadRecord, event_out};
 use crate::stats::events::EventOut;
 use crate::stats::{
@@ -110,7 +110,7 @@ pub struct TimerConfig {
     pub spike_capacity: usize,
     /// Keep a cyclictest-style histogram of this many 1-µs buckets.
     pub histogram_us: Option<usize>,
-    /// How many of the latest wake-ups to keep, with their timestamps.
+    /// How many of the largest latencies to keep, with their timestamps.
     pub largest: usize,
     /// What /dev/cpu_dma_latency held for the run (None: not set by us).
     pub dma_latency_us: Option<i32>,
@@ -155,6 +155,8 @@ pub struct LiveCell {
     sum: AtomicU64,
     max: AtomicU64,
     overruns: AtomicU64,
+    /// The policy the thread really runs at, once known (0: not yet).
+    sched: AtomicU64,
 }
 
 /// A consistent-enough reading of one thread's live figures, in ns.
@@ -168,9 +170,35 @@ pub struct LiveSnapshot {
     pub avg_ns: Option<f64>,
     pub max_ns: Option<u64>,
     pub overruns: u64,
+    /// The policy the thread really runs at, once it has said.
+    pub sched: Option<SchedRequest>,
 }
 
 impl LiveCell {
+    fn set_sched(&self, s: SchedRequest) {
+        let policy = match s.policy {
+            Policy::Other => 1,
+            Policy::Fifo => 2,
+            Policy::Rr => 3,
+        };
+        self.sched
+            .store(policy << 8 | s.priority as u64, Ordering::Relaxed);
+    }
+
+    fn sched(&self) -> Option<SchedRequest> {
+        let v = self.sched.load(Ordering::Relaxed);
+        let policy = match v >> 8 {
+            1 => Policy::Other,
+            2 => Policy::Fifo,
+            3 => Policy::Rr,
+            _ => return None,
+        };
+        Some(SchedRequest {
+            policy,
+            priority: (v & 0xff) as u8,
+        })
+    }
+
     fn snapshot(&self, cpu: usize, index: usize) -> LiveSnapshot {
         let count = self.count.load(Ordering::Relaxed);
         let some = |v: u64| (count > 0).then_some(v);
@@ -183,6 +211,7 @@ impl LiveCell {
             avg_ns: some(self.sum.load(Ordering::Relaxed)).map(|s| s as f64 / count as f64),
             max_ns: some(self.max.load(Ordering::Relaxed)),
             overruns: self.overruns.load(Ordering::Relaxed),
+            sched: self.sched(),
         }
     }
 }
@@ -277,7 +306,7 @@ pub struct TimerEntry {
     pub corrected: CorrectedRecord,
     /// Per-interval wake-up count and latest wake-up.
     pub series: SeriesOut,
-    /// The latest wake-ups, latest first: start is the deadline, duration the latency.
+    /// The largest latencies, largest first: start is the deadline, duration the latency.
     pub largest: Vec<EventOut>,
     /// Every wake-up above `spikes_above_ns`, when asked for.
     pub spikes: Option<EventLogRecord>,
@@ -296,6 +325,8 @@ pub struct TimerRun {
 /// Everything one thread records into; preallocated and owned by it.
 struct Recorder {
     interval_ns: u64,
+    /// Add back skipped deadlines (absolute deadlines only: relative sleeps skip none).
+    correct: bool,
     ticks_per_ns: f64,
     start_tsc: u64,
     hist: LatencyHistogram,
@@ -313,6 +344,7 @@ impl Recorder {
     fn new(cfg: &TimerConfig, interval_ns: u64, scale: Scale) -> Recorder {
         Recorder {
             interval_ns,
+            correct: cfg.mode == SleepMode::Absolute,
             ticks_per_ns: scale.hz() / 1e9,
             start_tsc: 0,
             hist: LatencyHistogram::new(),
@@ -335,7 +367,10 @@ impl Recorder {
     #[inline]
     fn sample(&mut self, lat: u64, tsc: u64) {
         self.hist.record(lat);
-        self.corrected.record_corrected(lat, self.interval_ns);
+        match self.correct {
+            true => self.corrected.record_corrected(lat, self.interval_ns),
+            false => self.corrected.record(lat),
+        }
         // The event spans the deadline to the wake-up, on the counter's timebase.
         let late_ticks = (lat as f64 * self.ticks_per_ns) as u64;
         let event = Event {
@@ -504,8 +539,11 @@ fn measure(w: &Worker<'_>, cfg: &TimerConfig, shared: &Shared<'_>) -> ThreadMeas
         cycle(&c, base, &mut rec);
     }
     rec.prime();
+    if shared.show_live {
+        shared.live[w.index].set_sched(sched::current_policy());
+    }
     let before = ThreadCounters::read();
-    let window = w.ready_and_wait();
+    let window = w.ready_and_sleep();
     let mut end = CycleEnd::default();
     if let Some(win) = window {
         let base = cfg.clock.start_of(&win);
@@ -787,6 +825,9 @@ mod tests {
         // 20 wake-ups at 200 µs (plus the distance for later threads): far less than 10 s.
         assert!(t0.elapsed() < Duration::from_secs(3), "{:?}", t0.elapsed());
         for e in &out.entries {
+            // The kernel never wakes a sleeper before its deadline; an early wake-up
+            // would show as 0 here.
+            assert!(e.summary.min_ns > Some(0), "{:?}", e.summary.min_ns);
             assert_eq!(e.wakeups, 20);
             assert_eq!(e.summary.count, 20);
             assert!(e.runtime_ns >= 20 * e.config.interval_ns);

@@ -320,6 +320,7 @@ mod tests {
             avg_ns: Some(13_000.0),
             max_ns: Some(353_200),
             overruns: 2,
+            sched: None,
         };
         let line = live_line(&busy, fifo, 200_000);
         for part in [
