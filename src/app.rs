@@ -72,47 +72,52 @@ fn with_flag(e: crate::engine::cpu::CpuListError) -> anyhow::Error {
     anyhow::anyhow!("-a/--cpus: {e}")
 }
 
-/// Refuses real-time spinners that leave the coordinator no CPU of its own (every CPU
-/// this process may use is measured) unless forced: they could starve it, and the
-/// kernel's per-CPU work, for the whole run.
+/// Below this interval a real-time timer thread barely sleeps, and one on every CPU could
+/// starve the kernel's own work as a spinner would.
+pub const TIMER_HOG_INTERVAL_NS: u64 = 100_000;
+
+/// How a probe's measuring threads use their CPUs, for the safety check.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum CpuUse {
+    /// Busy the whole run (noise).
+    Spin,
+    /// Asleep between wake-ups `interval_ns` apart (timer).
+    Sleep { interval_ns: u64 },
+}
+
+impl CpuUse {
+    /// Whether a real-time thread doing this can starve its CPU.
+    fn hogs(self) -> bool {
+        match self {
+            CpuUse::Spin => true,
+            CpuUse::Sleep { interval_ns } => interval_ns < TIMER_HOG_INTERVAL_NS,
+        }
+    }
+}
+
+/// Refuses real-time threads that hog their CPUs (spinners, or timers that barely sleep)
+/// when they leave the coordinator no CPU of its own (every CPU this process may use is
+/// measured), unless forced: they could starve it, and the kernel's per-CPU work, for the
+/// whole run. Threads that sleep may take every CPU, as cyclictest's `-S -p 90` does.
 pub fn check_safety(
     req: SchedRequest,
     plan: &CpuPlan,
     universe: &CpuUniverse,
     force: bool,
+    usage: CpuUse,
 ) -> anyhow::Result<()> {
-    if req.policy.is_realtime() && plan.coordinator_shares() && !force {
+    if req.policy.is_realtime() && plan.coordinator_shares() && usage.hogs() && !force {
+        let (what, fix) = match usage {
+            CpuUse::Spin => ("spinners".to_string(), ""),
+            CpuUse::Sleep { interval_ns } => (
+                format!("timer threads at {} µs", interval_ns as f64 / 1e3),
+                ", use -i 100 or more",
+            ),
+        };
         bail!(
-            "refusing to run {req} spinners on every CPU this process may use ({}): none \
-             would be left for housekeeping. Leave a CPU out of -a, or pass --force",
+            "refusing to run {req} {what} on every CPU this process may use ({}): none \
+             would be left for housekeeping. Leave a CPU out of -a{fix}, or pass --force",
             universe.usable()
-        );
-    }
-    Ok(())
-}
-
-/// Below this interval a real-time timer thread barely sleeps, and one on every CPU could
-/// starve the kernel's own work as a spinner would.
-pub const TIMER_HOG_INTERVAL_NS: u64 = 100_000;
-
-/// Timer threads sleep between wake-ups, so real-time ones on every CPU are allowed
-/// (cyclictest's usual `-S -p 90`), except at intervals short enough to hog their CPUs.
-pub fn check_timer_safety(
-    req: SchedRequest,
-    plan: &CpuPlan,
-    interval_ns: u64,
-    force: bool,
-) -> anyhow::Result<()> {
-    if req.policy.is_realtime()
-        && plan.coordinator_shares()
-        && interval_ns < TIMER_HOG_INTERVAL_NS
-        && !force
-    {
-        bail!(
-            "refusing {req} timer threads with a {} µs interval on every CPU: they would \
-             leave housekeeping almost no time. Leave a CPU out of -a, use -i 100 or more, \
-             or pass --force",
-            interval_ns as f64 / 1e3
         );
     }
     Ok(())
@@ -261,7 +266,7 @@ fn ending(interrupted: bool) -> Ending {
 /// `jitterscope noise`.
 pub fn noise(args: &NoiseArgs, argv: &[String], stop: &AtomicBool) -> anyhow::Result<Ending> {
     let s = setup(&args.run)?;
-    check_safety(s.req, &s.cpus, &s.universe, args.run.force)?;
+    check_safety(s.req, &s.cpus, &s.universe, args.run.force, CpuUse::Spin)?;
     let cfg = NoiseConfig {
         threshold_ns: args.threshold,
         warmup: args.warmup,
@@ -300,7 +305,10 @@ pub fn noise(args: &NoiseArgs, argv: &[String], stop: &AtomicBool) -> anyhow::Re
 /// `jitterscope timer`.
 pub fn timer(args: &TimerArgs, argv: &[String], stop: &AtomicBool) -> anyhow::Result<Ending> {
     let s = setup(&args.run)?;
-    check_timer_safety(s.req, &s.cpus, args.interval, args.run.force)?;
+    let usage = CpuUse::Sleep {
+        interval_ns: args.interval,
+    };
+    check_safety(s.req, &s.cpus, &s.universe, args.run.force, usage)?;
     if args.priospread && !s.req.policy.is_realtime() {
         bail!("--priospread needs a real-time policy: add -p PRIO or --policy fifo|rr");
     }
@@ -318,7 +326,6 @@ pub fn timer(args: &TimerArgs, argv: &[String], stop: &AtomicBool) -> anyhow::Re
     let mut cfg = TimerConfig {
         interval_ns: args.interval,
         distance_ns: if args.aligned { 0 } else { args.distance },
-        aligned: args.aligned,
         clock: args.clock,
         mode: match args.relative {
             true => SleepMode::Relative,
@@ -366,12 +373,13 @@ pub fn timer(args: &TimerArgs, argv: &[String], stop: &AtomicBool) -> anyhow::Re
         priospread: args.priospread,
         setup_timeout: args.warmup + Duration::from_secs(10),
     };
-    let mut live = LiveDisplay::new(&plan, &cfg);
+    let mut live = LiveDisplay::default();
     let mut draw = |snaps: &[LiveSnapshot]| live.draw(snaps);
     let show_live = !args.run.quiet && std::io::stderr().is_terminal();
     let on_tick = show_live.then_some((LIVE_EVERY, &mut draw as timer::OnTick<'_>));
     let run = timer::run(&cfg, &plan, &host.clock, stop, &tracer, on_tick)
         .context("the timer run failed")?;
+    let stopped_by = run.stopped_by();
     let dma_before = dma_guard.as_ref().and_then(|g| g.previous_us);
     drop(dma_guard);
     late_degradations(&run.outcome, s.req, &mut degraded);
@@ -379,7 +387,7 @@ pub fn timer(args: &TimerArgs, argv: &[String], stop: &AtomicBool) -> anyhow::Re
     let entries = run.entries.into_iter();
     let probes = entries.map(|e| ProbeEntry::Timer(Box::new(e))).collect();
     let result = ResultFile::new(host, info, probes);
-    if let Some(b) = &run.stopped_by {
+    if let Some(b) = &stopped_by {
         say_stopped(b, cfg.stop_above_ns.unwrap_or(0), tracefs.as_deref());
     }
     emit(&result, &args.run, || {
@@ -396,7 +404,7 @@ pub fn timer(args: &TimerArgs, argv: &[String], stop: &AtomicBool) -> anyhow::Re
         }
         text
     })?;
-    Ok(match run.stopped_by {
+    Ok(match stopped_by {
         Some(_) => Ending::LimitExceeded,
         None => ending(result.run.interrupted),
     })
@@ -424,23 +432,13 @@ fn check_slowest_thread(cfg: &TimerConfig, cpus: &CpuPlan) -> anyhow::Result<()>
 const LIVE_EVERY: Duration = Duration::from_millis(250);
 
 /// cyclictest's in-place per-thread lines, on stderr, drawn by the coordinator.
+#[derive(Default)]
 struct LiveDisplay {
-    /// (policy, interval) of each thread, in thread order.
-    threads: Vec<(SchedRequest, u64)>,
+    /// Lines drawn last time, to move back over.
     drawn: usize,
 }
 
 impl LiveDisplay {
-    fn new(plan: &RunPlan, cfg: &TimerConfig) -> LiveDisplay {
-        let n = plan.cpus.measured.len();
-        LiveDisplay {
-            threads: (0..n)
-                .map(|i| (plan.sched_for(i), cfg.interval_of(i)))
-                .collect(),
-            drawn: 0,
-        }
-    }
-
     /// Draws every thread's line, over the previous ones.
     fn draw(&mut self, snaps: &[LiveSnapshot]) {
         let mut text = String::new();
@@ -448,10 +446,8 @@ impl LiveDisplay {
             text.push_str(&format!("\x1b[{}A", self.drawn));
         }
         for snap in snaps {
-            let (requested, interval) = self.threads[snap.index];
-            let sched = snap.sched.unwrap_or(requested);
             text.push_str("\x1b[2K");
-            text.push_str(&crate::report::table::live_line(snap, sched, interval));
+            text.push_str(&crate::report::table::live_line(snap));
             text.push('\n');
         }
         self.drawn = snaps.len();
@@ -541,10 +537,10 @@ fn timer_header(
         ""
     };
     let threads = r.run.cpus.measured.len();
-    let spread = match (cfg.aligned, cfg.distance_ns) {
-        (true, _) => ", aligned".to_string(),
-        (false, d) if d > 0 && threads > 1 => format!(" (+{} µs per thread)", d as f64 / 1e3),
-        _ => String::new(),
+    let spread = match cfg.distance_ns {
+        _ if threads < 2 => String::new(),
+        0 => ", aligned".to_string(),
+        d => format!(" (+{} µs per thread)", d as f64 / 1e3),
     };
     let mode = match cfg.mode {
         SleepMode::Absolute => "absolute deadlines",
@@ -648,10 +644,10 @@ mod tests {
             policy: Policy::Fifo,
             priority: 1,
         };
-        assert!(check_safety(fifo, &all, &u, false).is_err());
-        assert!(check_safety(fifo, &all, &u, true).is_ok());
-        assert!(check_safety(SchedRequest::OTHER, &all, &u, false).is_ok());
+        assert!(check_safety(fifo, &all, &u, false, CpuUse::Spin).is_err());
+        assert!(check_safety(fifo, &all, &u, true, CpuUse::Spin).is_ok());
+        assert!(check_safety(SchedRequest::OTHER, &all, &u, false, CpuUse::Spin).is_ok());
         let one = cpu_plan(&args(&["-a", "1"]), &u).unwrap();
-        assert!(check_safety(fifo, &one, &u, false).is_ok());
+        assert!(check_safety(fifo, &one, &u, false, CpuUse::Spin).is_ok());
     }
 }

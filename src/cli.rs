@@ -274,12 +274,7 @@ fn parse_interval(s: &str) -> Result<u64, String> {
 
 /// Whether `s` is zero, bare or with any unit (`0`, `0us`, `0.0 ms`).
 fn is_zero(s: &str) -> bool {
-    let t = s.trim();
-    let split = t
-        .find(|c: char| !(c.is_ascii_digit() || c == '.'))
-        .unwrap_or(t.len());
-    let (num, unit) = t.split_at(split);
-    matches!(unit.trim(), "" | "ns" | "us" | "µs" | "ms" | "s") && num.parse::<f64>() == Ok(0.0)
+    time_ns(s, 1.0) == Some(0.0)
 }
 
 fn parse_distance(s: &str) -> Result<u64, String> {
@@ -306,40 +301,45 @@ fn parse_dma_latency(s: &str) -> Result<i32, String> {
 }
 
 fn parse_spike_nodes(s: &str) -> Result<usize, String> {
-    match s.parse::<usize>() {
-        Ok(n) if (1..=10_000_000).contains(&n) => Ok(n),
-        _ => Err(format!("expected a count from 1 to 10000000, got '{s}'")),
-    }
+    parse_count(s, 1, 10_000_000, "a count")
 }
 
 fn parse_histogram_us(s: &str) -> Result<usize, String> {
     let max = crate::probes::timer::MAX_HISTOGRAM_US;
+    parse_count(s, 1, max, "a bucket count (µs)")
+}
+
+/// A whole number from `lo` to `hi`; the message names it as `what`.
+fn parse_count(s: &str, lo: usize, hi: usize, what: &str) -> Result<usize, String> {
     match s.parse::<usize>() {
-        Ok(n) if (1..=max).contains(&n) => Ok(n),
-        _ => Err(format!(
-            "expected a bucket count from 1 to {max} (µs), got '{s}'"
-        )),
+        Ok(n) if (lo..=hi).contains(&n) => Ok(n),
+        _ => Err(format!("expected {what} from {lo} to {hi}, got '{s}'")),
     }
 }
 
-/// A time in ns; a bare number is in units of `bare` ns.
-fn parse_time(s: &str, bare: f64, examples: &str) -> Result<u64, String> {
-    let bad = || format!("expected a positive time such as {examples}, got '{s}'");
+/// A number with an optional unit (ns, us, µs, ms, s) as ns, rounded; a bare number is
+/// in units of `bare` ns. `None` when it is not one.
+fn time_ns(s: &str, bare: f64) -> Option<f64> {
     let t = s.trim();
     let split = t
         .find(|c: char| !(c.is_ascii_digit() || c == '.'))
         .unwrap_or(t.len());
     let (num, unit) = t.split_at(split);
-    let value: f64 = num.parse().map_err(|_| bad())?;
     let factor = match unit.trim() {
         "" => bare,
         "ns" => 1.0,
         "us" | "µs" => 1e3,
         "ms" => 1e6,
         "s" => 1e9,
-        _ => return Err(bad()),
+        _ => return None,
     };
-    let ns = (value * factor).round();
+    Some((num.parse::<f64>().ok()? * factor).round())
+}
+
+/// A positive time in ns, at most an hour; a bare number is in units of `bare` ns.
+fn parse_time(s: &str, bare: f64, examples: &str) -> Result<u64, String> {
+    let bad = || format!("expected a positive time such as {examples}, got '{s}'");
+    let ns = time_ns(s, bare).ok_or_else(bad)?;
     if !ns.is_finite() || ns < 1.0 {
         return Err(bad());
     }
@@ -350,19 +350,11 @@ fn parse_time(s: &str, bare: f64, examples: &str) -> Result<u64, String> {
 }
 
 fn parse_top(s: &str) -> Result<usize, String> {
-    match s.parse::<usize>() {
-        Ok(k) if k <= 10_000 => Ok(k),
-        _ => Err(format!("expected a count from 0 to 10000, got '{s}'")),
-    }
+    parse_count(s, 0, 10_000, "a count")
 }
 
 fn parse_event_log(s: &str) -> Result<usize, String> {
-    match s.parse::<usize>() {
-        Ok(n) if n <= 10_000_000 => Ok(n),
-        _ => Err(format!(
-            "expected a count from 0 to 10000000 (160 MB per CPU), got '{s}'"
-        )),
-    }
+    parse_count(s, 0, 10_000_000, "a count (16 bytes each per CPU)")
 }
 
 #[cfg(test)]

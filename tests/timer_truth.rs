@@ -180,7 +180,7 @@ fn attempt_stop_above(cpus: (usize, usize)) -> Result<(), String> {
     const INTERVAL_NS: u64 = 200_000;
     let cfg = TimerConfig {
         interval_ns: INTERVAL_NS,
-        aligned: true,
+        distance_ns: 0,
         stop_above_ns: Some(1_000_000),
         ..TimerConfig::default()
     };
@@ -205,7 +205,7 @@ fn attempt_stop_above(cpus: (usize, usize)) -> Result<(), String> {
     let t0 = std::time::Instant::now();
     let (run, injections) = run_with_injector(&cfg, &plan, schedule, &tracer);
     let took = t0.elapsed();
-    let b = run.stopped_by.ok_or("the run was not stopped")?;
+    let b = run.stopped_by().ok_or("the run was not stopped")?;
     eprintln!("  break: {b:?}; injection: {injections:?}; run took {took:?}");
     let hold = injections.first().ok_or("no hold was injected")?;
     if b.clock_ns < hold.start_monotonic_ns {

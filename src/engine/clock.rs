@@ -93,6 +93,12 @@ impl Scale {
         (((ns as u128) << self.shift) / self.mult.max(1) as u128).min(u64::MAX as u128) as u64
     }
 
+    /// `to_ticks` rounded up: `to_ns(to_ticks_ceil(ns)) >= ns`.
+    pub fn to_ticks_ceil(&self, ns: u64) -> u64 {
+        let m = self.mult.max(1) as u128;
+        (((ns as u128) << self.shift).div_ceil(m)).min(u64::MAX as u128) as u64
+    }
+
     pub fn hz(&self) -> f64 {
         1e9 * (1u64 << self.shift) as f64 / self.mult as f64
     }

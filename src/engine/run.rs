@@ -110,6 +110,8 @@ pub struct Worker<'a> {
     pub cpu: usize,
     /// This worker's position among the measured CPUs (0 for the lowest).
     pub index: usize,
+    /// The policy and priority this thread really runs at.
+    pub sched: SchedRequest,
     pub scale: Scale,
     gate: &'a Gate,
 }
@@ -256,23 +258,14 @@ where
     T: Send,
     F: Fn(&Worker<'_>) -> T + Sync,
 {
-    run_monitored(plan, scale, stop, work, Monitor::none())
+    run_monitored(plan, scale, stop, work, None)
 }
 
 /// A callback the coordinator runs on its housekeeping CPU while the run lasts (a live
 /// display), every `every`, and once more at the end.
 pub struct Monitor<'m> {
     pub every: Duration,
-    pub tick: Option<&'m mut dyn FnMut()>,
-}
-
-impl Monitor<'_> {
-    pub fn none() -> Monitor<'static> {
-        Monitor {
-            every: Duration::MAX,
-            tick: None,
-        }
-    }
+    pub tick: &'m mut dyn FnMut(),
 }
 
 /// `run`, with a monitor called from the coordinator while the workers measure.
@@ -281,7 +274,7 @@ pub fn run_monitored<T, F>(
     scale: Scale,
     stop: &AtomicBool,
     work: F,
-    mut monitor: Monitor<'_>,
+    mut monitor: Option<Monitor<'_>>,
 ) -> Result<RunOutcome<T>, RunError>
 where
     T: Send,
@@ -361,7 +354,7 @@ fn coordinate(
     gate: &Gate,
     stop: &AtomicBool,
     n: usize,
-    monitor: &mut Monitor<'_>,
+    monitor: &mut Option<Monitor<'_>>,
 ) -> Result<Option<Window>, RunError> {
     let setup_deadline = Instant::now() + plan.setup_timeout;
     while gate.ready.load(Ordering::Acquire) < n {
@@ -382,7 +375,8 @@ fn coordinate(
     let start = clock::now() + scale.to_ticks(lead);
     let start_monotonic_ns = clock::monotonic_ns() + lead;
     let start_realtime_ns = clock::realtime_ns() + lead;
-    let deadline = start + scale.to_ticks(plan.duration.as_nanos() as u64);
+    // Rounded up, so that the window converts back to no less than the duration asked for.
+    let deadline = start + scale.to_ticks_ceil(plan.duration.as_nanos() as u64);
     gate.deadline.store(deadline, Ordering::Relaxed);
     gate.start_monotonic
         .store(start_monotonic_ns, Ordering::Relaxed);
@@ -395,7 +389,7 @@ fn coordinate(
         start_monotonic_ns,
         start_realtime_ns,
     };
-    let mut next_tick = Instant::now() + monitor.every.min(Duration::from_secs(3600));
+    let mut next_tick = monitor.as_ref().map(|m| Instant::now() + m.every);
     let running = || {
         clock::now() < deadline
             && !stop.load(Ordering::Relaxed)
@@ -405,17 +399,17 @@ fn coordinate(
     while running() {
         let left = scale.to_ns(deadline.saturating_sub(clock::now()));
         std::thread::sleep(POLL.min(Duration::from_nanos(left)));
-        if let Some(tick) = monitor.tick.as_mut()
-            && Instant::now() >= next_tick
+        if let (Some(m), Some(due)) = (monitor.as_mut(), next_tick.as_mut())
+            && Instant::now() >= *due
         {
-            tick();
+            (m.tick)();
             // From now, not from the last due time: a coordinator that was kept off its
             // CPU must not catch up with a burst of redraws.
-            next_tick = Instant::now() + monitor.every;
+            *due = Instant::now() + m.every;
         }
     }
-    if let Some(tick) = monitor.tick.as_mut() {
-        tick();
+    if let Some(m) = monitor.as_mut() {
+        (m.tick)();
     }
     Ok(Some(window))
 }
@@ -456,6 +450,7 @@ where
     let worker = Worker {
         cpu,
         index,
+        sched: sched_actual,
         scale,
         gate,
     };
@@ -474,11 +469,12 @@ where
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
     use crate::engine::cpu::CpuUniverse;
 
-    fn plan(duration_ms: u64) -> RunPlan {
+    /// Every usable CPU but the housekeeping one, at SCHED_OTHER, without mlock.
+    pub(crate) fn plan(duration_ms: u64) -> RunPlan {
         let u = CpuUniverse::detect().unwrap();
         RunPlan {
             cpus: CpuPlan::choose(&u, None, None).unwrap(),

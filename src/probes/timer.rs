@@ -27,7 +27,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::engine::clock::{self, ClockInfo, Scale};
 use crate::engine::run::{self, Monitor, RunError, RunOutcome, RunPlan, Window, Worker};
-use crate::engine::sched::{self, Policy, SchedRequest, ThreadCounters};
+use crate::engine::sched::{Policy, SchedRequest, ThreadCounters};
 use crate::probes::record::{EventLogRecord, HistogramRecord, ThreadRecord, event_out};
 use crate::stats::events::EventOut;
 use crate::stats::{
@@ -93,10 +93,9 @@ pub enum SleepMode {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct TimerConfig {
     pub interval_ns: u64,
-    /// Each next thread's interval is this much longer (0 when aligned).
+    /// Each next thread's interval is this much longer. 0 aligns the threads: all start
+    /// from the run's common start, so with equal intervals they wake together.
     pub distance_ns: u64,
-    /// Every thread wakes at the same instants.
-    pub aligned: bool,
     pub clock: TimerClock,
     pub mode: SleepMode,
     /// Stop each thread after this many wake-ups.
@@ -121,7 +120,6 @@ impl Default for TimerConfig {
         TimerConfig {
             interval_ns: DEFAULT_INTERVAL_US * 1000,
             distance_ns: DEFAULT_DISTANCE_US * 1000,
-            aligned: false,
             clock: TimerClock::Monotonic,
             mode: SleepMode::Absolute,
             loops: None,
@@ -139,10 +137,7 @@ impl Default for TimerConfig {
 impl TimerConfig {
     /// The interval of the `index`-th thread.
     pub fn interval_of(&self, index: usize) -> u64 {
-        match self.aligned {
-            true => self.interval_ns,
-            false => self.interval_ns + index as u64 * self.distance_ns,
-        }
+        self.interval_ns + index as u64 * self.distance_ns
     }
 }
 
@@ -155,8 +150,8 @@ pub struct LiveCell {
     sum: AtomicU64,
     max: AtomicU64,
     overruns: AtomicU64,
-    /// The policy the thread really runs at, once known (0: not yet).
-    sched: AtomicU64,
+    /// The policy the thread really runs at, set once before the run starts.
+    sched: OnceLock<SchedRequest>,
 }
 
 /// A consistent-enough reading of one thread's live figures, in ns.
@@ -164,6 +159,7 @@ pub struct LiveCell {
 pub struct LiveSnapshot {
     pub cpu: usize,
     pub index: usize,
+    pub interval_ns: u64,
     pub count: u64,
     pub min_ns: Option<u64>,
     pub last_ns: Option<u64>,
@@ -175,43 +171,31 @@ pub struct LiveSnapshot {
 }
 
 impl LiveCell {
-    fn set_sched(&self, s: SchedRequest) {
-        let policy = match s.policy {
-            Policy::Other => 1,
-            Policy::Fifo => 2,
-            Policy::Rr => 3,
-        };
-        self.sched
-            .store(policy << 8 | s.priority as u64, Ordering::Relaxed);
+    /// After a wake-up: the thread's figures so far.
+    fn publish(&self, hist: &LatencyHistogram, last_ns: u64, overruns: u64) {
+        let r = Ordering::Relaxed;
+        self.count.store(hist.count(), r);
+        self.min.store(hist.min_ns().unwrap_or(0), r);
+        self.last.store(last_ns, r);
+        self.sum.store(hist.sum_ns(), r);
+        self.max.store(hist.max_ns().unwrap_or(0), r);
+        self.overruns.store(overruns, r);
     }
 
-    fn sched(&self) -> Option<SchedRequest> {
-        let v = self.sched.load(Ordering::Relaxed);
-        let policy = match v >> 8 {
-            1 => Policy::Other,
-            2 => Policy::Fifo,
-            3 => Policy::Rr,
-            _ => return None,
-        };
-        Some(SchedRequest {
-            policy,
-            priority: (v & 0xff) as u8,
-        })
-    }
-
-    fn snapshot(&self, cpu: usize, index: usize) -> LiveSnapshot {
+    fn snapshot(&self, cpu: usize, index: usize, interval_ns: u64) -> LiveSnapshot {
         let count = self.count.load(Ordering::Relaxed);
         let some = |v: u64| (count > 0).then_some(v);
         LiveSnapshot {
             cpu,
             index,
+            interval_ns,
             count,
             min_ns: some(self.min.load(Ordering::Relaxed)),
             last_ns: some(self.last.load(Ordering::Relaxed)),
             avg_ns: some(self.sum.load(Ordering::Relaxed)).map(|s| s as f64 / count as f64),
             max_ns: some(self.max.load(Ordering::Relaxed)),
             overruns: self.overruns.load(Ordering::Relaxed),
-            sched: self.sched(),
+            sched: self.sched.get().copied(),
         }
     }
 }
@@ -235,11 +219,10 @@ pub struct BreakRecord {
     pub trace: TraceAction,
 }
 
-/// What the threads share: live cells, the stop-above latch and the tracer.
+/// What the threads share: live cells, the first wake-up past the stop limit, the tracer.
 struct Shared<'a> {
     live: Vec<CachePadded<LiveCell>>,
     show_live: bool,
-    broke: AtomicBool,
     brk: OnceLock<BreakRecord>,
     tracer: &'a BreakTracer,
 }
@@ -319,36 +302,40 @@ pub struct TimerEntry {
 pub struct TimerRun {
     pub entries: Vec<TimerEntry>,
     pub outcome: RunOutcome<()>,
-    pub stopped_by: Option<BreakRecord>,
+}
+
+impl TimerRun {
+    /// The wake-up that crossed `--stop-above`, if one stopped the run.
+    pub fn stopped_by(&self) -> Option<BreakRecord> {
+        self.entries.iter().find_map(|e| e.stopped_run)
+    }
 }
 
 /// Everything one thread records into; preallocated and owned by it.
 struct Recorder {
     interval_ns: u64,
-    /// Add back skipped deadlines (absolute deadlines only: relative sleeps skip none).
-    correct: bool,
     ticks_per_ns: f64,
     start_tsc: u64,
     hist: LatencyHistogram,
-    corrected: LatencyHistogram,
+    /// The wake-ups stalls hid: one value per skipped deadline. Only stalls write here,
+    /// so a wake-up on time costs one histogram record, not two.
+    hidden: LatencyHistogram,
     series: IntervalSeries,
     largest: Largest,
     spike_ns: u64,
     spikes: EventLog,
     buckets: Vec<u64>,
     overflows: u64,
-    overruns: u64,
 }
 
 impl Recorder {
     fn new(cfg: &TimerConfig, interval_ns: u64, scale: Scale) -> Recorder {
         Recorder {
             interval_ns,
-            correct: cfg.mode == SleepMode::Absolute,
             ticks_per_ns: scale.hz() / 1e9,
             start_tsc: 0,
             hist: LatencyHistogram::new(),
-            corrected: LatencyHistogram::new(),
+            hidden: LatencyHistogram::new(),
             series: IntervalSeries::new(
                 SERIES_CAPACITY,
                 SERIES_INTERVAL_NS,
@@ -359,18 +346,32 @@ impl Recorder {
             spikes: EventLog::new(cfg.spikes_above_ns.map_or(0, |_| cfg.spike_capacity)),
             buckets: vec![0; cfg.histogram_us.unwrap_or(0)],
             overflows: 0,
-            overruns: 0,
         }
+    }
+
+    /// Deadlines skipped because a wake-up came a whole interval late or more.
+    fn overruns(&self) -> u64 {
+        self.hidden.count()
+    }
+
+    /// A wake-up `lat` ns late skipped the deadlines since: each would have been that
+    /// much less late.
+    #[cold]
+    fn skipped(&mut self, lat: u64) {
+        self.hidden.record_skipped(lat, self.interval_ns);
+    }
+
+    /// The latencies measured plus those the stalls hid.
+    fn corrected(&self) -> LatencyHistogram {
+        let mut all = self.hist.clone();
+        all.add(&self.hidden);
+        all
     }
 
     /// Records one wake-up `lat` ns late, seen at counter value `tsc`.
     #[inline]
     fn sample(&mut self, lat: u64, tsc: u64) {
         self.hist.record(lat);
-        match self.correct {
-            true => self.corrected.record_corrected(lat, self.interval_ns),
-            false => self.corrected.record(lat),
-        }
         // The event spans the deadline to the wake-up, on the counter's timebase.
         let late_ticks = (lat as f64 * self.ticks_per_ns) as u64;
         let event = Event {
@@ -395,14 +396,15 @@ impl Recorder {
     /// before the first real wake-up.
     fn prime(&mut self) {
         self.sample(2 * self.interval_ns + 1, clock::now());
+        self.skipped(2 * self.interval_ns + 1);
         self.spikes.push(Event::default());
         self.hist.clear();
-        self.corrected.clear();
+        self.hidden.clear();
         self.series.clear();
         self.largest.clear();
         self.spikes.clear();
         self.buckets.fill(0);
-        (self.overflows, self.overruns) = (0, 0);
+        self.overflows = 0;
     }
 }
 
@@ -419,14 +421,22 @@ struct Cycle<'a> {
     live: Option<&'a LiveCell>,
 }
 
+/// One wake-up: how late, and when on the timer's clock and on the counter.
+#[derive(Debug, Clone, Copy, Default)]
+struct Wake {
+    lat: u64,
+    clock_ns: u64,
+    tsc: u64,
+}
+
 /// How a loop ended.
 #[derive(Debug, Clone, Copy, Default)]
 struct CycleEnd {
     wakeups: u64,
     /// The clock at the last wake-up.
     last_ns: u64,
-    /// The wake-up above the stop limit, if one ended the loop: (latency, clock, tsc).
-    broke: Option<(u64, u64, u64)>,
+    /// The wake-up above the stop limit, if one ended the loop.
+    broke: Option<Wake>,
 }
 
 fn read_clock(id: ClockId) -> u64 {
@@ -463,7 +473,6 @@ fn cycle(c: &Cycle<'_>, base_ns: u64, rec: &mut Recorder) -> CycleEnd {
     let id = c.clock.id();
     let mut next = base_ns + c.interval_ns;
     let mut end = CycleEnd::default();
-    let (mut min, mut max, mut sum) = (u64::MAX, 0u64, 0u64);
     while next <= c.end_ns && end.wakeups < c.loops && !c.stop.load(Ordering::Relaxed) {
         let planned = match c.mode {
             SleepMode::Absolute => {
@@ -484,22 +493,20 @@ fn cycle(c: &Cycle<'_>, base_ns: u64, rec: &mut Recorder) -> CycleEnd {
         rec.sample(lat, tsc);
         next = planned + c.interval_ns;
         if c.mode == SleepMode::Absolute && now >= next {
-            // More than a whole interval late: those deadlines are gone.
+            // A whole interval late or more: those deadlines are gone.
             let missed = (now - next) / c.interval_ns + 1;
-            rec.overruns += missed;
+            rec.skipped(lat);
             next += missed * c.interval_ns;
         }
         if let Some(cell) = c.live {
-            (min, max, sum) = (min.min(lat), max.max(lat), sum.saturating_add(lat));
-            cell.count.store(end.wakeups, Ordering::Relaxed);
-            cell.min.store(min, Ordering::Relaxed);
-            cell.last.store(lat, Ordering::Relaxed);
-            cell.sum.store(sum, Ordering::Relaxed);
-            cell.max.store(max, Ordering::Relaxed);
-            cell.overruns.store(rec.overruns, Ordering::Relaxed);
+            cell.publish(&rec.hist, lat, rec.overruns());
         }
         if lat > c.stop_above_ns {
-            end.broke = Some((lat, now, tsc));
+            end.broke = Some(Wake {
+                lat,
+                clock_ns: now,
+                tsc,
+            });
             break;
         }
     }
@@ -509,7 +516,7 @@ fn cycle(c: &Cycle<'_>, base_ns: u64, rec: &mut Recorder) -> CycleEnd {
 /// Everything one thread hands back.
 struct ThreadMeasurement {
     window: Option<Window>,
-    interval_ns: u64,
+    index: usize,
     end: CycleEnd,
     /// The clock when the thread left its loop.
     stopped_ns: u64,
@@ -539,9 +546,7 @@ fn measure(w: &Worker<'_>, cfg: &TimerConfig, shared: &Shared<'_>) -> ThreadMeas
         cycle(&c, base, &mut rec);
     }
     rec.prime();
-    if shared.show_live {
-        shared.live[w.index].set_sched(sched::current_policy());
-    }
+    let _ = shared.live[w.index].sched.set(w.sched);
     let before = ThreadCounters::read();
     let window = w.ready_and_sleep();
     let mut end = CycleEnd::default();
@@ -555,14 +560,14 @@ fn measure(w: &Worker<'_>, cfg: &TimerConfig, shared: &Shared<'_>) -> ThreadMeas
         c.stop_above_ns = cfg.stop_above_ns.unwrap_or(u64::MAX);
         c.live = shared.show_live.then(|| &*shared.live[w.index]);
         end = cycle(&c, base, &mut rec);
-        if let Some((lat, clock_ns, tsc)) = end.broke {
-            stop_everyone(w, shared, cfg, (lat, clock_ns, tsc, base, end.wakeups));
+        if let Some(wake) = end.broke {
+            stop_everyone(w, shared, cfg, wake, base, end.wakeups);
         }
     }
     let stopped_ns = read_clock(id);
     ThreadMeasurement {
         window,
-        interval_ns,
+        index: w.index,
         end,
         stopped_ns,
         rec,
@@ -570,40 +575,35 @@ fn measure(w: &Worker<'_>, cfg: &TimerConfig, shared: &Shared<'_>) -> ThreadMeas
     }
 }
 
-/// The first thread past the stop limit marks the trace, stops tracing and records the
-/// break; every thread that crosses it stops the run.
+/// Every thread that crosses the stop limit stops the run; the first one also marks the
+/// trace, stops tracing and records the break (its wake-up number `wakeup`).
 fn stop_everyone(
     w: &Worker<'_>,
     shared: &Shared<'_>,
     cfg: &TimerConfig,
-    (lat, clock_ns, tsc, base, wakeup): (u64, u64, u64, u64, u64),
+    wake: Wake,
+    base: u64,
+    wakeup: u64,
 ) {
-    let first = shared
-        .broke
-        .compare_exchange(false, true, Ordering::AcqRel, Ordering::Acquire)
-        .is_ok();
     w.stop_all();
-    if !first {
-        return;
-    }
-    let limit = cfg.stop_above_ns.unwrap_or(0);
-    let line = format!(
-        "jitterscope: hit latency threshold ({:.3} us > {:.3} us) on CPU {}\n",
-        lat as f64 / 1e3,
-        limit as f64 / 1e3,
-        w.cpu
-    );
-    let trace = shared.tracer.fire(&line);
-    let _ = shared.brk.set(BreakRecord {
-        cpu: w.cpu,
-        thread_index: w.index,
-        value_ns: lat,
-        at_ns: clock_ns.saturating_sub(base),
-        clock_ns,
-        tsc,
-        wakeup,
-        all_stopped_within_ns: None,
-        trace,
+    shared.brk.get_or_init(|| {
+        let line = format!(
+            "jitterscope: hit latency threshold ({:.3} us > {:.3} us) on CPU {}\n",
+            wake.lat as f64 / 1e3,
+            cfg.stop_above_ns.unwrap_or(0) as f64 / 1e3,
+            w.cpu
+        );
+        BreakRecord {
+            cpu: w.cpu,
+            thread_index: w.index,
+            value_ns: wake.lat,
+            at_ns: wake.clock_ns.saturating_sub(base),
+            clock_ns: wake.clock_ns,
+            tsc: wake.tsc,
+            wakeup,
+            all_stopped_within_ns: None,
+            trace: shared.tracer.fire(&line),
+        }
     });
 }
 
@@ -624,50 +624,38 @@ pub fn run(
     let shared = Shared {
         live: (0..cpus.len()).map(|_| CachePadded::default()).collect(),
         show_live: on_tick.is_some(),
-        broke: AtomicBool::new(false),
         brk: OnceLock::new(),
         tracer,
     };
-    let snapshot = |shared: &Shared<'_>| -> Vec<LiveSnapshot> {
-        cpus.iter()
-            .enumerate()
-            .map(|(i, &cpu)| shared.live[i].snapshot(cpu, i))
-            .collect()
-    };
+    let work = |w: &Worker<'_>| measure(w, cfg, &shared);
     let outcome = match on_tick {
         Some((every, f)) => {
-            let mut tick = || f(&snapshot(&shared));
+            let mut tick = || {
+                let snaps: Vec<LiveSnapshot> = (cpus.iter().enumerate())
+                    .map(|(i, &cpu)| shared.live[i].snapshot(cpu, i, cfg.interval_of(i)))
+                    .collect();
+                f(&snaps)
+            };
             let monitor = Monitor {
                 every,
-                tick: Some(&mut tick),
+                tick: &mut tick,
             };
-            run::run_monitored(
-                plan,
-                clock.scale,
-                stop,
-                |w| measure(w, cfg, &shared),
-                monitor,
-            )?
+            run::run_monitored(plan, clock.scale, stop, work, Some(monitor))?
         }
-        None => run::run(plan, clock.scale, stop, |w| measure(w, cfg, &shared))?,
+        None => run::run(plan, clock.scale, stop, work)?,
     };
     let stopped_by = shared.brk.get().map(|b| BreakRecord {
-        all_stopped_within_ns: outcome
-            .workers
-            .iter()
+        all_stopped_within_ns: (outcome.workers.iter())
             .map(|w| w.value.stopped_ns.saturating_sub(b.clock_ns))
             .max(),
         ..*b
     });
-    let entries = outcome
-        .workers
-        .iter()
+    let entries = (outcome.workers.iter())
         .map(|w| to_entry(cfg, plan, clock.scale, w, stopped_by))
         .collect();
     Ok(TimerRun {
         entries,
         outcome: outcome.without_values(),
-        stopped_by,
     })
 }
 
@@ -679,8 +667,7 @@ fn to_entry(
     stopped_by: Option<BreakRecord>,
 ) -> TimerEntry {
     let m = &w.value;
-    let index = plan.cpus.measured.cpus().iter().position(|&c| c == w.cpu);
-    let index = index.unwrap_or(0);
+    let (index, interval_ns) = (m.index, cfg.interval_of(m.index));
     let start = m.window.map_or(0, |win| win.start);
     let base = m.window.map_or(0, |win| cfg.clock.start_of(&win));
     let runtime_ns = match m.end.wakeups {
@@ -689,14 +676,15 @@ fn to_entry(
     };
     let requested = plan.sched_for(index);
     let r = &m.rec;
+    let corrected = r.corrected();
     TimerEntry {
         cpu: w.cpu,
         thread_index: index,
         config: TimerConfigRecord {
-            interval_ns: m.interval_ns,
+            interval_ns,
             base_interval_ns: cfg.interval_ns,
-            distance_ns: if cfg.aligned { 0 } else { cfg.distance_ns },
-            aligned: cfg.aligned,
+            distance_ns: cfg.distance_ns,
+            aligned: cfg.distance_ns == 0,
             clock: cfg.clock,
             mode: cfg.mode,
             loops: cfg.loops,
@@ -712,14 +700,14 @@ fn to_entry(
         thread: ThreadRecord::from_worker(w, &m.counters),
         runtime_ns,
         wakeups: m.end.wakeups,
-        overruns: r.overruns,
+        overruns: r.overruns(),
         summary: r.hist.summary(),
         histogram: HistogramRecord::from_hist(&r.hist),
         corrected: CorrectedRecord {
             method: "skipped-deadlines".into(),
-            expected_interval_ns: m.interval_ns,
-            summary: r.corrected.summary(),
-            histogram: HistogramRecord::from_hist(&r.corrected),
+            expected_interval_ns: interval_ns,
+            summary: corrected.summary(),
+            histogram: HistogramRecord::from_hist(&corrected),
         },
         series: r.series.finish(scale.to_ticks(runtime_ns).max(1)),
         largest: r
@@ -747,27 +735,14 @@ fn to_entry(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::engine::cpu::{CpuPlan, CpuUniverse};
-    use crate::engine::sched::SchedRequest;
-
-    fn plan(ms: u64) -> RunPlan {
-        let u = CpuUniverse::detect().unwrap();
-        RunPlan {
-            cpus: CpuPlan::choose(&u, None, None).unwrap(),
-            sched: SchedRequest::OTHER,
-            mlock: false,
-            duration: Duration::from_millis(ms),
-            priospread: false,
-            setup_timeout: Duration::from_secs(5),
-        }
-    }
+    use crate::engine::run::tests::plan;
 
     #[test]
     fn intervals_grow_by_the_distance_unless_aligned() {
         let mut c = TimerConfig::default();
         assert_eq!(c.interval_of(0), 1_000_000);
         assert_eq!(c.interval_of(2), 2_000_000);
-        c.aligned = true;
+        c.distance_ns = 0;
         assert_eq!(c.interval_of(2), 1_000_000);
     }
 
@@ -793,12 +768,12 @@ mod tests {
         };
         let end = cycle(&c, base, &mut rec);
         assert_eq!(end.wakeups, 5);
-        assert!(rec.overruns >= 98, "overruns {}", rec.overruns);
+        assert!(rec.overruns() >= 98, "overruns {}", rec.overruns());
         // Each deadline up to the last wake-up was either taken or counted as skipped.
-        assert!((end.wakeups + rec.overruns + 1) * interval > end.last_ns - base);
-        assert!((end.wakeups + rec.overruns) * interval <= end.last_ns - base);
+        assert!((end.wakeups + rec.overruns() + 1) * interval > end.last_ns - base);
+        assert!((end.wakeups + rec.overruns()) * interval <= end.last_ns - base);
         // The corrected histogram holds one value per skipped deadline, exactly.
-        assert_eq!(rec.corrected.count(), end.wakeups + rec.overruns);
+        assert_eq!(rec.corrected().count(), end.wakeups + rec.overruns());
         assert_eq!(rec.hist.count(), 5);
     }
 
@@ -841,10 +816,10 @@ mod tests {
     #[test]
     fn live_cells_report_nothing_until_a_wakeup() {
         let cell = LiveCell::default();
-        let s = cell.snapshot(3, 0);
+        let s = cell.snapshot(3, 0, 1_000_000);
         assert_eq!((s.cpu, s.count, s.min_ns, s.avg_ns), (3, 0, None, None));
         cell.count.store(2, Ordering::Relaxed);
         cell.sum.store(30, Ordering::Relaxed);
-        assert_eq!(cell.snapshot(3, 0).avg_ns, Some(15.0));
+        assert_eq!(cell.snapshot(3, 0, 1_000_000).avg_ns, Some(15.0));
     }
 }

@@ -101,6 +101,22 @@ pub enum ProbeEntry {
     Unknown,
 }
 
+impl ProbeEntry {
+    pub fn as_noise(&self) -> Option<&NoiseEntry> {
+        match self {
+            ProbeEntry::Noise(n) => Some(n),
+            _ => None,
+        }
+    }
+
+    pub fn as_timer(&self) -> Option<&TimerEntry> {
+        match self {
+            ProbeEntry::Timer(t) => Some(t),
+            _ => None,
+        }
+    }
+}
+
 impl ResultFile {
     /// A result of the schema this version writes.
     pub fn new(host: HostInfo, run: RunInfo, probes: Vec<ProbeEntry>) -> ResultFile {

@@ -2,7 +2,7 @@
 
 use comfy_table::{CellAlignment, Table, presets};
 
-use crate::engine::sched::{Policy, SchedRequest};
+use crate::engine::sched::Policy;
 use crate::probes::noise::NoiseEntry;
 use crate::probes::timer::{LiveSnapshot, TimerEntry};
 use crate::report::{ProbeEntry, ResultFile};
@@ -26,23 +26,11 @@ fn new_table(header: &[&str]) -> Table {
 }
 
 fn noise_entries(r: &ResultFile) -> Vec<&NoiseEntry> {
-    r.probes
-        .iter()
-        .filter_map(|p| match p {
-            ProbeEntry::Noise(n) => Some(&**n),
-            _ => None,
-        })
-        .collect()
+    r.probes.iter().filter_map(ProbeEntry::as_noise).collect()
 }
 
 fn timer_entries(r: &ResultFile) -> Vec<&TimerEntry> {
-    r.probes
-        .iter()
-        .filter_map(|p| match p {
-            ProbeEntry::Timer(t) => Some(&**t),
-            _ => None,
-        })
-        .collect()
+    r.probes.iter().filter_map(ProbeEntry::as_timer).collect()
 }
 
 fn policy_cell(policy: Policy, priority: u8) -> String {
@@ -268,7 +256,7 @@ pub fn timer_spikes(r: &ResultFile) -> String {
 }
 
 /// One thread's live line, as cyclictest draws it, with units.
-pub fn live_line(s: &LiveSnapshot, sched: SchedRequest, interval_ns: u64) -> String {
+pub fn live_line(s: &LiveSnapshot) -> String {
     let v = |ns: Option<u64>| ns.map_or("-".to_string(), |n| format!("{:.1}", n as f64 / 1e3));
     let avg = s
         .avg_ns
@@ -281,8 +269,9 @@ pub fn live_line(s: &LiveSnapshot, sched: SchedRequest, interval_ns: u64) -> Str
         "CPU {:>3}  {:<8}  I:{:>7} µs  C:{:>9}  Min:{:>8} µs  Act:{:>8} µs  Avg:{:>8} µs  \
          Max:{:>9} µs{overruns}",
         s.cpu,
-        policy_cell(sched.policy, sched.priority),
-        interval_ns as f64 / 1e3,
+        s.sched
+            .map_or("-".into(), |p| policy_cell(p.policy, p.priority)),
+        s.interval_ns as f64 / 1e3,
         s.count,
         v(s.min_ns),
         v(s.last_ns),
@@ -294,6 +283,7 @@ pub fn live_line(s: &LiveSnapshot, sched: SchedRequest, interval_ns: u64) -> Str
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::engine::sched::SchedRequest;
 
     #[test]
     fn live_line_carries_units_and_says_dash_before_the_first_wakeup() {
@@ -303,9 +293,11 @@ mod tests {
         };
         let idle = LiveSnapshot {
             cpu: 1,
+            interval_ns: 200_000,
+            sched: Some(fifo),
             ..LiveSnapshot::default()
         };
-        let line = live_line(&idle, fifo, 200_000);
+        let line = live_line(&idle);
         assert!(
             line.contains("fifo 90") && line.contains("I:    200 µs"),
             "{line}"
@@ -314,15 +306,16 @@ mod tests {
         let busy = LiveSnapshot {
             cpu: 1,
             index: 0,
+            interval_ns: 200_000,
             count: 12,
             min_ns: Some(8_100),
             last_ns: Some(12_340),
             avg_ns: Some(13_000.0),
             max_ns: Some(353_200),
             overruns: 2,
-            sched: None,
+            sched: Some(fifo),
         };
-        let line = live_line(&busy, fifo, 200_000);
+        let line = live_line(&busy);
         for part in [
             "C:       12",
             "Min:     8.1 µs",

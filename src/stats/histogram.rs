@@ -59,25 +59,18 @@ impl LatencyHistogram {
         self.sum += ns as u128;
     }
 
-    /// Records `ns` from a loop that expected one sample every `interval_ns`, and with it
-    /// one value for each sample a stall of that length hid: `ns − interval`,
-    /// `ns − 2·interval`, … down to the last one that is not negative. This is
-    /// HdrHistogram's expected-interval correction for coordinated omission (as jHiccup
-    /// applies it), carried one step further: HdrHistogram stops at values of at least
-    /// one interval, which leaves out the last hidden sample; here exactly ⌊ns / interval⌋
-    /// values are added, one per deadline a late timer skipped. Costs one record unless
-    /// `ns` reaches the interval.
-    #[inline]
-    pub fn record_corrected(&mut self, ns: u64, interval_ns: u64) {
-        self.record(ns);
-        if interval_ns == 0 || ns < interval_ns {
+    /// Records the samples a stall of `ns` hid from a loop that expected one sample every
+    /// `interval_ns`: `ns − interval`, `ns − 2·interval`, … down to the last one that is
+    /// not negative, ⌊ns / interval⌋ values in all (one per deadline a late timer
+    /// skipped). Recorded beside the sample itself, this is HdrHistogram's
+    /// expected-interval correction for coordinated omission (as jHiccup applies it),
+    /// carried one step further: HdrHistogram stops at values of at least one interval,
+    /// which leaves out the last hidden sample. Called only on stalls, so cold.
+    #[cold]
+    pub fn record_skipped(&mut self, ns: u64, interval_ns: u64) {
+        if interval_ns == 0 {
             return;
         }
-        self.record_hidden(ns, interval_ns);
-    }
-
-    #[cold]
-    fn record_hidden(&mut self, ns: u64, interval_ns: u64) {
         let mut missing = ns;
         while missing >= interval_ns {
             missing -= interval_ns;
@@ -93,6 +86,21 @@ impl LatencyHistogram {
 
     pub fn count(&self) -> u64 {
         self.hist.len()
+    }
+
+    /// The exact minimum so far, if anything was recorded.
+    pub fn min_ns(&self) -> Option<u64> {
+        (self.count() > 0).then_some(self.min)
+    }
+
+    /// The exact maximum so far, if anything was recorded.
+    pub fn max_ns(&self) -> Option<u64> {
+        (self.count() > 0).then_some(self.max)
+    }
+
+    /// The exact sum so far, saturating.
+    pub fn sum_ns(&self) -> u64 {
+        self.sum.min(u64::MAX as u128) as u64
     }
 
     /// Adds another histogram's contents (for merging threads after a run).
@@ -130,7 +138,7 @@ impl LatencyHistogram {
             p9999_ns: q(0.9999),
             max_ns: Some(self.max),
             mean_ns: Some(self.sum as f64 / count as f64),
-            sum_ns: self.sum.min(u64::MAX as u128) as u64,
+            sum_ns: self.sum_ns(),
             // Deviations are measured between bucket midpoints.
             mad_ns: Some(self.mad(self.hist.median_equivalent(median))),
             clamped: self.clamped,
@@ -295,7 +303,8 @@ mod tests {
         let mut ours = LatencyHistogram::new();
         let mut theirs = Histogram::<u64>::new_with_bounds(1, HIGHEST_NS, SIGFIG).unwrap();
         for (v, interval) in cases {
-            ours.record_corrected(v, interval);
+            ours.record(v);
+            ours.record_skipped(v, interval);
             theirs.record_correct(v, interval).unwrap();
             // HdrHistogram leaves out the last hidden value, the one below the interval.
             if interval > 0 && v >= interval {
