@@ -25,6 +25,10 @@ use crate::report::{ProbeEntry, ResultFile, RunInfo};
 use crate::system::HostInfo;
 use crate::trace::{BreakTracer, TraceAction};
 
+pub mod c2c;
+pub mod pingpong;
+pub mod queue;
+
 /// How a command ended, for the exit code.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Ending {

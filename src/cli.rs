@@ -31,6 +31,15 @@ pub enum Command {
     /// Timer wake-up latency, cyclictest's method: each thread sleeps to an absolute
     /// deadline with clock_nanosleep and records how late it woke.
     Timer(TimerArgs),
+    /// Thread-to-thread notification latency: two pinned threads pass a token back and
+    /// forth over each mechanism (spin, futex, condvar, semaphores, pipe, eventfd, …);
+    /// round trip and one-way, side by side.
+    Pingpong(PingpongArgs),
+    /// Core-to-core cache-line latency: a matrix over CPU pairs, with the topology.
+    C2c(C2cArgs),
+    /// Producer → consumer transit latency through a ring buffer (perf-workshop's
+    /// application): an accumulator and a journaller record transit and inter-message time.
+    Queue(QueueArgs),
 }
 
 /// Options every measuring command shares.
@@ -198,6 +207,143 @@ pub struct TimerArgs {
     #[arg(long, value_name = "K", default_value_t = crate::probes::noise::DEFAULT_LARGEST,
           value_parser = parse_top)]
     pub top: usize,
+}
+
+/// `jitterscope pingpong`. `-a A,B` names the two CPUs (the same one twice measures the
+/// wake-up path with a context switch); `-D` and `-l` apply to each mechanism.
+#[derive(Debug, Clone, Args)]
+pub struct PingpongArgs {
+    #[command(flatten)]
+    pub run: RunArgs,
+
+    /// Mechanisms to measure, in this order: spin, spin-pause, futex, condvar, sem,
+    /// sysv-sem, mutex, pipe, eventfd, unix, mq, signal, null, or all.
+    #[arg(long = "mech", value_name = "LIST", default_value = "all")]
+    pub mech: String,
+
+    /// Busy-wait this long between round trips: ns, or with a unit.
+    #[arg(long, value_name = "TIME", default_value = "2us", value_parser = parse_pause)]
+    pub pause: u64,
+
+    /// Pass the token this long first and discard what it measured, per mechanism.
+    #[arg(long, value_name = "DURATION", default_value = "50ms", value_parser = parse_timer_warmup)]
+    pub warmup: Duration,
+
+    /// Stop each mechanism after N round trips; without -D it runs until then.
+    #[arg(short = 'l', long = "count", value_name = "N",
+          value_parser = clap::value_parser!(u64).range(1..=1_000_000_000))]
+    pub count: Option<u64>,
+}
+
+/// `jitterscope c2c`. `-a` selects the CPUs [default: every online, allowed CPU].
+#[derive(Debug, Clone, Args)]
+pub struct C2cArgs {
+    #[command(flatten)]
+    pub run: RunArgs,
+
+    /// Bounce one line with compare-and-swap writes instead of two lines with loads and
+    /// stores.
+    #[arg(long)]
+    pub cas: bool,
+
+    /// Samples per CPU pair.
+    #[arg(short = 's', long, value_name = "N", default_value_t = 300,
+          value_parser = clap::value_parser!(u32).range(1..=1_000_000))]
+    pub samples: u32,
+
+    /// Round trips per sample.
+    #[arg(short = 'n', long = "round-trips", value_name = "N", default_value_t = 100,
+          value_parser = clap::value_parser!(u32).range(1..=1_000_000))]
+    pub round_trips: u32,
+
+    /// Spin each CPU of a pair this long before measuring it, so that it runs at full
+    /// clock (0 for none).
+    #[arg(long, value_name = "DURATION", default_value = "50ms", value_parser = parse_timer_warmup)]
+    pub preheat: Duration,
+
+    /// Order rows and columns by locality (NUMA node, package, core, SMT sibling) rather
+    /// than by CPU number.
+    #[arg(long)]
+    pub group: bool,
+}
+
+/// `jitterscope queue`. Roles go on CPUs of their own with --producer-cpu,
+/// --accumulator-cpu and --journaller-cpu (`-a` is not used).
+#[derive(Debug, Clone, Args)]
+pub struct QueueArgs {
+    #[command(flatten)]
+    pub run: RunArgs,
+
+    /// The producer's CPU.
+    #[arg(long, value_name = "CPU")]
+    pub producer_cpu: Option<usize>,
+
+    /// The accumulator's CPU.
+    #[arg(long, value_name = "CPU")]
+    pub accumulator_cpu: Option<usize>,
+
+    /// The journaller's CPU.
+    #[arg(long, value_name = "CPU")]
+    pub journaller_cpu: Option<usize>,
+
+    /// Real-time priority of the producer (overrides -p for it).
+    #[arg(long, value_name = "PRIO", value_parser = clap::value_parser!(u8).range(1..=99))]
+    pub producer_priority: Option<u8>,
+
+    /// Real-time priority of the accumulator (overrides -p for it).
+    #[arg(long, value_name = "PRIO", value_parser = clap::value_parser!(u8).range(1..=99))]
+    pub accumulator_priority: Option<u8>,
+
+    /// Real-time priority of the journaller (overrides -p for it).
+    #[arg(long, value_name = "PRIO", value_parser = clap::value_parser!(u8).range(1..=99))]
+    pub journaller_priority: Option<u8>,
+
+    /// Time between publications: µs, or with a unit (busy-waited by the producer).
+    #[arg(short = 'i', long, value_name = "US", default_value = "10", value_parser = parse_us)]
+    pub interval: u64,
+
+    /// Slots in the ring (a power of two).
+    #[arg(long, value_name = "N", default_value_t = 4096, value_parser = parse_ring_size)]
+    pub ring_size: usize,
+
+    /// Messages published and discarded before measuring.
+    #[arg(long, value_name = "N", default_value_t = 10_000,
+          value_parser = clap::value_parser!(u64).range(0..=1_000_000_000))]
+    pub warmup: u64,
+
+    /// Stop after N measured messages; without -D the run lasts until then.
+    #[arg(short = 'l', long = "count", value_name = "N",
+          value_parser = clap::value_parser!(u64).range(1..=10_000_000_000))]
+    pub count: Option<u64>,
+
+    /// The journal file [default: a temporary file, removed at the end].
+    #[arg(long, value_name = "PATH", conflicts_with = "no_journal")]
+    pub journal: Option<PathBuf>,
+
+    /// Run without the journaller: the accumulator alone reads the ring.
+    #[arg(long)]
+    pub no_journal: bool,
+
+    /// Run perf-workshop's perturbing spinners (3 ms busy, 30 ms asleep) on every
+    /// usable CPU while measuring, to show what they cost.
+    #[arg(long)]
+    pub perturb: bool,
+}
+
+fn parse_pause(s: &str) -> Result<u64, String> {
+    match is_zero(s) {
+        true => Ok(0),
+        false => parse_threshold(s),
+    }
+}
+
+fn parse_ring_size(s: &str) -> Result<usize, String> {
+    match s.parse::<usize>() {
+        Ok(n) if n.is_power_of_two() && (2..=1 << 24).contains(&n) => Ok(n),
+        _ => Err(format!(
+            "expected a power of two from 2 to 16777216, got '{s}'"
+        )),
+    }
 }
 
 impl Default for NoiseArgs {

@@ -24,6 +24,9 @@ fn main() -> ExitCode {
     let outcome = match cli.command {
         Some(Command::Noise(args)) => app::noise(&args, &argv, &stop),
         Some(Command::Timer(args)) => app::timer(&args, &argv, &stop),
+        Some(Command::Pingpong(args)) => app::pingpong::run(&args, &argv, &stop),
+        Some(Command::C2c(args)) => app::c2c::run(&args, &argv, &stop),
+        Some(Command::Queue(args)) => app::queue::run(&args, &argv, &stop),
         None => app::noise(&NoiseArgs::default(), &argv, &stop),
     };
     match outcome {

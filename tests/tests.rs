@@ -6,9 +6,12 @@ mod injector;
 mod util;
 
 mod bad_input;
+mod c2c;
 mod ground_truth;
 mod histogram_interop;
 mod nonroot;
+mod pingpong;
+mod queue;
 mod signals;
 mod timer_cli;
 mod timer_truth;

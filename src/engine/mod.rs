@@ -6,3 +6,5 @@ pub mod cpu;
 pub mod pmqos;
 pub mod run;
 pub mod sched;
+pub mod topology;
+pub mod tsc_sync;

@@ -43,7 +43,27 @@ pub struct RunPlan {
     pub setup_timeout: Duration,
 }
 
+/// One measuring thread: the CPU it is pinned to and the policy it asks for. Probes that
+/// need threads other than one per measured CPU (a pair on one CPU, a producer and its
+/// consumers) list them with `run_threads`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ThreadSpec {
+    pub cpu: usize,
+    pub sched: SchedRequest,
+}
+
 impl RunPlan {
+    /// One thread per measured CPU, in CPU order, each at `sched_for` its index.
+    pub fn threads(&self) -> Vec<ThreadSpec> {
+        let cpus = self.cpus.measured.cpus().iter();
+        cpus.enumerate()
+            .map(|(index, &cpu)| ThreadSpec {
+                cpu,
+                sched: self.sched_for(index),
+            })
+            .collect()
+    }
+
     /// The policy and priority of the `index`-th worker.
     pub fn sched_for(&self, index: usize) -> SchedRequest {
         match (self.priospread, self.sched.policy.is_realtime()) {
@@ -274,6 +294,24 @@ pub fn run_monitored<T, F>(
     scale: Scale,
     stop: &AtomicBool,
     work: F,
+    monitor: Option<Monitor<'_>>,
+) -> Result<RunOutcome<T>, RunError>
+where
+    T: Send,
+    F: Fn(&Worker<'_>) -> T + Sync,
+{
+    run_threads(plan, &plan.threads(), scale, stop, work, monitor)
+}
+
+/// `run_monitored` over an explicit list of threads (`Worker::index` is the position in
+/// `threads`). The coordinator still runs on `plan.cpus.housekeeping`, so `measured`
+/// should hold every CPU a thread is pinned to.
+pub fn run_threads<T, F>(
+    plan: &RunPlan,
+    threads: &[ThreadSpec],
+    scale: Scale,
+    stop: &AtomicBool,
+    work: F,
     mut monitor: Option<Monitor<'_>>,
 ) -> Result<RunOutcome<T>, RunError>
 where
@@ -303,14 +341,14 @@ where
         clock::now() + scale.to_ticks(give_up.as_nanos() as u64),
         Ordering::Relaxed,
     );
-    let n = plan.cpus.measured.len();
+    let n = threads.len();
 
     let result = std::thread::scope(|scope| -> Result<_, RunError> {
         let _release = StopOnDrop(&gate.stop);
         let mut handles = Vec::with_capacity(n);
-        for (index, &cpu) in plan.cpus.measured.cpus().iter().enumerate() {
+        for (index, spec) in threads.iter().enumerate() {
             let (gate, work) = (&gate, &work);
-            let sched_req = plan.sched_for(index);
+            let (cpu, sched_req) = (spec.cpu, spec.sched);
             let handle = std::thread::Builder::new()
                 .name(format!("measure-cpu{cpu}"))
                 .stack_size(WORKER_STACK)

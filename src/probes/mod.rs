@@ -1,6 +1,9 @@
 //! The measurements, one module per kind. A probe is a validated configuration plus a
 //! function from (configuration, run plan, clock) to a result; probes never print.
 
+pub mod c2c;
 pub mod noise;
+pub mod pingpong;
+pub mod queue;
 pub mod record;
 pub mod timer;

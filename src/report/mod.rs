@@ -1,6 +1,9 @@
 //! The result schema and the ways of showing it. Every reader and exporter works from a
 //! `ResultFile` only, never from live probe state.
 
+pub mod c2c_table;
+pub mod pingpong_table;
+pub mod queue_table;
 pub mod result;
 pub mod table;
 

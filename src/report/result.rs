@@ -12,7 +12,10 @@ use serde::{Deserialize, Serialize};
 
 use crate::degraded::DegradedRecord;
 use crate::engine::cpu::CpuList;
+use crate::probes::c2c::C2cEntry;
 use crate::probes::noise::NoiseEntry;
+use crate::probes::pingpong::PingpongEntry;
+use crate::probes::queue::QueueEntry;
 use crate::probes::timer::TimerEntry;
 use crate::system::HostInfo;
 
@@ -95,6 +98,9 @@ pub struct RunCpus {
 pub enum ProbeEntry {
     Noise(Box<NoiseEntry>),
     Timer(Box<TimerEntry>),
+    Pingpong(Box<PingpongEntry>),
+    C2c(Box<C2cEntry>),
+    Queue(Box<QueueEntry>),
     /// A probe this version does not know (written by a newer jitterscope): kept as a
     /// placeholder so that the rest of the file still reads.
     #[serde(other)]

@@ -13,7 +13,7 @@ pub fn us(ns: Option<u64>) -> String {
     ns.map_or_else(|| "-".into(), |v| format!("{:.2}", v as f64 / 1e3))
 }
 
-fn new_table(header: &[&str]) -> Table {
+pub(crate) fn new_table(header: &[&str]) -> Table {
     let mut t = Table::new();
     t.load_style(presets::UTF8_HORIZONTAL_ONLY);
     t.set_header(header.iter().copied());
@@ -33,7 +33,7 @@ fn timer_entries(r: &ResultFile) -> Vec<&TimerEntry> {
     r.probes.iter().filter_map(ProbeEntry::as_timer).collect()
 }
 
-fn policy_cell(policy: Policy, priority: u8) -> String {
+pub(crate) fn policy_cell(policy: Policy, priority: u8) -> String {
     match policy {
         Policy::Other => "other".to_string(),
         p => format!("{p} {priority}"),
@@ -144,7 +144,7 @@ pub fn timer_tables(r: &ResultFile) -> String {
 }
 
 /// The columns `distribution` fills.
-const DISTRIBUTION: [&str; 9] = [
+pub(crate) const DISTRIBUTION: [&str; 9] = [
     "min (µs)",
     "p50 (µs)",
     "p90 (µs)",
@@ -157,7 +157,7 @@ const DISTRIBUTION: [&str; 9] = [
 ];
 
 /// min, p50, p90, p99, p99.9, p99.99, max, mean and MAD in µs.
-fn distribution(s: &Summary) -> Vec<String> {
+pub(crate) fn distribution(s: &Summary) -> Vec<String> {
     vec![
         us(s.min_ns),
         us(s.p50_ns),

@@ -1,0 +1,1 @@
+//! The `c2c` tables (placeholder: being written).

@@ -1,0 +1,1 @@
+//! The `pingpong` tables (placeholder: being written).

@@ -1,0 +1,1 @@
+//! The `queue` tables (placeholder: being written).

@@ -1,0 +1,1 @@
+//! Issue 4: `jitterscope c2c` (placeholder: being written).

@@ -1,0 +1,1 @@
+//! Issue 4: `jitterscope queue` (placeholder: being written).
