@@ -3,6 +3,7 @@
 
 pub mod clock;
 pub mod cpu;
+pub mod ipc;
 pub mod pmqos;
 pub mod run;
 pub mod sched;

@@ -56,6 +56,20 @@ impl SkewBound {
         }
     }
 
+    /// No usable measurement (a thread could not be pinned, or no round finished): the
+    /// counters cannot be shown to agree.
+    pub fn unknown(a: usize, b: usize) -> SkewBound {
+        SkewBound {
+            cpu_a: a,
+            cpu_b: b,
+            rounds: 0,
+            offset_lo_ns: 0,
+            offset_hi_ns: 0,
+            consistent: false,
+            bound_ns: 0,
+        }
+    }
+
     /// Whether one-way figures whose median is `median_ns` can be trusted: the counters
     /// agree and their possible offset is at most a tenth of the figure.
     pub fn supports(&self, median_ns: u64) -> bool {

@@ -1,7 +1,887 @@
-//! Placeholder: being written.
+//! Thread-to-thread notification latency: the job of osjitter's pingpong and of rt-tests'
+//! ptsematest, svsematest, pmqtest and sigwaittest.
+//!
+//! Two pinned threads pass a token back and forth over one mechanism at a time. Thread A
+//! busy-waits the pause, stamps the counter and sends the stamp; B reads the counter on
+//! wake-up (one way, A→B), stamps again and answers at once; A reads the counter on
+//! wake-up (one way, B→A, and the round trip). Every mechanism carries the same stamp,
+//! in the message itself where it has one (pipe, eventfd, socket, queue) or in a slot
+//! written before the wake-up otherwise.
+//!
+//! One-way figures compare two CPUs' counters, so they are only as good as the agreement
+//! of those counters: `engine::tsc_sync` bounds it before the run, and the figures are
+//! marked valid only when the bound is a tenth of them or less. Otherwise the round trip
+//! halved stands in for them, and the result says so.
+//!
+//! Every blocking wait is bounded (`SLICE`), or, for pipes, eventfds and sockets, which
+//! block in a plain `read`, released by a last message the peer sends as it leaves: a
+//! thread whose peer has stopped always gets to look at its stop flags again.
 
+use std::io;
+use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
+use std::time::Duration;
+
+use crossbeam_utils::CachePadded;
+use rustix::fd::OwnedFd;
 use serde::{Deserialize, Serialize};
 
-/// One result entry (placeholder).
+use crate::engine::clock::{self, ClockInfo, Scale};
+use crate::engine::ipc::{self, WaitResult};
+use crate::engine::run::{self, RunError, RunOutcome, RunPlan, ThreadSpec, Worker};
+use crate::engine::sched::ThreadCounters;
+use crate::engine::tsc_sync::SkewBound;
+use crate::probes::record::{HistogramRecord, ThreadRecord};
+use crate::stats::{LatencyHistogram, Summary};
+
+/// How long a blocked receiver waits before it looks at its stop flags again.
+const SLICE: Duration = Duration::from_millis(10);
+/// A spinning receiver reads the clock for the deadline once every this many polls.
+const DEADLINE_POLLS: u32 = 256;
+/// The stamp a departing thread sends to release a peer blocked in `read`: no counter
+/// reading is 1 once the machine has run for a moment, and it is not 0, which an
+/// eventfd write would add without waking anyone.
+const GOODBYE: u64 = 1;
+
+/// A way for one thread to tell another something.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Mechanism {
+    /// The receiver polls an atomic with plain loads.
+    Spin,
+    /// The same, with the CPU's pause hint in each poll.
+    SpinPause,
+    /// Raw FUTEX_WAIT / FUTEX_WAKE on a private futex word.
+    Futex,
+    /// A pthread mutex and condition variable.
+    Condvar,
+    /// An unnamed POSIX semaphore (sem_post / sem_timedwait).
+    Sem,
+    /// A SysV semaphore (semop / semtimedop): svsematest's method.
+    SysvSem,
+    /// A pthread mutex the sender unlocks and the receiver was blocked locking:
+    /// ptsematest's method.
+    Mutex,
+    /// A pipe carrying the stamp.
+    Pipe,
+    /// An eventfd whose counter is the stamp.
+    Eventfd,
+    /// A unix stream socket pair carrying the stamp.
+    Unix,
+    /// A POSIX message queue carrying the stamp: pmqtest's method.
+    Mq,
+    /// pthread_kill and sigtimedwait: sigwaittest's method.
+    Signal,
+    /// Nothing: two back-to-back stamps, the timing's own cost.
+    Null,
+}
+
+impl Mechanism {
+    pub const ALL: [Mechanism; 13] = [
+        Mechanism::Spin,
+        Mechanism::SpinPause,
+        Mechanism::Futex,
+        Mechanism::Condvar,
+        Mechanism::Sem,
+        Mechanism::SysvSem,
+        Mechanism::Mutex,
+        Mechanism::Pipe,
+        Mechanism::Eventfd,
+        Mechanism::Unix,
+        Mechanism::Mq,
+        Mechanism::Signal,
+        Mechanism::Null,
+    ];
+
+    pub fn name(self) -> &'static str {
+        match self {
+            Mechanism::Spin => "spin",
+            Mechanism::SpinPause => "spin-pause",
+            Mechanism::Futex => "futex",
+            Mechanism::Condvar => "condvar",
+            Mechanism::Sem => "sem",
+            Mechanism::SysvSem => "sysv-sem",
+            Mechanism::Mutex => "mutex",
+            Mechanism::Pipe => "pipe",
+            Mechanism::Eventfd => "eventfd",
+            Mechanism::Unix => "unix",
+            Mechanism::Mq => "mq",
+            Mechanism::Signal => "signal",
+            Mechanism::Null => "null",
+        }
+    }
+
+    /// Whether the threads busy-wait (and so hog their CPUs) rather than sleep.
+    pub fn spins(self) -> bool {
+        matches!(self, Mechanism::Spin | Mechanism::SpinPause)
+    }
+
+    /// Parses a `--mech` list: names separated by commas, or `all`.
+    pub fn parse_list(text: &str) -> Result<Vec<Mechanism>, String> {
+        let mut out = Vec::new();
+        for part in text.split(',').map(str::trim) {
+            if part == "all" {
+                out.extend(Mechanism::ALL);
+                continue;
+            }
+            let m = Mechanism::ALL
+                .into_iter()
+                .find(|m| m.name() == part)
+                .ok_or_else(|| {
+                    let names: Vec<&str> = Mechanism::ALL.iter().map(|m| m.name()).collect();
+                    format!(
+                        "unknown mechanism '{part}'; expected all or some of {}",
+                        names.join(", ")
+                    )
+                })?;
+            if out.contains(&m) {
+                return Err(format!("mechanism '{part}' is named twice in '{text}'"));
+            }
+            out.push(m);
+        }
+        Ok(out)
+    }
+}
+
+impl std::fmt::Display for Mechanism {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+/// A validated configuration of the pingpong probe.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PingpongConfig {
+    pub cpu_a: usize,
+    pub cpu_b: usize,
+    pub mechanisms: Vec<Mechanism>,
+    /// Busy-wait between round trips, in ns.
+    pub pause_ns: u64,
+    /// Per mechanism: rounds passed first and not recorded.
+    pub warmup: Duration,
+    /// Per mechanism: stop after this many measured round trips.
+    pub count: Option<u64>,
+}
+
+/// The configuration as recorded.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct PingpongEntry {}
+pub struct PingpongConfigRecord {
+    pub pause_ns: u64,
+    pub warmup_ns: u64,
+    pub count: Option<u64>,
+    pub duration_ns: u64,
+    pub policy: crate::engine::sched::Policy,
+    pub priority: u8,
+}
+
+/// A distribution as stored.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Distribution {
+    pub summary: Summary,
+    pub histogram: HistogramRecord,
+}
+
+impl Distribution {
+    fn of(h: &LatencyHistogram) -> Distribution {
+        Distribution {
+            summary: h.summary(),
+            histogram: HistogramRecord::from_hist(h),
+        }
+    }
+}
+
+/// Where the one-way figures shown come from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum OneWayBasis {
+    /// Counter stamps from the sender and the receiver: the TSC check supports them.
+    Tsc,
+    /// The round trip halved: the counters could not be shown to agree closely enough.
+    RttHalf,
+}
+
+/// One mechanism's result: the probe's entry in the result file.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct PingpongEntry {
+    pub mechanism: Mechanism,
+    pub cpu_a: usize,
+    pub cpu_b: usize,
+    pub config: PingpongConfigRecord,
+    pub thread_a: ThreadRecord,
+    pub thread_b: ThreadRecord,
+    /// Measured round trips.
+    pub round_trips: u64,
+    /// From the first measured round to the last.
+    pub runtime_ns: u64,
+    /// A's stamp before sending to A's stamp on the answer.
+    pub rtt: Distribution,
+    /// Both directions' one-way latencies (receiver's counter − sender's stamp).
+    pub one_way: Distribution,
+    pub one_way_a_to_b: Summary,
+    pub one_way_b_to_a: Summary,
+    /// One-way readings below 0 (counters out of step), recorded as 0.
+    pub one_way_negative: u64,
+    /// The counters' agreement between the two CPUs, measured before the run.
+    pub tsc_skew: SkewBound,
+    /// Whether `one_way` can be trusted (the skew bound is at most a tenth of its median).
+    pub one_way_valid: bool,
+    /// What a summary should show as one-way.
+    pub one_way_basis: OneWayBasis,
+}
+
+/// What a whole pingpong run produced.
+pub struct PingpongRun {
+    pub entries: Vec<PingpongEntry>,
+    /// Every mechanism's run, without values, in order.
+    pub outcomes: Vec<RunOutcome<()>>,
+}
+
+/// Errors that end a pingpong run.
+#[derive(Debug, thiserror::Error)]
+pub enum PingpongError {
+    /// The mechanism's objects could not be made (a limit on message queues, say).
+    #[error("cannot set up the {mechanism} mechanism: {source}")]
+    Open {
+        mechanism: Mechanism,
+        source: io::Error,
+    },
+    #[error(transparent)]
+    Run(#[from] RunError),
+}
+
+/// Runs every configured mechanism in turn between `cfg.cpu_a` and `cfg.cpu_b`, each for
+/// `plan.duration` after the warm-up; a stop request ends the current mechanism and
+/// skips the rest.
+pub fn run(
+    cfg: &PingpongConfig,
+    plan: &RunPlan,
+    clock: &ClockInfo,
+    skew: SkewBound,
+    stop: &AtomicBool,
+) -> Result<PingpongRun, PingpongError> {
+    let threads = [
+        ThreadSpec {
+            cpu: cfg.cpu_a,
+            sched: plan.sched,
+        },
+        ThreadSpec {
+            cpu: cfg.cpu_b,
+            sched: plan.sched,
+        },
+    ];
+    let mut entries = Vec::new();
+    let mut outcomes = Vec::new();
+    for &mech in &cfg.mechanisms {
+        if stop.load(Ordering::Relaxed) {
+            break;
+        }
+        let channel = Channel::open(mech).map_err(|source| PingpongError::Open {
+            mechanism: mech,
+            source,
+        })?;
+        let shared = Shared::new(&channel);
+        let mut per = plan.clone();
+        per.duration = plan.duration + cfg.warmup;
+        let outcome = run::run_threads(
+            &per,
+            &threads,
+            clock.scale,
+            stop,
+            |w| side(w, cfg, &shared),
+            None,
+        )?;
+        entries.push(to_entry(cfg, mech, plan, clock.scale, skew, &outcome));
+        outcomes.push(outcome.without_values());
+    }
+    Ok(PingpongRun { entries, outcomes })
+}
+
+/// A direction: 0 is A→B, 1 is B→A.
+type Dir = usize;
+const AB: Dir = 0;
+const BA: Dir = 1;
+
+/// Per direction: a stamp slot and a word, each on a line of its own.
+#[derive(Default)]
+struct Lane {
+    stamp: CachePadded<AtomicU64>,
+    /// The futex word, or a sequence for the spinning and mutex mechanisms.
+    word: CachePadded<AtomicU32>,
+    /// Mutex hand-off: the sender holds the mutex for this round.
+    armed: CachePadded<AtomicU64>,
+    /// Mutex hand-off: the receiver has let go of it after this round.
+    released: CachePadded<AtomicU64>,
+}
+
+/// One mechanism's kernel or library objects.
+enum Channel {
+    Memory(Mechanism),
+    Condvar([(ipc::PthreadMutex, ipc::PthreadCond); 2]),
+    Sem([ipc::PosixSem; 2]),
+    SysvSem(ipc::SysvSems),
+    Mutex([ipc::PthreadMutex; 2]),
+    /// (read end, write end) per direction.
+    Fds(Mechanism, [(OwnedFd, OwnedFd); 2]),
+    Mq([ipc::MessageQueue; 2]),
+    Signal,
+}
+
+impl Channel {
+    fn open(mech: Mechanism) -> io::Result<Channel> {
+        Ok(match mech {
+            Mechanism::Spin | Mechanism::SpinPause | Mechanism::Futex | Mechanism::Null => {
+                Channel::Memory(mech)
+            }
+            Mechanism::Condvar => Channel::Condvar([
+                (ipc::PthreadMutex::new()?, ipc::PthreadCond::new()?),
+                (ipc::PthreadMutex::new()?, ipc::PthreadCond::new()?),
+            ]),
+            Mechanism::Sem => Channel::Sem([ipc::PosixSem::new()?, ipc::PosixSem::new()?]),
+            Mechanism::SysvSem => Channel::SysvSem(ipc::SysvSems::new(2)?),
+            Mechanism::Mutex => {
+                Channel::Mutex([ipc::PthreadMutex::new()?, ipc::PthreadMutex::new()?])
+            }
+            Mechanism::Pipe => Channel::Fds(mech, [rustix::pipe::pipe()?, rustix::pipe::pipe()?]),
+            Mechanism::Eventfd => {
+                let pair = || -> io::Result<(OwnedFd, OwnedFd)> {
+                    let fd = rustix::event::eventfd(0, rustix::event::EventfdFlags::CLOEXEC)?;
+                    Ok((fd.try_clone()?, fd))
+                };
+                Channel::Fds(mech, [pair()?, pair()?])
+            }
+            Mechanism::Unix => {
+                use rustix::net::{AddressFamily, SocketFlags, SocketType, socketpair};
+                let (a, b) = socketpair(
+                    AddressFamily::UNIX,
+                    SocketType::STREAM,
+                    SocketFlags::CLOEXEC,
+                    None,
+                )?;
+                // A writes on a, B reads on b; B answers on b, A reads on a.
+                Channel::Fds(mech, [(b.try_clone()?, a.try_clone()?), (a, b)])
+            }
+            Mechanism::Mq => {
+                Channel::Mq([ipc::MessageQueue::new("ab")?, ipc::MessageQueue::new("ba")?])
+            }
+            Mechanism::Signal => Channel::Signal,
+        })
+    }
+
+    fn mechanism(&self) -> Mechanism {
+        match self {
+            Channel::Memory(m) | Channel::Fds(m, _) => *m,
+            Channel::Condvar(_) => Mechanism::Condvar,
+            Channel::Sem(_) => Mechanism::Sem,
+            Channel::SysvSem(_) => Mechanism::SysvSem,
+            Channel::Mutex(_) => Mechanism::Mutex,
+            Channel::Mq(_) => Mechanism::Mq,
+            Channel::Signal => Mechanism::Signal,
+        }
+    }
+}
+
+/// What both threads of one mechanism's run share.
+struct Shared<'c> {
+    channel: &'c Channel,
+    lanes: [Lane; 2],
+    /// Each thread's id, for signals.
+    thread: [CachePadded<AtomicU64>; 2],
+    /// Set by each thread as it leaves, so that its peer stops waiting for it.
+    gone: [CachePadded<AtomicBool>; 2],
+}
+
+impl<'c> Shared<'c> {
+    fn new(channel: &'c Channel) -> Shared<'c> {
+        Shared {
+            channel,
+            lanes: Default::default(),
+            thread: Default::default(),
+            gone: Default::default(),
+        }
+    }
+}
+
+/// When a waiting thread should give up: its run was stopped, its peer left, or the
+/// deadline passed.
+struct Leave<'a> {
+    stop: &'a AtomicBool,
+    peer_gone: &'a AtomicBool,
+    deadline: u64,
+}
+
+impl Leave<'_> {
+    #[inline]
+    fn now(&self) -> bool {
+        self.stop.load(Ordering::Relaxed)
+            || self.peer_gone.load(Ordering::Acquire)
+            || clock::now() > self.deadline
+    }
+}
+
+impl Shared<'_> {
+    /// Untimed set-up before sending message `k` in `dir` (mutex hand-off: take the
+    /// mutex back once the receiver has let go of it).
+    fn prepare_send(&self, dir: Dir, k: u64, leave: &Leave<'_>) -> Option<()> {
+        if let Channel::Mutex(m) = self.channel {
+            let lane = &self.lanes[dir];
+            wait_until(|| lane.released.load(Ordering::Acquire) + 1 >= k, leave)?;
+            m[dir].lock().ok()?;
+            lane.armed.store(k, Ordering::Release);
+        }
+        Some(())
+    }
+
+    /// Untimed set-up before waiting for message `k` in `dir` (mutex hand-off: the sender
+    /// must hold the mutex before the receiver blocks on it).
+    fn prepare_receive(&self, dir: Dir, k: u64, leave: &Leave<'_>) -> Option<()> {
+        if let Channel::Mutex(_) = self.channel {
+            let lane = &self.lanes[dir];
+            wait_until(|| lane.armed.load(Ordering::Acquire) >= k, leave)?;
+        }
+        Some(())
+    }
+
+    /// Sends `stamp` in `dir`.
+    #[inline]
+    fn send(&self, dir: Dir, stamp: u64) -> io::Result<()> {
+        let lane = &self.lanes[dir];
+        match self.channel {
+            Channel::Memory(Mechanism::Futex) => {
+                lane.stamp.store(stamp, Ordering::Relaxed);
+                lane.word.store(1, Ordering::Release);
+                rustix::thread::futex::wake(&lane.word, rustix::thread::futex::Flags::PRIVATE, 1)?;
+            }
+            Channel::Memory(_) => {
+                // The stamp is the message: the receiver waits for it to change.
+                lane.stamp.store(stamp, Ordering::Release);
+            }
+            Channel::Condvar(pairs) => {
+                let (m, c) = &pairs[dir];
+                m.lock()?;
+                lane.stamp.store(stamp, Ordering::Relaxed);
+                lane.word.store(1, Ordering::Relaxed);
+                let signalled = c.signal();
+                m.unlock()?;
+                signalled?;
+            }
+            Channel::Sem(sems) => {
+                lane.stamp.store(stamp, Ordering::Relaxed);
+                sems[dir].post()?;
+            }
+            Channel::SysvSem(set) => {
+                lane.stamp.store(stamp, Ordering::Relaxed);
+                set.post(dir)?;
+            }
+            Channel::Mutex(m) => {
+                lane.stamp.store(stamp, Ordering::Relaxed);
+                m[dir].unlock()?;
+            }
+            Channel::Fds(_, fds) => write_stamp(&fds[dir].1, stamp)?,
+            Channel::Mq(qs) => qs[dir].send(stamp)?,
+            Channel::Signal => {
+                lane.stamp.store(stamp, Ordering::Release);
+                let to = self.thread[1 - dir].load(Ordering::Relaxed);
+                ipc::signal_thread(to)?;
+            }
+        }
+        Ok(())
+    }
+
+    /// Waits for the next message in `dir` and returns its stamp; `None` when the wait
+    /// was abandoned (see `Leave`) or the peer said goodbye. `last` is the previous
+    /// stamp seen in `dir` (the spinning mechanisms wait for a change).
+    #[inline]
+    fn receive(&self, dir: Dir, last: u64, leave: &Leave<'_>) -> Option<u64> {
+        let lane = &self.lanes[dir];
+        let stamp = match self.channel {
+            Channel::Memory(Mechanism::Spin) => spin_for_change(&lane.stamp, last, leave, false)?,
+            Channel::Memory(Mechanism::SpinPause) => {
+                spin_for_change(&lane.stamp, last, leave, true)?
+            }
+            Channel::Memory(_) => loop {
+                if lane.word.swap(0, Ordering::Acquire) == 1 {
+                    break lane.stamp.load(Ordering::Relaxed);
+                }
+                if leave.now() {
+                    return None;
+                }
+                let slice = timespec(SLICE);
+                let flags = rustix::thread::futex::Flags::PRIVATE;
+                let _ = rustix::thread::futex::wait(&lane.word, flags, 0, Some(&slice));
+            },
+            Channel::Condvar(pairs) => {
+                let (m, c) = &pairs[dir];
+                m.lock().ok()?;
+                let got = loop {
+                    if lane.word.swap(0, Ordering::Relaxed) == 1 {
+                        break Some(lane.stamp.load(Ordering::Relaxed));
+                    }
+                    if leave.now() || c.wait_timeout(m, SLICE).is_err() {
+                        break None;
+                    }
+                };
+                m.unlock().ok()?;
+                got?
+            }
+            Channel::Sem(sems) => {
+                wait_ready(|| sems[dir].wait_timeout(SLICE), leave)?;
+                lane.stamp.load(Ordering::Relaxed)
+            }
+            Channel::SysvSem(set) => {
+                wait_ready(|| set.wait_timeout(dir, SLICE), leave)?;
+                lane.stamp.load(Ordering::Relaxed)
+            }
+            Channel::Mutex(m) => {
+                wait_ready(|| m[dir].lock_timeout(SLICE), leave)?;
+                let stamp = lane.stamp.load(Ordering::Relaxed);
+                m[dir].unlock().ok()?;
+                let round = lane.released.load(Ordering::Relaxed) + 1;
+                lane.released.store(round, Ordering::Release);
+                stamp
+            }
+            Channel::Fds(_, fds) => read_stamp(&fds[dir].0)?,
+            Channel::Mq(qs) => loop {
+                if let Some(s) = qs[dir].receive_timeout(SLICE).ok()? {
+                    break s;
+                }
+                if leave.now() {
+                    return None;
+                }
+            },
+            Channel::Signal => {
+                wait_ready(|| ipc::wait_signal(SLICE), leave)?;
+                lane.stamp.load(Ordering::Acquire)
+            }
+        };
+        (stamp != GOODBYE).then_some(stamp)
+    }
+
+    /// On leaving: tell the peer, and release it if it blocks in a plain `read`.
+    fn leave(&self, me: usize) {
+        self.gone[me].store(true, Ordering::Release);
+        if let Channel::Fds(_, fds) = self.channel {
+            let _ = write_stamp(&fds[me].1, GOODBYE);
+        }
+    }
+}
+
+fn timespec(d: Duration) -> rustix::time::Timespec {
+    rustix::time::Timespec {
+        tv_sec: d.as_secs() as i64,
+        tv_nsec: d.subsec_nanos() as i64,
+    }
+}
+
+/// Spins until `slot` differs from `last`.
+#[inline(always)]
+fn spin_for_change(slot: &AtomicU64, last: u64, leave: &Leave<'_>, pause: bool) -> Option<u64> {
+    let mut polls: u32 = 0;
+    loop {
+        let v = slot.load(Ordering::Acquire);
+        if v != last {
+            return Some(v);
+        }
+        if pause {
+            std::hint::spin_loop();
+        }
+        polls = polls.wrapping_add(1);
+        if polls % DEADLINE_POLLS == 0 && leave.now() {
+            return None;
+        }
+    }
+}
+
+/// Repeats a bounded wait until it is ready or it is time to leave.
+fn wait_ready(mut wait: impl FnMut() -> io::Result<WaitResult>, leave: &Leave<'_>) -> Option<()> {
+    loop {
+        match wait() {
+            Ok(WaitResult::Ready) => return Some(()),
+            Ok(WaitResult::TimedOut) if !leave.now() => {}
+            _ => return None,
+        }
+    }
+}
+
+/// Waits, yielding the CPU, until `cond` holds or it is time to leave (untimed set-up
+/// only: a peer on the same CPU must get to run).
+fn wait_until(cond: impl Fn() -> bool, leave: &Leave<'_>) -> Option<()> {
+    while !cond() {
+        if leave.now() {
+            return None;
+        }
+        std::thread::yield_now();
+    }
+    Some(())
+}
+
+fn write_stamp(fd: &OwnedFd, stamp: u64) -> io::Result<()> {
+    let bytes = stamp.to_ne_bytes();
+    match rustix::io::write(fd, &bytes)? {
+        8 => Ok(()),
+        n => Err(io::Error::other(format!("short write of {n} bytes"))),
+    }
+}
+
+/// Reads one 8-byte stamp. Blocks in `read` (the peer's goodbye releases it).
+fn read_stamp(fd: &OwnedFd) -> Option<u64> {
+    let mut bytes = [0u8; 8];
+    let mut got = 0;
+    while got < 8 {
+        match rustix::io::read(fd, &mut bytes[got..]) {
+            Ok(0) => return None,
+            Ok(n) => got += n,
+            Err(rustix::io::Errno::INTR) => {}
+            Err(_) => return None,
+        }
+    }
+    Some(u64::from_ne_bytes(bytes))
+}
+
+/// What one thread hands back.
+struct SideResult {
+    /// A: round trips; B: nothing.
+    rtt: LatencyHistogram,
+    /// One-way latencies this thread received.
+    one_way: LatencyHistogram,
+    negative: u64,
+    rounds: u64,
+    first_ticks: u64,
+    last_ticks: u64,
+    counters: ThreadCounters,
+}
+
+impl SideResult {
+    fn new() -> SideResult {
+        SideResult {
+            rtt: LatencyHistogram::new(),
+            one_way: LatencyHistogram::new(),
+            negative: 0,
+            rounds: 0,
+            first_ticks: 0,
+            last_ticks: 0,
+            counters: ThreadCounters::default(),
+        }
+    }
+
+    #[inline]
+    fn one_way(&mut self, scale: Scale, sent: u64, received: u64) {
+        match received.checked_sub(sent) {
+            Some(d) => self.one_way.record(scale.to_ns(d)),
+            None => {
+                self.negative += 1;
+                self.one_way.record(0);
+            }
+        }
+    }
+}
+
+/// One thread's whole job: A (index 0) leads the rounds, B answers.
+fn side(w: &Worker<'_>, cfg: &PingpongConfig, shared: &Shared<'_>) -> SideResult {
+    let me = w.index;
+    shared.thread[me].store(ipc::this_thread(), Ordering::Relaxed);
+    let mut out = SideResult::new();
+    // Prime the histograms' pages and the recording path before the start.
+    out.one_way.record(1);
+    out.rtt.record(1);
+    out.one_way.clear();
+    out.rtt.clear();
+    let before = ThreadCounters::read();
+    if let Some(window) = w.ready_and_sleep() {
+        let leave = Leave {
+            stop: w.stop_flag(),
+            peer_gone: &shared.gone[1 - me],
+            deadline: window.deadline,
+        };
+        let measure_from = window.start + w.scale.to_ticks(cfg.warmup.as_nanos() as u64);
+        match (me, shared.channel.mechanism()) {
+            (_, Mechanism::Null) if me == 1 => {}
+            (_, Mechanism::Null) => null_rounds(w, cfg, &leave, measure_from, &mut out),
+            (0, _) => lead(w, cfg, shared, &leave, measure_from, &mut out),
+            _ => answer(w, shared, &leave, measure_from, &mut out),
+        }
+    }
+    shared.leave(me);
+    out.counters = ThreadCounters::read().since(&before);
+    out
+}
+
+/// Whether A should start another round.
+#[inline]
+fn another_round(cfg: &PingpongConfig, out: &SideResult, leave: &Leave<'_>) -> bool {
+    let counted = cfg.count.is_none_or(|n| out.rounds < n);
+    counted && !leave.stop.load(Ordering::Relaxed) && clock::now() < leave.deadline
+}
+
+/// Busy-waits `ticks`.
+#[inline(always)]
+fn pause(ticks: u64) {
+    let until = clock::now() + ticks;
+    while clock::now() < until {
+        std::hint::spin_loop();
+    }
+}
+
+/// A's rounds: pause, stamp, send; wait for the answer, stamp, record.
+fn lead(
+    w: &Worker<'_>,
+    cfg: &PingpongConfig,
+    shared: &Shared<'_>,
+    leave: &Leave<'_>,
+    measure_from: u64,
+    out: &mut SideResult,
+) {
+    let scale = w.scale;
+    let pause_ticks = scale.to_ticks(cfg.pause_ns);
+    let mut last_answer = 0;
+    let mut k = 0;
+    while another_round(cfg, out, leave) {
+        k += 1;
+        if shared.prepare_send(AB, k, leave).is_none() {
+            return;
+        }
+        pause(pause_ticks);
+        let t0 = clock::now_ordered();
+        if shared.send(AB, t0).is_err() || shared.prepare_receive(BA, k, leave).is_none() {
+            return;
+        }
+        let Some(answer) = shared.receive(BA, last_answer, leave) else {
+            return;
+        };
+        let t3 = clock::now_ordered();
+        last_answer = answer;
+        if t0 >= measure_from {
+            if out.rounds == 0 {
+                out.first_ticks = t0;
+            }
+            out.rtt.record(scale.to_ns(t3 - t0));
+            out.one_way(scale, answer, t3);
+            out.rounds += 1;
+            out.last_ticks = t3;
+        }
+    }
+}
+
+/// B's rounds: wait for A's stamp, stamp, record, answer.
+fn answer(
+    w: &Worker<'_>,
+    shared: &Shared<'_>,
+    leave: &Leave<'_>,
+    measure_from: u64,
+    out: &mut SideResult,
+) {
+    let scale = w.scale;
+    let mut last = 0;
+    let mut k = 0;
+    loop {
+        k += 1;
+        if shared.prepare_send(BA, k, leave).is_none()
+            || shared.prepare_receive(AB, k, leave).is_none()
+        {
+            return;
+        }
+        let Some(sent) = shared.receive(AB, last, leave) else {
+            return;
+        };
+        let t1 = clock::now_ordered();
+        last = sent;
+        if sent >= measure_from {
+            out.one_way(scale, sent, t1);
+            out.rounds += 1;
+        }
+        if shared.send(BA, clock::now_ordered()).is_err() {
+            return;
+        }
+    }
+}
+
+/// The null mechanism: two stamps with nothing between them, on A alone.
+fn null_rounds(
+    w: &Worker<'_>,
+    cfg: &PingpongConfig,
+    leave: &Leave<'_>,
+    measure_from: u64,
+    out: &mut SideResult,
+) {
+    let scale = w.scale;
+    let pause_ticks = scale.to_ticks(cfg.pause_ns);
+    while another_round(cfg, out, leave) {
+        pause(pause_ticks);
+        let t0 = clock::now_ordered();
+        let t1 = clock::now_ordered();
+        if t0 >= measure_from {
+            if out.rounds == 0 {
+                out.first_ticks = t0;
+            }
+            out.rtt.record(scale.to_ns(t1 - t0));
+            out.one_way(scale, t0, t1);
+            out.rounds += 1;
+            out.last_ticks = t1;
+        }
+    }
+}
+
+fn to_entry(
+    cfg: &PingpongConfig,
+    mech: Mechanism,
+    plan: &RunPlan,
+    scale: Scale,
+    skew: SkewBound,
+    outcome: &RunOutcome<SideResult>,
+) -> PingpongEntry {
+    let a = &outcome.workers[0];
+    let b = &outcome.workers[1];
+    let mut one_way = a.value.one_way.clone();
+    one_way.add(&b.value.one_way);
+    let median = one_way.summary().p50_ns.unwrap_or(0);
+    // Null stamps twice on one thread: one counter, nothing to agree on.
+    let one_counter = mech == Mechanism::Null;
+    let valid = one_way.count() > 0 && (one_counter || skew.supports(median));
+    PingpongEntry {
+        mechanism: mech,
+        cpu_a: cfg.cpu_a,
+        cpu_b: cfg.cpu_b,
+        config: PingpongConfigRecord {
+            pause_ns: cfg.pause_ns,
+            warmup_ns: cfg.warmup.as_nanos() as u64,
+            count: cfg.count,
+            duration_ns: plan.duration.as_nanos() as u64,
+            policy: plan.sched.policy,
+            priority: plan.sched.priority,
+        },
+        thread_a: ThreadRecord::from_worker(a, &a.value.counters),
+        thread_b: ThreadRecord::from_worker(b, &b.value.counters),
+        round_trips: a.value.rounds,
+        runtime_ns: scale.to_ns(a.value.last_ticks.saturating_sub(a.value.first_ticks)),
+        rtt: Distribution::of(&a.value.rtt),
+        one_way: Distribution::of(&one_way),
+        one_way_a_to_b: b.value.one_way.summary(),
+        one_way_b_to_a: a.value.one_way.summary(),
+        one_way_negative: a.value.negative + b.value.negative,
+        tsc_skew: skew,
+        one_way_valid: valid,
+        one_way_basis: match valid {
+            true => OneWayBasis::Tsc,
+            false => OneWayBasis::RttHalf,
+        },
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn mechanism_lists_parse_strictly() {
+        assert_eq!(Mechanism::parse_list("all").unwrap().len(), 13);
+        assert_eq!(
+            Mechanism::parse_list("spin,futex").unwrap(),
+            vec![Mechanism::Spin, Mechanism::Futex]
+        );
+        let e = Mechanism::parse_list("spin,pigeon").unwrap_err();
+        assert!(e.contains("'pigeon'") && e.contains("sysv-sem"), "{e}");
+        assert!(Mechanism::parse_list("spin,spin").is_err());
+        assert!(Mechanism::parse_list("").is_err());
+        for m in Mechanism::ALL {
+            assert_eq!(Mechanism::parse_list(m.name()).unwrap(), vec![m]);
+        }
+    }
+}

@@ -1,1 +1,90 @@
-//! The `pingpong` tables (placeholder: being written).
+//! The `pingpong` table: every mechanism's round trip and one-way latency, side by side,
+//! in ns (these run from tens of ns to tens of µs).
+
+use crate::probes::pingpong::{OneWayBasis, PingpongEntry};
+use crate::report::table::new_table;
+use crate::report::{ProbeEntry, ResultFile};
+use crate::stats::Summary;
+
+const COLUMNS: [&str; 10] = [
+    "mechanism",
+    "latency",
+    "count",
+    "min (ns)",
+    "p50 (ns)",
+    "p90 (ns)",
+    "p99 (ns)",
+    "p99.9 (ns)",
+    "max (ns)",
+    "MAD (ns)",
+];
+
+fn ns(v: Option<u64>) -> String {
+    v.map_or_else(|| "-".into(), |v| v.to_string())
+}
+
+/// A summary's cells, each value divided by `div` (2 for the round trip halved).
+fn cells(s: &Summary, div: u64) -> Vec<String> {
+    let d = |v: Option<u64>| ns(v.map(|v| v / div));
+    vec![
+        s.count.to_string(),
+        d(s.min_ns),
+        d(s.p50_ns),
+        d(s.p90_ns),
+        d(s.p99_ns),
+        d(s.p999_ns),
+        d(s.max_ns),
+        d(s.mad_ns),
+    ]
+}
+
+/// One table, two rows per mechanism: the round trip, then the one-way latency (from the
+/// counters when their agreement supports it, else the round trip halved, starred).
+pub fn pingpong_table(r: &ResultFile) -> String {
+    let entries: Vec<&PingpongEntry> = r
+        .probes
+        .iter()
+        .filter_map(ProbeEntry::as_pingpong)
+        .collect();
+    let mut t = new_table(&COLUMNS);
+    // Two rows a mechanism: rules between rows would double the table's height.
+    let style = t.style().row_separator(comfy_table::LineStyle::none());
+    t.load_style(style);
+    let mut starred = false;
+    let mut negative = Vec::new();
+    for e in &entries {
+        let mut row = vec![e.mechanism.to_string(), "round trip".into()];
+        row.extend(cells(&e.rtt.summary, 1));
+        t.add_row(row);
+        let mut row = vec![String::new()];
+        match e.one_way_basis {
+            OneWayBasis::Tsc => {
+                row.push("one-way".into());
+                row.extend(cells(&e.one_way.summary, 1));
+            }
+            OneWayBasis::RttHalf => {
+                starred = true;
+                row.push("one-way*".into());
+                row.extend(cells(&e.rtt.summary, 2));
+            }
+        }
+        t.add_row(row);
+        if e.one_way_negative > 0 {
+            negative.push(format!("{} ({})", e.mechanism, e.one_way_negative));
+        }
+    }
+    let mut text = format!("{t}\n");
+    if starred {
+        text.push_str(
+            "* the round trip halved: the two CPUs' counters could not be shown to agree \
+             within 10 % of the one-way figure (see the TSC line above)\n",
+        );
+    }
+    if !negative.is_empty() {
+        text.push_str(&format!(
+            "one-way readings below 0, counted as 0 (counters out of step): {}\n",
+            negative.join(", ")
+        ));
+    }
+    text
+}

@@ -121,6 +121,27 @@ impl ProbeEntry {
             _ => None,
         }
     }
+
+    pub fn as_pingpong(&self) -> Option<&PingpongEntry> {
+        match self {
+            ProbeEntry::Pingpong(p) => Some(p),
+            _ => None,
+        }
+    }
+
+    pub fn as_c2c(&self) -> Option<&C2cEntry> {
+        match self {
+            ProbeEntry::C2c(c) => Some(c),
+            _ => None,
+        }
+    }
+
+    pub fn as_queue(&self) -> Option<&QueueEntry> {
+        match self {
+            ProbeEntry::Queue(q) => Some(q),
+            _ => None,
+        }
+    }
 }
 
 impl ResultFile {
