@@ -300,10 +300,18 @@ type Dir = usize;
 const AB: Dir = 0;
 const BA: Dir = 1;
 
-/// Per direction: a stamp slot and a word, each on a line of its own.
+/// A message's payload: the sender's stamp and, on the answer, when the answerer
+/// received the question. One cache line, so a spinning receiver waits for one transfer.
+#[derive(Default)]
+struct Payload {
+    stamp: AtomicU64,
+    echo: AtomicU64,
+}
+
+/// Per direction: the payload and a word, each on a line of its own.
 #[derive(Default)]
 struct Lane {
-    stamp: CachePadded<AtomicU64>,
+    stamp: CachePadded<Payload>,
     /// The futex word, or a sequence for the spinning and mutex mechanisms.
     word: CachePadded<AtomicU32>,
     /// Mutex hand-off: the sender holds the mutex for this round.
@@ -446,39 +454,39 @@ impl Shared<'_> {
         let lane = &self.lanes[dir];
         match self.channel {
             Channel::Memory(Mechanism::Futex) => {
-                lane.stamp.store(stamp, Ordering::Relaxed);
+                lane.stamp.stamp.store(stamp, Ordering::Relaxed);
                 lane.word.store(1, Ordering::Release);
                 rustix::thread::futex::wake(&lane.word, rustix::thread::futex::Flags::PRIVATE, 1)?;
             }
             Channel::Memory(_) => {
                 // The stamp is the message: the receiver waits for it to change.
-                lane.stamp.store(stamp, Ordering::Release);
+                lane.stamp.stamp.store(stamp, Ordering::Release);
             }
             Channel::Condvar(pairs) => {
                 let (m, c) = &pairs[dir];
                 m.lock()?;
-                lane.stamp.store(stamp, Ordering::Relaxed);
+                lane.stamp.stamp.store(stamp, Ordering::Relaxed);
                 lane.word.store(1, Ordering::Relaxed);
                 let signalled = c.signal();
                 m.unlock()?;
                 signalled?;
             }
             Channel::Sem(sems) => {
-                lane.stamp.store(stamp, Ordering::Relaxed);
+                lane.stamp.stamp.store(stamp, Ordering::Relaxed);
                 sems[dir].post()?;
             }
             Channel::SysvSem(set) => {
-                lane.stamp.store(stamp, Ordering::Relaxed);
+                lane.stamp.stamp.store(stamp, Ordering::Relaxed);
                 set.post(dir)?;
             }
             Channel::Mutex(m) => {
-                lane.stamp.store(stamp, Ordering::Relaxed);
+                lane.stamp.stamp.store(stamp, Ordering::Relaxed);
                 m[dir].unlock()?;
             }
             Channel::Fds(_, fds) => write_stamp(&fds[dir].1, stamp)?,
             Channel::Mq(qs) => qs[dir].send(stamp)?,
             Channel::Signal => {
-                lane.stamp.store(stamp, Ordering::Release);
+                lane.stamp.stamp.store(stamp, Ordering::Release);
                 let to = self.thread[1 - dir].load(Ordering::Relaxed);
                 ipc::signal_thread(to)?;
             }
@@ -493,13 +501,15 @@ impl Shared<'_> {
     fn receive(&self, dir: Dir, last: u64, leave: &Leave<'_>) -> Option<u64> {
         let lane = &self.lanes[dir];
         let stamp = match self.channel {
-            Channel::Memory(Mechanism::Spin) => spin_for_change(&lane.stamp, last, leave, false)?,
+            Channel::Memory(Mechanism::Spin) => {
+                spin_for_change(&lane.stamp.stamp, last, leave, false)?
+            }
             Channel::Memory(Mechanism::SpinPause) => {
-                spin_for_change(&lane.stamp, last, leave, true)?
+                spin_for_change(&lane.stamp.stamp, last, leave, true)?
             }
             Channel::Memory(_) => loop {
                 if lane.word.swap(0, Ordering::Acquire) == 1 {
-                    break lane.stamp.load(Ordering::Relaxed);
+                    break lane.stamp.stamp.load(Ordering::Relaxed);
                 }
                 if leave.now() {
                     return None;
@@ -513,7 +523,7 @@ impl Shared<'_> {
                 m.lock().ok()?;
                 let got = loop {
                     if lane.word.swap(0, Ordering::Relaxed) == 1 {
-                        break Some(lane.stamp.load(Ordering::Relaxed));
+                        break Some(lane.stamp.stamp.load(Ordering::Relaxed));
                     }
                     if leave.now() || c.wait_timeout(m, SLICE).is_err() {
                         break None;
@@ -524,15 +534,15 @@ impl Shared<'_> {
             }
             Channel::Sem(sems) => {
                 wait_ready(|| sems[dir].wait_timeout(SLICE), leave)?;
-                lane.stamp.load(Ordering::Relaxed)
+                lane.stamp.stamp.load(Ordering::Relaxed)
             }
             Channel::SysvSem(set) => {
                 wait_ready(|| set.wait_timeout(dir, SLICE), leave)?;
-                lane.stamp.load(Ordering::Relaxed)
+                lane.stamp.stamp.load(Ordering::Relaxed)
             }
             Channel::Mutex(m) => {
                 wait_ready(|| m[dir].lock_timeout(SLICE), leave)?;
-                let stamp = lane.stamp.load(Ordering::Relaxed);
+                let stamp = lane.stamp.stamp.load(Ordering::Relaxed);
                 m[dir].unlock().ok()?;
                 let round = lane.released.load(Ordering::Relaxed) + 1;
                 lane.released.store(round, Ordering::Release);
@@ -549,7 +559,7 @@ impl Shared<'_> {
             },
             Channel::Signal => {
                 wait_ready(|| ipc::wait_signal(SLICE), leave)?;
-                lane.stamp.load(Ordering::Acquire)
+                lane.stamp.stamp.load(Ordering::Acquire)
             }
         };
         (stamp != GOODBYE).then_some(stamp)
@@ -636,12 +646,12 @@ fn read_stamp(fd: &OwnedFd) -> Option<u64> {
     Some(u64::from_ne_bytes(bytes))
 }
 
-/// What one thread hands back.
+/// What one thread hands back. A records every figure, so that the counts agree
+/// whenever a run ends: B echoes when it received each question with its answer.
 struct SideResult {
-    /// A: round trips; B: nothing.
     rtt: LatencyHistogram,
-    /// One-way latencies this thread received.
-    one_way: LatencyHistogram,
+    a_to_b: LatencyHistogram,
+    b_to_a: LatencyHistogram,
     negative: u64,
     rounds: u64,
     first_ticks: u64,
@@ -653,7 +663,8 @@ impl SideResult {
     fn new() -> SideResult {
         SideResult {
             rtt: LatencyHistogram::new(),
-            one_way: LatencyHistogram::new(),
+            a_to_b: LatencyHistogram::new(),
+            b_to_a: LatencyHistogram::new(),
             negative: 0,
             rounds: 0,
             first_ticks: 0,
@@ -662,15 +673,37 @@ impl SideResult {
         }
     }
 
+    /// Records one measured round: sent at `t0`, received by B at `t1`, answered at `t2`,
+    /// answer received at `t3`.
     #[inline]
-    fn one_way(&mut self, scale: Scale, sent: u64, received: u64) {
-        match received.checked_sub(sent) {
-            Some(d) => self.one_way.record(scale.to_ns(d)),
-            None => {
-                self.negative += 1;
-                self.one_way.record(0);
+    fn round(&mut self, scale: Scale, t: [u64; 4]) {
+        if self.rounds == 0 {
+            self.first_ticks = t[0];
+        }
+        self.rtt.record(scale.to_ns(t[3].saturating_sub(t[0])));
+        for (h, (from, to)) in [
+            (&mut self.a_to_b, (t[0], t[1])),
+            (&mut self.b_to_a, (t[2], t[3])),
+        ] {
+            match to.checked_sub(from) {
+                Some(d) => h.record(scale.to_ns(d)),
+                None => {
+                    self.negative += 1;
+                    h.record(0);
+                }
             }
         }
+        self.rounds += 1;
+        self.last_ticks = t[3];
+    }
+
+    /// Touches the histograms' pages and the recording path before the start.
+    fn prime(&mut self) {
+        self.round(Scale::NS, [1, 2, 3, 4]);
+        self.rtt.clear();
+        self.a_to_b.clear();
+        self.b_to_a.clear();
+        self.rounds = 0;
     }
 }
 
@@ -679,11 +712,9 @@ fn side(w: &Worker<'_>, cfg: &PingpongConfig, shared: &Shared<'_>) -> SideResult
     let me = w.index;
     shared.thread[me].store(ipc::this_thread(), Ordering::Relaxed);
     let mut out = SideResult::new();
-    // Prime the histograms' pages and the recording path before the start.
-    out.one_way.record(1);
-    out.rtt.record(1);
-    out.one_way.clear();
-    out.rtt.clear();
+    if me == 0 {
+        out.prime();
+    }
     let before = ThreadCounters::read();
     if let Some(window) = w.ready_and_sleep() {
         let leave = Leave {
@@ -696,7 +727,7 @@ fn side(w: &Worker<'_>, cfg: &PingpongConfig, shared: &Shared<'_>) -> SideResult
             (_, Mechanism::Null) if me == 1 => {}
             (_, Mechanism::Null) => null_rounds(w, cfg, &leave, measure_from, &mut out),
             (0, _) => lead(w, cfg, shared, &leave, measure_from, &mut out),
-            _ => answer(w, shared, &leave, measure_from, &mut out),
+            _ => answer(shared, &leave),
         }
     }
     shared.leave(me);
@@ -729,8 +760,8 @@ fn lead(
     measure_from: u64,
     out: &mut SideResult,
 ) {
-    let scale = w.scale;
-    let pause_ticks = scale.to_ticks(cfg.pause_ns);
+    let pause_ticks = w.scale.to_ticks(cfg.pause_ns);
+    let echo = &shared.lanes[BA].stamp.echo;
     let mut last_answer = 0;
     let mut k = 0;
     while another_round(cfg, out, leave) {
@@ -743,32 +774,20 @@ fn lead(
         if shared.send(AB, t0).is_err() || shared.prepare_receive(BA, k, leave).is_none() {
             return;
         }
-        let Some(answer) = shared.receive(BA, last_answer, leave) else {
+        let Some(t2) = shared.receive(BA, last_answer, leave) else {
             return;
         };
         let t3 = clock::now_ordered();
-        last_answer = answer;
+        last_answer = t2;
         if t0 >= measure_from {
-            if out.rounds == 0 {
-                out.first_ticks = t0;
-            }
-            out.rtt.record(scale.to_ns(t3 - t0));
-            out.one_way(scale, answer, t3);
-            out.rounds += 1;
-            out.last_ticks = t3;
+            out.round(w.scale, [t0, echo.load(Ordering::Relaxed), t2, t3]);
         }
     }
 }
 
-/// B's rounds: wait for A's stamp, stamp, record, answer.
-fn answer(
-    w: &Worker<'_>,
-    shared: &Shared<'_>,
-    leave: &Leave<'_>,
-    measure_from: u64,
-    out: &mut SideResult,
-) {
-    let scale = w.scale;
+/// B's rounds: wait for A's stamp, note when it came, answer at once with a new stamp.
+fn answer(shared: &Shared<'_>, leave: &Leave<'_>) {
+    let echo = &shared.lanes[BA].stamp.echo;
     let mut last = 0;
     let mut k = 0;
     loop {
@@ -783,17 +802,16 @@ fn answer(
         };
         let t1 = clock::now_ordered();
         last = sent;
-        if sent >= measure_from {
-            out.one_way(scale, sent, t1);
-            out.rounds += 1;
-        }
+        // Before the answer's stamp, on its line: whatever carries the answer orders it.
+        echo.store(t1, Ordering::Relaxed);
         if shared.send(BA, clock::now_ordered()).is_err() {
             return;
         }
     }
 }
 
-/// The null mechanism: two stamps with nothing between them, on A alone.
+/// The null mechanism: two stamps with nothing between them, on A alone (both "one-way"
+/// halves are the same pair of stamps).
 fn null_rounds(
     w: &Worker<'_>,
     cfg: &PingpongConfig,
@@ -801,20 +819,13 @@ fn null_rounds(
     measure_from: u64,
     out: &mut SideResult,
 ) {
-    let scale = w.scale;
-    let pause_ticks = scale.to_ticks(cfg.pause_ns);
+    let pause_ticks = w.scale.to_ticks(cfg.pause_ns);
     while another_round(cfg, out, leave) {
         pause(pause_ticks);
         let t0 = clock::now_ordered();
         let t1 = clock::now_ordered();
         if t0 >= measure_from {
-            if out.rounds == 0 {
-                out.first_ticks = t0;
-            }
-            out.rtt.record(scale.to_ns(t1 - t0));
-            out.one_way(scale, t0, t1);
-            out.rounds += 1;
-            out.last_ticks = t1;
+            out.round(w.scale, [t0, t1, t0, t1]);
         }
     }
 }
@@ -829,8 +840,8 @@ fn to_entry(
 ) -> PingpongEntry {
     let a = &outcome.workers[0];
     let b = &outcome.workers[1];
-    let mut one_way = a.value.one_way.clone();
-    one_way.add(&b.value.one_way);
+    let mut one_way = a.value.a_to_b.clone();
+    one_way.add(&a.value.b_to_a);
     let median = one_way.summary().p50_ns.unwrap_or(0);
     // Null stamps twice on one thread: one counter, nothing to agree on.
     let one_counter = mech == Mechanism::Null;
@@ -853,9 +864,9 @@ fn to_entry(
         runtime_ns: scale.to_ns(a.value.last_ticks.saturating_sub(a.value.first_ticks)),
         rtt: Distribution::of(&a.value.rtt),
         one_way: Distribution::of(&one_way),
-        one_way_a_to_b: b.value.one_way.summary(),
-        one_way_b_to_a: a.value.one_way.summary(),
-        one_way_negative: a.value.negative + b.value.negative,
+        one_way_a_to_b: a.value.a_to_b.summary(),
+        one_way_b_to_a: a.value.b_to_a.summary(),
+        one_way_negative: a.value.negative,
         tsc_skew: skew,
         one_way_valid: valid,
         one_way_basis: match valid {
