@@ -27,7 +27,10 @@ use crate::trace::{BreakTracer, TraceAction};
 
 pub mod c2c;
 pub mod pingpong;
+pub mod ptp;
 pub mod queue;
+pub mod syscalls;
+pub mod work;
 
 /// How a command ended, for the exit code.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

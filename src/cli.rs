@@ -40,6 +40,15 @@ pub enum Command {
     /// Producer → consumer transit latency through a ring buffer (perf-workshop's
     /// application): an accumulator and a journaller record transit and inter-message time.
     Queue(QueueArgs),
+    /// Execution-time jitter of one fixed action (a calibrated busy loop, a memmove, a
+    /// syscall, a UDP send), timed N times with the TSC: the Ultra Messaging jitter
+    /// tools' job.
+    Work(WorkArgs),
+    /// The cost of single syscalls, vDSO clock reads and counter reads, in ns.
+    Syscalls(SyscallsArgs),
+    /// PTP hardware clocks: which offset ioctls each supports, the PHC − system offset,
+    /// the read window and the call's cost.
+    Ptp(PtpArgs),
 }
 
 /// Options every measuring command shares.
@@ -328,6 +337,112 @@ pub struct QueueArgs {
     /// usable CPU while measuring, to show what they cost.
     #[arg(long)]
     pub perturb: bool,
+}
+
+/// `jitterscope work`. `-a` names the one CPU to run on [default: the first measured CPU].
+#[derive(Debug, Clone, Args)]
+pub struct WorkArgs {
+    #[command(flatten)]
+    pub run: RunArgs,
+
+    /// The action to time: loop:N (a busy loop of N iterations), memmove:SIZE (oslat's
+    /// workload: copy SIZE bytes, e.g. 4096 or 64K), syscall:NAME (see `jitterscope
+    /// syscalls --list`), or udp-send:SIZE (a sendto of SIZE bytes).
+    #[arg(long, value_name = "ACTION", default_value = "loop:100")]
+    pub action: String,
+
+    /// Calibrate the loop to take this long per sample instead of giving N: ns, or with a
+    /// unit (only with --action loop).
+    #[arg(long, value_name = "TIME", value_parser = parse_threshold)]
+    pub ns: Option<u64>,
+
+    /// Samples per run.
+    #[arg(short = 'n', long, value_name = "N", default_value_t = 200_000,
+          value_parser = clap::value_parser!(u64).range(1..=1_000_000_000))]
+    pub samples: u64,
+
+    /// Runs, each reported on its own (and with --baseline, each paired with its null loop).
+    #[arg(short = 'r', long, value_name = "N", default_value_t = 3,
+          value_parser = clap::value_parser!(u32).range(1..=1000))]
+    pub runs: u32,
+
+    /// Samples timed and discarded before each run.
+    #[arg(long, value_name = "N", default_value_t = 10_000,
+          value_parser = clap::value_parser!(u64).range(0..=1_000_000_000))]
+    pub warmup: u64,
+
+    /// Busy-wait between samples: ns, or with a unit (900 ns is one 1 KiB frame at 10 GbE).
+    #[arg(long, value_name = "TIME", default_value = "900ns", value_parser = parse_pause)]
+    pub pause: u64,
+
+    /// Pair each run with a null loop calibrated to the action's mean time, and show both:
+    /// the action's own jitter apart from the system's.
+    #[arg(long)]
+    pub baseline: bool,
+
+    /// udp-send: send to ADDR:PORT instead of the tool's own loopback sink.
+    #[arg(long, value_name = "ADDR:PORT")]
+    pub dest: Option<String>,
+
+    /// udp-send: send to this multicast group (needs --interface and --dest's port, or
+    /// port 9999 by default).
+    #[arg(long, value_name = "GROUP", requires = "interface")]
+    pub multicast: Option<std::net::Ipv4Addr>,
+
+    /// udp-send: the interface's IPv4 address that multicast leaves from.
+    #[arg(long, value_name = "ADDR")]
+    pub interface: Option<std::net::Ipv4Addr>,
+
+    /// udp-send: multicast TTL.
+    #[arg(long, value_name = "N", default_value_t = 1, value_parser = clap::value_parser!(u32).range(0..=255))]
+    pub ttl: u32,
+}
+
+/// `jitterscope syscalls`. `-a` names the one CPU to run on [default: the first measured
+/// CPU]; `-D` is the time spent on each call [default 200ms].
+#[derive(Debug, Clone, Args)]
+pub struct SyscallsArgs {
+    #[command(flatten)]
+    pub run: RunArgs,
+
+    /// Measure only these, e.g. getppid,clock_gettime-monotonic (see --list).
+    #[arg(long, value_name = "NAME,...")]
+    pub only: Option<String>,
+
+    /// List the calls that can be measured, and exit.
+    #[arg(long)]
+    pub list: bool,
+
+    /// Calls per timed sample [default: enough for about 1 µs, at most 64]: the sample's
+    /// value is its time divided by this, less the timing's own cost.
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..=4096))]
+    pub batch: Option<u32>,
+}
+
+/// `jitterscope ptp`.
+#[derive(Debug, Clone, Args)]
+pub struct PtpArgs {
+    /// A PTP clock device (/dev/ptp0) or a network interface (eth0) whose PHC to read
+    /// [default: every /dev/ptp*].
+    #[arg(value_name = "DEVICE|INTERFACE")]
+    pub device: Option<String>,
+
+    /// Samples per method.
+    #[arg(short = 'n', long, value_name = "N", default_value_t = 1000,
+          value_parser = clap::value_parser!(u32).range(1..=10_000_000))]
+    pub samples: u32,
+
+    /// Write the whole result as JSON to stdout (and no table).
+    #[arg(long)]
+    pub json: bool,
+
+    /// Save the result to FILE (written atomically).
+    #[arg(short = 'o', long, value_name = "FILE")]
+    pub output: Option<PathBuf>,
+
+    /// Print no table.
+    #[arg(short = 'q', long)]
+    pub quiet: bool,
 }
 
 fn parse_pause(s: &str) -> Result<u64, String> {

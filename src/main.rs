@@ -27,6 +27,9 @@ fn main() -> ExitCode {
         Some(Command::Pingpong(args)) => app::pingpong::run(&args, &argv, &stop),
         Some(Command::C2c(args)) => app::c2c::run(&args, &argv, &stop),
         Some(Command::Queue(args)) => app::queue::run(&args, &argv, &stop),
+        Some(Command::Work(args)) => app::work::run(&args, &argv, &stop),
+        Some(Command::Syscalls(args)) => app::syscalls::run(&args, &argv, &stop),
+        Some(Command::Ptp(args)) => app::ptp::run(&args, &argv, &stop),
         None => app::noise(&NoiseArgs::default(), &argv, &stop),
     };
     match outcome {

@@ -4,6 +4,9 @@
 pub mod c2c;
 pub mod noise;
 pub mod pingpong;
+pub mod ptp;
 pub mod queue;
 pub mod record;
+pub mod syscalls;
 pub mod timer;
+pub mod work;

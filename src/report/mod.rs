@@ -3,8 +3,11 @@
 
 pub mod c2c_table;
 pub mod pingpong_table;
+pub mod ptp_table;
 pub mod queue_table;
 pub mod result;
+pub mod syscalls_table;
 pub mod table;
+pub mod work_table;
 
 pub use result::{ProbeEntry, ResultFile, RunInfo, SCHEMA};

@@ -15,8 +15,11 @@ use crate::engine::cpu::CpuList;
 use crate::probes::c2c::C2cEntry;
 use crate::probes::noise::NoiseEntry;
 use crate::probes::pingpong::PingpongEntry;
+use crate::probes::ptp::PtpEntry;
 use crate::probes::queue::QueueEntry;
+use crate::probes::syscalls::SyscallEntry;
 use crate::probes::timer::TimerEntry;
+use crate::probes::work::WorkEntry;
 use crate::system::HostInfo;
 
 /// The schema this version writes.
@@ -101,6 +104,9 @@ pub enum ProbeEntry {
     Pingpong(Box<PingpongEntry>),
     C2c(Box<C2cEntry>),
     Queue(Box<QueueEntry>),
+    Work(Box<WorkEntry>),
+    Syscalls(Box<SyscallEntry>),
+    Ptp(Box<PtpEntry>),
     /// A probe this version does not know (written by a newer jitterscope): kept as a
     /// placeholder so that the rest of the file still reads.
     #[serde(other)]

@@ -1,0 +1,1 @@
+//! The `ptp` tables (placeholder: being written).

@@ -1,0 +1,1 @@
+//! The `syscalls` tables (placeholder: being written).

@@ -1,0 +1,1 @@
+//! The `work` tables (placeholder: being written).

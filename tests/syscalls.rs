@@ -1,0 +1,1 @@
+//! Issue 5: `jitterscope syscalls` (placeholder: being written).

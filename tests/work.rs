@@ -1,0 +1,1 @@
+//! Issue 5: `jitterscope work` (placeholder: being written).
