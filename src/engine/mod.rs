@@ -5,6 +5,7 @@ pub mod clock;
 pub mod cpu;
 pub mod ipc;
 pub mod pmqos;
+pub mod ptp_ioctl;
 pub mod run;
 pub mod sched;
 pub mod topology;

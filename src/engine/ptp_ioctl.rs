@@ -1,0 +1,1 @@
+//! Placeholder: the PTP ioctl layer, being written.
