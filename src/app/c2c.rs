@@ -1,12 +1,237 @@
-//! `jitterscope c2c` (placeholder: being written).
+//! `jitterscope c2c`: the core-to-core latency matrix over the selected CPUs.
+//!
+//! Unlike noise, c2c measures every CPU by default, one pair at a time: only the pair's
+//! two CPUs spin, so the coordinator sits on any CPU outside the pair, and shares one only
+//! on a machine with two usable CPUs. The run's length is set by the samples, the round
+//! trips and the preheat, so `-D` is refused rather than silently ignored.
 
+use std::io::{IsTerminal, Write};
 use std::sync::atomic::AtomicBool;
+use std::time::{Duration, SystemTime};
+
+use anyhow::{Context, bail};
 
 use crate::cli::C2cArgs;
+use crate::engine::cpu::{CpuList, CpuPlan, CpuUniverse};
+use crate::engine::run::RunPlan;
+use crate::engine::sched::SchedRequest;
+use crate::engine::topology::Topology;
+use crate::probes::c2c::{self, C2cConfig, C2cEntry, Mode};
+use crate::report::{ProbeEntry, ResultFile};
 
-use super::Ending;
+use super::{CpuUse, Ending, Preamble, Setup};
+
+/// How long a pair's two threads may take to start and reach the gate.
+const SETUP_TIMEOUT: Duration = Duration::from_secs(10);
 
 /// `jitterscope c2c`.
-pub fn run(_args: &C2cArgs, _argv: &[String], _stop: &AtomicBool) -> anyhow::Result<Ending> {
-    anyhow::bail!("c2c is not written yet")
+pub fn run(args: &C2cArgs, argv: &[String], stop: &AtomicBool) -> anyhow::Result<Ending> {
+    if args.run.duration.is_some() {
+        bail!(
+            "-D/--duration does not apply to c2c: its length follows from -s/--samples, \
+             -n/--round-trips and --preheat"
+        );
+    }
+    let s = setup(args)?;
+    super::check_safety(s.req, &s.cpus, &s.universe, args.run.force, CpuUse::Spin)?;
+    let cfg = C2cConfig {
+        mode: if args.cas { Mode::Cas } else { Mode::Load },
+        samples: args.samples,
+        round_trips: args.round_trips,
+        preheat: args.preheat,
+    };
+    cfg.validate()?;
+    let topo = Topology::detect(&s.cpus.measured);
+    let pairs = c2c::pairs(&s.cpus.measured);
+    let Preamble {
+        host,
+        mut degraded,
+        warnings,
+    } = super::announce(&s);
+    let plan = RunPlan {
+        cpus: s.cpus.clone(),
+        sched: s.req,
+        mlock: !args.run.no_mlock,
+        duration: cfg.pair_limit() * pairs.len() as u32,
+        priospread: false,
+        setup_timeout: SETUP_TIMEOUT,
+    };
+    let mut progress = Progress::new(!args.run.quiet && std::io::stderr().is_terminal());
+    let mut on_pair = |done, total| progress.draw(done, total);
+    let run = c2c::run(&cfg, &plan, &pairs, &topo, &host.clock, stop, &mut on_pair)
+        .context("the c2c run failed")?;
+    progress.clear();
+    super::late_degradations(&run.outcome, s.req, &mut degraded);
+    warn_short_pairs(&run.entries, run.outcome.interrupted);
+    let info = super::run_info(&s, argv, &plan, &run.outcome, &degraded, warnings);
+    let entries = run.entries.into_iter();
+    let probes = entries.map(|e| ProbeEntry::C2c(Box::new(e))).collect();
+    let result = ResultFile::new(host, info, probes);
+    emit_result(&result, args, &cfg, s.req, pairs.len(), run.pairs_skipped)?;
+    Ok(super::ending(result.run.interrupted))
+}
+
+/// Saves and prints the result: header, then the tables.
+fn emit_result(
+    result: &ResultFile,
+    args: &C2cArgs,
+    cfg: &C2cConfig,
+    req: SchedRequest,
+    pairs: usize,
+    skipped: usize,
+) -> anyhow::Result<()> {
+    super::emit(result, &args.run, || {
+        format!(
+            "{}\n{}",
+            header(result, cfg, req, pairs, skipped),
+            crate::report::c2c_table::c2c_tables(result, args.group)
+        )
+    })
+}
+
+/// The CPUs and the coordinator's place. Default: every usable CPU. With
+/// `--housekeeping` (and no `-a`) that CPU is left out of the matrix for the coordinator.
+/// With every usable CPU measured, the coordinator's set is all of them: each pair's
+/// coordinator then runs on the CPUs outside that pair.
+fn setup(args: &C2cArgs) -> anyhow::Result<Setup> {
+    let universe = CpuUniverse::detect().context("cannot read the system's CPUs")?;
+    let req = super::sched_request(&args.run)?;
+    let mut cpus = match (&args.run.cpus, args.run.housekeeping) {
+        (None, None) => CpuPlan {
+            measured: universe.usable(),
+            housekeeping: CpuList::default(),
+        },
+        _ => super::cpu_plan(&args.run, &universe)?,
+    };
+    if cpus.measured.len() < 2 {
+        bail!(
+            "c2c needs at least 2 CPUs to pair, got {} ({}); pass -a with two or more \
+             CPUs (usable here: {})",
+            cpus.measured.len(),
+            cpus.measured,
+            universe.usable()
+        );
+    }
+    cpus.housekeeping = coordinator_cpus(&cpus, &universe.usable(), args.run.housekeeping);
+    Ok(Setup {
+        universe,
+        req,
+        cpus,
+        start_time: SystemTime::now(),
+    })
+}
+
+/// Where the coordinators may run: the chosen housekeeping CPU, else the usable CPUs
+/// outside the matrix, else (every usable CPU measured) all of them, since each pair
+/// leaves the others free. Empty only when two usable CPUs are both measured.
+fn coordinator_cpus(plan: &CpuPlan, usable: &CpuList, chosen: Option<usize>) -> CpuList {
+    match chosen {
+        Some(hk) => CpuList::from_cpus(vec![hk]).without(&plan.measured),
+        None if !plan.housekeeping.is_empty() => plan.housekeeping.clone(),
+        None if usable.without(&plan.measured).is_empty() && usable.len() > 2 => usable.clone(),
+        None => usable.without(&plan.measured),
+    }
+}
+
+/// Pairs that ran out of time: a thread was kept off its CPU, so the figure is partial.
+fn warn_short_pairs(entries: &[C2cEntry], interrupted: bool) {
+    if interrupted {
+        return;
+    }
+    for e in entries
+        .iter()
+        .filter(|e| e.samples < e.config.samples as u64)
+    {
+        super::warn(&format!(
+            "CPUs {} and {} measured {} of {} samples before the pair's time limit: a \
+             thread was kept off its CPU (another task, or throttling)",
+            e.cpu_a, e.cpu_b, e.samples, e.config.samples
+        ));
+    }
+}
+
+fn header(
+    r: &ResultFile,
+    cfg: &C2cConfig,
+    req: SchedRequest,
+    pairs: usize,
+    skipped: usize,
+) -> String {
+    let interrupted = match (r.run.interrupted, skipped) {
+        (false, _) => String::new(),
+        (true, 0) => " (interrupted)".to_string(),
+        (true, n) => format!(" (interrupted: {n} of {pairs} pairs not measured)"),
+    };
+    format!(
+        "c2c: CPUs {}, {pairs} pair{} in {:.3} s{interrupted}; {}; {} samples × {} round \
+         trips per pair, preheat {}; {req}\n{}",
+        r.run.cpus.measured,
+        if pairs == 1 { "" } else { "s" },
+        r.run.actual_duration_ns as f64 / 1e9,
+        cfg.mode,
+        cfg.samples,
+        cfg.round_trips,
+        humantime::format_duration(cfg.preheat),
+        super::clock_line(r),
+    )
+}
+
+/// "pair 3 of 28" on stderr, redrawn in place, only on a terminal.
+struct Progress {
+    on: bool,
+}
+
+impl Progress {
+    fn new(on: bool) -> Progress {
+        Progress { on }
+    }
+
+    fn draw(&mut self, done: usize, total: usize) {
+        if self.on {
+            let _ = write!(std::io::stderr(), "\r\x1b[2Kc2c: pair {done} of {total}");
+        }
+    }
+
+    fn clear(&mut self) {
+        if self.on {
+            let _ = write!(std::io::stderr(), "\r\x1b[2K");
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn list(s: &str) -> CpuList {
+        CpuList::parse_kernel(s).unwrap()
+    }
+
+    fn plan(measured: &str, housekeeping: &str) -> CpuPlan {
+        CpuPlan {
+            measured: list(measured),
+            housekeeping: list(housekeeping),
+        }
+    }
+
+    #[test]
+    fn coordinators_go_outside_the_pairs() {
+        // Every CPU measured on a 4-CPU machine: each pair leaves two free.
+        assert_eq!(
+            coordinator_cpus(&plan("0-3", ""), &list("0-3"), None),
+            list("0-3")
+        );
+        // Two CPUs, both measured: nowhere else to go.
+        assert!(coordinator_cpus(&plan("0-1", ""), &list("0-1"), None).is_empty());
+        // A subset: the rest.
+        assert_eq!(
+            coordinator_cpus(&plan("1-2", "0,3"), &list("0-3"), None),
+            list("0,3")
+        );
+        // A chosen housekeeping CPU.
+        assert_eq!(
+            coordinator_cpus(&plan("1-3", "0"), &list("0-3"), Some(0)),
+            list("0")
+        );
+    }
 }

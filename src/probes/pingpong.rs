@@ -594,7 +594,7 @@ fn spin_for_change(slot: &AtomicU64, last: u64, leave: &Leave<'_>, pause: bool) 
             std::hint::spin_loop();
         }
         polls = polls.wrapping_add(1);
-        if polls % DEADLINE_POLLS == 0 && leave.now() {
+        if polls.is_multiple_of(DEADLINE_POLLS) && leave.now() {
             return None;
         }
     }
