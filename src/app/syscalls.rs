@@ -1,12 +1,128 @@
-//! `jitterscope syscalls` (placeholder: being written).
+//! `jitterscope syscalls`: each call's cost on one pinned CPU, one table.
 
 use std::sync::atomic::AtomicBool;
+use std::time::{Duration, SystemTime};
 
-use crate::cli::SyscallsArgs;
+use anyhow::{Context, bail};
 
-use super::Ending;
+use crate::cli::{RunArgs, SyscallsArgs};
+use crate::engine::cpu::{CpuList, CpuPlan, CpuUniverse};
+use crate::engine::run::RunPlan;
+use crate::probes::syscalls::{self, Call, SyscallsConfig};
+use crate::report::{ProbeEntry, ResultFile};
+
+use super::{CpuUse, Ending, Preamble, Setup};
+
+/// Each call's default measuring time.
+pub const DEFAULT_PER_CALL: Duration = Duration::from_millis(200);
 
 /// `jitterscope syscalls`.
-pub fn run(_args: &SyscallsArgs, _argv: &[String], _stop: &AtomicBool) -> anyhow::Result<Ending> {
-    anyhow::bail!("syscalls is not written yet")
+pub fn run(args: &SyscallsArgs, argv: &[String], stop: &AtomicBool) -> anyhow::Result<Ending> {
+    if args.list {
+        for c in Call::ALL {
+            println!("{:<32} {}", c.name(), c.describe());
+        }
+        return Ok(Ending::Completed);
+    }
+    let calls = match &args.only {
+        Some(text) => Call::parse_list(text).map_err(|e| anyhow::anyhow!("--only: {e}"))?,
+        None => Call::ALL.to_vec(),
+    };
+    let setup = one_cpu_setup(&args.run, "syscalls")?;
+    super::check_safety(
+        setup.req,
+        &setup.cpus,
+        &setup.universe,
+        args.run.force,
+        CpuUse::Spin,
+    )?;
+    let cfg = SyscallsConfig {
+        calls,
+        per_call: args.run.duration.unwrap_or(DEFAULT_PER_CALL),
+        batch: args.batch,
+    };
+    let Preamble {
+        host,
+        mut degraded,
+        warnings,
+    } = super::announce(&setup);
+    let plan = RunPlan {
+        cpus: setup.cpus.clone(),
+        sched: setup.req,
+        mlock: !args.run.no_mlock,
+        duration: cfg.per_call * cfg.calls.len() as u32,
+        priospread: false,
+        setup_timeout: Duration::from_secs(10),
+    };
+    let run = syscalls::run(&cfg, &plan, &host.clock, stop).context("the syscalls run failed")?;
+    super::late_degradations(&run.outcome, setup.req, &mut degraded);
+    let info = super::run_info(&setup, argv, &plan, &run.outcome, &degraded, warnings);
+    let probes = run.entries.into_iter();
+    let probes = probes.map(|e| ProbeEntry::Syscalls(Box::new(e))).collect();
+    let result = ResultFile::new(host, info, probes);
+    super::emit(&result, &args.run, || {
+        format!(
+            "{}\n{}",
+            header(&result, &cfg),
+            crate::report::syscalls_table::syscalls_table(&result)
+        )
+    })?;
+    Ok(super::ending(result.run.interrupted))
+}
+
+/// The one CPU a single-thread probe runs on: `-a CPU`, or the first CPU the default
+/// plan would measure; the coordinator keeps to the others.
+pub(super) fn one_cpu_setup(args: &RunArgs, command: &str) -> anyhow::Result<Setup> {
+    let universe = CpuUniverse::detect().context("cannot read the system's CPUs")?;
+    let req = super::sched_request(args)?;
+    let cpu = match &args.cpus {
+        Some(text) => {
+            let list = universe
+                .parse_user_list(text)
+                .map_err(|e| anyhow::anyhow!("-a/--cpus: {e}"))?;
+            match list.cpus() {
+                [c] => *c,
+                _ => bail!("-a/--cpus: {command} runs on one CPU, got '{text}'"),
+            }
+        }
+        None => super::cpu_plan(args, &universe)?
+            .measured
+            .first()
+            .context("no usable CPU")?,
+    };
+    let measured = CpuList::from_cpus(vec![cpu]);
+    let cpus = CpuPlan {
+        housekeeping: universe.usable().without(&measured),
+        measured,
+    };
+    Ok(Setup {
+        universe,
+        req,
+        cpus,
+        start_time: SystemTime::now(),
+    })
+}
+
+fn header(r: &ResultFile, cfg: &SyscallsConfig) -> String {
+    let interrupted = if r.run.interrupted {
+        " (interrupted)"
+    } else {
+        ""
+    };
+    let first = r.probes.iter().find_map(ProbeEntry::as_syscalls);
+    let (policy, overhead) = first.map_or((String::new(), 0.0), |e| {
+        (
+            crate::report::table::policy_cell(e.policy, e.priority),
+            e.overhead_ns,
+        )
+    });
+    format!(
+        "syscalls: CPU {} for {:.3} s{interrupted}, {} ms per call, policy {policy}\n\
+         each sample times a batch of calls between fenced TSC reads; the timing's own \
+         {overhead:.1} ns is subtracted, then the batch divided\n{}",
+        r.run.cpus.measured,
+        r.run.actual_duration_ns as f64 / 1e9,
+        cfg.per_call.as_millis(),
+        super::clock_line(r),
+    )
 }

@@ -1,12 +1,158 @@
-//! `jitterscope work` (placeholder: being written).
+//! `jitterscope work`: times one action on one pinned CPU, run by run, optionally beside
+//! its null-loop baseline.
 
+use std::net::{SocketAddr, SocketAddrV4, ToSocketAddrs};
 use std::sync::atomic::AtomicBool;
+use std::time::Duration;
+
+use anyhow::{Context, bail};
 
 use crate::cli::WorkArgs;
+use crate::engine::run::RunPlan;
+use crate::probes::work::{self, Action, WorkConfig};
+use crate::report::{ProbeEntry, ResultFile};
 
-use super::Ending;
+use super::{CpuUse, Ending, Preamble};
+
+/// The port multicast goes to when --dest names none.
+pub const DEFAULT_MULTICAST_PORT: u16 = 9999;
 
 /// `jitterscope work`.
-pub fn run(_args: &WorkArgs, _argv: &[String], _stop: &AtomicBool) -> anyhow::Result<Ending> {
-    anyhow::bail!("work is not written yet")
+pub fn run(args: &WorkArgs, argv: &[String], stop: &AtomicBool) -> anyhow::Result<Ending> {
+    let cfg = config(args)?;
+    let setup = super::syscalls::one_cpu_setup(&args.run, "work")?;
+    super::check_safety(
+        setup.req,
+        &setup.cpus,
+        &setup.universe,
+        args.run.force,
+        CpuUse::Spin,
+    )?;
+    let Preamble {
+        host,
+        mut degraded,
+        warnings,
+    } = super::announce(&setup);
+    let plan = RunPlan {
+        cpus: setup.cpus.clone(),
+        sched: setup.req,
+        mlock: !args.run.no_mlock,
+        // The runs end when their samples are done; the window only bounds them.
+        duration: args.run.duration.unwrap_or(crate::cli::MAX_DURATION),
+        priospread: false,
+        setup_timeout: Duration::from_secs(10),
+    };
+    let sink_cpus = setup.cpus.housekeeping.clone();
+    let run =
+        work::run(&cfg, &plan, &host.clock, &sink_cpus, stop).context("the work run failed")?;
+    super::late_degradations(&run.outcome, setup.req, &mut degraded);
+    let mut info = super::run_info(&setup, argv, &plan, &run.outcome, &degraded, warnings);
+    info.requested_duration_ns = args.run.duration.map_or(0, |d| d.as_nanos() as u64);
+    let probes = run.entries.into_iter();
+    let probes = probes.map(|e| ProbeEntry::Work(Box::new(e))).collect();
+    let result = ResultFile::new(host, info, probes);
+    super::emit(&result, &args.run, || {
+        format!(
+            "{}\n{}",
+            header(&result, &cfg),
+            crate::report::work_table::work_table(&result)
+        )
+    })?;
+    Ok(super::ending(result.run.interrupted))
+}
+
+/// The validated configuration, from the flags.
+fn config(args: &WorkArgs) -> anyhow::Result<WorkConfig> {
+    let action = Action::parse(&args.action).map_err(|e| anyhow::anyhow!("--action: {e}"))?;
+    if args.ns.is_some() && !matches!(action, Action::Loop(_)) {
+        bail!("--ns calibrates a loop: use it with --action loop:N (N is then ignored)");
+    }
+    let udp = matches!(action, Action::UdpSend(_));
+    if !udp && (args.dest.is_some() || args.multicast.is_some() || args.interface.is_some()) {
+        bail!("--dest, --multicast and --interface apply to --action udp-send:SIZE only");
+    }
+    if args.interface.is_some() && args.multicast.is_none() {
+        bail!("--interface picks the interface multicast leaves from: add --multicast GROUP");
+    }
+    let dest = match (&args.dest, args.multicast) {
+        (_, Some(group)) if !group.is_multicast() => {
+            bail!("--multicast {group} is not a multicast group (224.0.0.0/4)")
+        }
+        (Some(d), Some(group)) => Some(SocketAddr::V4(SocketAddrV4::new(group, port_of(d)?))),
+        (None, Some(group)) => Some(SocketAddr::V4(SocketAddrV4::new(
+            group,
+            DEFAULT_MULTICAST_PORT,
+        ))),
+        (Some(d), None) => Some(resolve(d)?),
+        (None, None) => None,
+    };
+    Ok(WorkConfig {
+        action,
+        loop_ns: args.ns,
+        samples: args.samples,
+        runs: args.runs,
+        warmup: args.warmup,
+        pause_ns: args.pause,
+        baseline: args.baseline,
+        udp_dest: dest,
+        multicast_if: args.interface,
+        ttl: args.ttl,
+    })
+}
+
+fn resolve(d: &str) -> anyhow::Result<SocketAddr> {
+    d.to_socket_addrs()
+        .ok()
+        .and_then(|mut a| a.next())
+        .with_context(|| format!("--dest '{d}' is not an ADDR:PORT such as 127.0.0.1:9000"))
+}
+
+fn port_of(d: &str) -> anyhow::Result<u16> {
+    Ok(resolve(d)?.port())
+}
+
+fn header(r: &ResultFile, cfg: &WorkConfig) -> String {
+    let interrupted = if r.run.interrupted {
+        " (interrupted)"
+    } else {
+        ""
+    };
+    let first = r.probes.iter().find_map(ProbeEntry::as_work);
+    let (policy, timing) = first.map_or((String::new(), String::new()), |e| {
+        (
+            crate::report::table::policy_cell(e.config.policy, e.config.priority),
+            format!(
+                "each sample includes the timing's own {:.1} ns (two fenced TSC reads); one \
+                 rdtsc costs {:.1} ns, one clock_gettime(MONOTONIC) {:.1} ns, one loop \
+                 iteration {:.2} ns",
+                e.timing.overhead_ns,
+                e.timing.rdtsc_ns,
+                e.timing.clock_gettime_ns,
+                e.timing.loop_iteration_ns
+            ),
+        )
+    });
+    let action = match (&cfg.action, first) {
+        (Action::Loop(_), Some(e)) if cfg.loop_ns.is_some() => format!(
+            "loop:{} (calibrated to {} ns)",
+            e.loop_iterations.unwrap_or(0),
+            cfg.loop_ns.unwrap_or(0)
+        ),
+        (a, _) => a.to_string(),
+    };
+    format!(
+        "work: {action} on CPU {} for {:.3} s{interrupted}, {} samples × {} runs, pause {} ns, \
+         policy {policy}{}\n{timing}\n{}",
+        r.run.cpus.measured,
+        r.run.actual_duration_ns as f64 / 1e9,
+        cfg.samples,
+        cfg.runs,
+        cfg.pause_ns,
+        if cfg.baseline {
+            ", each run beside a null loop of the same mean"
+        } else {
+            ""
+        },
+        super::clock_line(r),
+    )
 }

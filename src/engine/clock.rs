@@ -45,6 +45,21 @@ pub fn now_ordered() -> u64 {
     monotonic_ns()
 }
 
+/// Reads the counter with RDTSCP, which waits for earlier instructions to complete (but
+/// not for later ones to wait for it). 0 where there is no TSC.
+#[inline(always)]
+pub fn now_rdtscp() -> u64 {
+    #[cfg(target_arch = "x86_64")]
+    // SAFETY: rdtscp writes the processor id into a local we own; every x86-64 CPU this
+    // runs on has it (the `rdtscp` flag, checked by callers that care).
+    unsafe {
+        let mut aux = 0u32;
+        core::arch::x86_64::__rdtscp(&mut aux)
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    0
+}
+
 /// CLOCK_MONOTONIC in ns (through the vDSO).
 pub fn monotonic_ns() -> u64 {
     let ts = rustix::time::clock_gettime(rustix::time::ClockId::Monotonic);

@@ -1,6 +1,7 @@
 //! What every probe shares: CPU sets, scheduling and memory, the clock, and the runner
 //! that starts pinned measuring threads together and stops them together.
 
+pub mod calls;
 pub mod clock;
 pub mod cpu;
 pub mod ipc;

@@ -142,6 +142,27 @@ impl ProbeEntry {
         }
     }
 
+    pub fn as_syscalls(&self) -> Option<&SyscallEntry> {
+        match self {
+            ProbeEntry::Syscalls(c) => Some(c),
+            _ => None,
+        }
+    }
+
+    pub fn as_work(&self) -> Option<&WorkEntry> {
+        match self {
+            ProbeEntry::Work(w) => Some(w),
+            _ => None,
+        }
+    }
+
+    pub fn as_ptp(&self) -> Option<&PtpEntry> {
+        match self {
+            ProbeEntry::Ptp(p) => Some(p),
+            _ => None,
+        }
+    }
+
     pub fn as_queue(&self) -> Option<&QueueEntry> {
         match self {
             ProbeEntry::Queue(q) => Some(q),
