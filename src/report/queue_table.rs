@@ -1,1 +1,120 @@
-//! The `queue` tables (placeholder: being written).
+//! The `queue` tables: the producer's line, then transit and inter-message time per
+//! consumer to the 99.9999th percentile, then the journal.
+
+use crate::probes::queue::{LatencyRecord, QueueEntry};
+use crate::report::table::{new_table, policy_cell, us};
+use crate::report::{ProbeEntry, ResultFile};
+
+fn queue_entries(r: &ResultFile) -> Vec<&QueueEntry> {
+    (r.probes.iter())
+        .filter_map(|p| match p {
+            ProbeEntry::Queue(q) => Some(q.as_ref()),
+            _ => None,
+        })
+        .collect()
+}
+
+/// The columns after the row's names.
+const COLUMNS: [&str; 11] = [
+    "count",
+    "min (µs)",
+    "p50 (µs)",
+    "p90 (µs)",
+    "p99 (µs)",
+    "p99.9 (µs)",
+    "p99.99 (µs)",
+    "p99.999 (µs)",
+    "p99.9999 (µs)",
+    "max (µs)",
+    "mean (µs)",
+];
+
+fn figures(l: &LatencyRecord) -> Vec<String> {
+    let s = &l.summary;
+    vec![
+        s.count.to_string(),
+        us(s.min_ns),
+        us(s.p50_ns),
+        us(s.p90_ns),
+        us(s.p99_ns),
+        us(s.p999_ns),
+        us(s.p9999_ns),
+        us(l.p99999_ns),
+        us(l.p999999_ns),
+        us(s.max_ns),
+        s.mean_ns.map_or("-".into(), |m| format!("{:.2}", m / 1e3)),
+    ]
+}
+
+/// The producer's line, the latency table and the journal's line.
+pub fn queue_tables(r: &ResultFile) -> String {
+    let entries = queue_entries(r);
+    let Some(first) = entries.first() else {
+        return String::new();
+    };
+    let p = &first.producer;
+    let mut out = format!(
+        "producer on CPU {} ({}): {} published after {} warm-up, {} late (latest {} µs \
+         late), {} waits for a full ring, {:.3} s measured\n\n",
+        p.cpu,
+        policy_cell(p.thread.policy, p.thread.priority),
+        p.published,
+        p.warmup_published,
+        p.late,
+        us(Some(p.late_max_ns)),
+        p.full_ring_waits,
+        p.measured_ns as f64 / 1e9,
+    );
+    let head = ["consumer", "CPU", "policy", "latency"];
+    let mut t = new_table(&[&head[..], &COLUMNS[..]].concat());
+    for e in &entries {
+        for (name, l) in [("transit", &e.transit), ("inter-message", &e.inter_message)] {
+            let mut row = vec![
+                e.role.to_string(),
+                e.cpu.to_string(),
+                policy_cell(e.thread.policy, e.thread.priority),
+                name.to_string(),
+            ];
+            row.extend(figures(l));
+            t.add_row(row);
+        }
+    }
+    out.push_str(&format!("{t}\n"));
+    for e in &entries {
+        out.push_str(&notes(e));
+    }
+    out
+}
+
+/// The journal's line and anything odd about one consumer.
+fn notes(e: &QueueEntry) -> String {
+    let mut out = String::new();
+    if e.negative_transits > 0 {
+        out.push_str(&format!(
+            "{} transits on CPU {} came out negative (recorded as 0): the two CPUs' \
+             counters disagree\n",
+            e.negative_transits, e.cpu
+        ));
+    }
+    if let Some(j) = &e.journal {
+        let target = match &j.path {
+            Some(p) => p.clone(),
+            None => "a temporary file, removed".to_string(),
+        };
+        out.push_str(&format!(
+            "journal: {} records of {} bytes ({} bytes, warm-up included) through a {} KiB \
+             buffer to {target}\n",
+            j.records,
+            j.record_bytes,
+            j.bytes,
+            j.buffer_bytes / 1024
+        ));
+        if let Some(err) = &j.error {
+            out.push_str(&format!(
+                "journal: writing stopped after {} records: {err}\n",
+                j.records
+            ));
+        }
+    }
+    out
+}
