@@ -454,9 +454,10 @@ fn parse_pause(s: &str) -> Result<u64, String> {
 
 fn parse_ring_size(s: &str) -> Result<usize, String> {
     match s.parse::<usize>() {
-        Ok(n) if n.is_power_of_two() && (2..=1 << 24).contains(&n) => Ok(n),
+        // 64-byte slots: the largest ring is 64 MiB, all of it touched and locked.
+        Ok(n) if n.is_power_of_two() && (2..=1 << 20).contains(&n) => Ok(n),
         _ => Err(format!(
-            "expected a power of two from 2 to 16777216, got '{s}'"
+            "expected a power of two from 2 to 1048576, got '{s}'"
         )),
     }
 }

@@ -93,8 +93,25 @@ fn usage_error(e: clap::Error) -> ExitCode {
 }
 
 fn fail(e: anyhow::Error) -> ExitCode {
-    say(&format!("{e:#}"));
+    say(&chain_text(&e));
     ExitCode::from(2)
+}
+
+/// The error and its causes on one line, `outer: cause: …`, skipping a cause the message
+/// before it already ends with (errors that name their source in their own message).
+fn chain_text(e: &anyhow::Error) -> String {
+    let mut out = String::new();
+    for cause in e.chain() {
+        let text = cause.to_string();
+        if out.ends_with(&text) {
+            continue;
+        }
+        if !out.is_empty() {
+            out.push_str(": ");
+        }
+        out.push_str(&text);
+    }
+    out
 }
 
 /// One line on stderr; a closed stderr is no reason to panic.

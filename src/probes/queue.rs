@@ -63,7 +63,7 @@ const COUNT_SLACK: Duration = Duration::from_secs(10);
 #[derive(Debug, thiserror::Error)]
 pub enum QueueError {
     /// `--ring-size` is not a power of two of at least 2.
-    #[error("--ring-size {0}: expected a power of two from 2 to 16777216")]
+    #[error("--ring-size {0}: expected a power of two from 2 to 1048576")]
     RingSize(usize),
     /// `-i/--interval` is over a second (or zero).
     #[error("-i/--interval {0} ns: expected 1 ns to 1 s")]
@@ -137,7 +137,7 @@ impl QueueConfig {
 
     /// Checks what the command line cannot.
     pub fn validate(&self) -> Result<(), QueueError> {
-        if !self.ring_size.is_power_of_two() || !(2..=1 << 24).contains(&self.ring_size) {
+        if !self.ring_size.is_power_of_two() || !(2..=1 << 20).contains(&self.ring_size) {
             return Err(QueueError::RingSize(self.ring_size));
         }
         if !(1..=MAX_INTERVAL_NS).contains(&self.interval_ns) {
