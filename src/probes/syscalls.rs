@@ -29,9 +29,9 @@ const MAX_BATCH: u32 = 64;
 /// Empty timed sections used to measure the timing's own cost.
 const OVERHEAD_SAMPLES: usize = 2_001;
 
-/// One call that can be timed.
+/// One call that can be timed. Stored in results under the name `--only` takes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "kebab-case")]
+#[serde(into = "String", try_from = "String")]
 pub enum Call {
     /// Nothing: what the batch loop costs after the timing is subtracted.
     Empty,
@@ -244,6 +244,19 @@ impl Call {
                 black_box(calls::clock_gettime(id));
             }
         }
+    }
+}
+
+impl From<Call> for String {
+    fn from(c: Call) -> String {
+        c.name().to_string()
+    }
+}
+
+impl TryFrom<String> for Call {
+    type Error = String;
+    fn try_from(s: String) -> Result<Call, String> {
+        Call::by_name(&s).ok_or_else(|| format!("unknown call '{s}'"))
     }
 }
 
