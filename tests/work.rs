@@ -1,1 +1,177 @@
-//! Issue 5: `jitterscope work` (placeholder: being written).
+//! Issue 5: `jitterscope work`. The measurement is quiet on an idle CPU, `--ns` and
+//! `--baseline` calibrate by measurement, and udp-send reaches the loopback sink, every
+//! datagram of it, without root.
+
+use jitterscope::probes::work::{Role, WorkEntry};
+use jitterscope::report::{ProbeEntry, ResultFile};
+
+use crate::util::{as_nobody, jitterscope, measuring, nobody_cannot_reach, stderr_lines, two_cpus};
+
+fn entries(stdout: &[u8]) -> Vec<WorkEntry> {
+    let r = ResultFile::parse(&String::from_utf8_lossy(stdout)).expect("JSON");
+    r.probes
+        .iter()
+        .filter_map(ProbeEntry::as_work)
+        .cloned()
+        .collect()
+}
+
+fn run(args: &[&str]) -> Vec<WorkEntry> {
+    let mut all = vec!["work", "--json"];
+    all.extend_from_slice(args);
+    let out = jitterscope(&all);
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{args:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    entries(&out.stdout)
+}
+
+/// The CPU the coordinator does not use, when there are two.
+fn cpu() -> String {
+    two_cpus().map_or("0".into(), |(c, _)| c.to_string())
+}
+
+#[test]
+fn a_null_loop_is_quiet_on_an_idle_cpu() {
+    let _m = measuring();
+    let e = run(&["-a", &cpu(), "--ns", "1us", "-n", "100000", "-r", "1"]);
+    let s = &e[0].summary;
+    let (p50, p99) = (s.p50_ns.unwrap(), s.p99_ns.unwrap());
+    eprintln!("loop calibrated to 1 µs: p50 {p50} ns, p99 {p99} ns");
+    assert_eq!(e[0].samples, 100_000);
+    assert!(p99 <= 2 * p50, "p99 {p99} ns against a median of {p50} ns");
+    // Calibrated by measurement: the body is 1 µs, the sample adds the fences' cost.
+    let body = p50 as f64 - e[0].timing.overhead_ns;
+    assert!((800.0..1300.0).contains(&body), "{body} ns");
+}
+
+#[test]
+fn each_run_is_paired_with_a_null_loop_of_its_mean() {
+    let _m = measuring();
+    let e = run(&[
+        "-a",
+        &cpu(),
+        "--action",
+        "memmove:4K",
+        "--baseline",
+        "-n",
+        "20000",
+        "-r",
+        "2",
+    ]);
+    let roles: Vec<(Role, u32)> = e.iter().map(|x| (x.role, x.run)).collect();
+    assert_eq!(
+        roles,
+        vec![
+            (Role::Action, 1),
+            (Role::Baseline, 1),
+            (Role::Action, 2),
+            (Role::Baseline, 2)
+        ]
+    );
+    for pair in e.chunks(2) {
+        let (a, b) = (
+            pair[0].summary.mean_ns.unwrap(),
+            pair[1].summary.mean_ns.unwrap(),
+        );
+        eprintln!(
+            "memmove mean {a:.1} ns, its baseline {b:.1} ns ({})",
+            pair[1].action
+        );
+        assert!((b / a - 1.0).abs() < 0.3, "{a} vs {b}");
+        assert_eq!(pair[1].samples, pair[0].samples);
+    }
+}
+
+fn check_udp(e: &[WorkEntry], sent: u64) {
+    let udp = e.iter().find_map(|x| x.udp.as_ref()).expect("a udp record");
+    assert!(
+        udp.loopback_sink && udp.dest.starts_with("127.0.0.1:"),
+        "{udp:?}"
+    );
+    assert_eq!(udp.send_errors, 0);
+    assert_eq!(udp.sent, sent);
+    assert_eq!(udp.received, Some(sent), "every datagram reached the sink");
+}
+
+#[test]
+fn udp_send_reaches_the_loopback_sink() {
+    let _m = measuring();
+    let e = run(&[
+        "--action",
+        "udp-send:256",
+        "-n",
+        "5000",
+        "-r",
+        "2",
+        "--warmup",
+        "500",
+    ]);
+    check_udp(&e, 2 * (5000 + 500));
+}
+
+#[test]
+fn udp_send_works_without_root() {
+    let Some(mut cmd) = as_nobody("udp_send_works_without_root") else {
+        return;
+    };
+    let _m = measuring();
+    let out = cmd
+        .args([
+            "work",
+            "--json",
+            "--action",
+            "udp-send:64",
+            "-n",
+            "3000",
+            "-r",
+            "1",
+            "--warmup",
+            "0",
+        ])
+        .output()
+        .unwrap();
+    if nobody_cannot_reach("udp_send_works_without_root", &out) {
+        return;
+    }
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    check_udp(&entries(&out.stdout), 3000);
+}
+
+#[test]
+fn bad_work_input_is_one_line_and_exit_2() {
+    for args in [
+        &["work", "--action", "sleep:1"][..],
+        &["work", "--action", "loop:0"],
+        &["work", "--action", "memmove:2G"],
+        &["work", "--action", "syscall:getpid"],
+        &["work", "--action", "memmove:4K", "--ns", "1us"],
+        &["work", "--dest", "127.0.0.1:9"],
+        &[
+            "work",
+            "--action",
+            "udp-send:64",
+            "--multicast",
+            "10.0.0.1",
+            "--interface",
+            "127.0.0.1",
+        ],
+        &["work", "--action", "udp-send:64", "--dest", "nowhere"],
+        &["work", "-a", "0,1"],
+        &["work", "-n", "0"],
+    ] {
+        let out = jitterscope(args);
+        let lines = stderr_lines(&out);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {lines:?}");
+        assert_eq!(lines.len(), 1, "{args:?}: {lines:?}");
+        assert!(lines[0].starts_with("jitterscope: "), "{lines:?}");
+    }
+}

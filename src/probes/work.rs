@@ -454,6 +454,7 @@ fn measure(w: &Worker<'_>, cfg: &WorkConfig, udp: Option<&UdpTarget>) -> Measure
             };
             runs.push((Role::Action, run, iterations, n));
             if cfg.baseline {
+                // jtr's pairing: a null loop whose typical sample is the action's mean.
                 let mean = h.summary().mean_ns.unwrap_or(0.0) - costs.overhead_ns;
                 let iters = calibrate_loop(mean, &costs, w.scale);
                 let Some(b) = hist_iter.next() else { break };
@@ -512,25 +513,27 @@ fn iterations_for(ns: f64, costs: &TimingCosts) -> u64 {
 }
 
 /// Calibration samples per step.
-const CALIBRATION_SAMPLES: usize = 3_000;
+const CALIBRATION_SAMPLES: usize = 2_001;
 
-/// The iterations whose timed mean, less the timing's own cost, is `ns`: the estimate,
+/// The iterations whose timed median, less the timing's own cost, is `ns`: the estimate,
 /// corrected three times by measuring it the way the samples are measured (a short loop
-/// costs more per iteration than a long one: its call and exit are a larger share).
+/// costs more per iteration than a long one: its call and exit are a larger share). The
+/// median, not the mean: one interruption in the calibration must not move it.
 fn calibrate_loop(ns: f64, costs: &TimingCosts, scale: Scale) -> u64 {
     let mut n = iterations_for(ns, costs);
+    let mut times = vec![0u64; CALIBRATION_SAMPLES];
     for _ in 0..3 {
-        let mut total = 0u64;
-        for _ in 0..CALIBRATION_SAMPLES {
+        for t in times.iter_mut() {
             let t0 = clock::now_ordered();
             black_box(busy_loop(n));
-            total += clock::now_ordered() - t0;
+            *t = clock::now_ordered() - t0;
         }
-        let mean = scale.to_ns(total) as f64 / CALIBRATION_SAMPLES as f64 - costs.overhead_ns;
-        if mean <= 0.0 {
+        times.sort_unstable();
+        let median = scale.to_ns(times[CALIBRATION_SAMPLES / 2]) as f64 - costs.overhead_ns;
+        if median <= 0.0 {
             break;
         }
-        n = ((n as f64) * ns / mean).round().max(1.0) as u64;
+        n = ((n as f64) * ns / median).round().max(1.0) as u64;
     }
     n
 }
