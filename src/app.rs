@@ -462,16 +462,38 @@ impl LiveDisplay {
     }
 }
 
+/// Where a command's result goes: `-o`, `--json`, `-q`.
+pub(crate) struct Output<'a> {
+    pub path: Option<&'a Path>,
+    pub json: bool,
+    pub quiet: bool,
+}
+
+impl<'a> From<&'a RunArgs> for Output<'a> {
+    fn from(a: &'a RunArgs) -> Output<'a> {
+        Output {
+            path: a.output.as_deref(),
+            json: a.json,
+            quiet: a.quiet,
+        }
+    }
+}
+
 /// Saves, then prints (`text()` or the JSON): a terminal that went away (SIGHUP, EIO)
 /// must not cost the saved result.
-fn emit(result: &ResultFile, args: &RunArgs, text: impl Fn() -> String) -> anyhow::Result<()> {
-    if let Some(path) = &args.output {
+fn emit<'a>(
+    result: &ResultFile,
+    to: impl Into<Output<'a>>,
+    text: impl Fn() -> String,
+) -> anyhow::Result<()> {
+    let to = to.into();
+    if let Some(path) = to.path {
         result.write_atomic(path)?;
     }
     let mut out = std::io::stdout().lock();
-    let printed = if args.json {
+    let printed = if to.json {
         writeln!(out, "{}", result.to_json())
-    } else if !args.quiet {
+    } else if !to.quiet {
         write!(out, "{}", text())
     } else {
         Ok(())

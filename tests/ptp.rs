@@ -10,7 +10,7 @@ use std::process::{Command, Output};
 use jitterscope::engine::ptp_ioctl as ffi;
 use jitterscope::report::{ProbeEntry, ResultFile};
 
-use crate::util::{bin, jitterscope, skip, stderr_lines};
+use crate::util::{bin, jitterscope, measuring, skip, stderr_lines};
 
 /// `_IOC(dir, type, nr, size)` of asm-generic/ioctl.h, written out independently:
 /// dir << 30 | size << 16 | type << 8 | nr, with _IOC_WRITE = 1 and _IOC_READ = 2.
@@ -102,6 +102,8 @@ fn ptp_abi_agrees_with_the_system_headers() {
     if !Path::new("/usr/include/linux/ptp_clock.h").exists() {
         return skip(test, "no /usr/include/linux/ptp_clock.h (kernel headers)");
     }
+    // Compiling takes a CPU for a moment: not while another test measures.
+    let _m = measuring();
     let dir = tempfile::tempdir().unwrap();
     let src = dir.path().join("abi.c");
     let exe = dir.path().join("abi");

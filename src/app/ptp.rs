@@ -64,7 +64,12 @@ pub fn run(args: &PtpArgs, argv: &[String], stop: &AtomicBool) -> anyhow::Result
         .map(|e| ProbeEntry::Ptp(Box::new(e)))
         .collect();
     let result = ResultFile::new(host, info, probes);
-    emit(&result, args, || {
+    let to = super::Output {
+        path: args.output.as_deref(),
+        json: args.json,
+        quiet: args.quiet,
+    };
+    super::emit(&result, to, || {
         format!(
             "{}\n{}",
             header(&result, &cfg),
@@ -202,27 +207,4 @@ fn header(r: &ResultFile, cfg: &PtpConfig) -> String {
         cfg.samples,
         super::clock_line(r),
     )
-}
-
-/// Saves, then prints (`text()` or the JSON): a terminal that went away must not cost
-/// the saved result.
-fn emit(result: &ResultFile, args: &PtpArgs, text: impl Fn() -> String) -> anyhow::Result<()> {
-    if let Some(path) = &args.output {
-        result.write_atomic(path)?;
-    }
-    let mut out = std::io::stdout().lock();
-    let printed = if args.json {
-        writeln!(out, "{}", result.to_json())
-    } else if !args.quiet {
-        write!(out, "{}", text())
-    } else {
-        Ok(())
-    };
-    // A closed stdout (`| head`) is not an error worth failing the run for.
-    if let Err(e) = printed.and_then(|_| out.flush())
-        && e.kind() != std::io::ErrorKind::BrokenPipe
-    {
-        return Err(e).context("cannot write to stdout");
-    }
-    Ok(())
 }

@@ -6,12 +6,7 @@ use crate::report::table::{new_table, policy_cell, us};
 use crate::report::{ProbeEntry, ResultFile};
 
 fn queue_entries(r: &ResultFile) -> Vec<&QueueEntry> {
-    (r.probes.iter())
-        .filter_map(|p| match p {
-            ProbeEntry::Queue(q) => Some(q.as_ref()),
-            _ => None,
-        })
-        .collect()
+    r.probes.iter().filter_map(ProbeEntry::as_queue).collect()
 }
 
 /// The columns after the row's names.
