@@ -55,7 +55,8 @@ pub enum Command {
 #[derive(Debug, Clone, Args)]
 pub struct RunArgs {
     /// CPUs to measure, e.g. 1-3,5 [default: every online, allowed CPU but one
-    /// housekeeping CPU].
+    /// housekeeping CPU; c2c: every usable CPU; pingpong: two, as A,B; work and
+    /// syscalls: one].
     #[arg(short = 'a', long = "cpus", value_name = "LIST")]
     pub cpus: Option<String>,
 
@@ -73,7 +74,8 @@ pub struct RunArgs {
     pub policy: Option<Policy>,
 
     /// How long to measure: 500ms, 10s, 5m, 2h (a bare number is seconds) [default: 10s,
-    /// or for `timer -l N` until the loops are done].
+    /// or with -l until the count is done; pingpong: 1s per mechanism; syscalls: 200ms per
+    /// call; work: until its samples are done].
     #[arg(short = 'D', long, value_name = "DURATION", value_parser = parse_duration)]
     pub duration: Option<Duration>,
 

@@ -241,6 +241,8 @@ fn sigint_saves_the_pairs_measured_so_far() {
 /// Each refusal: exit 2, nothing on stdout, one line on stderr naming the problem.
 #[test]
 fn bad_input_is_refused_in_one_line() {
+    // Short runs of the binary, but not beside a measuring test.
+    let _m = measuring();
     let Some(first) = CpuUniverse::detect().unwrap().usable().first() else {
         return;
     };

@@ -232,6 +232,8 @@ fn every_mechanism_can_be_interrupted_mid_run() {
 
 #[test]
 fn bad_pingpong_input_is_one_line_and_exit_2() {
+    // Short runs of the binary, but not beside a measuring test.
+    let _m = measuring();
     for args in [
         &["pingpong", "-a", "0,1,2"][..],
         &["pingpong", "-a", "0"],

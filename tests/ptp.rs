@@ -172,6 +172,8 @@ fn assert_one_line_error(o: &Output, want: &str) {
 
 #[test]
 fn ptp_without_devices_says_so_in_one_line_and_exits_0() {
+    // Runs the binary: not beside a measuring test.
+    let _m = measuring();
     let empty = tempfile::tempdir().unwrap();
     // Other files in the directory are not PTP clocks.
     std::fs::write(empty.path().join("pps0"), b"").unwrap();
@@ -186,6 +188,8 @@ fn ptp_without_devices_says_so_in_one_line_and_exits_0() {
 /// The same through the real /dev, when this host has no PTP clock.
 #[test]
 fn ptp_on_this_host_without_devices_exits_0() {
+    // Runs the binary: not beside a measuring test.
+    let _m = measuring();
     if has_ptp_devices() {
         return skip(
             "ptp_on_this_host_without_devices_exits_0",
@@ -208,12 +212,16 @@ fn has_ptp_devices() -> bool {
 
 #[test]
 fn ptp_missing_device_exits_2_in_one_line() {
+    // Runs the binary: not beside a measuring test.
+    let _m = measuring();
     let o = jitterscope(&["ptp", "/dev/ptp99"]);
     assert_one_line_error(&o, "/dev/ptp99: no such PTP clock device");
 }
 
 #[test]
 fn ptp_missing_interface_exits_2_in_one_line() {
+    // Runs the binary: not beside a measuring test.
+    let _m = measuring();
     let o = jitterscope(&["ptp", "nosuchif0"]);
     let lines = stderr_lines(&o);
     // Without AF_INET sockets the query itself fails: still one line, exit 2.
@@ -225,6 +233,8 @@ fn ptp_missing_interface_exits_2_in_one_line() {
 
 #[test]
 fn ptp_interface_without_phc_exits_2_in_one_line() {
+    // Runs the binary: not beside a measuring test.
+    let _m = measuring();
     let o = jitterscope(&["ptp", "lo"]);
     if stderr_lines(&o).iter().any(|l| l.contains("cannot ask")) {
         return skip(
@@ -237,6 +247,8 @@ fn ptp_interface_without_phc_exits_2_in_one_line() {
 
 #[test]
 fn ptp_rejects_what_cannot_be_a_clock() {
+    // Runs the binary: not beside a measuring test.
+    let _m = measuring();
     let file = tempfile::NamedTempFile::new().unwrap();
     let path = file.path().to_str().unwrap();
     let o = jitterscope(&["ptp", path]);
@@ -254,6 +266,8 @@ fn ptp_rejects_what_cannot_be_a_clock() {
 /// warned about; the run itself succeeds and saves every method's errno.
 #[test]
 fn ptp_discovered_non_clock_is_reported_not_supported() {
+    // Runs the binary: not beside a measuring test.
+    let _m = measuring();
     let dir = tempfile::tempdir().unwrap();
     std::os::unix::fs::symlink("/dev/null", dir.path().join("ptp0")).unwrap();
     let saved = dir.path().join("r.json");
@@ -299,6 +313,8 @@ fn ptp_discovered_non_clock_is_reported_not_supported() {
 /// dynamic clock read (any PHC driver offers gettime), with the samples asked for.
 #[test]
 fn ptp_real_devices_answer_the_basic_methods() {
+    // Runs the binary: not beside a measuring test.
+    let _m = measuring();
     if !has_ptp_devices() {
         return skip(
             "ptp_real_devices_answer_the_basic_methods",

@@ -294,6 +294,8 @@ fn sigint_mid_run_saves_an_interrupted_result() {
 /// Bad input: one line, exit 2, naming the flag.
 #[test]
 fn bad_input_is_one_line_naming_the_flag() {
+    // Short runs of the binary, but not beside a measuring test.
+    let _m = measuring();
     for (args, mention) in [
         (&["queue", "--ring-size", "1000"][..], "power of two"),
         (&["queue", "--producer-cpu", "99"][..], "--producer-cpu 99"),

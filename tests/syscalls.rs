@@ -96,6 +96,8 @@ fn only_measures_what_it_names_in_that_order() {
 
 #[test]
 fn bad_syscalls_input_is_one_line_and_exit_2() {
+    // Short runs of the binary, but not beside a measuring test.
+    let _m = measuring();
     for args in [
         &["syscalls", "--only", "getpid"][..],
         &["syscalls", "--only", "rdtsc,rdtsc"],

@@ -157,6 +157,8 @@ fn udp_send_works_without_root() {
 
 #[test]
 fn bad_work_input_is_one_line_and_exit_2() {
+    // Short runs of the binary, but not beside a measuring test.
+    let _m = measuring();
     for args in [
         &["work", "--action", "sleep:1"][..],
         &["work", "--action", "loop:0"],
