@@ -354,8 +354,8 @@ pub struct WorkArgs {
     pub action: String,
 
     /// Calibrate the loop to take this long per sample instead of giving N: ns, or with a
-    /// unit (only with --action loop).
-    #[arg(long, value_name = "TIME", value_parser = parse_threshold)]
+    /// unit, at most 10ms (only with --action loop).
+    #[arg(long, value_name = "TIME", value_parser = parse_loop_ns)]
     pub ns: Option<u64>,
 
     /// Samples per run.
@@ -363,9 +363,10 @@ pub struct WorkArgs {
           value_parser = clap::value_parser!(u64).range(1..=1_000_000_000))]
     pub samples: u64,
 
-    /// Runs, each reported on its own (and with --baseline, each paired with its null loop).
+    /// Runs, each reported on its own (and with --baseline, each paired with its null
+    /// loop). Each has a histogram of its own (260 KiB, locked), so at most 100.
     #[arg(short = 'r', long, value_name = "N", default_value_t = 3,
-          value_parser = clap::value_parser!(u32).range(1..=1000))]
+          value_parser = clap::value_parser!(u32).range(1..=100))]
     pub runs: u32,
 
     /// Samples timed and discarded before each run.
@@ -447,10 +448,27 @@ pub struct PtpArgs {
     pub quiet: bool,
 }
 
+/// The longest busy pause between samples or round trips: the pause is busy-waited
+/// without looking at the stop flag, so it must stay short.
+pub const MAX_PAUSE_NS: u64 = 10_000_000;
+
 fn parse_pause(s: &str) -> Result<u64, String> {
     match is_zero(s) {
         true => Ok(0),
-        false => parse_threshold(s),
+        false => match parse_threshold(s)? {
+            ns if ns > MAX_PAUSE_NS => Err(format!("pause '{s}' is longer than 10ms")),
+            ns => Ok(ns),
+        },
+    }
+}
+
+/// The longest calibrated loop: calibration times it a few thousand times.
+pub const MAX_LOOP_NS: u64 = 10_000_000;
+
+fn parse_loop_ns(s: &str) -> Result<u64, String> {
+    match parse_threshold(s)? {
+        ns if ns > MAX_LOOP_NS => Err(format!("'{s}' is longer than 10ms")),
+        ns => Ok(ns),
     }
 }
 

@@ -100,20 +100,27 @@ fn the_tsc_check_bounds_the_skew_and_decides_what_one_way_shows() {
     assert!(skew.bound_ns > 0 && skew.bound_ns < 100_000, "{skew:?}");
     for x in &e {
         assert_eq!(x.tsc_skew, skew, "one check for the pair");
-        let m = median(&x.one_way.summary);
-        let expect = skew.consistent && skew.bound_ns * 10 <= m;
-        assert_eq!(x.one_way_valid, expect, "{}: median {m} ns", x.mechanism);
-        let basis = if expect {
-            OneWayBasis::Tsc
-        } else {
-            OneWayBasis::RttHalf
+        let basis = match x.one_way_valid {
+            true => OneWayBasis::Tsc,
+            false => OneWayBasis::RttHalf,
         };
         assert_eq!(x.one_way_basis, basis);
     }
-    // A futex wake-up costs µs; a bound of a few hundred ns is small next to it.
+    // Concrete outcomes, not the rule again. The check cannot resolve an offset finer
+    // than its own cache-line round trip, so a spinning hand-off (one line transfer) is
+    // never a tenth of it: spin's one-way is always the round trip halved. A futex
+    // wake-up costs µs, far above a sub-µs bound: its one-way comes from the counters.
+    let spin = entry(&e, Mechanism::Spin);
+    assert_eq!(spin.one_way_basis, OneWayBasis::RttHalf, "{spin:?}");
     let futex = entry(&e, Mechanism::Futex);
-    if skew.bound_ns * 10 <= median(&futex.one_way.summary) {
-        assert!(futex.one_way_valid);
+    eprintln!(
+        "futex one-way median {} ns, bound {} ns",
+        median(&futex.one_way.summary),
+        skew.bound_ns
+    );
+    // (A futex wake-up takes 3 µs or more even on bare metal.)
+    if skew.bound_ns < 300 {
+        assert_eq!(futex.one_way_basis, OneWayBasis::Tsc);
     }
 }
 

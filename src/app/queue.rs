@@ -69,6 +69,7 @@ pub fn run(args: &QueueArgs, argv: &[String], stop: &AtomicBool) -> anyhow::Resu
             )
         },
     )?;
+    refuse_realtime_sharing(&cfg, args.run.force)?;
     let s = Setup {
         universe,
         req,
@@ -254,6 +255,36 @@ fn sharing_notes(producer: usize, accumulator: usize, journaller: Option<usize>)
         }
     }
     notes
+}
+
+/// Two busy-spinning roles on one CPU time-slice only at SCHED_OTHER. With a real-time
+/// one among them, the other never runs again (or, at equal real-time priority, neither
+/// lets go): refused unless forced.
+fn refuse_realtime_sharing(cfg: &QueueConfig, force: bool) -> anyhow::Result<()> {
+    let roles = [
+        ("producer", Some(cfg.producer)),
+        ("accumulator", Some(cfg.accumulator)),
+        ("journaller", cfg.journaller),
+    ];
+    for (i, (a, ta)) in roles.iter().enumerate() {
+        for (b, tb) in &roles[i + 1..] {
+            if let (Some(x), Some(y)) = (ta, tb)
+                && x.cpu == y.cpu
+                && (x.sched.policy.is_realtime() || y.sched.policy.is_realtime())
+                && !force
+            {
+                bail!(
+                    "the {a} ({}) and the {b} ({}) would share CPU {}: a busy-spinning \
+                     real-time thread never lets the other run there. Put them on CPUs of \
+                     their own, run both at --policy other, or pass --force",
+                    x.sched,
+                    y.sched,
+                    x.cpu
+                );
+            }
+        }
+    }
+    Ok(())
 }
 
 /// One role's policy: `-p/--policy`, or its own priority, which implies SCHED_FIFO when

@@ -12,6 +12,7 @@
 
 use std::cell::UnsafeCell;
 use std::io;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
 /// How a bounded wait ended.
@@ -73,8 +74,14 @@ fn relative(after: Duration) -> libc::timespec {
     }
 }
 
-/// A default (non-recursive, non-robust) pthread mutex.
-pub struct PthreadMutex(Box<UnsafeCell<libc::pthread_mutex_t>>);
+/// A default (non-recursive, non-robust) pthread mutex. It remembers which thread holds
+/// it, so that `unlock` from any other thread is refused (EPERM) instead of being the
+/// undefined behaviour pthreads makes it.
+pub struct PthreadMutex {
+    m: Box<UnsafeCell<libc::pthread_mutex_t>>,
+    /// The kernel id of the holder, 0 when free.
+    owner: AtomicU64,
+}
 
 // SAFETY: a pthread mutex is made to be shared between threads; it is never moved after
 // init because it lives in a Box.
@@ -82,32 +89,53 @@ unsafe impl Send for PthreadMutex {}
 // SAFETY: as above.
 unsafe impl Sync for PthreadMutex {}
 
+/// The calling thread's kernel id.
+fn tid() -> u64 {
+    rustix::thread::gettid().as_raw_nonzero().get() as u64
+}
+
 impl PthreadMutex {
     pub fn new() -> io::Result<PthreadMutex> {
         let m = Box::new(UnsafeCell::new(libc::PTHREAD_MUTEX_INITIALIZER));
         // SAFETY: m points to writable, pinned storage; a null attr means the defaults.
         check(unsafe { libc::pthread_mutex_init(m.get(), std::ptr::null()) })?;
-        Ok(PthreadMutex(m))
+        Ok(PthreadMutex {
+            m,
+            owner: AtomicU64::new(0),
+        })
     }
 
     pub fn lock(&self) -> io::Result<()> {
         // SAFETY: initialised in new(), never moved.
-        check(unsafe { libc::pthread_mutex_lock(self.0.get()) })
+        check(unsafe { libc::pthread_mutex_lock(self.m.get()) })?;
+        self.owner.store(tid(), Ordering::Relaxed);
+        Ok(())
     }
 
     /// Locks, or gives up after `after`.
     pub fn lock_timeout(&self, after: Duration) -> io::Result<WaitResult> {
         let ts = deadline(libc::CLOCK_REALTIME, after);
         // SAFETY: initialised, pinned; ts lives across the call.
-        check_ret(unsafe { libc::pthread_mutex_timedlock(self.0.get(), &ts) })
+        let r = check_ret(unsafe { libc::pthread_mutex_timedlock(self.m.get(), &ts) })?;
+        if r == WaitResult::Ready {
+            self.owner.store(tid(), Ordering::Relaxed);
+        }
+        Ok(r)
     }
 
-    /// Unlocks; only the thread that locked it may.
+    fn held_here(&self) -> io::Result<()> {
+        match self.owner.load(Ordering::Relaxed) == tid() {
+            true => Ok(()),
+            false => Err(io::Error::from_raw_os_error(libc::EPERM)),
+        }
+    }
+
+    /// Unlocks; only the thread that locked it may (EPERM otherwise).
     pub fn unlock(&self) -> io::Result<()> {
-        // SAFETY: initialised, pinned; the caller holds it (an error otherwise, not UB,
-        // for the default type on glibc, which returns EPERM only for error-checking
-        // mutexes, so callers keep the discipline).
-        check(unsafe { libc::pthread_mutex_unlock(self.0.get()) })
+        self.held_here()?;
+        self.owner.store(0, Ordering::Relaxed);
+        // SAFETY: initialised, pinned, and held by this thread (checked above).
+        check(unsafe { libc::pthread_mutex_unlock(self.m.get()) })
     }
 }
 
@@ -135,11 +163,16 @@ impl PthreadCond {
         Ok(PthreadCond(c))
     }
 
-    /// Waits on `m`, which the caller holds, for a signal or `after`.
+    /// Waits on `m`, which the caller must hold (EPERM otherwise), for a signal or
+    /// `after`.
     pub fn wait_timeout(&self, m: &PthreadMutex, after: Duration) -> io::Result<WaitResult> {
+        m.held_here()?;
         let ts = deadline(libc::CLOCK_MONOTONIC, after);
-        // SAFETY: both are initialised and pinned; the caller holds m.
-        check_ret(unsafe { libc::pthread_cond_timedwait(self.0.get(), m.0.get(), &ts) })
+        // SAFETY: both are initialised and pinned; this thread holds m (checked above).
+        let r = check_ret(unsafe { libc::pthread_cond_timedwait(self.0.get(), m.m.get(), &ts) });
+        // The wait let go of m and took it back: another thread may have held it since.
+        m.owner.store(tid(), Ordering::Relaxed);
+        r
     }
 
     pub fn signal(&self) -> io::Result<()> {
@@ -315,19 +348,28 @@ impl Drop for MessageQueue {
 /// The signal `pingpong` sends between its threads.
 pub const PING_SIGNAL: libc::c_int = libc::SIGUSR1;
 
-/// The calling thread, as `signal_thread` names it.
+/// The calling thread, as `signal_thread` names it: its kernel id.
 pub fn this_thread() -> u64 {
-    // SAFETY: pthread_self has no preconditions.
-    unsafe { libc::pthread_self() as u64 }
+    tid()
 }
 
-/// Sends PING_SIGNAL to a thread of this process named by `this_thread`. The target must
-/// not have been joined yet (glibc then refuses, rather than hitting a reused id).
+/// Sends PING_SIGNAL to the thread of this process whose kernel id is `thread`, with
+/// tgkill: a thread that has gone gives ESRCH (pthread_kill on a joined thread would be
+/// undefined), and only a thread of this process can be reached.
 pub fn signal_thread(thread: u64) -> io::Result<()> {
-    // SAFETY: `thread` came from pthread_self of a thread that is still joinable.
-    match unsafe { libc::pthread_kill(thread as libc::pthread_t, PING_SIGNAL) } {
+    let pid = std::process::id() as libc::c_long;
+    // SAFETY: tgkill takes plain integers; the kernel checks them.
+    let rc = unsafe {
+        libc::syscall(
+            libc::SYS_tgkill,
+            pid,
+            thread as libc::c_long,
+            PING_SIGNAL as libc::c_long,
+        )
+    };
+    match rc {
         0 => Ok(()),
-        e => Err(io::Error::from_raw_os_error(e)),
+        _ => Err(io::Error::last_os_error()),
     }
 }
 
@@ -376,6 +418,28 @@ mod tests {
         m.lock().unwrap();
         assert_eq!(c.wait_timeout(&m, SHORT).unwrap(), WaitResult::TimedOut);
         m.unlock().unwrap();
+    }
+
+    #[test]
+    fn only_the_holder_may_unlock_or_wait() {
+        let m = PthreadMutex::new().unwrap();
+        let c = PthreadCond::new().unwrap();
+        assert!(m.unlock().is_err(), "nobody holds it");
+        assert!(c.wait_timeout(&m, SHORT).is_err());
+        m.lock().unwrap();
+        std::thread::scope(|s| {
+            s.spawn(|| {
+                assert_eq!(m.unlock().unwrap_err().raw_os_error(), Some(libc::EPERM));
+                assert!(c.wait_timeout(&m, SHORT).is_err());
+            });
+        });
+        m.unlock().unwrap();
+        // A thread that has gone is refused, not signalled.
+        let gone = std::thread::spawn(this_thread).join().unwrap();
+        assert_eq!(
+            signal_thread(gone).unwrap_err().raw_os_error(),
+            Some(libc::ESRCH)
+        );
     }
 
     #[test]

@@ -84,9 +84,15 @@ impl SkewBound {
 #[derive(Default)]
 struct Lines {
     ping: CachePadded<AtomicU64>,
-    pong_seq: CachePadded<AtomicU64>,
-    /// B's counter reading, on the same line as the sequence it goes with.
-    pong_at: AtomicU64,
+    pong: CachePadded<Pong>,
+}
+
+/// B's answer: the round and B's counter reading, on one line, so that a round costs
+/// two line transfers and no more (the bound is never narrower than a round trip).
+#[derive(Default)]
+struct Pong {
+    seq: AtomicU64,
+    at: AtomicU64,
 }
 
 /// Measures the offset between `a` and `b`'s counters over `rounds` rounds, each thread
@@ -121,8 +127,8 @@ pub fn measure(
                     }
                     std::hint::spin_loop();
                 }
-                lines.pong_at.store(clock::now_ordered(), Ordering::Relaxed);
-                lines.pong_seq.store(k, Ordering::Release);
+                lines.pong.at.store(clock::now_ordered(), Ordering::Relaxed);
+                lines.pong.seq.store(k, Ordering::Release);
             }
         });
         let initiator = s.spawn(|| {
@@ -135,14 +141,14 @@ pub fn measure(
             'rounds: for k in 1..=rounds as u64 {
                 let a1 = clock::now_ordered();
                 lines.ping.store(k, Ordering::Release);
-                while lines.pong_seq.load(Ordering::Acquire) != k {
+                while lines.pong.seq.load(Ordering::Acquire) != k {
                     if give_up.load(Ordering::Relaxed) || clock::now() > limit {
                         break 'rounds;
                     }
                     std::hint::spin_loop();
                 }
                 let a2 = clock::now_ordered();
-                let bt = lines.pong_at.load(Ordering::Relaxed);
+                let bt = lines.pong.at.load(Ordering::Relaxed);
                 lo = lo.max(bt.wrapping_sub(a2) as i64);
                 hi = hi.min(bt.wrapping_sub(a1) as i64);
                 done += 1;

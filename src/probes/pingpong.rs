@@ -709,6 +709,14 @@ impl SideResult {
 
 /// One thread's whole job: A (index 0) leads the rounds, B answers.
 fn side(w: &Worker<'_>, cfg: &PingpongConfig, shared: &Shared<'_>) -> SideResult {
+    /// Tells the peer this side has gone on every way out, a panic included: a peer
+    /// blocked in `read` is released only by it.
+    struct LeaveOnDrop<'s, 'c>(&'s Shared<'c>, usize);
+    impl Drop for LeaveOnDrop<'_, '_> {
+        fn drop(&mut self) {
+            self.0.leave(self.1);
+        }
+    }
     let me = w.index;
     shared.thread[me].store(ipc::this_thread(), Ordering::Relaxed);
     let mut out = SideResult::new();
@@ -716,6 +724,7 @@ fn side(w: &Worker<'_>, cfg: &PingpongConfig, shared: &Shared<'_>) -> SideResult
         out.prime();
     }
     let before = ThreadCounters::read();
+    let gone = LeaveOnDrop(shared, me);
     if let Some(window) = w.ready_and_sleep() {
         let leave = Leave {
             stop: w.stop_flag(),
@@ -730,7 +739,7 @@ fn side(w: &Worker<'_>, cfg: &PingpongConfig, shared: &Shared<'_>) -> SideResult
             _ => answer(shared, &leave),
         }
     }
-    shared.leave(me);
+    drop(gone);
     out.counters = ThreadCounters::read().since(&before);
     out
 }

@@ -10,7 +10,6 @@
 //! space, and its cost covers all three. Offsets are PHC − system: a PHC kept on TAI (as
 //! ptp4l keeps it) reads about 37 s ahead of CLOCK_REALTIME.
 
-use std::fs::File;
 use std::io;
 use std::os::fd::{AsFd, BorrowedFd};
 use std::os::unix::fs::FileTypeExt;
@@ -80,6 +79,12 @@ pub enum PtpError {
     /// A path that exists but cannot be a clock.
     #[error("{path} is {kind}, not a PTP clock device (a character device such as /dev/ptp0)", path = path.display())]
     NotADevice { path: PathBuf, kind: &'static str },
+    /// A character device of another kind: never opened.
+    #[error(
+        "{path} is not a PTP clock (it is a '{subsystem}' device); not opening it",
+        path = path.display()
+    )]
+    NotAPtpDevice { path: PathBuf, subsystem: String },
     /// A name the kernel would never give an interface.
     #[error("'{name}' is neither a device path nor an interface name: {reason}")]
     BadInterfaceName { name: String, reason: &'static str },
@@ -181,6 +186,12 @@ fn named_device(path: &Path, dir: &Path) -> Result<Device, PtpError> {
             kind,
         });
     }
+    if let Some(subsystem) = char_subsystem(&meta).filter(|s| s != "ptp") {
+        return Err(PtpError::NotAPtpDevice {
+            path: path.into(),
+            subsystem,
+        });
+    }
     // /dev/ptp_hyperv and friends are links to a ptpN.
     let index = file_index(path).or_else(|| file_index(&std::fs::canonicalize(path).ok()?));
     Ok(Device {
@@ -188,6 +199,20 @@ fn named_device(path: &Path, dir: &Path) -> Result<Device, PtpError> {
         clock_index: index,
         interface: None,
     })
+}
+
+/// The kernel subsystem of a character device (`ptp`, `mem`, `misc`, `tty`, …), from
+/// /sys/dev/char/MAJOR:MINOR/subsystem; `None` where sysfs does not say. A device is
+/// opened only when it is a PTP clock: opening some others has effects of its own
+/// (/dev/watchdog arms the watchdog; a serial port may wait for its carrier).
+fn char_subsystem(meta: &std::fs::Metadata) -> Option<String> {
+    use std::os::unix::fs::MetadataExt;
+    let dev = meta.rdev();
+    // glibc's gnu_dev_major / gnu_dev_minor.
+    let major = ((dev >> 8) & 0xfff) | ((dev >> 32) & !0xfff);
+    let minor = (dev & 0xff) | ((dev >> 12) & !0xff);
+    let link = std::fs::read_link(format!("/sys/dev/char/{major}:{minor}/subsystem")).ok()?;
+    Some(link.file_name()?.to_string_lossy().into_owned())
 }
 
 fn file_index(path: &Path) -> Option<u32> {
@@ -383,15 +408,24 @@ pub fn precise_reading(buf: &PtpSysOffsetPrecise) -> Reading {
 
 /// One call of `method`, for one reading.
 fn read_once(method: Method, fd: BorrowedFd<'_>) -> io::Result<Reading> {
-    let first = |v: Vec<Reading>| {
-        v.first()
-            .copied()
-            .ok_or_else(|| io::Error::new(io::ErrorKind::InvalidData, "the answer held no sample"))
-    };
+    // The first sample only, decoded in place: nothing is allocated in the timed call, so
+    // every method's cost means the same thing.
+    let none = || io::Error::new(io::ErrorKind::InvalidData, "the answer held no sample");
     match method {
-        Method::SysOffset => first(sys_offset_readings(&ptp_ioctl::sys_offset(fd, 1)?)),
+        Method::SysOffset => {
+            let b = ptp_ioctl::sys_offset(fd, 1)?;
+            if b.n_samples == 0 {
+                return Err(none());
+            }
+            Ok(bracket(b.ts[0].ns(), b.ts[1].ns(), b.ts[2].ns()))
+        }
         Method::SysOffsetExtended => {
-            first(extended_readings(&ptp_ioctl::sys_offset_extended(fd, 1)?))
+            let b = ptp_ioctl::sys_offset_extended(fd, 1)?;
+            if b.n_samples == 0 {
+                return Err(none());
+            }
+            let [pre, phc, post] = &b.ts[0];
+            Ok(bracket(pre.ns(), phc.ns(), post.ns()))
         }
         Method::SysOffsetPrecise => Ok(precise_reading(&ptp_ioctl::sys_offset_precise(fd)?)),
         Method::ClockGettime => {
@@ -562,7 +596,15 @@ pub fn measure(
     scale: Scale,
     stop: &AtomicBool,
 ) -> Result<PtpEntry, PtpError> {
-    let file = File::open(&dev.path).map_err(|e| open_error(&dev.path, e))?;
+    // Non-blocking: a PTP clock's ioctls do not care, and nothing else may wait in open.
+    let file = {
+        use std::os::unix::fs::OpenOptionsExt;
+        std::fs::OpenOptions::new()
+            .read(true)
+            .custom_flags(libc::O_NONBLOCK)
+            .open(&dev.path)
+    }
+    .map_err(|e| open_error(&dev.path, e))?;
     let methods = Method::ALL
         .iter()
         .map(|&m| match stop.load(Ordering::Relaxed) {

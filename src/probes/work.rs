@@ -418,8 +418,17 @@ impl Prepared<'_> {
 fn measure(w: &Worker<'_>, cfg: &WorkConfig, udp: Option<&UdpTarget>) -> Measured {
     let costs = timing_costs(w.scale);
     let action = match (&cfg.action, cfg.loop_ns) {
-        (Action::Loop(_), Some(ns)) => Action::Loop(calibrate_loop(ns as f64, &costs, w.scale)),
+        (Action::Loop(_), Some(ns)) => {
+            Action::Loop(calibrate_loop(ns as f64, &costs, w.scale, w.stop_flag()).unwrap_or(1))
+        }
         (a, _) => a.clone(),
+    };
+    // The call's name promises a 1 ns timer slack, as `syscalls` gives it.
+    let _slack = match action {
+        Action::Syscall(Call::Nanosleep0Slack1) => {
+            crate::engine::calls::TimerSlackGuard::set(1).ok()
+        }
+        _ => None,
     };
     let mut prepared = Prepared {
         buffer: match action {
@@ -456,7 +465,9 @@ fn measure(w: &Worker<'_>, cfg: &WorkConfig, udp: Option<&UdpTarget>) -> Measure
             if cfg.baseline {
                 // jtr's pairing: a null loop whose typical sample is the action's mean.
                 let mean = h.summary().mean_ns.unwrap_or(0.0) - costs.overhead_ns;
-                let iters = calibrate_loop(mean, &costs, w.scale);
+                let Some(iters) = calibrate_loop(mean, &costs, w.scale, w.stop_flag()) else {
+                    break;
+                };
                 let Some(b) = hist_iter.next() else { break };
                 let mut null = || {
                     black_box(busy_loop(iters));
@@ -512,30 +523,40 @@ fn iterations_for(ns: f64, costs: &TimingCosts) -> u64 {
     (ns / costs.loop_iteration_ns.max(0.01)).round().max(1.0) as u64
 }
 
-/// Calibration samples per step.
+/// Calibration samples per step, at most.
 const CALIBRATION_SAMPLES: usize = 2_001;
+/// Calibration samples per step, at least.
+const CALIBRATION_MIN_SAMPLES: usize = 5;
+/// What one calibration step may take: a long action calibrates on fewer samples.
+const CALIBRATION_STEP_NS: f64 = 200e6;
 
 /// The iterations whose timed median, less the timing's own cost, is `ns`: the estimate,
 /// corrected three times by measuring it the way the samples are measured (a short loop
 /// costs more per iteration than a long one: its call and exit are a larger share). The
-/// median, not the mean: one interruption in the calibration must not move it.
-fn calibrate_loop(ns: f64, costs: &TimingCosts, scale: Scale) -> u64 {
+/// median, not the mean: one interruption in the calibration must not move it. Bounded
+/// in time, and `None` when stopped.
+fn calibrate_loop(ns: f64, costs: &TimingCosts, scale: Scale, stop: &AtomicBool) -> Option<u64> {
     let mut n = iterations_for(ns, costs);
-    let mut times = vec![0u64; CALIBRATION_SAMPLES];
+    let samples = ((CALIBRATION_STEP_NS / ns.max(1.0)) as usize)
+        .clamp(CALIBRATION_MIN_SAMPLES, CALIBRATION_SAMPLES);
+    let mut times = vec![0u64; samples];
     for _ in 0..3 {
         for t in times.iter_mut() {
+            if stop.load(Ordering::Relaxed) {
+                return None;
+            }
             let t0 = clock::now_ordered();
             black_box(busy_loop(n));
             *t = clock::now_ordered() - t0;
         }
         times.sort_unstable();
-        let median = scale.to_ns(times[CALIBRATION_SAMPLES / 2]) as f64 - costs.overhead_ns;
+        let median = scale.to_ns(times[samples / 2]) as f64 - costs.overhead_ns;
         if median <= 0.0 {
             break;
         }
         n = ((n as f64) * ns / median).round().max(1.0) as u64;
     }
-    n
+    Some(n)
 }
 
 /// The timing's own cost, an rdtsc, a clock_gettime, and one loop iteration.
