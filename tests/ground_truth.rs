@@ -124,29 +124,29 @@ fn run_phase(
 }
 
 /// The platform's wake-up-and-switch overhead as the probe sees it: the gaps of
-/// injections that do nothing (D = 0). Returns p50 and p99 in ns.
-fn overhead(measured: usize, housekeeping: usize) -> (u64, u64) {
+/// injections that do nothing (D = 0). Returns p50, p90 and p99 in ns.
+fn overhead(measured: usize, housekeeping: usize) -> (u64, u64, u64) {
     let p = run_phase(measured, housekeeping, 1013, 0, 0.6);
     assert!(
         p.matched as f64 >= p.injections as f64 * 0.9,
         "D=0 injections seen: {p:?}"
     );
-    let o = (p.quantile(0.5), p.quantile(0.99));
+    let o = (p.quantile(0.5), p.quantile(0.9), p.quantile(0.99));
     eprintln!(
         "  overhead (P=1013 µs, D=0): {} injections, {} seen; gap p50 {:.1} µs, p90 {:.1} µs, \
          p99 {:.1} µs",
         p.injections,
         p.matched,
         o.0 as f64 / 1e3,
-        p.quantile(0.9) as f64 / 1e3,
-        o.1 as f64 / 1e3
+        o.1 as f64 / 1e3,
+        o.2 as f64 / 1e3
     );
     o
 }
 
-/// One paired attempt: the overhead, then the injection. The count is asserted here; the
-/// duration checks are returned, because a noisy stretch of the host can shift one phase
-/// against the other.
+/// One paired attempt: the overhead, then the injection. Failures are returned, not
+/// asserted: a noisy stretch of the host (a VM's neighbours) can spoil one attempt, by
+/// merging a hold into a longer stall or shifting one phase against the other.
 fn attempt(
     name: &str,
     cpus: (usize, usize),
@@ -154,7 +154,7 @@ fn attempt(
     busy_us: u64,
     secs: f64,
 ) -> Result<(), String> {
-    let (o50, o99) = overhead(cpus.0, cpus.1);
+    let (o50, o90, o99) = overhead(cpus.0, cpus.1);
     let p = run_phase(cpus.0, cpus.1, period_us, busy_us, secs);
     let d = busy_us * 1000;
     let median = p.quantile(0.5);
@@ -171,25 +171,23 @@ fn attempt(
         growth / 1e3
     );
     let expected = (secs * 1e6 / period_us as f64) as usize;
-    assert!(
-        p.injections as f64 >= expected as f64 * 0.85,
-        "injector made {} of ~{expected}",
-        p.injections
-    );
+    if (p.injections as f64) < expected as f64 * 0.85 {
+        return Err(format!("injector made {} of ~{expected}", p.injections));
+    }
     // Count: one gap per injection, within 3 %, matched one-to-one by timestamp.
     let tolerance = (p.injections as f64 * 0.03).ceil() as usize;
-    assert!(
-        p.hits.abs_diff(p.injections) <= tolerance,
-        "count: {} gaps vs {} injections",
-        p.hits,
-        p.injections
-    );
-    assert!(
-        p.matched + tolerance >= p.injections,
-        "only {} of {} injections seen",
-        p.matched,
-        p.injections
-    );
+    if p.hits.abs_diff(p.injections) > tolerance {
+        return Err(format!(
+            "count: {} gaps vs {} injections",
+            p.hits, p.injections
+        ));
+    }
+    if p.matched + tolerance < p.injections {
+        return Err(format!(
+            "only {} of {} injections seen",
+            p.matched, p.injections
+        ));
+    }
     // Duration: at least D, at most D plus the overhead (its p99: the overhead varies).
     if median < d {
         return Err(format!(
@@ -202,10 +200,15 @@ fn attempt(
             d + o99
         ));
     }
-    // Linearity: lengthening the injection by D lengthens the median gap by D (5 % + 5 µs
-    // for the host's own noise, which the longer injection is more exposed to).
-    if (growth - d as f64).abs() > 0.05 * d as f64 + 5_000.0 {
-        return Err(format!("median grew by {growth} ns for D = {d} ns"));
+    // Linearity: lengthening the injection by D lengthens the median gap by D, within
+    // 5 % + 5 µs, plus the spread of the overhead itself (its p90 − p50): on a noisy host
+    // each injection's wake-and-switch cost varies by that much, and the two phases'
+    // medians may sit anywhere in it. On a quiet host that spread is a few µs.
+    let spread = o90.saturating_sub(o50) as f64;
+    if (growth - d as f64).abs() > 0.05 * d as f64 + 5_000.0 + spread {
+        return Err(format!(
+            "median grew by {growth} ns for D = {d} ns (overhead spread {spread} ns)"
+        ));
     }
     Ok(())
 }
@@ -223,13 +226,22 @@ fn check(period_us: u64, busy_us: u64, secs: f64) {
     }
     let _m = measuring();
     eprintln!("{name}:");
-    if let Err(first) = attempt(&name, cpus, period_us, busy_us, secs) {
-        eprintln!(
-            "  first attempt: {first}; the host may have had a noisy stretch, trying once more"
-        );
-        attempt(&name, cpus, period_us, busy_us, secs).unwrap();
+    let mut failures = Vec::new();
+    for _ in 0..ATTEMPTS {
+        match attempt(&name, cpus, period_us, busy_us, secs) {
+            Ok(()) => return,
+            Err(why) => {
+                eprintln!("  attempt failed: {why}; the host may have had a noisy stretch");
+                failures.push(why);
+            }
+        }
     }
+    panic!("{name}: every attempt failed: {failures:?}");
 }
+
+/// Attempts before a ground-truth check fails: each is printed, so a host that needs
+/// more than one shows it.
+const ATTEMPTS: usize = 3;
 
 #[test]
 fn sees_200us_every_10007us() {

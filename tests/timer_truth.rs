@@ -112,7 +112,18 @@ fn holds_of_300us_show_up_as_late_wakeups() {
         .map(|&ns| (ns + INTERVAL_NS / 2) / INTERVAL_NS)
         .collect();
     let seen = certain.iter().filter(|k| late.contains(k)).count();
-    let above = spikes.duration_ns.len() as f64;
+    // The late wake-ups the holds explain: deadlines within an interval of one. The rest
+    // are the host's own (a VM's background); they are counted and shown, not blamed on
+    // the holds, so that a noisy host does not make the model look wrong.
+    let near_hold = |t: u64| {
+        inside.iter().any(|i| {
+            t + INTERVAL_NS >= i.start_monotonic_ns - base
+                && t <= i.end_monotonic_ns - base + INTERVAL_NS
+        })
+    };
+    let from_holds = spikes.start_ns.iter().filter(|&&t| near_hold(t)).count();
+    let background = spikes.start_ns.len() - from_holds;
+    let above = from_holds as f64;
     let share = above / e.wakeups as f64;
     // The issue's estimate: a hold covers 300/1000 of a wake-up, and the wake-up is more
     // than 100 µs late when its deadline is over 100 µs before the hold's end. The
@@ -123,8 +134,9 @@ fn holds_of_300us_show_up_as_late_wakeups() {
     let window_ns = 300e3 - 100e3 + 2.0 * p50;
     let expected = inside.len() as f64 * window_ns / 1e6 / e.wakeups as f64;
     eprintln!(
-        "{name}: {} holds, {} wake-ups, {} above 100 µs ({:.2} %; expected ~{:.2} %), \
-         {} of {} certain deadlines seen late; max {:.1} µs, p50 {:.1} µs",
+        "{name}: {} holds, {} wake-ups, {} above 100 µs near a hold ({:.2} %; expected \
+         ~{:.2} %) and {background} elsewhere, {} of {} certain deadlines seen late; max \
+         {:.1} µs, p50 {:.1} µs",
         inside.len(),
         e.wakeups,
         above,
