@@ -123,6 +123,11 @@ impl PthreadMutex {
         Ok(r)
     }
 
+    /// Whether the calling thread holds it.
+    pub fn is_held_here(&self) -> bool {
+        self.owner.load(Ordering::Relaxed) == tid()
+    }
+
     fn held_here(&self) -> io::Result<()> {
         match self.owner.load(Ordering::Relaxed) == tid() {
             true => Ok(()),
@@ -175,6 +180,15 @@ impl PthreadCond {
         r
     }
 
+    /// Waits on `m`, which the caller must hold (EPERM otherwise), for a signal.
+    pub fn wait(&self, m: &PthreadMutex) -> io::Result<()> {
+        m.held_here()?;
+        // SAFETY: both are initialised and pinned; this thread holds m (checked above).
+        let r = check(unsafe { libc::pthread_cond_wait(self.0.get(), m.m.get()) });
+        m.owner.store(tid(), Ordering::Relaxed);
+        r
+    }
+
     pub fn signal(&self) -> io::Result<()> {
         // SAFETY: initialised and pinned.
         check(unsafe { libc::pthread_cond_signal(self.0.get()) })
@@ -215,6 +229,12 @@ impl PosixSem {
         let ts = deadline(libc::CLOCK_REALTIME, after);
         // SAFETY: initialised and pinned; ts lives across the call.
         check_errno(unsafe { libc::sem_timedwait(self.0.get(), &ts) })
+    }
+
+    /// Waits for a post, however long (`TimedOut` only when a signal interrupted it).
+    pub fn wait(&self) -> io::Result<WaitResult> {
+        // SAFETY: initialised and pinned.
+        check_errno(unsafe { libc::sem_wait(self.0.get()) })
     }
 }
 
@@ -268,6 +288,11 @@ impl SysvSems {
     pub fn wait_timeout(&self, num: usize, after: Duration) -> io::Result<WaitResult> {
         self.op(num, -1, Some(after))
     }
+
+    /// Waits for a post, however long (`TimedOut` only when a signal interrupted it).
+    pub fn wait(&self, num: usize) -> io::Result<WaitResult> {
+        self.op(num, -1, None)
+    }
 }
 
 impl Drop for SysvSems {
@@ -316,6 +341,19 @@ impl MessageQueue {
         let bytes = value.to_ne_bytes();
         // SAFETY: bytes lives across the call; 8 bytes fit the queue's message size.
         check(unsafe { libc::mq_send(self.mq, bytes.as_ptr().cast(), 8, 0) })
+    }
+
+    /// Waits for a message, however long (`None` only when a signal interrupted it).
+    pub fn receive(&self) -> io::Result<Option<u64>> {
+        let mut bytes = [0u8; 8];
+        // SAFETY: the buffer is as large as the queue's message size.
+        let n = unsafe {
+            libc::mq_receive(self.mq, bytes.as_mut_ptr().cast(), 8, std::ptr::null_mut())
+        };
+        match check_errno(n as libc::c_int)? {
+            WaitResult::Ready => Ok(Some(u64::from_ne_bytes(bytes))),
+            WaitResult::TimedOut => Ok(None),
+        }
     }
 
     pub fn receive_timeout(&self, after: Duration) -> io::Result<Option<u64>> {
@@ -373,8 +411,20 @@ pub fn signal_thread(thread: u64) -> io::Result<()> {
     }
 }
 
+/// Waits for PING_SIGNAL, which the caller keeps blocked, however long.
+pub fn wait_signal() -> io::Result<WaitResult> {
+    // SAFETY: the set is initialised before use; info lives across the call.
+    unsafe {
+        let mut set: libc::sigset_t = std::mem::zeroed();
+        libc::sigemptyset(&mut set);
+        libc::sigaddset(&mut set, PING_SIGNAL);
+        let mut info: libc::siginfo_t = std::mem::zeroed();
+        check_errno(libc::sigwaitinfo(&set, &mut info))
+    }
+}
+
 /// Waits for PING_SIGNAL, which the caller keeps blocked, for at most `after`.
-pub fn wait_signal(after: Duration) -> io::Result<WaitResult> {
+pub fn wait_signal_timeout(after: Duration) -> io::Result<WaitResult> {
     let ts = relative(after);
     // SAFETY: the set is initialised before use; info and ts live across the call.
     unsafe {
@@ -465,7 +515,7 @@ mod tests {
             let waiter = s.spawn(move || {
                 crate::engine::sched::block_all_signals();
                 tx.send(this_thread()).unwrap();
-                wait_signal(Duration::from_secs(2)).unwrap()
+                wait_signal_timeout(Duration::from_secs(2)).unwrap()
             });
             let target = rx.recv().unwrap();
             signal_thread(target).unwrap();
