@@ -60,39 +60,51 @@ fn a_null_loop_is_quiet_on_an_idle_cpu() {
 #[test]
 fn each_run_is_paired_with_a_null_loop_of_its_mean() {
     let _m = measuring();
-    let e = run(&[
-        "-a",
-        &cpu(),
-        "--action",
-        "memmove:4K",
-        "--baseline",
-        "-n",
-        "20000",
-        "-r",
-        "2",
-    ]);
-    let roles: Vec<(Role, u32)> = e.iter().map(|x| (x.role, x.run)).collect();
-    assert_eq!(
-        roles,
-        vec![
-            (Role::Action, 1),
-            (Role::Baseline, 1),
-            (Role::Action, 2),
-            (Role::Baseline, 2)
-        ]
-    );
-    for pair in e.chunks(2) {
-        let (a, b) = (
-            pair[0].summary.mean_ns.unwrap(),
-            pair[1].summary.mean_ns.unwrap(),
+    let mut seen = Vec::new();
+    // Up to three attempts, each printed: a busy spell of the VM host during one run's
+    // calibration, or its samples, moves one side and not the other.
+    for _ in 0..3 {
+        let e = run(&[
+            "-a",
+            &cpu(),
+            "--action",
+            "memmove:4K",
+            "--baseline",
+            "-n",
+            "100000",
+            "-r",
+            "2",
+        ]);
+        let roles: Vec<(Role, u32)> = e.iter().map(|x| (x.role, x.run)).collect();
+        assert_eq!(
+            roles,
+            vec![
+                (Role::Action, 1),
+                (Role::Baseline, 1),
+                (Role::Action, 2),
+                (Role::Baseline, 2)
+            ]
         );
-        eprintln!(
-            "memmove mean {a:.1} ns, its baseline {b:.1} ns ({})",
-            pair[1].action
-        );
-        assert!((b / a - 1.0).abs() < 0.3, "{a} vs {b}");
-        assert_eq!(pair[1].samples, pair[0].samples);
+        // The calibration's promise: the baseline's typical (median) sample is the
+        // action's mean. Not mean against mean: one 4 ms preemption moves a mean by
+        // 4 ms / samples, and the two runs are preempted at different moments.
+        let mut close = true;
+        for pair in e.chunks(2) {
+            let a = pair[0].summary.mean_ns.unwrap();
+            let b = pair[1].summary.p50_ns.unwrap() as f64;
+            eprintln!(
+                "memmove mean {a:.1} ns, its baseline's median {b:.1} ns ({})",
+                pair[1].action
+            );
+            assert_eq!(pair[1].samples, pair[0].samples);
+            close &= (b / a - 1.0).abs() < 0.25;
+            seen.push((a, b));
+        }
+        if close {
+            return;
+        }
     }
+    panic!("no attempt had every baseline within 25 % of its action: {seen:?}");
 }
 
 fn check_udp(e: &[WorkEntry], sent: u64) {

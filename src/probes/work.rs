@@ -419,7 +419,10 @@ fn measure(w: &Worker<'_>, cfg: &WorkConfig, udp: Option<&UdpTarget>) -> Measure
     let costs = timing_costs(w.scale);
     let action = match (&cfg.action, cfg.loop_ns) {
         (Action::Loop(_), Some(ns)) => {
-            Action::Loop(calibrate_loop(ns as f64, &costs, w.scale, w.stop_flag()).unwrap_or(1))
+            let pause = w.scale.to_ticks(cfg.pause_ns);
+            Action::Loop(
+                calibrate_loop(ns as f64, &costs, w.scale, pause, w.stop_flag()).unwrap_or(1),
+            )
         }
         (a, _) => a.clone(),
     };
@@ -465,7 +468,8 @@ fn measure(w: &Worker<'_>, cfg: &WorkConfig, udp: Option<&UdpTarget>) -> Measure
             if cfg.baseline {
                 // jtr's pairing: a null loop whose typical sample is the action's mean.
                 let mean = h.summary().mean_ns.unwrap_or(0.0) - costs.overhead_ns;
-                let Some(iters) = calibrate_loop(mean, &costs, w.scale, w.stop_flag()) else {
+                let Some(iters) = calibrate_loop(mean, &costs, w.scale, pause, w.stop_flag())
+                else {
                     break;
                 };
                 let Some(b) = hist_iter.next() else { break };
@@ -503,10 +507,7 @@ fn sample(
     let scale = w.scale;
     let stop = w.stop_flag();
     for i in 0..samples {
-        let until = clock::now() + pause;
-        while clock::now() < until {
-            std::hint::spin_loop();
-        }
+        busy_pause(pause);
         let t0 = clock::now_ordered();
         action();
         let t1 = clock::now_ordered();
@@ -516,6 +517,15 @@ fn sample(
         }
     }
     samples
+}
+
+/// Busy-waits `ticks`.
+#[inline(always)]
+fn busy_pause(ticks: u64) {
+    let until = clock::now() + ticks;
+    while clock::now() < until {
+        std::hint::spin_loop();
+    }
 }
 
 /// How many busy-loop iterations take `ns`, by the per-iteration estimate.
@@ -533,9 +543,16 @@ const CALIBRATION_STEP_NS: f64 = 200e6;
 /// The iterations whose timed median, less the timing's own cost, is `ns`: the estimate,
 /// corrected three times by measuring it the way the samples are measured (a short loop
 /// costs more per iteration than a long one: its call and exit are a larger share). The
-/// median, not the mean: one interruption in the calibration must not move it. Bounded
-/// in time, and `None` when stopped.
-fn calibrate_loop(ns: f64, costs: &TimingCosts, scale: Scale, stop: &AtomicBool) -> Option<u64> {
+/// median, not the mean: one interruption in the calibration must not move it. Each
+/// calibration sample follows the same busy pause as a real one (`pause` ticks): what
+/// runs just before the loop changes its speed. Bounded in time, and `None` when stopped.
+fn calibrate_loop(
+    ns: f64,
+    costs: &TimingCosts,
+    scale: Scale,
+    pause: u64,
+    stop: &AtomicBool,
+) -> Option<u64> {
     let mut n = iterations_for(ns, costs);
     let samples = ((CALIBRATION_STEP_NS / ns.max(1.0)) as usize)
         .clamp(CALIBRATION_MIN_SAMPLES, CALIBRATION_SAMPLES);
@@ -545,6 +562,7 @@ fn calibrate_loop(ns: f64, costs: &TimingCosts, scale: Scale, stop: &AtomicBool)
             if stop.load(Ordering::Relaxed) {
                 return None;
             }
+            busy_pause(pause);
             let t0 = clock::now_ordered();
             black_box(busy_loop(n));
             *t = clock::now_ordered() - t0;
