@@ -250,6 +250,8 @@ fn bad_pingpong_input_is_one_line_and_exit_2() {
         &["pingpong", "--mech", "spin,spin"],
         &["pingpong", "--pause", "-1"],
         &["pingpong", "-l", "0"],
+        // Spinning on one CPU at a real-time policy could never hand the CPU over.
+        &["pingpong", "-a", "0,0", "-p", "10", "--mech", "spin"],
     ] {
         let out = jitterscope(args);
         let lines = stderr_lines(&out);

@@ -36,7 +36,9 @@ pub fn run(args: &PingpongArgs, argv: &[String], stop: &AtomicBool) -> anyhow::R
     super::check_safety(req, &cpus, &universe, args.run.force, CpuUse::Spin)?;
     if a == b && req.policy.is_realtime() && mechanisms.iter().any(|m| m.spins()) {
         bail!(
-            "spin and spin-pause on one CPU at {req} would never hand it over: the waiting              thread spins and its peer can never run. Leave them out of --mech, use two              CPUs, or run at --policy other"
+            "spin and spin-pause on one CPU at {req} would never hand it over: the waiting \
+             thread spins and its peer can never run. Leave them out of --mech, use two \
+             CPUs, or run at --policy other"
         );
     }
     let per_mechanism = match (args.run.duration, args.count) {
