@@ -2,21 +2,12 @@
 //! syscall by measurement, and the timer slack does what the kernel says it does.
 
 use jitterscope::probes::syscalls::{Call, SyscallEntry, Via};
-use jitterscope::report::{ProbeEntry, ResultFile};
+use jitterscope::report::ProbeEntry;
 
-use crate::util::{jitterscope, measuring, stderr_lines};
+use crate::util::{assert_bad_input, jitterscope, json_result, measuring};
 
 fn run(args: &[&str]) -> Vec<SyscallEntry> {
-    let mut all = vec!["syscalls", "--json"];
-    all.extend_from_slice(args);
-    let out = jitterscope(&all);
-    assert_eq!(
-        out.status.code(),
-        Some(0),
-        "{args:?}: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let r = ResultFile::parse(&String::from_utf8_lossy(&out.stdout)).expect("JSON");
+    let r = json_result(&[&["syscalls"][..], args].concat());
     r.probes
         .iter()
         .filter_map(ProbeEntry::as_syscalls)
@@ -98,17 +89,12 @@ fn only_measures_what_it_names_in_that_order() {
 fn bad_syscalls_input_is_one_line_and_exit_2() {
     // Short runs of the binary, but not beside a measuring test.
     let _m = measuring();
-    for args in [
-        &["syscalls", "--only", "getpid"][..],
+    assert_bad_input(&[
+        &["syscalls", "--only", "getpid"],
         &["syscalls", "--only", "rdtsc,rdtsc"],
         &["syscalls", "-a", "0,1"],
         &["syscalls", "--batch", "0"],
-    ] {
-        let out = jitterscope(args);
-        let lines = stderr_lines(&out);
-        assert_eq!(out.status.code(), Some(2), "{args:?}: {lines:?}");
-        assert_eq!(lines.len(), 1, "{args:?}: {lines:?}");
-    }
+    ]);
     let out = jitterscope(&["syscalls", "--list"]);
     assert_eq!(out.status.code(), Some(0));
     assert_eq!(

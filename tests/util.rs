@@ -113,3 +113,28 @@ pub fn nobody_cannot_reach(test: &str, out: &Output) -> bool {
     }
     unreachable
 }
+
+/// Runs the binary with `args` and `--json`, expects exit 0, and returns the result.
+pub fn json_result(args: &[&str]) -> jitterscope::report::ResultFile {
+    let mut all = args.to_vec();
+    all.push("--json");
+    let out = jitterscope(&all);
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{args:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    jitterscope::report::ResultFile::parse(&String::from_utf8_lossy(&out.stdout)).expect("JSON")
+}
+
+/// Each of `cases` is bad input: exit 2 and one line on stderr, starting `jitterscope: `.
+pub fn assert_bad_input(cases: &[&[&str]]) {
+    for args in cases {
+        let out = jitterscope(args);
+        let lines = stderr_lines(&out);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {lines:?}");
+        assert_eq!(lines.len(), 1, "{args:?}: {lines:?}");
+        assert!(lines[0].starts_with("jitterscope: "), "{args:?}: {lines:?}");
+    }
+}

@@ -5,7 +5,9 @@
 use jitterscope::probes::work::{Role, WorkEntry};
 use jitterscope::report::{ProbeEntry, ResultFile};
 
-use crate::util::{as_nobody, jitterscope, measuring, nobody_cannot_reach, stderr_lines, two_cpus};
+use crate::util::{
+    as_nobody, assert_bad_input, json_result, measuring, nobody_cannot_reach, two_cpus,
+};
 
 fn entries(stdout: &[u8]) -> Vec<WorkEntry> {
     let r = ResultFile::parse(&String::from_utf8_lossy(stdout)).expect("JSON");
@@ -17,16 +19,12 @@ fn entries(stdout: &[u8]) -> Vec<WorkEntry> {
 }
 
 fn run(args: &[&str]) -> Vec<WorkEntry> {
-    let mut all = vec!["work", "--json"];
-    all.extend_from_slice(args);
-    let out = jitterscope(&all);
-    assert_eq!(
-        out.status.code(),
-        Some(0),
-        "{args:?}: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    entries(&out.stdout)
+    let r = json_result(&[&["work"][..], args].concat());
+    r.probes
+        .iter()
+        .filter_map(ProbeEntry::as_work)
+        .cloned()
+        .collect()
 }
 
 /// The CPU the coordinator does not use, when there are two.
@@ -171,8 +169,8 @@ fn udp_send_works_without_root() {
 fn bad_work_input_is_one_line_and_exit_2() {
     // Short runs of the binary, but not beside a measuring test.
     let _m = measuring();
-    for args in [
-        &["work", "--action", "sleep:1"][..],
+    assert_bad_input(&[
+        &["work", "--action", "sleep:1"],
         &["work", "--action", "loop:0"],
         &["work", "--action", "memmove:2G"],
         &["work", "--action", "syscall:getpid"],
@@ -190,11 +188,5 @@ fn bad_work_input_is_one_line_and_exit_2() {
         &["work", "--action", "udp-send:64", "--dest", "nowhere"],
         &["work", "-a", "0,1"],
         &["work", "-n", "0"],
-    ] {
-        let out = jitterscope(args);
-        let lines = stderr_lines(&out);
-        assert_eq!(out.status.code(), Some(2), "{args:?}: {lines:?}");
-        assert_eq!(lines.len(), 1, "{args:?}: {lines:?}");
-        assert!(lines[0].starts_with("jitterscope: "), "{lines:?}");
-    }
+    ]);
 }
