@@ -25,6 +25,7 @@ use crate::report::{ProbeEntry, ResultFile, RunInfo};
 use crate::system::HostInfo;
 use crate::trace::{BreakTracer, TraceAction};
 
+pub mod audit;
 pub mod c2c;
 pub mod pingpong;
 pub mod ptp;

@@ -49,6 +49,9 @@ pub enum Command {
     /// PTP hardware clocks: which offset ioctls each supports, the PHC − system offset,
     /// the read window and the call's cost.
     Ptp(PtpArgs),
+    /// Read-only checks of the host's latency tuning: each finding with its severity, the
+    /// value seen, why it matters and the exact fix.
+    Audit(AuditArgs),
 }
 
 /// Options every measuring command shares.
@@ -420,6 +423,23 @@ pub struct SyscallsArgs {
     /// value is its time divided by this, less the timing's own cost.
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..=4096))]
     pub batch: Option<u32>,
+}
+
+/// `jitterscope audit`.
+#[derive(Debug, Clone, Args)]
+pub struct AuditArgs {
+    /// The CPUs the audit is about, e.g. 1-3 [default: every online CPU but the lowest,
+    /// kept for housekeeping].
+    #[arg(short = 'a', long = "cpus", value_name = "LIST")]
+    pub cpus: Option<String>,
+
+    /// Read /proc and /sys under DIR instead of / (a saved snapshot, or a test fixture).
+    #[arg(long, value_name = "DIR")]
+    pub root: Option<PathBuf>,
+
+    /// Write the findings as JSON to stdout (and no table).
+    #[arg(long)]
+    pub json: bool,
 }
 
 /// `jitterscope ptp`.

@@ -30,6 +30,7 @@ fn main() -> ExitCode {
         Some(Command::Work(args)) => app::work::run(&args, &argv, &stop),
         Some(Command::Syscalls(args)) => app::syscalls::run(&args, &argv, &stop),
         Some(Command::Ptp(args)) => app::ptp::run(&args, &argv, &stop),
+        Some(Command::Audit(args)) => app::audit::run(&args),
         None => app::noise(&NoiseArgs::default(), &argv, &stop),
     };
     match outcome {

@@ -1,6 +1,7 @@
 //! The result schema and the ways of showing it. Every reader and exporter works from a
 //! `ResultFile` only, never from live probe state.
 
+pub mod audit_table;
 pub mod c2c_table;
 pub mod pingpong_table;
 pub mod ptp_table;

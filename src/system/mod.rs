@@ -1,6 +1,8 @@
 //! Facts about the host, stored with every result so that a figure always travels with
 //! the machine and settings that produced it.
 
+pub mod audit;
+
 use serde::{Deserialize, Serialize};
 
 use crate::engine::clock::ClockInfo;

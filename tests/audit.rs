@@ -1,0 +1,560 @@
+//! Issue 7: `jitterscope audit`. Every check is run against fixture trees (a small /proc,
+//! /sys and /etc under a temporary directory, read through `--root`): a host tuned for
+//! latency, an untuned one, one whose isolation settings contradict each other, one with
+//! garbage in its files and an empty one; the exact ids and severities are asserted.
+//! The binary is run on fixtures (JSON and table), with bad input, and as user 65534 on
+//! the real host, where what it cannot read must be marked, not left out.
+
+use std::fs;
+use std::path::Path;
+
+use jitterscope::engine::cpu::CpuList;
+use jitterscope::system::audit::{Finding, Host, Severity, audit};
+use tempfile::TempDir;
+
+use crate::util::{as_nobody, jitterscope, nobody_cannot_reach, stderr_lines};
+
+use Severity::{Bad, Info, Ok, Warn};
+
+/// Writes `text` to `rel` under `root`, creating the directories.
+fn put(root: &Path, rel: &str, text: &str) {
+    let path = root.join(rel);
+    fs::create_dir_all(path.parent().expect("a parent")).expect("mkdir");
+    fs::write(path, format!("{text}\n")).expect("write");
+}
+
+/// A four-CPU host (0-3) tuned for measuring CPUs 1-3, or the opposite.
+fn fixture(tuned: bool) -> TempDir {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let r = dir.path();
+    let pick = |good: &'static str, bad: &'static str| if tuned { good } else { bad };
+    let cpu = "sys/devices/system/cpu";
+    put(r, &format!("{cpu}/online"), "0-3");
+    put(
+        r,
+        "proc/cmdline",
+        pick(
+            "ro quiet isolcpus=1-3 nohz_full=1-3 rcu_nocbs=1-3 tsc=reliable",
+            "ro quiet",
+        ),
+    );
+    put(r, &format!("{cpu}/isolated"), pick("1-3", "(null)"));
+    put(r, &format!("{cpu}/nohz_full"), pick("1-3", "(null)"));
+    irq_files(r, tuned);
+    put(r, "proc/1/comm", "systemd");
+    put(
+        r,
+        "proc/1/status",
+        "Name:\tsystemd\nPPid:\t0\nCpus_allowed_list:\t0",
+    );
+    put(r, "proc/15/comm", "rcu_preempt");
+    put(
+        r,
+        "proc/15/status",
+        pick(
+            "Name:\trcu_preempt\nPPid:\t2\nCpus_allowed_list:\t0",
+            "Name:\trcu_preempt\nPPid:\t2\nCpus_allowed_list:\t0-3",
+        ),
+    );
+    put(r, "proc/30/comm", "kworker/1:0");
+    put(
+        r,
+        "proc/30/status",
+        "Name:\tkworker/1:0\nPPid:\t2\nCpus_allowed_list:\t1",
+    );
+    if !tuned {
+        put(r, "proc/900/comm", "irqbalance");
+        put(
+            r,
+            "proc/900/status",
+            "Name:\tirqbalance\nPPid:\t1\nCpus_allowed_list:\t0-3",
+        );
+    }
+    for n in 0..4 {
+        power_files(r, n, tuned);
+    }
+    put(r, &format!("{cpu}/intel_pstate/no_turbo"), pick("1", "0"));
+    put(r, &format!("{cpu}/smt/active"), pick("0", "1"));
+    let thp = "sys/kernel/mm/transparent_hugepage";
+    put(
+        r,
+        &format!("{thp}/enabled"),
+        pick("always madvise [never]", "[always] madvise never"),
+    );
+    put(
+        r,
+        &format!("{thp}/defrag"),
+        pick(
+            "always defer defer+madvise [madvise] never",
+            "[always] defer defer+madvise madvise never",
+        ),
+    );
+    let swaps = "Filename\t\t\t\tType\t\tSize\t\tUsed\t\tPriority";
+    put(
+        r,
+        "proc/swaps",
+        &if tuned {
+            swaps.to_string()
+        } else {
+            format!("{swaps}\n/dev/sda2 partition 2097148 0 -2")
+        },
+    );
+    let sys = "proc/sys";
+    put(r, &format!("{sys}/vm/stat_interval"), pick("10", "1"));
+    put(r, &format!("{sys}/kernel/numa_balancing"), pick("0", "1"));
+    put(
+        r,
+        &format!("{sys}/kernel/sched_rt_runtime_us"),
+        pick("-1", "950000"),
+    );
+    put(r, &format!("{sys}/kernel/timer_migration"), pick("0", "1"));
+    put(r, &format!("{sys}/kernel/nmi_watchdog"), pick("0", "1"));
+    put(r, &format!("{sys}/kernel/watchdog"), pick("0", "1"));
+    put(r, &format!("{sys}/kernel/watchdog_cpumask"), "0-3");
+    put(
+        r,
+        "proc/version",
+        "Linux version 6.8.0 (gcc) #1 SMP PREEMPT_DYNAMIC Mon Jan 1 00:00:00 UTC 2024",
+    );
+    put(
+        r,
+        "sys/kernel/debug/sched/preempt",
+        pick("none voluntary (full)", "none (voluntary) full"),
+    );
+    put(
+        r,
+        "sys/devices/system/clocksource/clocksource0/current_clocksource",
+        pick("tsc", "hpet"),
+    );
+    let flags = pick("fpu tsc constant_tsc nonstop_tsc", "fpu tsc hypervisor");
+    put(
+        r,
+        "proc/cpuinfo",
+        &format!("processor\t: 0\nflags\t\t: {flags}\n"),
+    );
+    let steal = pick("0", "1539");
+    let stat: String = (0..4)
+        .map(|n| format!("cpu{n} 100 0 50 1000 3 0 2 {steal} 0 0\n"))
+        .collect();
+    put(
+        r,
+        "proc/stat",
+        &format!("cpu 400 0 200 4000 12 0 8 0 0 0\n{stat}intr 0"),
+    );
+    let vuln = pick("Not affected", "Mitigation: Retpolines");
+    put(r, &format!("{cpu}/vulnerabilities/spectre_v2"), vuln);
+    put(
+        r,
+        &format!("{cpu}/vulnerabilities/meltdown"),
+        "Not affected",
+    );
+    put(r, "sys/devices/virtual/workqueue/cpumask", pick("1", "f"));
+    put(
+        r,
+        "etc/tuned/active_profile",
+        pick("cpu-partitioning", "balanced"),
+    );
+    dir
+}
+
+/// IRQ 24 delivered to CPU 1 when untuned, IRQ 25 delivered to CPU 0 but allowed on all.
+fn irq_files(r: &Path, tuned: bool) {
+    let (aff24, eff24, aff25) = if tuned {
+        ("0", "0", "0")
+    } else {
+        ("0-3", "1", "0-3")
+    };
+    for (irq, aff, eff) in [("24", aff24, eff24), ("25", aff25, "0")] {
+        put(r, &format!("proc/irq/{irq}/smp_affinity_list"), aff);
+        put(r, &format!("proc/irq/{irq}/effective_affinity_list"), eff);
+    }
+    put(r, "proc/irq/default_smp_affinity", "f");
+    put(
+        r,
+        "proc/interrupts",
+        "     CPU0 CPU1 CPU2 CPU3\n 24:  5 0 0 0  IO-APIC  5-edge  eth0\n 25:  1 0 0 0  IO-APIC  6-edge  nvme0q0\nNMI: 0 0 0 0 Non-maskable interrupts",
+    );
+}
+
+/// cpufreq and three idle states (POLL, C1 at 1 µs, C6 at 133 µs, disabled when tuned).
+fn power_files(r: &Path, n: usize, tuned: bool) {
+    let cpu = format!("sys/devices/system/cpu/cpu{n}");
+    put(
+        r,
+        &format!("{cpu}/cpufreq/scaling_governor"),
+        if tuned { "performance" } else { "powersave" },
+    );
+    put(r, &format!("{cpu}/cpufreq/scaling_driver"), "intel_pstate");
+    for (k, name, lat, off) in [
+        (0, "POLL", "0", "0"),
+        (1, "C1", "1", "0"),
+        (2, "C6", "133", if tuned { "1" } else { "0" }),
+    ] {
+        let s = format!("{cpu}/cpuidle/state{k}");
+        put(r, &format!("{s}/name"), name);
+        put(r, &format!("{s}/latency"), lat);
+        put(r, &format!("{s}/disable"), off);
+    }
+}
+
+fn run_audit(root: &Path) -> Vec<Finding> {
+    let online = CpuList::parse_kernel("0-3").expect("list");
+    let measured = CpuList::parse_kernel("1-3").expect("list");
+    audit(&Host::new(root, measured, &online))
+}
+
+fn ids(findings: &[Finding]) -> Vec<(&str, Severity)> {
+    findings
+        .iter()
+        .map(|f| (f.id.as_str(), f.severity))
+        .collect()
+}
+
+/// Every finding names its value and why; every finding that is not ok has a fix.
+fn assert_complete(findings: &[Finding]) {
+    for f in findings {
+        assert!(!f.value.is_empty() && !f.why.is_empty(), "{f:?}");
+        assert!(f.severity <= Info || !f.fix.is_empty(), "no fix: {f:?}");
+    }
+}
+
+#[test]
+fn audit_of_a_tuned_host_is_all_ok() {
+    let dir = fixture(true);
+    let f = run_audit(dir.path());
+    assert_complete(&f);
+    assert_eq!(
+        ids(&f),
+        vec![
+            ("isolated-ok", Ok),
+            ("nohz-full-ok", Ok),
+            ("rcu-nocbs-ok", Ok),
+            ("irq-effective-ok", Ok),
+            ("irq-affinity-ok", Ok),
+            ("irqbalance-not-running", Ok),
+            ("governor-performance", Ok),
+            ("turbo-off", Ok),
+            ("idle-states-shallow", Ok),
+            ("smt-off", Ok),
+            ("thp-never", Ok),
+            ("thp-defrag-ok", Ok),
+            ("swap-off", Ok),
+            ("stat-interval-ok", Ok),
+            ("numa-balancing-off", Ok),
+            ("rt-throttling-off", Ok),
+            ("preempt-full", Ok),
+            ("timer-migration-off", Ok),
+            ("nmi-watchdog-off", Ok),
+            ("soft-watchdog-off", Ok),
+            ("clocksource-ok", Ok),
+            ("tsc-invariant", Ok),
+            ("tsc-reliable-set", Ok),
+            ("bare-metal", Ok),
+            ("steal-none", Ok),
+            ("mitigations-none", Ok),
+            ("workqueue-ok", Ok),
+            ("kthreads-ok", Ok),
+            ("tuned-latency-profile", Ok),
+        ]
+    );
+}
+
+#[test]
+fn audit_of_an_untuned_host_flags_every_check_with_its_fix() {
+    let dir = fixture(false);
+    let f = run_audit(dir.path());
+    assert_complete(&f);
+    assert_eq!(
+        ids(&f),
+        vec![
+            ("isolated-missing", Warn),
+            ("nohz-full-missing", Warn),
+            ("rcu-nocbs-missing", Warn),
+            ("irq-on-measured-cpus", Bad),
+            ("irq-affinity-includes-measured", Warn),
+            ("irqbalance-running", Warn),
+            ("governor-not-performance", Warn),
+            ("turbo-on", Warn),
+            ("idle-states-deep", Warn),
+            ("smt-active", Warn),
+            ("thp-always", Warn),
+            ("thp-defrag-always", Warn),
+            ("swap-on", Warn),
+            ("stat-interval-short", Warn),
+            ("numa-balancing-on", Warn),
+            ("rt-throttling-on", Warn),
+            ("preempt-limited", Warn),
+            ("timer-migration-on", Warn),
+            ("nmi-watchdog-on", Warn),
+            ("soft-watchdog-on", Warn),
+            ("clocksource-slow", Bad),
+            ("tsc-not-invariant", Warn),
+            ("tsc-reliable-unset", Warn),
+            ("hypervisor-present", Info),
+            ("steal-time", Warn),
+            ("mitigations-on", Info),
+            ("workqueue-on-measured", Warn),
+            ("kthreads-on-measured", Warn),
+            ("tuned-other-profile", Warn),
+        ]
+    );
+    let get = |id: &str| f.iter().find(|x| x.id == id).expect(id);
+    // The fixes are exact: the measured CPUs on the command line, the housekeeping CPU for
+    // IRQs, threads and the workqueue mask.
+    assert_eq!(
+        get("isolated-missing").fix,
+        "boot with isolcpus=1-3 nohz_full=1-3 rcu_nocbs=1-3"
+    );
+    assert_eq!(get("irq-on-measured-cpus").value, "IRQ 24 (eth0)");
+    assert!(
+        get("irq-on-measured-cpus")
+            .fix
+            .starts_with("for i in 24; do echo 0 > /proc/irq/$i/smp_affinity_list; done")
+    );
+    assert_eq!(
+        get("irq-affinity-includes-measured").value,
+        "IRQ 25 (nvme0q0)"
+    );
+    assert_eq!(
+        get("governor-not-performance").fix,
+        "echo performance | tee /sys/devices/system/cpu/cpu*/cpufreq/scaling_governor"
+    );
+    assert_eq!(
+        get("turbo-on").fix,
+        "echo 1 > /sys/devices/system/cpu/intel_pstate/no_turbo"
+    );
+    assert!(get("idle-states-deep").value.contains("cpu1 C6 (133 µs)"));
+    assert!(
+        get("idle-states-deep")
+            .fix
+            .starts_with("cpupower -c 1-3 idle-set -D 3")
+    );
+    assert!(
+        get("thp-always")
+            .fix
+            .starts_with("echo never > /sys/kernel/mm/transparent_hugepage/enabled")
+    );
+    assert_eq!(get("swap-on").value, "/dev/sda2");
+    assert_eq!(
+        get("nmi-watchdog-on").fix,
+        "sysctl -w kernel.nmi_watchdog=0 (or boot with nmi_watchdog=0)"
+    );
+    assert!(get("steal-time").value.starts_with("cpu1: 1539 ticks"));
+    assert_eq!(
+        get("workqueue-on-measured").fix,
+        "echo 1 > /sys/devices/virtual/workqueue/cpumask"
+    );
+    assert!(
+        get("kthreads-on-measured")
+            .value
+            .contains("rcu_preempt (15: 0-3)")
+    );
+    assert!(
+        get("kthreads-on-measured")
+            .fix
+            .starts_with("for p in 15; do taskset -pc 0 $p; done")
+    );
+}
+
+#[test]
+fn audit_flags_isolation_settings_that_contradict_each_other() {
+    let dir = fixture(true);
+    let r = dir.path();
+    put(
+        r,
+        "proc/cmdline",
+        "isolcpus=domain,managed_irq,1-3 nohz_full=2-3 tsc=reliable",
+    );
+    put(r, "sys/devices/system/cpu/isolated", "1-2");
+    put(r, "sys/devices/system/cpu/nohz_full", "2-3");
+    let f = run_audit(r);
+    let isolation: Vec<_> = ids(&f).into_iter().take(6).collect();
+    assert_eq!(
+        isolation,
+        vec![
+            ("isolated-partial", Warn),
+            ("nohz-full-partial", Warn),
+            ("rcu-nocbs-missing", Warn),
+            ("nohz-full-without-rcu-nocbs", Warn),
+            ("isolated-not-nohz-full", Warn),
+            ("isolcpus-not-in-force", Bad),
+        ]
+    );
+}
+
+#[test]
+fn audit_marks_garbage_as_unparseable_without_panicking() {
+    let dir = fixture(true);
+    let r = dir.path();
+    put(r, "proc/sys/vm/stat_interval", "ten");
+    put(
+        r,
+        "sys/kernel/mm/transparent_hugepage/enabled",
+        "always madvise never",
+    );
+    put(r, "proc/stat", "cpu1 1 2 x");
+    put(r, "sys/devices/virtual/workqueue/cpumask", "zz");
+    put(r, "sys/devices/system/cpu/nohz_full", "1-");
+    put(r, "sys/devices/system/cpu/cpu2/cpuidle/state1/latency", "");
+    put(
+        r,
+        "proc/cmdline",
+        "isolcpus=1-x rcu_nocbs=1-3 nohz_full=1-3",
+    );
+    let f = run_audit(r);
+    for id in [
+        "stat-interval-unparseable",
+        "thp-unparseable",
+        "steal-unparseable",
+        "workqueue-unparseable",
+        "nohz-full-unparseable",
+        "idle-states-unparseable",
+        "isolcpus-unparseable",
+    ] {
+        let found = f
+            .iter()
+            .find(|x| x.id == id)
+            .unwrap_or_else(|| panic!("{id} in {:?}", ids(&f)));
+        assert_eq!(found.severity, Info);
+        assert!(found.value.starts_with("unparseable: "), "{found:?}");
+    }
+}
+
+#[test]
+fn audit_of_an_empty_tree_marks_every_check_unreadable() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let f = run_audit(dir.path());
+    assert!(f.len() >= 20, "{:?}", ids(&f));
+    for x in &f {
+        assert_eq!(x.severity, Info, "{x:?}");
+        let marked = x.value.starts_with("unreadable: ") || x.id == "tuned-absent";
+        assert!(marked, "{x:?}");
+    }
+}
+
+#[test]
+fn audit_json_from_a_root_lists_the_findings() {
+    let dir = fixture(false);
+    let root = dir.path().to_str().expect("utf-8");
+    let out = jitterscope(&["audit", "--root", root, "--json"]);
+    assert_eq!(out.status.code(), Some(0), "{:?}", stderr_lines(&out));
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).expect("JSON");
+    assert_eq!(
+        v["measured"], "1-3",
+        "the lowest CPU is kept for housekeeping"
+    );
+    assert_eq!(v["housekeeping"], "0");
+    let findings = v["findings"].as_array().expect("an array");
+    let expected = run_audit(dir.path());
+    assert_eq!(findings.len(), expected.len());
+    for (j, f) in findings.iter().zip(&expected) {
+        assert_eq!(j["id"], f.id.as_str());
+        assert_eq!(
+            j["severity"],
+            serde_json::to_value(f.severity).expect("json")
+        );
+        for key in ["area", "value", "why", "fix"] {
+            assert!(j[key].is_string(), "{key} in {j}");
+        }
+    }
+}
+
+#[test]
+fn audit_table_groups_findings_by_area() {
+    let dir = fixture(false);
+    let root = dir.path().to_str().expect("utf-8");
+    let out = jitterscope(&["audit", "--root", root, "-a", "2"]);
+    assert_eq!(out.status.code(), Some(0), "{:?}", stderr_lines(&out));
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        text.contains("measured CPUs 2 (housekeeping: 0-1,3)"),
+        "{text}"
+    );
+    // IRQ 24 is delivered to CPU 1 and allowed on all: with -a 2 it may move there.
+    for part in [
+        "isolation and ticks",
+        "interrupts",
+        "power",
+        "memory",
+        "watchdogs",
+        "irq-affinity-includes-measured",
+        "cpupower -c 2 idle-set -D 3",
+        "sysctl -w vm.stat_interval=10",
+    ] {
+        assert!(text.contains(part), "{part:?} missing from\n{text}");
+    }
+    assert!(!text.contains("irq-on-measured-cpus"), "{text}");
+}
+
+#[test]
+fn audit_bad_input_is_one_line_and_exit_2() {
+    let dir = fixture(true);
+    let root = dir.path().to_str().expect("utf-8");
+    for args in [
+        vec!["audit", "--root", "/nonexistent/jitterscope-root"],
+        vec!["audit", "--root", root, "-a", "1-x"],
+        vec!["audit", "--root", root, "-a", "7"],
+    ] {
+        let out = jitterscope(&args);
+        assert_eq!(out.status.code(), Some(2), "{args:?}");
+        let lines = stderr_lines(&out);
+        assert_eq!(lines.len(), 1, "{args:?}: {lines:?}");
+        assert!(lines[0].starts_with("jitterscope: "), "{lines:?}");
+        assert!(out.stdout.is_empty());
+    }
+}
+
+#[test]
+fn audit_as_nobody_marks_what_it_cannot_read() {
+    let Some(mut cmd) = as_nobody("audit_as_nobody_marks_what_it_cannot_read") else {
+        return;
+    };
+    let out = cmd.args(["audit", "--json"]).output().expect("runs");
+    if nobody_cannot_reach("audit_as_nobody_marks_what_it_cannot_read", &out) {
+        return;
+    }
+    assert_eq!(out.status.code(), Some(0), "{:?}", stderr_lines(&out));
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).expect("JSON");
+    let findings = v["findings"].as_array().expect("an array");
+    let ids: Vec<&str> = findings.iter().filter_map(|f| f["id"].as_str()).collect();
+    // Every check is there, read or marked: none is left out.
+    for check in [
+        "isolated-",
+        "nohz-full-",
+        "irqbalance-",
+        "governor-",
+        "turbo-",
+        "idle-states-",
+        "smt-",
+        "thp-",
+        "swap-",
+        "stat-interval-",
+        "numa-balancing-",
+        "rt-throttling-",
+        "preempt-",
+        "timer-migration-",
+        "nmi-watchdog-",
+        "soft-watchdog-",
+        "clocksource-",
+        "steal-",
+        "mitigations-",
+        "workqueue-",
+        "kthreads-",
+        "tuned-",
+    ] {
+        assert!(
+            ids.iter().any(|i| i.starts_with(check)),
+            "no {check}* in {ids:?}"
+        );
+    }
+    for f in findings {
+        let value = f["value"].as_str().expect("value");
+        if value.starts_with("unreadable: ") {
+            assert_eq!(f["severity"], "info", "{f}");
+            assert!(
+                f["id"].as_str().is_some_and(|i| i.ends_with("-unreadable")),
+                "{f}"
+            );
+        }
+    }
+}
