@@ -30,6 +30,7 @@ pub mod c2c;
 pub mod pingpong;
 pub mod ptp;
 pub mod queue;
+pub mod report;
 pub mod syscalls;
 pub mod work;
 
@@ -140,7 +141,7 @@ struct Preamble {
 
 fn preamble(req: SchedRequest, plan: &CpuPlan, universe: &CpuUniverse) -> Preamble {
     let (clock, problems) = ClockInfo::detect();
-    let host = HostInfo::collect(clock, universe.online.clone());
+    let host = HostInfo::collect(clock, universe.online.clone()).audited(&plan.measured);
     let mut degraded: Vec<Degraded> = problems.iter().map(Degraded::from_clock).collect();
     if let Err(reason) = sched::preflight(req) {
         degraded.push(Degraded::SchedRefused {

@@ -52,6 +52,9 @@ pub enum Command {
     /// Read-only checks of the host's latency tuning: each finding with its severity, the
     /// value seen, why it matters and the exact fix.
     Audit(AuditArgs),
+    /// Show saved results again, or export them: a table, markdown, CSV, or an
+    /// HdrHistogram interval log.
+    Report(ReportArgs),
 }
 
 /// Options every measuring command shares.
@@ -423,6 +426,41 @@ pub struct SyscallsArgs {
     /// value is its time divided by this, less the timing's own cost.
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..=4096))]
     pub batch: Option<u32>,
+}
+
+/// The formats `report` writes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum ReportFormat {
+    /// The summary tables the probes print.
+    Table,
+    /// The same tables in Markdown.
+    Markdown,
+    /// One row per probe entry (CPU, pair, mechanism …), every summary column, units in
+    /// the headers; with --buckets, the histogram buckets as rows instead.
+    Csv,
+    /// An HdrHistogram interval log (what jHiccup writes and HistogramLogProcessor reads),
+    /// one tagged histogram per entry.
+    Hdr,
+}
+
+/// `jitterscope report`.
+#[derive(Debug, Clone, Args)]
+pub struct ReportArgs {
+    /// Result files written with -o.
+    #[arg(value_name = "RESULT", required = true)]
+    pub results: Vec<PathBuf>,
+
+    /// What to write.
+    #[arg(long, value_enum, default_value = "table")]
+    pub format: ReportFormat,
+
+    /// Write to PATH instead of stdout (atomically).
+    #[arg(short = 'o', long = "output", value_name = "PATH")]
+    pub output: Option<PathBuf>,
+
+    /// csv: one row per histogram bucket instead of one per entry.
+    #[arg(long)]
+    pub buckets: bool,
 }
 
 /// `jitterscope audit`.

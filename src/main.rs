@@ -31,6 +31,7 @@ fn main() -> ExitCode {
         Some(Command::Syscalls(args)) => app::syscalls::run(&args, &argv, &stop),
         Some(Command::Ptp(args)) => app::ptp::run(&args, &argv, &stop),
         Some(Command::Audit(args)) => app::audit::run(&args),
+        Some(Command::Report(args)) => app::report::run(&args),
         None => app::noise(&NoiseArgs::default(), &argv, &stop),
     };
     match outcome {

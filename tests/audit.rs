@@ -558,3 +558,28 @@ fn audit_as_nobody_marks_what_it_cannot_read() {
         }
     }
 }
+
+/// Issue 7: the audit is stored in every result file, for the run's measured CPUs, and
+/// reads back.
+#[test]
+fn every_result_file_carries_the_audit_of_its_measured_cpus() {
+    let _m = crate::util::measuring();
+    let r = crate::util::json_result(&["syscalls", "--only", "rdtsc", "-D", "10ms"]);
+    let audit = r.host.audit.as_ref().expect("host.audit in the result");
+    assert_eq!(audit.measured, r.run.cpus.measured);
+    assert!(
+        audit.findings.len() >= 20,
+        "{} findings",
+        audit.findings.len()
+    );
+    assert!(
+        audit
+            .findings
+            .iter()
+            .any(|f| f.id.starts_with("clocksource"))
+    );
+    // It survives the round trip a report or compare will make.
+    let again =
+        jitterscope::report::ResultFile::parse(&serde_json::to_string(&r).unwrap()).unwrap();
+    assert_eq!(again.host.audit, r.host.audit);
+}

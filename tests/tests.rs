@@ -14,6 +14,7 @@ mod nonroot;
 mod pingpong;
 mod ptp;
 mod queue;
+mod report;
 mod signals;
 mod syscalls;
 mod timer_cli;

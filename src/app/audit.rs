@@ -11,7 +11,7 @@ use anyhow::{Context, bail};
 use crate::cli::AuditArgs;
 use crate::engine::cpu::{CpuList, CpuListError};
 use crate::report::audit_table;
-use crate::system::audit::{self, AuditReport, Host};
+use crate::system::audit::AuditReport;
 
 use super::Ending;
 
@@ -23,13 +23,7 @@ pub fn run(args: &AuditArgs) -> anyhow::Result<Ending> {
     }
     let online = online_cpus(&root)?;
     let measured = measured_cpus(args.cpus.as_deref(), &online)?;
-    let host = Host::new(&root, measured.clone(), &online);
-    let report = AuditReport {
-        housekeeping: online.without(&measured),
-        root,
-        measured,
-        findings: audit::audit(&host),
-    };
+    let report = AuditReport::of(&root, measured, &online);
     let text = if args.json {
         serde_json::to_string_pretty(&report)? + "\n"
     } else {

@@ -46,7 +46,11 @@ pub fn run(args: &PtpArgs, argv: &[String], stop: &AtomicBool) -> anyhow::Result
     let started = Instant::now();
     let (clock, problems) = ClockInfo::detect();
     let universe = CpuUniverse::detect().context("cannot read the system's CPUs")?;
-    let host = HostInfo::collect(clock, universe.online.clone());
+    // ptp measures no CPU: the audit is about every CPU but the housekeeping one.
+    let measured = universe.online.without(&CpuList::from_cpus(
+        universe.online.first().into_iter().collect(),
+    ));
+    let host = HostInfo::collect(clock, universe.online.clone()).audited(&measured);
     let cfg = PtpConfig {
         samples: args.samples,
     };

@@ -3,6 +3,7 @@
 
 pub mod audit_table;
 pub mod c2c_table;
+pub mod export;
 pub mod pingpong_table;
 pub mod ptp_table;
 pub mod queue_table;

@@ -11,12 +11,12 @@ use std::fmt;
 use std::fs;
 use std::path::{Path, PathBuf};
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 use crate::engine::cpu::CpuList;
 
 /// How much a finding costs latency.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Severity {
     /// Set as a latency-tuned host should be.
@@ -41,7 +41,7 @@ impl fmt::Display for Severity {
 }
 
 /// The group a finding belongs to, in the order the table shows them.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Area {
     Isolation,
@@ -72,7 +72,7 @@ impl fmt::Display for Area {
 }
 
 /// One thing the audit saw.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Finding {
     pub id: String,
     pub area: Area,
@@ -82,14 +82,28 @@ pub struct Finding {
     pub fix: String,
 }
 
-/// What `jitterscope audit --json` prints.
-#[derive(Debug, Clone, Serialize)]
+/// What `jitterscope audit --json` prints, and every result file keeps as `host.audit`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct AuditReport {
     /// The directory /proc, /sys and /etc were read under.
     pub root: PathBuf,
     pub measured: CpuList,
     pub housekeeping: CpuList,
     pub findings: Vec<Finding>,
+}
+
+impl AuditReport {
+    /// Audits `measured` on the tree under `root` (`/` for the live host); every other
+    /// online CPU is housekeeping.
+    pub fn of(root: &Path, measured: CpuList, online: &CpuList) -> AuditReport {
+        let host = Host::new(root, measured.clone(), online);
+        AuditReport {
+            root: root.to_path_buf(),
+            housekeeping: online.without(&measured),
+            findings: audit(&host),
+            measured,
+        }
+    }
 }
 
 fn finding(area: Area, id: &str, severity: Severity, value: impl Into<String>) -> Finding {

@@ -27,6 +27,10 @@ pub struct HostInfo {
     pub isolation: Isolation,
     /// `/proc/sys/kernel/sched_rt_runtime_us` (-1: real-time threads are never throttled).
     pub sched_rt_runtime_us: Option<i64>,
+    /// The tuning audit for the run's measured CPUs, as `jitterscope audit --json` gives
+    /// it (absent in files written before it was kept).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub audit: Option<audit::AuditReport>,
 }
 
 /// CPU isolation the kernel was booted with.
@@ -45,6 +49,7 @@ fn read(path: &str) -> Option<String> {
 }
 
 impl HostInfo {
+    /// The host's facts, without the audit (see `audited`).
     pub fn collect(clock: ClockInfo, cpus_online: CpuList) -> HostInfo {
         let uname = rustix::system::uname();
         let cpuinfo = std::fs::read_to_string("/proc/cpuinfo").unwrap_or_default();
@@ -64,7 +69,22 @@ impl HostInfo {
                 nohz_full: cpu_list("/sys/devices/system/cpu/nohz_full").unwrap_or_default(),
             },
             sched_rt_runtime_us: crate::engine::sched::rt_runtime_us(),
+            audit: None,
         }
+    }
+}
+
+impl HostInfo {
+    /// The same facts with the live host's tuning audit for `measured` (the audit takes a
+    /// few ms: it reads /proc and /sys).
+    pub fn audited(mut self, measured: &CpuList) -> HostInfo {
+        let report = audit::AuditReport::of(
+            std::path::Path::new("/"),
+            measured.clone(),
+            &self.cpus_online,
+        );
+        self.audit = Some(report);
+        self
     }
 }
 

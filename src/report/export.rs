@@ -1,0 +1,1 @@
+//! Exports of saved results (placeholder: being written).

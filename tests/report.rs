@@ -1,0 +1,1 @@
+//! Issue 6: `jitterscope report` (placeholder: being written).
