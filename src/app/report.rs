@@ -1,10 +1,156 @@
-//! `jitterscope report` (placeholder: being written).
+//! `jitterscope report`: renders saved result files as terminal tables, Markdown, CSV or
+//! an HdrHistogram interval log (the writers are in `report::export`), to stdout or,
+//! atomically, to a file.
 
-use crate::cli::ReportArgs;
+use std::io::Write;
+use std::path::{Path, PathBuf};
+
+use anyhow::Context;
+
+use crate::cli::{ReportArgs, ReportFormat};
+use crate::report::export::{self, Loaded};
+use crate::report::{ProbeEntry, ResultFile, c2c_table, pingpong_table, ptp_table, queue_table};
+use crate::report::{syscalls_table, table, work_table};
 
 use super::Ending;
 
 /// `jitterscope report`.
-pub fn run(_args: &ReportArgs) -> anyhow::Result<Ending> {
-    anyhow::bail!("report is not written yet")
+pub fn run(args: &ReportArgs) -> anyhow::Result<Ending> {
+    if args.buckets && !matches!(args.format, ReportFormat::Csv) {
+        anyhow::bail!("--buckets applies to --format csv only");
+    }
+    // Read every file first: one bad file fails the whole report before anything is
+    // written, and the error names it.
+    let results = args
+        .results
+        .iter()
+        .map(|p| Ok((p.clone(), ResultFile::read(p)?)))
+        .collect::<anyhow::Result<Vec<Loaded>>>()?;
+    let text = match args.format {
+        ReportFormat::Table => tables(&results),
+        ReportFormat::Markdown => export::markdown(&results),
+        ReportFormat::Csv if args.buckets => export::csv_buckets(&results)?,
+        ReportFormat::Csv => export::csv_summary(&results),
+        ReportFormat::Hdr => export::hdr_log(&results)?,
+    };
+    match &args.output {
+        Some(path) => write_atomic(path, &text)?,
+        None => write_stdout(&text)?,
+    }
+    Ok(Ending::Completed)
+}
+
+/// The probes' own terminal tables, file after file.
+fn tables(results: &[Loaded]) -> String {
+    let mut out = String::new();
+    for (path, r) in results {
+        out.push_str(&file_header(path, r));
+        out.push_str(&probe_tables(r));
+        out.push('\n');
+    }
+    out
+}
+
+/// One line naming the file, host and run, then the degradations.
+fn file_header(path: &Path, r: &ResultFile) -> String {
+    let (h, run) = (&r.host, &r.run);
+    let mut out = format!(
+        "== {}: {} ({}, {}), started {}: {}\n",
+        path.display(),
+        h.hostname,
+        h.kernel_release,
+        h.cpu_model,
+        run.start_time,
+        run.command_line.join(" "),
+    );
+    for d in &run.degraded {
+        out.push_str(&format!("degraded: {}\n", d.message));
+    }
+    out
+}
+
+/// The tables of every probe kind the result holds, in a fixed order.
+fn probe_tables(r: &ResultFile) -> String {
+    let has = |f: fn(&ProbeEntry) -> bool| r.probes.iter().any(f);
+    let mut parts = Vec::new();
+    if has(|e| e.as_noise().is_some()) {
+        parts.push(table::noise_tables(r));
+    }
+    if has(|e| e.as_timer().is_some()) {
+        parts.push(table::timer_tables(r));
+    }
+    if has(|e| e.as_pingpong().is_some()) {
+        parts.push(pingpong_table::pingpong_table(r));
+    }
+    if has(|e| e.as_c2c().is_some()) {
+        parts.push(c2c_table::c2c_tables(r, false));
+    }
+    if has(|e| e.as_queue().is_some()) {
+        parts.push(queue_table::queue_tables(r));
+    }
+    if has(|e| e.as_work().is_some()) {
+        parts.push(work_table::work_table(r));
+    }
+    if has(|e| e.as_syscalls().is_some()) {
+        parts.push(syscalls_table::syscalls_table(r));
+    }
+    if has(|e| e.as_ptp().is_some()) {
+        parts.push(ptp_table::ptp_table(r));
+    }
+    let unknown = r
+        .probes
+        .iter()
+        .filter(|e| matches!(e, ProbeEntry::Unknown))
+        .count();
+    if unknown > 0 {
+        parts.push(format!(
+            "{unknown} entries of a newer probe kind were skipped\n"
+        ));
+    }
+    let mut out = String::new();
+    for p in parts {
+        out.push_str(p.trim_end());
+        out.push('\n');
+    }
+    out
+}
+
+/// Stdout; a reader that went away (`| head`) is not an error.
+fn write_stdout(text: &str) -> anyhow::Result<()> {
+    let mut out = std::io::stdout().lock();
+    match out.write_all(text.as_bytes()).and_then(|()| out.flush()) {
+        Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => Ok(()),
+        r => r.context("cannot write to stdout"),
+    }
+}
+
+/// A temporary file in the target's directory, flushed, then renamed over it: a reader
+/// never sees half a report.
+fn write_atomic(path: &Path, text: &str) -> anyhow::Result<()> {
+    let dir = match path.parent() {
+        Some(d) if !d.as_os_str().is_empty() => d.to_path_buf(),
+        _ => PathBuf::from("."),
+    };
+    let name = path
+        .file_name()
+        .with_context(|| format!("cannot write {}: not a file name", path.display()))?;
+    let tmp = dir.join(format!(
+        ".{}.{}.tmp",
+        name.to_string_lossy(),
+        std::process::id()
+    ));
+    let write = || -> std::io::Result<()> {
+        // create_new: never follows a planted symlink or overwrites someone's file.
+        let mut f = std::fs::OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .open(&tmp)?;
+        f.write_all(text.as_bytes())?;
+        f.sync_all()?;
+        std::fs::rename(&tmp, path)
+    };
+    write().map_err(|e| {
+        let _ = std::fs::remove_file(&tmp);
+        anyhow::anyhow!("cannot write {}: {e}", path.display())
+    })
 }

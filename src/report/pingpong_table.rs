@@ -74,11 +74,21 @@ pub fn pingpong_table(r: &ResultFile) -> String {
         }
     }
     let mut text = format!("{t}\n");
-    if starred {
-        text.push_str(
+    if let Some(skew) = entries
+        .iter()
+        .find(|e| !e.one_way_valid)
+        .map(|e| e.tsc_skew)
+        && starred
+    {
+        let bound = match (skew.rounds, skew.consistent) {
+            (0, _) => "the check could not run".to_string(),
+            (_, true) => format!("they agree within {} ns", skew.bound_ns),
+            (_, false) => format!("they differ by at least {} ns", skew.bound_ns),
+        };
+        text.push_str(&format!(
             "* the round trip halved: the two CPUs' counters could not be shown to agree \
-             within 10 % of the one-way figure (see the TSC line above)\n",
-        );
+             within 10 % of the one-way figure ({bound})\n"
+        ));
     }
     if !negative.is_empty() {
         text.push_str(&format!(
