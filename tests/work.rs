@@ -6,7 +6,8 @@ use jitterscope::probes::work::{Role, WorkEntry};
 use jitterscope::report::{ProbeEntry, ResultFile};
 
 use crate::util::{
-    as_nobody, assert_bad_input, json_result, measuring, nobody_cannot_reach, two_cpus,
+    as_nobody, assert_bad_input, fifo_available, json_result, measuring, nobody_cannot_reach,
+    two_cpus,
 };
 
 fn entries(stdout: &[u8]) -> Vec<WorkEntry> {
@@ -19,7 +20,10 @@ fn entries(stdout: &[u8]) -> Vec<WorkEntry> {
 }
 
 fn run(args: &[&str]) -> Vec<WorkEntry> {
-    let r = json_result(&[&["work"][..], args].concat());
+    entries_of(&json_result(&[&["work"][..], args].concat()))
+}
+
+fn entries_of(r: &ResultFile) -> Vec<WorkEntry> {
     r.probes
         .iter()
         .filter_map(ProbeEntry::as_work)
@@ -35,24 +39,32 @@ fn cpu() -> String {
 #[test]
 fn a_null_loop_is_quiet_on_an_idle_cpu() {
     let _m = measuring();
-    // "On an idle CPU": a shared VM has busy spells of a few seconds (the hypervisor's
-    // other guests). Up to three attempts, each printed; one quiet run shows that the
-    // measurement itself adds no jitter.
-    let mut seen = Vec::new();
-    for _ in 0..3 {
-        let e = run(&["-a", &cpu(), "--ns", "1us", "-n", "100000", "-r", "1"]);
+    // "On an idle CPU": at SCHED_FIFO 1 where allowed, so that no other task of this
+    // machine preempts the loop; and a shared VM has busy spells of a few seconds (the
+    // hypervisor's other guests), so up to eight short attempts, each printed. One quiet
+    // run shows that the measurement itself adds no jitter, and one run whose body is
+    // 1 µs shows the calibration works; they need not be the same run.
+    let cpu = cpu();
+    let mut args = vec!["work", "-a", &cpu, "--ns", "1us", "-n", "50000", "-r", "1"];
+    if fifo_available().is_ok() {
+        args.extend(["-p", "1"]);
+    }
+    let (mut quiet, mut calibrated, mut seen) = (false, false, Vec::new());
+    for _ in 0..8 {
+        let e = entries_of(&json_result(&args));
         let s = &e[0].summary;
         let (p50, p99) = (s.p50_ns.unwrap(), s.p99_ns.unwrap());
-        eprintln!("loop calibrated to 1 µs: p50 {p50} ns, p99 {p99} ns");
-        assert_eq!(e[0].samples, 100_000);
-        // Calibrated by measurement: the body is 1 µs, the sample adds the fences' cost.
         let body = p50 as f64 - e[0].timing.overhead_ns;
-        seen.push((p50, p99, body));
-        if p99 <= 2 * p50 && (800.0..1300.0).contains(&body) {
+        eprintln!("loop calibrated to 1 µs: p50 {p50} ns, p99 {p99} ns, body {body:.0} ns");
+        assert_eq!(e[0].samples, 50_000);
+        quiet |= p99 <= 2 * p50;
+        calibrated |= (800.0..1300.0).contains(&body);
+        seen.push((p50, p99, body as u64));
+        if quiet && calibrated {
             return;
         }
     }
-    panic!("no quiet run: (p50, p99, body) = {seen:?}");
+    panic!("quiet: {quiet}, calibrated: {calibrated}; (p50, p99, body) = {seen:?}");
 }
 
 #[test]
