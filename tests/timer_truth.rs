@@ -179,11 +179,20 @@ fn stop_above_stops_at_the_injected_hold() {
         return;
     };
     let _m = measuring();
-    let first = attempt_stop_above(cpus);
-    if let Err(why) = first {
-        eprintln!("  first attempt: {why}; trying once more");
-        attempt_stop_above(cpus).unwrap();
+    // A stall of the host's own over 1 ms before the hold stops the run first: not the
+    // probe's fault, so up to three attempts, each printed (this host has had two such
+    // stalls within a second).
+    let mut failures = Vec::new();
+    for _ in 0..3 {
+        match attempt_stop_above(cpus) {
+            Ok(()) => return,
+            Err(why) => {
+                eprintln!("  attempt failed: {why}");
+                failures.push(why);
+            }
+        }
     }
+    panic!("{name}: every attempt failed: {failures:?}");
 }
 
 fn attempt_stop_above(cpus: (usize, usize)) -> Result<(), String> {
