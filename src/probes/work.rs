@@ -416,6 +416,9 @@ impl Prepared<'_> {
 }
 
 fn measure(w: &Worker<'_>, cfg: &WorkConfig, udp: Option<&UdpTarget>) -> Measured {
+    // Spin first, as c2c preheats its cores: a vCPU that was idle may run at a lower
+    // clock for a few ms, and a calibration made then comes out short once it is warm.
+    busy_pause(w.scale.to_ticks(PREHEAT.as_nanos() as u64));
     let costs = timing_costs(w.scale);
     let action = match (&cfg.action, cfg.loop_ns) {
         (Action::Loop(_), Some(ns)) => {
@@ -532,6 +535,9 @@ fn busy_pause(ticks: u64) {
 fn iterations_for(ns: f64, costs: &TimingCosts) -> u64 {
     (ns / costs.loop_iteration_ns.max(0.01)).round().max(1.0) as u64
 }
+
+/// How long the measuring thread spins before it calibrates anything.
+const PREHEAT: Duration = Duration::from_millis(50);
 
 /// Calibration samples per step, at most.
 const CALIBRATION_SAMPLES: usize = 2_001;
