@@ -123,7 +123,14 @@ fn holds_of_300us_show_up_as_late_wakeups() {
     };
     let from_holds = spikes.start_ns.iter().filter(|&&t| near_hold(t)).count();
     let background = spikes.start_ns.len() - from_holds;
-    let above = from_holds as f64;
+    // The host's own late wake-ups also fall near holds, at the rate seen away from
+    // them: that many are taken off before comparing with the hold model.
+    let near = (0..e.wakeups)
+        .filter(|&k| near_hold(k * INTERVAL_NS))
+        .count();
+    let away = (e.wakeups as usize).saturating_sub(near).max(1);
+    let background_near = background as f64 * near as f64 / away as f64;
+    let above = (from_holds as f64 - background_near).max(0.0);
     let share = above / e.wakeups as f64;
     // The issue's estimate: a hold covers 300/1000 of a wake-up, and the wake-up is more
     // than 100 µs late when its deadline is over 100 µs before the hold's end. The
@@ -134,8 +141,9 @@ fn holds_of_300us_show_up_as_late_wakeups() {
     let window_ns = 300e3 - 100e3 + 2.0 * p50;
     let expected = inside.len() as f64 * window_ns / 1e6 / e.wakeups as f64;
     eprintln!(
-        "{name}: {} holds, {} wake-ups, {} above 100 µs near a hold ({:.2} %; expected \
-         ~{:.2} %) and {background} elsewhere, {} of {} certain deadlines seen late; max \
+        "{name}: {} holds, {} wake-ups, {from_holds} above 100 µs near a hold, less \
+         {background_near:.0} the host's own rate predicts there: {:.0} ({:.2} %; expected \
+         ~{:.2} %); {background} elsewhere; {} of {} certain deadlines seen late; max \
          {:.1} µs, p50 {:.1} µs",
         inside.len(),
         e.wakeups,
