@@ -108,12 +108,14 @@ impl CpuUse {
 /// when they leave the coordinator no CPU of its own (every CPU this process may use is
 /// measured), unless forced: they could starve it, and the kernel's per-CPU work, for the
 /// whole run. Threads that sleep may take every CPU, as cyclictest's `-S -p 90` does.
+/// `cpu_flags` names the options that place the threads, for the fix the error gives.
 pub fn check_safety(
     req: SchedRequest,
     plan: &CpuPlan,
     universe: &CpuUniverse,
     force: bool,
     usage: CpuUse,
+    cpu_flags: &str,
 ) -> anyhow::Result<()> {
     if req.policy.is_realtime() && plan.coordinator_shares() && usage.hogs() && !force {
         let (what, fix) = match usage {
@@ -125,7 +127,8 @@ pub fn check_safety(
         };
         bail!(
             "refusing to run {req} {what} on every CPU this process may use ({}): none \
-             would be left for housekeeping. Leave a CPU out of -a{fix}, or pass --force",
+             would be left for housekeeping. Leave a CPU free ({cpu_flags}){fix}, or pass \
+             --force",
             universe.usable()
         );
     }
@@ -189,6 +192,39 @@ fn setup(args: &RunArgs) -> anyhow::Result<Setup> {
     let universe = CpuUniverse::detect().context("cannot read the system's CPUs")?;
     let req = sched_request(args)?;
     let cpus = cpu_plan(args, &universe)?;
+    Ok(Setup {
+        universe,
+        req,
+        cpus,
+        start_time: SystemTime::now(),
+    })
+}
+
+/// The one CPU a single-thread probe runs on: `-a CPU`, or the first CPU the default
+/// plan would measure; the coordinator keeps to the others.
+fn one_cpu_setup(args: &RunArgs, command: &str) -> anyhow::Result<Setup> {
+    let universe = CpuUniverse::detect().context("cannot read the system's CPUs")?;
+    let req = sched_request(args)?;
+    let cpu = match &args.cpus {
+        Some(text) => {
+            let list = universe
+                .parse_user_list(text)
+                .map_err(|e| anyhow::anyhow!("-a/--cpus: {e}"))?;
+            match list.cpus() {
+                [c] => *c,
+                _ => bail!("-a/--cpus: {command} runs on one CPU, got '{text}'"),
+            }
+        }
+        None => cpu_plan(args, &universe)?
+            .measured
+            .first()
+            .context("no usable CPU")?,
+    };
+    let measured = CpuList::from_cpus(vec![cpu]);
+    let cpus = CpuPlan {
+        housekeeping: universe.usable().without(&measured),
+        measured,
+    };
     Ok(Setup {
         universe,
         req,
@@ -275,7 +311,14 @@ fn ending(interrupted: bool) -> Ending {
 /// `jitterscope noise`.
 pub fn noise(args: &NoiseArgs, argv: &[String], stop: &AtomicBool) -> anyhow::Result<Ending> {
     let s = setup(&args.run)?;
-    check_safety(s.req, &s.cpus, &s.universe, args.run.force, CpuUse::Spin)?;
+    check_safety(
+        s.req,
+        &s.cpus,
+        &s.universe,
+        args.run.force,
+        CpuUse::Spin,
+        "-a",
+    )?;
     let cfg = NoiseConfig {
         threshold_ns: args.threshold,
         warmup: args.warmup,
@@ -317,7 +360,7 @@ pub fn timer(args: &TimerArgs, argv: &[String], stop: &AtomicBool) -> anyhow::Re
     let usage = CpuUse::Sleep {
         interval_ns: args.interval,
     };
-    check_safety(s.req, &s.cpus, &s.universe, args.run.force, usage)?;
+    check_safety(s.req, &s.cpus, &s.universe, args.run.force, usage, "-a")?;
     if args.priospread && !s.req.policy.is_realtime() {
         bail!("--priospread needs a real-time policy: add -p PRIO or --policy fifo|rr");
     }
@@ -675,10 +718,10 @@ mod tests {
             policy: Policy::Fifo,
             priority: 1,
         };
-        assert!(check_safety(fifo, &all, &u, false, CpuUse::Spin).is_err());
-        assert!(check_safety(fifo, &all, &u, true, CpuUse::Spin).is_ok());
-        assert!(check_safety(SchedRequest::OTHER, &all, &u, false, CpuUse::Spin).is_ok());
+        assert!(check_safety(fifo, &all, &u, false, CpuUse::Spin, "-a").is_err());
+        assert!(check_safety(fifo, &all, &u, true, CpuUse::Spin, "-a").is_ok());
+        assert!(check_safety(SchedRequest::OTHER, &all, &u, false, CpuUse::Spin, "-a").is_ok());
         let one = cpu_plan(&args(&["-a", "1"]), &u).unwrap();
-        assert!(check_safety(fifo, &one, &u, false, CpuUse::Spin).is_ok());
+        assert!(check_safety(fifo, &one, &u, false, CpuUse::Spin, "-a").is_ok());
     }
 }

@@ -33,7 +33,14 @@ pub fn run(args: &C2cArgs, argv: &[String], stop: &AtomicBool) -> anyhow::Result
         );
     }
     let s = setup(args)?;
-    super::check_safety(s.req, &s.cpus, &s.universe, args.run.force, CpuUse::Spin)?;
+    super::check_safety(
+        s.req,
+        &s.cpus,
+        &s.universe,
+        args.run.force,
+        CpuUse::Spin,
+        "-a",
+    )?;
     let cfg = C2cConfig {
         mode: if args.cas { Mode::Cas } else { Mode::Load },
         samples: args.samples,

@@ -33,7 +33,7 @@ pub fn run(args: &PingpongArgs, argv: &[String], stop: &AtomicBool) -> anyhow::R
         measured: pair,
     };
     // Every mechanism busy-waits its pause, and the spinning ones their whole run.
-    super::check_safety(req, &cpus, &universe, args.run.force, CpuUse::Spin)?;
+    super::check_safety(req, &cpus, &universe, args.run.force, CpuUse::Spin, "-a")?;
     if a == b && req.policy.is_realtime() && mechanisms.iter().any(|m| m.spins()) {
         bail!(
             "spin and spin-pause on one CPU at {req} would never hand it over: the waiting \
@@ -80,7 +80,9 @@ pub fn run(args: &PingpongArgs, argv: &[String], stop: &AtomicBool) -> anyhow::R
     };
     let run =
         pingpong::run(&cfg, &plan, &host.clock, skew, stop).context("the pingpong run failed")?;
-    let outcome = merged(run.outcomes, stop);
+    let mut outcome = RunOutcome::none();
+    outcome.interrupted = stop.load(std::sync::atomic::Ordering::Relaxed);
+    run.outcomes.into_iter().for_each(|o| outcome.absorb(o));
     super::late_degradations(&outcome, req, &mut degraded);
     // The result's requested duration covers every mechanism with its warm-up.
     let total = RunPlan {
@@ -149,25 +151,6 @@ fn make_stray_signals_harmless() -> anyhow::Result<()> {
     )
     .context("cannot install a handler for SIGUSR1")?;
     Ok(())
-}
-
-/// The mechanisms' runs as one, for the result's `run` section.
-fn merged(outcomes: Vec<RunOutcome<()>>, stop: &AtomicBool) -> RunOutcome<()> {
-    let mut all = RunOutcome {
-        workers: Vec::new(),
-        window: None,
-        interrupted: stop.load(std::sync::atomic::Ordering::Relaxed),
-        elapsed: Duration::ZERO,
-        mlock_error: None,
-    };
-    for o in outcomes {
-        all.window = all.window.or(o.window);
-        all.interrupted |= o.interrupted;
-        all.elapsed += o.elapsed;
-        all.mlock_error = all.mlock_error.or(o.mlock_error);
-        all.workers.extend(o.workers);
-    }
-    all
 }
 
 fn header(r: &ResultFile, cfg: &PingpongConfig, skew: &SkewBound, locality: &str) -> String {

@@ -18,7 +18,7 @@ use anyhow::{Context, bail};
 use crate::cli::PtpArgs;
 use crate::degraded::Degraded;
 use crate::engine::clock::{ClockInfo, ClockProblem};
-use crate::engine::cpu::{CpuList, CpuUniverse};
+use crate::engine::cpu::{CpuList, CpuPlan, CpuUniverse};
 use crate::engine::sched;
 use crate::probes::ptp::{self, Device, PtpConfig, PtpEntry, Target, errno_name};
 use crate::report::result::{Privileges, RunCpus};
@@ -46,10 +46,10 @@ pub fn run(args: &PtpArgs, argv: &[String], stop: &AtomicBool) -> anyhow::Result
     let started = Instant::now();
     let (clock, problems) = ClockInfo::detect();
     let universe = CpuUniverse::detect().context("cannot read the system's CPUs")?;
-    // ptp measures no CPU: the audit is about every CPU but the housekeeping one.
-    let measured = universe.online.without(&CpuList::from_cpus(
-        universe.online.first().into_iter().collect(),
-    ));
+    // ptp measures no CPU: the audit is about the CPUs a measuring command would take.
+    let measured = CpuPlan::choose(&universe, None, None)
+        .map(|p| p.measured)
+        .unwrap_or_default();
     let host = HostInfo::collect(clock, universe.online.clone()).audited(&measured);
     let cfg = PtpConfig {
         samples: args.samples,
@@ -189,8 +189,8 @@ fn run_info(
             memory_locked: false,
         },
         cpus: RunCpus {
-            measured: CpuList::from_cpus(Vec::new()),
-            housekeeping: CpuList::from_cpus(Vec::new()),
+            measured: CpuList::default(),
+            housekeeping: CpuList::default(),
         },
         degraded: degraded.iter().map(Degraded::to_record).collect(),
         warnings,

@@ -57,17 +57,15 @@ pub fn run(args: &QueueArgs, argv: &[String], stop: &AtomicBool) -> anyhow::Resu
     let cfg = config(args, base, &placement, &universe)?;
     let plan = cfg.plan(placement.housekeeping.clone(), !args.run.no_mlock);
     let req = most_demanding(&cfg);
-    // The common check, in queue's own words: its fixes are placement flags, not -a.
-    super::check_safety(req, &plan.cpus, &universe, args.run.force, CpuUse::Spin).map_err(
-        |_| {
-            anyhow::anyhow!(
-                "refusing to run {req} busy-spinning roles on every CPU this process may use \
-                 ({}): none would be left for housekeeping. Leave one CPU free of roles \
-                 (--producer-cpu, --accumulator-cpu, --journaller-cpu, --no-journal), give a \
-                 priority to some roles only (--accumulator-priority), or pass --force",
-                universe.usable()
-            )
-        },
+    let flags = "--producer-cpu, --accumulator-cpu, --journaller-cpu, --no-journal, or a \
+                 priority for some roles only, such as --accumulator-priority";
+    super::check_safety(
+        req,
+        &plan.cpus,
+        &universe,
+        args.run.force,
+        CpuUse::Spin,
+        flags,
     )?;
     refuse_realtime_sharing(&cfg, args.run.force)?;
     let s = Setup {

@@ -3,7 +3,7 @@
 //! atomically, to a file.
 
 use std::io::Write;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use anyhow::Context;
 
@@ -34,7 +34,8 @@ pub fn run(args: &ReportArgs) -> anyhow::Result<Ending> {
         ReportFormat::Hdr => export::hdr_log(&results)?,
     };
     match &args.output {
-        Some(path) => write_atomic(path, &text)?,
+        Some(path) => crate::report::result::write_atomic(path, text.as_bytes())
+            .with_context(|| format!("cannot write {}", path.display()))?,
         None => write_stdout(&text)?,
     }
     Ok(Ending::Completed)
@@ -122,35 +123,4 @@ fn write_stdout(text: &str) -> anyhow::Result<()> {
         Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => Ok(()),
         r => r.context("cannot write to stdout"),
     }
-}
-
-/// A temporary file in the target's directory, flushed, then renamed over it: a reader
-/// never sees half a report.
-fn write_atomic(path: &Path, text: &str) -> anyhow::Result<()> {
-    let dir = match path.parent() {
-        Some(d) if !d.as_os_str().is_empty() => d.to_path_buf(),
-        _ => PathBuf::from("."),
-    };
-    let name = path
-        .file_name()
-        .with_context(|| format!("cannot write {}: not a file name", path.display()))?;
-    let tmp = dir.join(format!(
-        ".{}.{}.tmp",
-        name.to_string_lossy(),
-        std::process::id()
-    ));
-    let write = || -> std::io::Result<()> {
-        // create_new: never follows a planted symlink or overwrites someone's file.
-        let mut f = std::fs::OpenOptions::new()
-            .write(true)
-            .create_new(true)
-            .open(&tmp)?;
-        f.write_all(text.as_bytes())?;
-        f.sync_all()?;
-        std::fs::rename(&tmp, path)
-    };
-    write().map_err(|e| {
-        let _ = std::fs::remove_file(&tmp);
-        anyhow::anyhow!("cannot write {}: {e}", path.display())
-    })
 }

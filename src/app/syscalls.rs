@@ -1,17 +1,16 @@
 //! `jitterscope syscalls`: each call's cost on one pinned CPU, one table.
 
 use std::sync::atomic::AtomicBool;
-use std::time::{Duration, SystemTime};
+use std::time::Duration;
 
-use anyhow::{Context, bail};
+use anyhow::Context;
 
-use crate::cli::{RunArgs, SyscallsArgs};
-use crate::engine::cpu::{CpuList, CpuPlan, CpuUniverse};
+use crate::cli::SyscallsArgs;
 use crate::engine::run::RunPlan;
 use crate::probes::syscalls::{self, Call, SyscallsConfig};
 use crate::report::{ProbeEntry, ResultFile};
 
-use super::{CpuUse, Ending, Preamble, Setup};
+use super::{CpuUse, Ending, Preamble};
 
 /// Each call's default measuring time.
 pub const DEFAULT_PER_CALL: Duration = Duration::from_millis(200);
@@ -28,13 +27,14 @@ pub fn run(args: &SyscallsArgs, argv: &[String], stop: &AtomicBool) -> anyhow::R
         Some(text) => Call::parse_list(text).map_err(|e| anyhow::anyhow!("--only: {e}"))?,
         None => Call::ALL.to_vec(),
     };
-    let setup = one_cpu_setup(&args.run, "syscalls")?;
+    let setup = super::one_cpu_setup(&args.run, "syscalls")?;
     super::check_safety(
         setup.req,
         &setup.cpus,
         &setup.universe,
         args.run.force,
         CpuUse::Spin,
+        "-a",
     )?;
     let cfg = SyscallsConfig {
         calls,
@@ -68,39 +68,6 @@ pub fn run(args: &SyscallsArgs, argv: &[String], stop: &AtomicBool) -> anyhow::R
         )
     })?;
     Ok(super::ending(result.run.interrupted))
-}
-
-/// The one CPU a single-thread probe runs on: `-a CPU`, or the first CPU the default
-/// plan would measure; the coordinator keeps to the others.
-pub(super) fn one_cpu_setup(args: &RunArgs, command: &str) -> anyhow::Result<Setup> {
-    let universe = CpuUniverse::detect().context("cannot read the system's CPUs")?;
-    let req = super::sched_request(args)?;
-    let cpu = match &args.cpus {
-        Some(text) => {
-            let list = universe
-                .parse_user_list(text)
-                .map_err(|e| anyhow::anyhow!("-a/--cpus: {e}"))?;
-            match list.cpus() {
-                [c] => *c,
-                _ => bail!("-a/--cpus: {command} runs on one CPU, got '{text}'"),
-            }
-        }
-        None => super::cpu_plan(args, &universe)?
-            .measured
-            .first()
-            .context("no usable CPU")?,
-    };
-    let measured = CpuList::from_cpus(vec![cpu]);
-    let cpus = CpuPlan {
-        housekeeping: universe.usable().without(&measured),
-        measured,
-    };
-    Ok(Setup {
-        universe,
-        req,
-        cpus,
-        start_time: SystemTime::now(),
-    })
 }
 
 fn header(r: &ResultFile, cfg: &SyscallsConfig) -> String {

@@ -20,13 +20,14 @@ pub const DEFAULT_MULTICAST_PORT: u16 = 9999;
 /// `jitterscope work`.
 pub fn run(args: &WorkArgs, argv: &[String], stop: &AtomicBool) -> anyhow::Result<Ending> {
     let cfg = config(args)?;
-    let setup = super::syscalls::one_cpu_setup(&args.run, "work")?;
+    let setup = super::one_cpu_setup(&args.run, "work")?;
     super::check_safety(
         setup.req,
         &setup.cpus,
         &setup.universe,
         args.run.force,
         CpuUse::Spin,
+        "-a",
     )?;
     let Preamble {
         host,

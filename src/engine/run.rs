@@ -254,6 +254,30 @@ impl<T> RunOutcome<T> {
     }
 }
 
+impl RunOutcome<()> {
+    /// No run yet: what `absorb` builds on.
+    pub fn none() -> RunOutcome<()> {
+        RunOutcome {
+            workers: Vec::new(),
+            window: None,
+            interrupted: false,
+            elapsed: Duration::ZERO,
+            mlock_error: None,
+        }
+    }
+
+    /// Adds one of several runs (a probe that runs one per mechanism, or per pair) to
+    /// their sum for the result's `run` section: every worker, the first window,
+    /// interrupted if any was, the summed elapsed time, the first mlock failure.
+    pub fn absorb(&mut self, o: RunOutcome<()>) {
+        self.workers.extend(o.workers);
+        self.window = self.window.or(o.window);
+        self.interrupted |= o.interrupted;
+        self.elapsed += o.elapsed;
+        self.mlock_error = self.mlock_error.take().or(o.mlock_error);
+    }
+}
+
 /// Sets the gate's stop flag when dropped, so that workers waiting at the gate are
 /// released even if the coordinator unwinds.
 struct StopOnDrop<'a>(&'a AtomicBool);

@@ -206,13 +206,8 @@ pub fn run(
         },
         false => (None, None),
     };
-    let mut total = RunOutcome {
-        workers: Vec::new(),
-        window: None,
-        interrupted: false,
-        elapsed: Duration::ZERO,
-        mlock_error,
-    };
+    let mut total = RunOutcome::none();
+    total.mlock_error = mlock_error;
     let mut entries = Vec::new();
     let mut started = 0;
     for &(a, b) in pairs {
@@ -226,7 +221,7 @@ pub fn run(
         if let Some(e) = to_entry(cfg, plan.sched, clock.scale, topo, (a, b), &outcome) {
             entries.push(e);
         }
-        merge(&mut total, outcome.without_values());
+        total.absorb(outcome.without_values());
         progress(started, pairs.len());
         if interrupted {
             break;
@@ -254,13 +249,6 @@ fn pair_plan(cfg: &C2cConfig, plan: &RunPlan, a: usize, b: usize) -> RunPlan {
         priospread: false,
         setup_timeout: plan.setup_timeout,
     }
-}
-
-fn merge(total: &mut RunOutcome<()>, pair: RunOutcome<()>) {
-    total.workers.extend(pair.workers);
-    total.window = total.window.or(pair.window);
-    total.interrupted |= pair.interrupted;
-    total.elapsed += pair.elapsed;
 }
 
 /// What one side of a pair hands back.

@@ -188,44 +188,10 @@ impl ResultFile {
 
     /// Writes atomically: temporary file in the target's directory, then rename.
     pub fn write_atomic(&self, path: &Path) -> Result<(), ResultError> {
-        let err = |source| ResultError::Write {
+        let text = self.to_json() + "\n";
+        write_atomic(path, text.as_bytes()).map_err(|source| ResultError::Write {
             path: path.to_path_buf(),
             source,
-        };
-        let dir = match path.parent() {
-            Some(d) if !d.as_os_str().is_empty() => d.to_path_buf(),
-            _ => PathBuf::from("."),
-        };
-        let name = path.file_name().ok_or_else(|| {
-            err(std::io::Error::new(
-                std::io::ErrorKind::InvalidInput,
-                "not a file name",
-            ))
-        })?;
-        // A fresh name, created exclusively: never follows a planted symlink.
-        let nanos = std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .map_or(0, |d| d.subsec_nanos());
-        let tmp = dir.join(format!(
-            ".{}.{}.{nanos}.tmp",
-            name.to_string_lossy(),
-            std::process::id()
-        ));
-        let write = || -> std::io::Result<()> {
-            let mut f = std::fs::OpenOptions::new()
-                .write(true)
-                .create_new(true)
-                .open(&tmp)?;
-            f.write_all(self.to_json().as_bytes())?;
-            f.write_all(b"\n")?;
-            f.sync_all()?;
-            std::fs::rename(&tmp, path)?;
-            // Make the rename itself durable.
-            std::fs::File::open(&dir).and_then(|d| d.sync_all())
-        };
-        write().map_err(|e| {
-            let _ = std::fs::remove_file(&tmp);
-            err(e)
         })
     }
 
@@ -263,6 +229,40 @@ impl ResultFile {
         }
         serde_json::from_value(value).map_err(|e| not(e.to_string()))
     }
+}
+
+/// Writes `bytes` to `path` so that a reader sees the old file or the whole new one:
+/// a fresh temporary file in the same directory (created exclusively, so never through a
+/// planted symlink), flushed, renamed over `path`, and the rename itself made durable.
+pub fn write_atomic(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
+    let dir = match path.parent() {
+        Some(d) if !d.as_os_str().is_empty() => d.to_path_buf(),
+        _ => PathBuf::from("."),
+    };
+    let name = path
+        .file_name()
+        .ok_or_else(|| std::io::Error::new(std::io::ErrorKind::InvalidInput, "not a file name"))?;
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.subsec_nanos());
+    let tmp = dir.join(format!(
+        ".{}.{}.{nanos}.tmp",
+        name.to_string_lossy(),
+        std::process::id()
+    ));
+    let write = || -> std::io::Result<()> {
+        let mut f = std::fs::OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .open(&tmp)?;
+        f.write_all(bytes)?;
+        f.sync_all()?;
+        std::fs::rename(&tmp, path)?;
+        std::fs::File::open(&dir).and_then(|d| d.sync_all())
+    };
+    write().inspect_err(|_| {
+        let _ = std::fs::remove_file(&tmp);
+    })
 }
 
 impl ResultError {
