@@ -441,6 +441,24 @@ pub enum ReportFormat {
     /// An HdrHistogram interval log (what jHiccup writes and HistogramLogProcessor reads),
     /// one tagged histogram per entry.
     Hdr,
+    /// Data files plus a gnuplot script that draws the plots (-o DIR).
+    Gnuplot,
+    /// The plots as SVG files, drawn by jitterscope itself (-o DIR).
+    Svg,
+    /// The plots as PNG files (-o DIR).
+    Png,
+    /// One self-contained HTML page: host, warnings, tables and every plot.
+    Html,
+}
+
+impl ReportFormat {
+    /// Formats that write several files, into the directory -o names.
+    pub fn writes_a_directory(self) -> bool {
+        matches!(
+            self,
+            ReportFormat::Gnuplot | ReportFormat::Svg | ReportFormat::Png
+        )
+    }
 }
 
 /// `jitterscope report`.
@@ -454,7 +472,8 @@ pub struct ReportArgs {
     #[arg(long, value_enum, default_value = "table")]
     pub format: ReportFormat,
 
-    /// Write to PATH instead of stdout (atomically).
+    /// Write to PATH instead of stdout (atomically); for gnuplot, svg and png, the
+    /// directory to write the files into (required).
     #[arg(short = 'o', long = "output", value_name = "PATH")]
     pub output: Option<PathBuf>,
 

@@ -10,6 +10,7 @@ use anyhow::Context;
 use crate::cli::{ReportArgs, ReportFormat};
 use crate::report::export::{self, Loaded};
 use crate::report::{ProbeEntry, ResultFile, c2c_table, pingpong_table, ptp_table, queue_table};
+use crate::report::{gnuplot, html, plot};
 use crate::report::{syscalls_table, table, work_table};
 
 use super::Ending;
@@ -26,12 +27,17 @@ pub fn run(args: &ReportArgs) -> anyhow::Result<Ending> {
         .iter()
         .map(|p| Ok((p.clone(), ResultFile::read(p)?)))
         .collect::<anyhow::Result<Vec<Loaded>>>()?;
+    if args.format.writes_a_directory() {
+        return write_files(args, &results);
+    }
     let text = match args.format {
         ReportFormat::Table => tables(&results),
         ReportFormat::Markdown => export::markdown(&results),
         ReportFormat::Csv if args.buckets => export::csv_buckets(&results)?,
         ReportFormat::Csv => export::csv_summary(&results),
         ReportFormat::Hdr => export::hdr_log(&results)?,
+        ReportFormat::Html => html::render(&html::result_page(&results)?),
+        ReportFormat::Gnuplot | ReportFormat::Svg | ReportFormat::Png => unreachable!(),
     };
     match &args.output {
         Some(path) => crate::report::result::write_atomic(path, text.as_bytes())
@@ -39,6 +45,36 @@ pub fn run(args: &ReportArgs) -> anyhow::Result<Ending> {
         None => write_stdout(&text)?,
     }
     Ok(Ending::Completed)
+}
+
+/// gnuplot, svg and png: several files into the directory -o names; their names on
+/// stdout, one per line.
+fn write_files(args: &ReportArgs, results: &[Loaded]) -> anyhow::Result<Ending> {
+    let Some(dir) = &args.output else {
+        anyhow::bail!(
+            "--format {} writes several files: name a directory with -o DIR",
+            format_name(args.format)
+        );
+    };
+    let written = match args.format {
+        ReportFormat::Gnuplot => gnuplot::write(results, dir)?,
+        ReportFormat::Svg => {
+            plot::write_all(&plot::result_plots(results)?, dir, plot::Format::Svg)?
+        }
+        _ => plot::write_all(&plot::result_plots(results)?, dir, plot::Format::Png)?,
+    };
+    let mut text = String::new();
+    for p in written {
+        text.push_str(&format!("{}\n", p.display()));
+    }
+    write_stdout(&text)?;
+    Ok(Ending::Completed)
+}
+
+fn format_name(f: ReportFormat) -> String {
+    use clap::ValueEnum;
+    f.to_possible_value()
+        .map_or_else(String::new, |v| v.get_name().to_string())
 }
 
 /// The probes' own terminal tables, file after file.

@@ -3,8 +3,12 @@
 
 pub mod audit_table;
 pub mod c2c_table;
+pub mod compare;
 pub mod export;
+pub mod gnuplot;
+pub mod html;
 pub mod pingpong_table;
+pub mod plot;
 pub mod ptp_table;
 pub mod queue_table;
 pub mod result;

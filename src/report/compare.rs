@@ -1,0 +1,1 @@
+//! `jitterscope compare` (in progress).
