@@ -21,6 +21,7 @@ use crate::engine::sched::{SchedRequest, ThreadCounters};
 use crate::probes::record::event_out;
 pub use crate::probes::record::{EventLogRecord, HistogramRecord, ThreadRecord};
 use crate::stats::events::EventOut;
+use crate::stats::series;
 use crate::stats::{
     Event, EventLog, IntervalSeries, Largest, LatencyHistogram, SeriesOut, Summary,
 };
@@ -35,8 +36,6 @@ pub const DEFAULT_LARGEST: usize = 64;
 /// Default warm-up.
 pub const DEFAULT_WARMUP: Duration = Duration::from_millis(100);
 /// Series capacity: one hour of 1-s intervals before neighbours merge.
-const SERIES_CAPACITY: usize = 3600;
-const SERIES_INTERVAL_NS: u64 = 1_000_000_000;
 
 /// A validated configuration of the noise probe.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -234,9 +233,9 @@ fn measure(w: &Worker<'_>, cfg: &NoiseConfig) -> CpuMeasurement {
         loop_min: 0,
         hist: LatencyHistogram::new(),
         series: IntervalSeries::new(
-            SERIES_CAPACITY,
-            SERIES_INTERVAL_NS,
-            scale.to_ticks(SERIES_INTERVAL_NS),
+            series::CAPACITY,
+            series::FIRST_INTERVAL_NS,
+            scale.to_ticks(series::FIRST_INTERVAL_NS),
         ),
         largest: Largest::new(cfg.largest),
         log: EventLog::new(cfg.event_log),

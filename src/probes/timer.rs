@@ -30,6 +30,7 @@ use crate::engine::run::{self, Monitor, RunError, RunOutcome, RunPlan, Window, W
 use crate::engine::sched::{Policy, SchedRequest, ThreadCounters};
 use crate::probes::record::{EventLogRecord, HistogramRecord, ThreadRecord, event_out};
 use crate::stats::events::EventOut;
+use crate::stats::series;
 use crate::stats::{
     Event, EventLog, IntervalSeries, Largest, LatencyHistogram, SeriesOut, Summary,
 };
@@ -44,8 +45,6 @@ pub const MAX_INTERVAL_US: u64 = 1_000_000;
 pub const DEFAULT_SPIKE_CAPACITY: usize = 1024;
 /// The widest 1-µs histogram, in buckets (8 bytes each, per thread).
 pub const MAX_HISTOGRAM_US: usize = 1_000_000;
-const SERIES_CAPACITY: usize = 3600;
-const SERIES_INTERVAL_NS: u64 = 1_000_000_000;
 
 /// The clock the threads sleep on and read.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -337,9 +336,9 @@ impl Recorder {
             hist: LatencyHistogram::new(),
             hidden: LatencyHistogram::new(),
             series: IntervalSeries::new(
-                SERIES_CAPACITY,
-                SERIES_INTERVAL_NS,
-                scale.to_ticks(SERIES_INTERVAL_NS),
+                series::CAPACITY,
+                series::FIRST_INTERVAL_NS,
+                scale.to_ticks(series::FIRST_INTERVAL_NS),
             ),
             largest: Largest::new(cfg.largest),
             spike_ns: cfg.spikes_above_ns.unwrap_or(u64::MAX),

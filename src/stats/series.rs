@@ -1,11 +1,18 @@
 //! A per-interval time series with bounded memory.
 //!
-//! Each interval (1 s to begin with) holds the number of events, their summed duration and
+//! Each interval (1/16 s to begin with) holds the number of events, their summed duration and
 //! the largest one. When a run outlives the capacity, neighbouring intervals merge
 //! pairwise and the interval doubles, so memory stays fixed and the whole run stays
 //! covered, at a coarser grain.
 
 use serde::{Deserialize, Serialize};
+
+/// Room for an hour of 1 s intervals.
+pub const CAPACITY: usize = 3600;
+/// The first interval: 1/16 s. A short run still has enough intervals to plot and for
+/// `compare` to test (a 2 s run has 32), and after four doublings an hour-long run ends
+/// with exactly 1 s intervals.
+pub const FIRST_INTERVAL_NS: u64 = 62_500_000;
 
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 struct Interval {
