@@ -27,6 +27,8 @@ use crate::trace::{BreakTracer, TraceAction};
 
 pub mod audit;
 pub mod c2c;
+pub mod compare;
+pub mod main_job;
 pub mod pingpong;
 pub mod ptp;
 pub mod queue;
@@ -175,9 +177,15 @@ fn preamble(req: SchedRequest, plan: &CpuPlan, universe: &CpuUniverse) -> Preamb
     }
 }
 
+/// Set by the main job while its steps run: it prints their warnings once, merged,
+/// rather than each step repeating the host's.
+static WARNINGS_HELD: AtomicBool = AtomicBool::new(false);
+
 /// One warning line on stderr; a closed stderr is no reason to panic.
 fn warn(msg: &str) {
-    let _ = writeln!(std::io::stderr(), "jitterscope: warning: {msg}");
+    if !WARNINGS_HELD.load(std::sync::atomic::Ordering::Relaxed) {
+        let _ = writeln!(std::io::stderr(), "jitterscope: warning: {msg}");
+    }
 }
 
 /// What every measuring command sets up before measuring.
@@ -310,6 +318,15 @@ fn ending(interrupted: bool) -> Ending {
 
 /// `jitterscope noise`.
 pub fn noise(args: &NoiseArgs, argv: &[String], stop: &AtomicBool) -> anyhow::Result<Ending> {
+    Ok(noise_result(args, argv, stop)?.1)
+}
+
+/// `noise`, printed and saved as its flags ask, and its result (for the main job).
+pub(crate) fn noise_result(
+    args: &NoiseArgs,
+    argv: &[String],
+    stop: &AtomicBool,
+) -> anyhow::Result<(ResultFile, Ending)> {
     let s = setup(&args.run)?;
     check_safety(
         s.req,
@@ -351,11 +368,21 @@ pub fn noise(args: &NoiseArgs, argv: &[String], stop: &AtomicBool) -> anyhow::Re
             crate::report::table::noise_tables(&result)
         )
     })?;
-    Ok(ending(result.run.interrupted))
+    let end = ending(result.run.interrupted);
+    Ok((result, end))
 }
 
 /// `jitterscope timer`.
 pub fn timer(args: &TimerArgs, argv: &[String], stop: &AtomicBool) -> anyhow::Result<Ending> {
+    Ok(timer_result(args, argv, stop)?.1)
+}
+
+/// `timer`, printed and saved as its flags ask, and its result (for the main job).
+pub(crate) fn timer_result(
+    args: &TimerArgs,
+    argv: &[String],
+    stop: &AtomicBool,
+) -> anyhow::Result<(ResultFile, Ending)> {
     let s = setup(&args.run)?;
     let usage = CpuUse::Sleep {
         interval_ns: args.interval,
@@ -456,10 +483,11 @@ pub fn timer(args: &TimerArgs, argv: &[String], stop: &AtomicBool) -> anyhow::Re
         }
         text
     })?;
-    Ok(match stopped_by {
+    let end = match stopped_by {
         Some(_) => Ending::LimitExceeded,
         None => ending(result.run.interrupted),
-    })
+    };
+    Ok((result, end))
 }
 
 /// Thread n sleeps interval + n × distance; a stop waits for each thread's next wake-up,

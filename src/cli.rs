@@ -55,6 +55,13 @@ pub enum Command {
     /// Show saved results again, or export them: a table, markdown, CSV, or an
     /// HdrHistogram interval log.
     Report(ReportArgs),
+    /// The main job: the audit, then noise, timer and a short pingpong, a verdict in
+    /// plain words with the top fixes, and a result file and HTML page saved (about 30 s;
+    /// also what a bare `jitterscope` runs).
+    Run(MainArgs),
+    /// Set saved runs side by side: the same probe and CPU in each, the change from the
+    /// first run, a verdict per row, and overlaid plots.
+    Compare(CompareArgs),
 }
 
 /// Options every measuring command shares.
@@ -480,6 +487,54 @@ pub struct ReportArgs {
     /// csv: one row per histogram bucket instead of one per entry.
     #[arg(long)]
     pub buckets: bool,
+}
+
+/// `jitterscope run`, and a bare `jitterscope`.
+#[derive(Debug, Clone, Default, Args)]
+pub struct MainArgs {
+    /// CPUs to measure, e.g. 1-3 [default: every CPU but the lowest, kept for
+    /// housekeeping].
+    #[arg(short = 'a', long = "cpus", value_name = "LIST")]
+    pub cpus: Option<String>,
+
+    /// About 10 s instead of about 30 s.
+    #[arg(long)]
+    pub quick: bool,
+
+    /// Where to save jitterscope-HOST-TIME.json and .html [default: the current
+    /// directory].
+    #[arg(long, value_name = "DIR")]
+    pub out_dir: Option<PathBuf>,
+
+    /// Measure at SCHED_FIFO with this priority (as root) instead of SCHED_OTHER.
+    #[arg(short = 'p', long, value_name = "PRIO", value_parser = clap::value_parser!(u8).range(1..=99))]
+    pub priority: Option<u8>,
+
+    /// Allow real-time spinners on every CPU, leaving none for housekeeping.
+    #[arg(long)]
+    pub force: bool,
+}
+
+/// `jitterscope compare`.
+#[derive(Debug, Clone, Args)]
+pub struct CompareArgs {
+    /// Result files; the first is the baseline.
+    #[arg(value_name = "RESULT", num_args = 2.., required = true)]
+    pub results: Vec<PathBuf>,
+
+    /// A name for each run, in the order of the files (repeat the option) [default: the
+    /// file names].
+    #[arg(long = "label", value_name = "NAME")]
+    pub labels: Vec<String>,
+
+    /// What to write (hdr and gnuplot carry every run's data, not the verdicts).
+    #[arg(long, value_enum, default_value = "table")]
+    pub format: ReportFormat,
+
+    /// Write to PATH instead of stdout (atomically); for gnuplot, svg and png, the
+    /// directory to write the files into (required).
+    #[arg(short = 'o', long = "output", value_name = "PATH")]
+    pub output: Option<PathBuf>,
 }
 
 /// `jitterscope audit`.

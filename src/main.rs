@@ -9,7 +9,7 @@ use std::sync::atomic::AtomicBool;
 use clap::Parser;
 use clap::error::ErrorKind;
 use jitterscope::app::{self, Ending};
-use jitterscope::cli::{Cli, Command, NoiseArgs};
+use jitterscope::cli::{Cli, Command, MainArgs};
 
 fn main() -> ExitCode {
     let argv: Vec<String> = std::env::args().collect();
@@ -32,7 +32,9 @@ fn main() -> ExitCode {
         Some(Command::Ptp(args)) => app::ptp::run(&args, &argv, &stop),
         Some(Command::Audit(args)) => app::audit::run(&args),
         Some(Command::Report(args)) => app::report::run(&args),
-        None => app::noise(&NoiseArgs::default(), &argv, &stop),
+        Some(Command::Compare(args)) => app::compare::run(&args),
+        Some(Command::Run(args)) => app::main_job::run(&args, &argv, &stop),
+        None => app::main_job::run(&MainArgs::default(), &argv, &stop),
     };
     match outcome {
         // A signal that came while saving or printing still makes this an interrupted run.

@@ -22,6 +22,15 @@ pub const DEFAULT_PER_MECHANISM: Duration = Duration::from_secs(1);
 
 /// `jitterscope pingpong`.
 pub fn run(args: &PingpongArgs, argv: &[String], stop: &AtomicBool) -> anyhow::Result<Ending> {
+    Ok(result(args, argv, stop)?.1)
+}
+
+/// `pingpong`, printed and saved as its flags ask, and its result (for the main job).
+pub(super) fn result(
+    args: &PingpongArgs,
+    argv: &[String],
+    stop: &AtomicBool,
+) -> anyhow::Result<(ResultFile, Ending)> {
     let universe = CpuUniverse::detect().context("cannot read the system's CPUs")?;
     let req = super::sched_request(&args.run)?;
     let mechanisms =
@@ -103,7 +112,8 @@ pub fn run(args: &PingpongArgs, argv: &[String], stop: &AtomicBool) -> anyhow::R
             crate::report::pingpong_table::pingpong_table(&result)
         )
     })?;
-    Ok(super::ending(result.run.interrupted))
+    let end = super::ending(result.run.interrupted);
+    Ok((result, end))
 }
 
 /// `-a A,B` (A may equal B), or two CPUs of the default measured set, or, with too few,

@@ -20,15 +20,17 @@ pub fn run(args: &ReportArgs) -> anyhow::Result<Ending> {
     if args.buckets && !matches!(args.format, ReportFormat::Csv) {
         anyhow::bail!("--buckets applies to --format csv only");
     }
-    // Read every file first: one bad file fails the whole report before anything is
-    // written, and the error names it.
-    let results = args
-        .results
-        .iter()
-        .map(|p| Ok((p.clone(), ResultFile::read(p)?)))
-        .collect::<anyhow::Result<Vec<Loaded>>>()?;
+    let results = read_all(&args.results)?;
     if args.format.writes_a_directory() {
-        return write_files(args, &results);
+        let dir = output_dir(args.format, args.output.as_deref())?;
+        let written = match args.format {
+            ReportFormat::Gnuplot => gnuplot::write(&results, dir)?,
+            ReportFormat::Svg => {
+                plot::write_all(&plot::result_plots(&results)?, dir, plot::Format::Svg)?
+            }
+            _ => plot::write_all(&plot::result_plots(&results)?, dir, plot::Format::Png)?,
+        };
+        return list_written(&written);
     }
     let text = match args.format {
         ReportFormat::Table => tables(&results),
@@ -39,30 +41,40 @@ pub fn run(args: &ReportArgs) -> anyhow::Result<Ending> {
         ReportFormat::Html => html::render(&html::result_page(&results)?),
         ReportFormat::Gnuplot | ReportFormat::Svg | ReportFormat::Png => unreachable!(),
     };
-    match &args.output {
+    deliver(&text, args.output.as_deref())
+}
+
+/// Reads every file before anything is written: one bad file fails the whole command,
+/// and the error names it.
+pub(super) fn read_all(paths: &[std::path::PathBuf]) -> anyhow::Result<Vec<Loaded>> {
+    paths
+        .iter()
+        .map(|p| Ok((p.clone(), ResultFile::read(p)?)))
+        .collect()
+}
+
+/// `text` to `output` (atomically) or to stdout.
+pub(super) fn deliver(text: &str, output: Option<&Path>) -> anyhow::Result<Ending> {
+    match output {
         Some(path) => crate::report::result::write_atomic(path, text.as_bytes())
             .with_context(|| format!("cannot write {}", path.display()))?,
-        None => write_stdout(&text)?,
+        None => write_stdout(text)?,
     }
     Ok(Ending::Completed)
 }
 
-/// gnuplot, svg and png: several files into the directory -o names; their names on
-/// stdout, one per line.
-fn write_files(args: &ReportArgs, results: &[Loaded]) -> anyhow::Result<Ending> {
-    let Some(dir) = &args.output else {
-        anyhow::bail!(
+/// gnuplot, svg and png write several files: the directory -o names.
+pub(super) fn output_dir(format: ReportFormat, output: Option<&Path>) -> anyhow::Result<&Path> {
+    output.ok_or_else(|| {
+        anyhow::anyhow!(
             "--format {} writes several files: name a directory with -o DIR",
-            format_name(args.format)
-        );
-    };
-    let written = match args.format {
-        ReportFormat::Gnuplot => gnuplot::write(results, dir)?,
-        ReportFormat::Svg => {
-            plot::write_all(&plot::result_plots(results)?, dir, plot::Format::Svg)?
-        }
-        _ => plot::write_all(&plot::result_plots(results)?, dir, plot::Format::Png)?,
-    };
+            format_name(format)
+        )
+    })
+}
+
+/// The files written, one per line on stdout.
+pub(super) fn list_written(written: &[std::path::PathBuf]) -> anyhow::Result<Ending> {
     let mut text = String::new();
     for p in written {
         text.push_str(&format!("{}\n", p.display()));

@@ -68,6 +68,7 @@ use serde::Serialize;
 
 use crate::probes::record::HistogramRecord;
 use crate::report::{ProbeEntry, ResultFile};
+use crate::stats::series::SeriesOut;
 use crate::stats::{LatencyHistogram, Summary};
 
 /// A result file with the path it was read from.
@@ -101,6 +102,10 @@ pub struct Dist<'a> {
     /// False only for pingpong's one-way figures when the TSC check could not confirm
     /// them (`one_way_valid`): the probe's own table then shows the round trip halved.
     pub trusted: bool,
+    /// The entry's per-interval series (noise, and timer's measured latency).
+    pub series: Option<&'a SeriesOut>,
+    /// Interruptions per second (noise).
+    pub rate_per_s: Option<f64>,
 }
 
 /// The distributions of a result, in entry order, and how many entries were skipped
@@ -151,6 +156,8 @@ impl Entry {
             summary,
             histogram,
             trusted: true,
+            series: None,
+            rate_per_s: None,
         }
     }
 }
@@ -159,12 +166,19 @@ fn entry_dists<'a>(e: &'a ProbeEntry, out: &mut Vec<Dist<'a>>) {
     match e {
         ProbeEntry::Noise(n) => {
             let en = Entry::new("noise", format!("cpu{}", n.cpu), n.cpu.to_string());
-            out.push(en.dist("interruption", &n.summary, &n.histogram));
+            out.push(Dist {
+                series: Some(&n.series),
+                rate_per_s: Some(n.rate_per_s),
+                ..en.dist("interruption", &n.summary, &n.histogram)
+            });
         }
         ProbeEntry::Timer(t) => {
             let en = Entry::new("timer", format!("cpu{}", t.cpu), t.cpu.to_string());
             let c = &t.corrected;
-            out.push(en.dist("latency", &t.summary, &t.histogram));
+            out.push(Dist {
+                series: Some(&t.series),
+                ..en.dist("latency", &t.summary, &t.histogram)
+            });
             out.push(en.dist("latency-corrected", &c.summary, &c.histogram));
         }
         ProbeEntry::Pingpong(p) => {
@@ -212,7 +226,7 @@ fn entry_dists<'a>(e: &'a ProbeEntry, out: &mut Vec<Dist<'a>>) {
 
 /// The name serde gives a unit enum variant (`spin-pause`, `sys_offset`, …): stable,
 /// and the same as in the JSON.
-fn serde_name<T: Serialize>(v: &T) -> String {
+pub fn serde_name<T: Serialize>(v: &T) -> String {
     match serde_json::to_value(v) {
         Ok(serde_json::Value::String(s)) => s,
         _ => "unknown".into(),
@@ -467,6 +481,13 @@ pub fn hdr_log(results: &[Loaded]) -> Result<String, ExportError> {
         hdr_file(&mut out, path, r, start - base, prefix)?;
     }
     Ok(out)
+}
+
+/// Each file's stem when there are several, numbered (`r.2`) when two files share one;
+/// empty for one file. What tags and plot file names are prefixed by.
+pub fn file_prefixes(results: &[Loaded]) -> Vec<String> {
+    let prefixes = tag_prefixes(results).into_iter();
+    prefixes.map(|p| p.trim_end_matches('/').into()).collect()
 }
 
 /// What each file's tags start with: nothing for one file; with several, the file's

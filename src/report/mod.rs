@@ -4,6 +4,7 @@
 pub mod audit_table;
 pub mod c2c_table;
 pub mod compare;
+pub mod compare_view;
 pub mod export;
 pub mod gnuplot;
 pub mod html;
@@ -14,6 +15,7 @@ pub mod queue_table;
 pub mod result;
 pub mod syscalls_table;
 pub mod table;
+pub mod verdict;
 pub mod work_table;
 
 pub use result::{ProbeEntry, ResultFile, RunInfo, SCHEMA};

@@ -1,0 +1,124 @@
+//! `jitterscope compare`: reads the runs, compares them (`report::compare`) and writes
+//! the comparison in the format asked for.
+
+use std::path::{Path, PathBuf};
+
+use crate::cli::{CompareArgs, ReportFormat};
+use crate::report::compare::{self, Comparison, Run};
+use crate::report::export::{self, Loaded};
+use crate::report::{compare_view, gnuplot, html, plot};
+
+use super::Ending;
+use super::report::{deliver, list_written, output_dir, read_all};
+
+/// `jitterscope compare`.
+pub fn run(args: &CompareArgs) -> anyhow::Result<Ending> {
+    if !args.labels.is_empty() && args.labels.len() != args.results.len() {
+        anyhow::bail!(
+            "{} --label given for {} result files: give one per file, or none",
+            args.labels.len(),
+            args.results.len()
+        );
+    }
+    let loaded = read_all(&args.results)?;
+    let labels = labels(&args.labels, &args.results);
+    let runs: Vec<Run<'_>> = loaded
+        .iter()
+        .zip(&labels)
+        .map(|((path, r), label)| Run {
+            label: label.clone(),
+            path: path.clone(),
+            result: r,
+        })
+        .collect();
+    let c = compare::compare(&runs).map_err(anyhow::Error::msg)?;
+    let paths: Vec<String> = args
+        .results
+        .iter()
+        .map(|p| p.display().to_string())
+        .collect();
+    if args.format.writes_a_directory() {
+        let dir = output_dir(args.format, args.output.as_deref())?;
+        let written = match args.format {
+            ReportFormat::Gnuplot => gnuplot::write(&relabelled(&loaded, &labels), dir)?,
+            ReportFormat::Svg => plot::write_all(&overlays(&runs)?, dir, plot::Format::Svg)?,
+            _ => plot::write_all(&overlays(&runs)?, dir, plot::Format::Png)?,
+        };
+        return list_written(&written);
+    }
+    let text = match args.format {
+        ReportFormat::Markdown => compare_view::markdown(&c, &paths),
+        ReportFormat::Csv => compare_view::csv(&c),
+        ReportFormat::Hdr => export::hdr_log(&relabelled(&loaded, &labels))?,
+        ReportFormat::Html => html::render(&page(&c, &runs, &paths)),
+        _ => compare_view::table(&c, &paths),
+    };
+    deliver(&text, args.output.as_deref())
+}
+
+/// The labels given, or the file names; equal names are numbered.
+fn labels(given: &[String], paths: &[PathBuf]) -> Vec<String> {
+    let base: Vec<String> = if given.is_empty() {
+        paths
+            .iter()
+            .map(|p| {
+                p.file_stem().map_or_else(
+                    || p.display().to_string(),
+                    |s| s.to_string_lossy().into_owned(),
+                )
+            })
+            .collect()
+    } else {
+        given.to_vec()
+    };
+    base.iter()
+        .enumerate()
+        .map(|(i, l)| {
+            let same = base.iter().filter(|m| *m == l).count();
+            if same > 1 {
+                format!("{l}.{}", i + 1)
+            } else {
+                l.clone()
+            }
+        })
+        .collect()
+}
+
+/// The files under their labels' names, so exports that prefix by file stem use them.
+fn relabelled(loaded: &[Loaded], labels: &[String]) -> Vec<Loaded> {
+    loaded
+        .iter()
+        .zip(labels)
+        .map(|((_, r), l)| {
+            (
+                Path::new(&format!("{}.json", l.replace(['/', ' '], "_"))).to_path_buf(),
+                r.clone(),
+            )
+        })
+        .collect()
+}
+
+fn overlays(runs: &[Run<'_>]) -> anyhow::Result<Vec<plot::Plot>> {
+    let pairs: Vec<(String, &crate::report::ResultFile)> =
+        runs.iter().map(|r| (r.label.clone(), r.result)).collect();
+    Ok(plot::overlay_plots(&pairs)?)
+}
+
+/// The HTML page; plots that cannot be drawn leave a warning, not a failure.
+fn page(c: &Comparison, runs: &[Run<'_>], paths: &[String]) -> html::Page {
+    let (figures, error) = match overlays(runs).and_then(|plots| {
+        plots
+            .iter()
+            .map(|p| {
+                Ok(html::Figure {
+                    caption: p.title.clone(),
+                    svg: p.svg()?,
+                })
+            })
+            .collect::<anyhow::Result<Vec<_>>>()
+    }) {
+        Ok(f) => (f, None),
+        Err(e) => (Vec::new(), Some(format!("{e:#}"))),
+    };
+    compare_view::page(c, paths, figures, error)
+}

@@ -1,0 +1,422 @@
+//! The main job's verdict in plain words: the noisiest and quietest CPU, what dominates
+//! the noise (what was measured joined to what the audit found), and the top fixes ranked
+//! by the share of the measured noise they would remove.
+//!
+//! # How noise is split into causes
+//!
+//! From each CPU's event log (the first interruptions, with their start times):
+//! - **the timer tick**: interruptions that follow another by one tick period (1, 3.33, 4
+//!   or 10 ms, for HZ 1000, 300, 250 or 100) within ±5 %, when at least a quarter of
+//!   them do. The tick fires at a fixed period, so a regular train of interruptions at one
+//!   of those periods is the tick's signature.
+//! - **long stalls** of 50 µs or more that are not part of the tick train: on a virtual
+//!   machine, the hypervisor descheduling the vCPU (an interrupt handler or the tick take
+//!   a few µs); on bare metal, SMIs, long IRQ handlers or kernel work.
+//! - **everything else**: device IRQs, softirqs, kernel threads, RCU.
+//!
+//! A cause's share is the time it took over the time all interruptions took, over every
+//! measured CPU. Each cause is matched to the audit findings that would remove it; a fix's
+//! share is its cause's share. Findings no measured cause points to follow, bad before
+//! warn, with their share marked as not measured.
+
+use crate::probes::noise::NoiseEntry;
+use crate::report::ResultFile;
+use crate::system::audit::{Finding, Severity};
+
+/// Tick periods of the usual CONFIG_HZ values, ns.
+const TICK_PERIODS_NS: [(u64, u32); 4] = [
+    (1_000_000, 1000),
+    (3_333_333, 300),
+    (4_000_000, 250),
+    (10_000_000, 100),
+];
+const TICK_TOLERANCE: f64 = 0.05;
+/// Fraction of interruptions that must follow the tick period for the tick to be named.
+const TICK_MIN_FRACTION: f64 = 0.25;
+/// Shortest interruption counted as a long stall.
+pub const LONG_STALL_NS: u64 = 50_000;
+
+/// What a cause is, and the audit ids (prefixes) whose fixes address it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Cause {
+    Tick,
+    LongStall,
+    Other,
+}
+
+impl Cause {
+    fn finding_prefixes(self) -> &'static [&'static str] {
+        match self {
+            Cause::Tick => &["nohz-full", "isolated", "isolcpus"],
+            Cause::LongStall => &["hypervisor", "steal", "smt", "idle-states", "nmi-watchdog"],
+            Cause::Other => &[
+                "irq-on-measured",
+                "irqbalance",
+                "kthreads",
+                "rcu-nocbs",
+                "workqueue",
+                "timer-migration",
+                "irq-affinity",
+                "soft-watchdog",
+                "stat-interval",
+            ],
+        }
+    }
+}
+
+/// How one CPU's logged interruptions split into causes, ns of interruption each.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Split {
+    pub tick_ns: u64,
+    pub long_ns: u64,
+    pub other_ns: u64,
+    /// The tick period found, ns, and its HZ.
+    pub tick: Option<(u64, u32)>,
+}
+
+impl Split {
+    fn total(&self) -> u64 {
+        self.tick_ns + self.long_ns + self.other_ns
+    }
+}
+
+/// Splits interruptions (start ns, duration ns), in start order, into causes.
+pub fn split(starts: &[u64], durations: &[u64]) -> Split {
+    let n = starts.len().min(durations.len());
+    let gaps: Vec<u64> = starts[..n]
+        .windows(2)
+        .map(|w| w[1].saturating_sub(w[0]))
+        .collect();
+    let near = |g: u64, p: u64| (g as f64 - p as f64).abs() <= p as f64 * TICK_TOLERANCE;
+    let tick = TICK_PERIODS_NS
+        .iter()
+        .map(|&(p, hz)| (gaps.iter().filter(|&&g| near(g, p)).count(), p, hz))
+        .max_by_key(|x| x.0)
+        .filter(|x| n > 1 && x.0 as f64 >= (n - 1) as f64 * TICK_MIN_FRACTION)
+        .map(|(_, p, hz)| (p, hz));
+    let mut s = Split {
+        tick,
+        ..Split::default()
+    };
+    for i in 0..n {
+        let d = durations[i];
+        let on_tick = tick.is_some_and(|(p, _)| {
+            (i > 0 && near(gaps[i - 1], p)) || (i + 1 < n && near(gaps[i], p))
+        });
+        match (on_tick, d >= LONG_STALL_NS) {
+            (true, _) => s.tick_ns += d,
+            (false, true) => s.long_ns += d,
+            (false, false) => s.other_ns += d,
+        }
+    }
+    s
+}
+
+/// One ranked fix.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Fix {
+    pub finding: String,
+    pub fix: String,
+    /// Share of the measured interruption time it would remove (0..=1), when measured.
+    pub share: Option<f64>,
+}
+
+/// The verdict.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Verdict {
+    /// Plain sentences, most important first.
+    pub lines: Vec<String>,
+    pub fixes: Vec<Fix>,
+}
+
+/// The verdict on a main-job result.
+pub fn verdict(r: &ResultFile) -> Verdict {
+    let noise: Vec<&NoiseEntry> = r.probes.iter().filter_map(|e| e.as_noise()).collect();
+    let findings: Vec<&Finding> = r
+        .host
+        .audit
+        .as_ref()
+        .map(|a| a.findings.iter().collect())
+        .unwrap_or_default();
+    let mut lines = extremes(&noise);
+    let splits: Vec<(usize, Split)> = noise
+        .iter()
+        .filter_map(|e| Some((e.cpu, entry_split(e)?)))
+        .collect();
+    lines.extend(dominant(
+        &splits,
+        &findings,
+        r.host.virtualization.as_deref(),
+    ));
+    lines.extend(other_probes(r));
+    if !r.run.degraded.is_empty() {
+        lines.push(format!(
+            "{} degradation(s) apply to these figures; see the warnings.",
+            r.run.degraded.len()
+        ));
+    }
+    Verdict {
+        lines,
+        fixes: ranked_fixes(&splits, &findings),
+    }
+}
+
+fn entry_split(e: &NoiseEntry) -> Option<Split> {
+    let log = e.events.as_ref()?;
+    let s = split(&log.start_ns, &log.duration_ns);
+    (s.total() > 0).then_some(s)
+}
+
+/// The noisiest and quietest CPU, by the share of time lost.
+fn extremes(noise: &[&NoiseEntry]) -> Vec<String> {
+    let by_lost =
+        |a: &&&NoiseEntry, b: &&&NoiseEntry| a.interrupted_pct.total_cmp(&b.interrupted_pct);
+    let (Some(worst), Some(best)) = (noise.iter().max_by(by_lost), noise.iter().min_by(by_lost))
+    else {
+        return vec!["No noise was measured.".into()];
+    };
+    let describe = |e: &NoiseEntry| {
+        format!(
+            "CPU {} lost {:.3} % of its time to {:.0} interruptions a second, the longest {}",
+            e.cpu,
+            e.interrupted_pct,
+            e.rate_per_s,
+            duration_words(e.summary.max_ns.unwrap_or(0))
+        )
+    };
+    if noise.len() == 1 {
+        return vec![format!("{}.", describe(worst))];
+    }
+    vec![
+        format!("Noisiest: {}.", describe(worst)),
+        format!("Quietest: {}.", describe(best)),
+    ]
+}
+
+/// What dominates on each CPU, joined to the audit finding behind it.
+fn dominant(
+    splits: &[(usize, Split)],
+    findings: &[&Finding],
+    hypervisor: Option<&str>,
+) -> Vec<String> {
+    let mut out = Vec::new();
+    for (cpu, s) in splits {
+        let total = s.total() as f64;
+        let parts = [
+            (Cause::Tick, s.tick_ns),
+            (Cause::LongStall, s.long_ns),
+            (Cause::Other, s.other_ns),
+        ];
+        let Some(&(cause, ns)) = parts.iter().max_by_key(|p| p.1) else {
+            continue;
+        };
+        let share = ns as f64 / total * 100.0;
+        let what = match (cause, s.tick, hypervisor) {
+            (Cause::Tick, Some((p, hz)), _) => format!(
+                "is interrupted every {}: the timer tick (HZ={hz}), {share:.0} % of its lost time",
+                duration_words(p)
+            ),
+            (Cause::LongStall, _, Some(h)) => format!(
+                "loses most time ({share:.0} %) to stalls of {} or more: likely the {h} \
+                 hypervisor descheduling the vCPU",
+                duration_words(LONG_STALL_NS)
+            ),
+            (Cause::LongStall, _, None) => format!(
+                "loses most time ({share:.0} %) to stalls of {} or more (long IRQ handlers, \
+                 SMIs or kernel work)",
+                duration_words(LONG_STALL_NS)
+            ),
+            _ => format!(
+                "loses most time ({share:.0} %) to short interruptions off the tick's period \
+                 (device IRQs, softirqs, kernel threads)"
+            ),
+        };
+        let why = match matching(cause, findings).first() {
+            Some(f) => format!("; audit: {} ({})", f.why, f.value),
+            None => String::new(),
+        };
+        out.push(format!("CPU {cpu} {what}{why}."));
+    }
+    out
+}
+
+/// The non-ok findings that address `cause`, bad first.
+fn matching<'a>(cause: Cause, findings: &[&'a Finding]) -> Vec<&'a Finding> {
+    let mut v: Vec<&Finding> = findings
+        .iter()
+        .copied()
+        .filter(|f| matches!(f.severity, Severity::Warn | Severity::Bad))
+        .filter(|f| cause.finding_prefixes().iter().any(|p| f.id.starts_with(p)))
+        .collect();
+    v.sort_by_key(|f| std::cmp::Reverse(severity_rank(f.severity)));
+    v
+}
+
+fn severity_rank(s: Severity) -> u8 {
+    match s {
+        Severity::Bad => 3,
+        Severity::Warn => 2,
+        Severity::Info => 1,
+        Severity::Ok => 0,
+    }
+}
+
+/// The top three fixes: measured causes first, by share; then other findings.
+fn ranked_fixes(splits: &[(usize, Split)], findings: &[&Finding]) -> Vec<Fix> {
+    let total: u64 = splits.iter().map(|s| s.1.total()).sum();
+    let sum = |f: fn(&Split) -> u64| splits.iter().map(|s| f(&s.1)).sum::<u64>();
+    let mut causes = [
+        (Cause::Tick, sum(|s| s.tick_ns)),
+        (Cause::LongStall, sum(|s| s.long_ns)),
+        (Cause::Other, sum(|s| s.other_ns)),
+    ];
+    causes.sort_by_key(|c| std::cmp::Reverse(c.1));
+    let mut fixes: Vec<Fix> = Vec::new();
+    let mut used: Vec<&str> = Vec::new();
+    for (cause, ns) in causes {
+        if ns == 0 || total == 0 {
+            continue;
+        }
+        if let Some(f) = matching(cause, findings)
+            .into_iter()
+            .find(|f| !used.contains(&f.id.as_str()))
+        {
+            used.push(&f.id);
+            fixes.push(fix_of(f, Some(ns as f64 / total as f64)));
+        }
+    }
+    let mut rest: Vec<&&Finding> = findings
+        .iter()
+        .filter(|f| {
+            matches!(f.severity, Severity::Warn | Severity::Bad) && !used.contains(&f.id.as_str())
+        })
+        .collect();
+    rest.sort_by_key(|f| std::cmp::Reverse(severity_rank(f.severity)));
+    fixes.extend(rest.into_iter().map(|f| fix_of(f, None)));
+    fixes.truncate(3);
+    fixes
+}
+
+fn fix_of(f: &Finding, share: Option<f64>) -> Fix {
+    Fix {
+        finding: f.id.clone(),
+        fix: f.fix.clone(),
+        share,
+    }
+}
+
+/// The worst timer wake-up and the pingpong medians, in a line each.
+fn other_probes(r: &ResultFile) -> Vec<String> {
+    let mut out = Vec::new();
+    let worst_timer = r
+        .probes
+        .iter()
+        .filter_map(|e| e.as_timer())
+        .max_by_key(|t| t.summary.max_ns.unwrap_or(0));
+    if let Some(t) = worst_timer {
+        out.push(format!(
+            "A timer thread on CPU {} woke up to {} late (p99 {}).",
+            t.cpu,
+            duration_words(t.summary.max_ns.unwrap_or(0)),
+            duration_words(t.summary.p99_ns.unwrap_or(0))
+        ));
+    }
+    for p in r.probes.iter().filter_map(|e| e.as_pingpong()) {
+        out.push(format!(
+            "A {} round trip between CPUs {} and {} takes {} (median), {} at p99.",
+            p.mechanism,
+            p.cpu_a,
+            p.cpu_b,
+            duration_words(p.rtt.summary.p50_ns.unwrap_or(0)),
+            duration_words(p.rtt.summary.p99_ns.unwrap_or(0))
+        ));
+    }
+    out
+}
+
+/// A duration with the unit that suits it.
+pub fn duration_words(ns: u64) -> String {
+    match ns {
+        0..1_000 => format!("{ns} ns"),
+        1_000..1_000_000 => format!("{:.1} µs", ns as f64 / 1e3),
+        1_000_000..1_000_000_000 => format!("{:.2} ms", ns as f64 / 1e6),
+        _ => format!("{:.2} s", ns as f64 / 1e9),
+    }
+}
+
+/// The verdict as text, fixes numbered.
+pub fn text(v: &Verdict) -> String {
+    let mut out = String::from("Verdict\n");
+    for l in &v.lines {
+        out.push_str(&format!("  {l}\n"));
+    }
+    if v.fixes.is_empty() {
+        out.push_str("  The audit found nothing to fix on the measured CPUs.\n");
+        return out;
+    }
+    out.push_str("Top fixes\n");
+    for (i, f) in v.fixes.iter().enumerate() {
+        out.push_str(&format!(
+            "  {}. {} [{}: {}]\n",
+            i + 1,
+            f.fix,
+            f.finding,
+            share_words(f.share)
+        ));
+    }
+    out
+}
+
+pub fn share_words(share: Option<f64>) -> String {
+    match share {
+        Some(s) => format!("about {:.0} % of the measured noise", s * 100.0),
+        None => "share not measured".into(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_regular_train_is_the_tick() {
+        // A 4 ms tick of 3 µs, with a 200 µs stall and a stray 2 µs IRQ between.
+        let mut starts: Vec<u64> = (0..100).map(|i| i * 4_000_000).collect();
+        let mut durs = vec![3_000; 100];
+        starts.push(1_000_000);
+        durs.push(200_000);
+        starts.push(2_500_000);
+        durs.push(2_000);
+        let mut ev: Vec<(u64, u64)> = starts.into_iter().zip(durs).collect();
+        ev.sort();
+        let (s, d): (Vec<u64>, Vec<u64>) = ev.into_iter().unzip();
+        let sp = split(&s, &d);
+        assert_eq!(sp.tick, Some((4_000_000, 250)));
+        assert_eq!(sp.long_ns, 200_000);
+        // The first tick's neighbours are the stall and the IRQ, not a period away, so
+        // it counts as other; the rest of the train stays on the tick.
+        assert_eq!(sp.other_ns, 2_000 + 3_000);
+        assert_eq!(sp.tick_ns, 99 * 3_000);
+    }
+
+    #[test]
+    fn random_arrivals_are_not_the_tick() {
+        let mut t = 0u64;
+        let mut starts = Vec::new();
+        for i in 0..200u64 {
+            t += 500_000 + (i * 7919 % 1000) * 7_000;
+            starts.push(t);
+        }
+        let durs = vec![5_000; 200];
+        let sp = split(&starts, &durs);
+        assert_eq!(sp.tick, None);
+        assert_eq!(sp.other_ns, 1_000_000);
+    }
+
+    #[test]
+    fn durations_read_well() {
+        assert_eq!(duration_words(999), "999 ns");
+        assert_eq!(duration_words(4_000_000), "4.00 ms");
+        assert_eq!(duration_words(12_300), "12.3 µs");
+    }
+}
