@@ -501,6 +501,10 @@ pub struct MainArgs {
     #[arg(long)]
     pub quick: bool,
 
+    /// Measure each step this long instead (pingpong: half of it per mechanism).
+    #[arg(long, value_name = "DURATION", value_parser = parse_duration, conflicts_with = "quick")]
+    pub step_time: Option<Duration>,
+
     /// Where to save jitterscope-HOST-TIME.json and .html [default: the current
     /// directory].
     #[arg(long, value_name = "DIR")]

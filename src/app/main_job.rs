@@ -37,11 +37,12 @@ enum Step {
 }
 
 impl Step {
-    fn plan(quick: bool) -> [Step; 3] {
+    fn plan(args: &MainArgs) -> [Step; 3] {
         let s = Duration::from_secs;
-        match quick {
-            false => [Step::Noise(s(12)), Step::Timer(s(10)), Step::Pingpong(s(3))],
-            true => [Step::Noise(s(4)), Step::Timer(s(3)), Step::Pingpong(s(1))],
+        match (args.step_time, args.quick) {
+            (Some(d), _) => [Step::Noise(d), Step::Timer(d), Step::Pingpong(d / 2)],
+            (None, false) => [Step::Noise(s(12)), Step::Timer(s(10)), Step::Pingpong(s(3))],
+            (None, true) => [Step::Noise(s(4)), Step::Timer(s(3)), Step::Pingpong(s(1))],
         }
     }
 
@@ -136,7 +137,7 @@ pub fn run(args: &MainArgs, argv: &[String], stop: &AtomicBool) -> anyhow::Resul
     if !out_dir.is_dir() {
         anyhow::bail!("--out-dir {}: no such directory", out_dir.display());
     }
-    let steps = Step::plan(args.quick);
+    let steps = Step::plan(args);
     let housekeeping = housekeeping_cpu(args);
     let progress = Progress::new(&steps);
     let (results, skipped) = std::thread::scope(|s| {
@@ -464,7 +465,11 @@ mod tests {
             priority: Some(5),
             ..MainArgs::default()
         };
-        let [noise, timer, pp] = Step::plan(true);
+        let quick = MainArgs {
+            quick: true,
+            ..args.clone()
+        };
+        let [noise, timer, pp] = Step::plan(&quick);
         assert_eq!(
             noise.argv(&args).join(" "),
             "jitterscope noise -D 4000ms --event-log 5000 -q -a 1-3 -p 5"

@@ -35,7 +35,6 @@ pub const DEFAULT_THRESHOLD_NS: u64 = 1_000;
 pub const DEFAULT_LARGEST: usize = 64;
 /// Default warm-up.
 pub const DEFAULT_WARMUP: Duration = Duration::from_millis(100);
-/// Series capacity: one hour of 1-s intervals before neighbours merge.
 
 /// A validated configuration of the noise probe.
 #[derive(Debug, Clone, PartialEq, Eq)]
