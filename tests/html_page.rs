@@ -1,1 +1,300 @@
-//! (in progress)
+//! The HTML report of a real `noise` plus `timer` run: one self-contained page (no
+//! external references, no script) holding the host, the degradations, the summary tables
+//! and every plot inline. It is opened in headless Chromium (Debian's `chromium`; the test
+//! skips, saying how to install it, when it is absent): it loads with no console message,
+//! and each plot's SVG lays out at a non-zero size.
+
+use std::io::Cursor;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use jitterscope::report::ResultFile;
+use jitterscope::report::plot;
+
+use crate::util::{jitterscope, measuring, skip, stderr_lines, two_cpus};
+
+const TEST: &str = "html_page_of_noise_and_timer_loads_in_chromium";
+
+#[test]
+fn html_page_of_noise_and_timer_loads_in_chromium() {
+    let dir = tempfile::tempdir().unwrap();
+    let results = measure(dir.path());
+    let page = dir.path().join("page.html");
+    let mut args = vec!["report"];
+    args.extend(results.iter().map(|p| p.to_str().unwrap()));
+    args.extend(["--format", "html", "-o", page.to_str().unwrap()]);
+    run_ok(&args);
+    let html = std::fs::read_to_string(&page).unwrap();
+    assert_self_contained(&html);
+    let (figures, plot_failed) = expected_figures(&results);
+    assert_content(&html, &results, figures);
+    if plot_failed {
+        // No font, say: the page renders without those figures and says why.
+        assert!(
+            html.contains("left out"),
+            "a plot failed, and no warning says so"
+        );
+    }
+
+    let Some(chromium) = find_chromium() else {
+        skip(
+            TEST,
+            "no chromium on PATH: install Debian's chromium package \
+             (apt-get install --no-install-recommends chromium; scripts/test does this as root)",
+        );
+        return;
+    };
+    let keep = Path::new(env!("CARGO_TARGET_TMPDIR")).join("html_page");
+    std::fs::create_dir_all(&keep).unwrap();
+    std::fs::copy(&page, keep.join("page.html")).unwrap();
+    let browser = Browser {
+        exe: chromium,
+        profile: dir.path().join("profile"),
+    };
+    check_loads_cleanly(&browser, &page, &keep.join("page.png"));
+    check_svg_sizes(&browser, dir.path(), &html, figures);
+}
+
+/// A real one-second noise run and timer run, each saved with -o.
+fn measure(dir: &Path) -> Vec<PathBuf> {
+    let _m = measuring();
+    let cpu = two_cpus().map_or(0, |c| c.0).to_string();
+    let runs: [&[&str]; 2] = [
+        &["noise", "-D", "1s", "-a", &cpu, "-q"],
+        &["timer", "-D", "1s", "-a", &cpu, "-q", "--no-dma-latency"],
+    ];
+    let mut files = Vec::new();
+    for (args, name) in runs.iter().zip(["a.json", "b.json"]) {
+        let path = dir.join(name);
+        let mut all = args.to_vec();
+        all.extend(["-o", path.to_str().unwrap()]);
+        run_ok(&all);
+        files.push(path);
+    }
+    files
+}
+
+fn run_ok(args: &[&str]) {
+    let out = jitterscope(args);
+    let err = stderr_lines(&out);
+    assert_eq!(out.status.code(), Some(0), "{args:?}: {err:?}");
+}
+
+/// The figures the page should hold (every plot the plotter draws for each file), and
+/// whether any plot failed (the page must then say so).
+fn expected_figures(results: &[PathBuf]) -> (usize, bool) {
+    let (mut n, mut failed) = (0, false);
+    for p in results {
+        let loaded = (p.clone(), ResultFile::read(p).unwrap());
+        match plot::result_plots(&[loaded]) {
+            Ok(plots) => {
+                let ok = plots.iter().filter(|p| p.svg().is_ok()).count();
+                failed |= ok < plots.len();
+                n += ok;
+            }
+            Err(_) => failed = true,
+        }
+    }
+    (n, failed)
+}
+
+/// Nothing the page refers to lies outside it, and it runs no script.
+fn assert_self_contained(html: &str) {
+    let lower = html.to_lowercase();
+    for banned in [
+        "<script", "<link", "<iframe", "<img", "<object", "<embed", "@import", "src=",
+    ] {
+        assert!(!lower.contains(banned), "the page holds {banned}");
+    }
+    // References inside the page (`#id`) are fine; anything else is an asset.
+    for (attr, inside) in [("href=", "href=\"#"), ("url(", "url(#")] {
+        for (i, _) in lower.match_indices(attr) {
+            let at = &html[i..(i + 80).min(html.len())];
+            assert!(lower[i..].starts_with(inside), "external reference: {at}");
+        }
+    }
+}
+
+/// Host facts, degradations, one summary table per probe, figures with units.
+fn assert_content(html: &str, results: &[PathBuf], figures: usize) {
+    for p in results {
+        let r = ResultFile::read(p).unwrap();
+        assert!(html.contains(&escape(&r.host.hostname)), "hostname");
+        assert!(html.contains(&escape(&r.host.cpu_model)), "CPU model");
+        for d in &r.run.degraded {
+            assert!(html.contains(&escape(&d.message)), "{}", d.message);
+        }
+    }
+    for caption in [
+        "noise: summary (values in ns)",
+        "timer: summary (values in ns)",
+    ] {
+        assert!(html.contains(caption), "{caption}");
+    }
+    assert!(html.contains("interruptions/s") && html.contains("p99.9 (ns)"));
+    assert_eq!(html.matches("<figure>").count(), figures);
+    if figures == 0 {
+        eprintln!("{TEST}: the plotter drew no plots; the SVG checks are vacuous");
+    }
+    for cap in html.split("<figcaption>").skip(1) {
+        let cap = &cap[..cap.find("</figcaption>").unwrap()];
+        let unit = ["(ns)", "(µs)", "(us)", "(ms)", "(s)", "(%)"];
+        assert!(unit.iter().any(|u| cap.contains(u)), "no unit: {cap}");
+    }
+}
+
+/// What maud writes for text.
+fn escape(s: &str) -> String {
+    s.replace('&', "&amp;")
+        .replace('<', "&lt;")
+        .replace('>', "&gt;")
+        .replace('"', "&quot;")
+}
+
+fn find_chromium() -> Option<PathBuf> {
+    let path = std::env::var_os("PATH")?;
+    ["chromium", "chromium-browser"].iter().find_map(|name| {
+        std::env::split_paths(&path)
+            .map(|d| d.join(name))
+            .find(|p| p.is_file())
+    })
+}
+
+struct Browser {
+    exe: PathBuf,
+    /// A profile of our own: nothing shared with another Chromium.
+    profile: PathBuf,
+}
+
+impl Browser {
+    /// Runs headless Chromium on `page` with `extra` flags; returns stdout and stderr
+    /// (where `--enable-logging=stderr` writes console messages as `…:CONSOLE…`).
+    fn run(&self, extra: &[String], page: &Path) -> (String, String) {
+        let out = tempfile::tempdir().unwrap();
+        let (so, se) = (out.path().join("stdout"), out.path().join("stderr"));
+        let mut child = Command::new(&self.exe)
+            .args(self.flags())
+            .args(extra)
+            .arg(format!("file://{}", page.display()))
+            .stdin(Stdio::null())
+            .stdout(std::fs::File::create(&so).unwrap())
+            .stderr(std::fs::File::create(&se).unwrap())
+            .spawn()
+            .expect("chromium starts");
+        let deadline = Instant::now() + Duration::from_secs(120);
+        let status = loop {
+            if let Some(s) = child.try_wait().unwrap() {
+                break s;
+            }
+            if Instant::now() > deadline {
+                let _ = child.kill();
+                panic!("chromium did not finish within 120 s");
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        };
+        let read = |p: &Path| std::fs::read_to_string(p).unwrap_or_default();
+        let (stdout, stderr) = (read(&so), read(&se));
+        assert!(status.success(), "chromium: {status}: {stderr}");
+        (stdout, stderr)
+    }
+
+    fn flags(&self) -> Vec<String> {
+        [
+            "--headless",
+            // The sandbox refuses to run as root, as CI does.
+            "--no-sandbox",
+            "--disable-gpu",
+            "--disable-dev-shm-usage",
+            "--no-first-run",
+            "--hide-scrollbars",
+            "--enable-logging=stderr",
+            "--v=0",
+        ]
+        .iter()
+        .map(|s| s.to_string())
+        .chain([format!("--user-data-dir={}", self.profile.display())])
+        .collect()
+    }
+}
+
+/// Console messages in Chromium's log.
+fn console_lines(log: &str) -> Vec<&str> {
+    log.lines()
+        .filter(|l| l.contains(":CONSOLE") || l.contains("Uncaught"))
+        .collect()
+}
+
+const SHOT_SIZE: &str = "--window-size=1280,6000";
+
+/// The shipped page: a screenshot, no console message, not a blank image.
+fn check_loads_cleanly(browser: &Browser, page: &Path, shot: &Path) {
+    let _ = std::fs::remove_file(shot);
+    // Tall enough to show the plots below the host facts and the audit.
+    let flags = [format!("--screenshot={}", shot.display()), SHOT_SIZE.into()];
+    let (_, log) = browser.run(&flags, page);
+    assert_eq!(console_lines(&log), Vec::<&str>::new(), "console messages");
+    eprintln!("{TEST}: screenshot of the page: {}", shot.display());
+    let (width, height, dark) = png_stats(&std::fs::read(shot).expect("a screenshot"));
+    assert_eq!((width, height), (1280, 6000));
+    assert!(dark > 1000, "the screenshot is blank ({dark} dark pixels)");
+}
+
+/// Size and count of the pixels darker than light grey (text, lines).
+fn png_stats(data: &[u8]) -> (u32, u32, usize) {
+    let mut reader = png::Decoder::new(Cursor::new(data)).read_info().unwrap();
+    let mut buf = vec![0; reader.output_buffer_size().unwrap()];
+    let info = reader.next_frame(&mut buf).unwrap();
+    let channels = info.color_type.samples();
+    assert_eq!(info.bit_depth, png::BitDepth::Eight);
+    let dark = buf[..info.buffer_size()]
+        .chunks(channels)
+        .filter(|px| px.iter().take(3).any(|&c| c < 160))
+        .count();
+    (info.width, info.height, dark)
+}
+
+/// Measures each SVG after layout: a copy of the page (the shipped one has no script)
+/// with a script that writes every `svg`'s laid-out size and drawn extent into the DOM.
+fn check_svg_sizes(browser: &Browser, dir: &Path, html: &str, figures: usize) {
+    const PROBE: &str = r#"<script>
+addEventListener('load', () => {
+  const sizes = Array.from(document.querySelectorAll('figure svg'), s => {
+    const r = s.getBoundingClientRect(), b = s.getBBox();
+    return [r.width, r.height, b.width, b.height].map(v => v.toFixed(1)).join('x');
+  });
+  const pre = document.createElement('pre');
+  pre.textContent = 'svg-sizes[' + sizes.join(' ') + ']';
+  document.body.append(pre);
+  console.log('jitterscope-probe-ran');
+});
+</script>"#;
+    let probe = dir.join("probe.html");
+    let at = html.rfind("</body>").expect("</body>");
+    std::fs::write(&probe, format!("{}{PROBE}{}", &html[..at], &html[at..])).unwrap();
+    // A laptop's window.
+    let dump = [
+        "--dump-dom",
+        "--virtual-time-budget=5000",
+        "--window-size=1280,800",
+    ];
+    let dump = dump.map(String::from);
+    let (dom, log) = browser.run(&dump, &probe);
+    // The probe's own message shows that console capture works: the clean log above
+    // means something.
+    let console = console_lines(&log);
+    assert!(
+        console.iter().any(|l| l.contains("jitterscope-probe-ran")),
+        "console messages are not captured: {log}"
+    );
+    assert_eq!(console.len(), 1, "{console:?}");
+    let start = dom.rfind("svg-sizes[").expect("the probe ran") + "svg-sizes[".len();
+    let list = &dom[start..start + dom[start..].find(']').unwrap()];
+    eprintln!("{TEST}: SVG sizes (box WxH, drawn WxH, px): {list}");
+    let sizes: Vec<&str> = list.split_whitespace().collect();
+    assert_eq!(sizes.len(), figures, "{list}");
+    for s in sizes {
+        let v: Vec<f64> = s.split('x').map(|v| v.parse().unwrap()).collect();
+        assert!(v.iter().all(|&v| v > 10.0), "an SVG with no size: {s}");
+    }
+}

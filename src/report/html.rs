@@ -1,7 +1,19 @@
 //! One self-contained HTML page (maud): no external assets, no JavaScript, plots inline
-//! as SVG. (Skeleton: the model below is the contract.)
+//! as SVG. It reads on a laptop screen and prints: an embedded style sheet with a
+//! max-width layout, right-aligned numbers, and print rules that keep figures and
+//! tables whole.
+//!
+//! `render` escapes every text (maud does); only `Figure::svg`, which our own plotter
+//! draws, goes in as markup.
 
-use crate::report::export::Loaded;
+use std::path::Path;
+
+use maud::{DOCTYPE, Markup, PreEscaped, html};
+
+use crate::report::export::{self, Dist, Loaded};
+use crate::report::{ResultFile, plot};
+use crate::system::HostInfo;
+use crate::system::audit::{AuditReport, Severity};
 
 /// A page: a title, warnings shown first, then sections.
 #[derive(Debug, Clone, Default)]
@@ -39,14 +51,586 @@ pub struct Figure {
     pub svg: String,
 }
 
+/// The embedded style sheet: the page must need nothing else.
+pub const STYLE: &str = r#"
+:root { color-scheme: light; }
+body { margin: 0; background: #fff; color: #1b1b1b;
+  font: 15px/1.45 system-ui, -apple-system, "Segoe UI", Roboto, "Helvetica Neue", Arial, sans-serif; }
+main { max-width: 75rem; margin: 0 auto; padding: 1.5rem 2rem 3rem; }
+h1 { font-size: 1.7rem; margin: 0 0 .2rem; }
+.subtitle { color: #555; margin: 0 0 1rem; }
+h2 { font-size: 1.3rem; margin: 2.2rem 0 .8rem; padding-bottom: .2rem; border-bottom: 2px solid #d0d0d0;
+  overflow-wrap: anywhere; }
+.warnings { border-left: 4px solid #c25e00; background: #fff4e5; padding: .6rem 1rem; margin: 1rem 0; }
+.warnings h2 { border: 0; margin: 0 0 .3rem; font-size: 1.1rem; }
+.warnings ul { margin: 0; padding-left: 1.2rem; }
+dl.facts { display: grid; grid-template-columns: max-content 1fr; gap: .15rem 1.2rem; margin: 0 0 1rem; }
+dl.facts dt { font-weight: 600; color: #444; }
+dl.facts dd { margin: 0; overflow-wrap: anywhere; }
+.scroll { overflow-x: auto; }
+table { border-collapse: collapse; margin: 1rem 0 .4rem; font-variant-numeric: tabular-nums; }
+caption { caption-side: top; text-align: left; font-weight: 600; padding: 0 0 .35rem; }
+th, td { padding: .22rem .65rem; border-bottom: 1px solid #ddd; vertical-align: top; text-align: left; }
+td { overflow-wrap: break-word; }
+th.wide, td.wide { min-width: 13rem; overflow-wrap: anywhere; }
+thead th { background: #f2f2f2; border-bottom: 2px solid #bbb; }
+th.num, td.num { text-align: right; white-space: nowrap; }
+.note { font-size: .9rem; color: #555; margin: .2rem 0 1rem; }
+figure { margin: 1.5rem 0; }
+figure svg { display: block; max-width: 100%; height: auto; }
+figcaption { font-size: .9rem; color: #444; margin-top: .3rem; }
+@media print {
+  body { font-size: 10pt; }
+  main { max-width: none; padding: 0; }
+  figure, table.keep, dl.facts, .warnings { break-inside: avoid; page-break-inside: avoid; }
+  tr { break-inside: avoid; page-break-inside: avoid; }
+  thead { display: table-header-group; }
+  h2, caption { break-after: avoid; page-break-after: avoid; }
+  section.part + section.part { break-before: page; }
+  .warnings, thead th { background: none; }
+  .scroll { overflow: visible; }
+}
+"#;
+
 /// The page as HTML text.
 pub fn render(page: &Page) -> String {
-    format!("<!DOCTYPE html><title>{}</title>", page.title)
+    let markup = html! {
+        (DOCTYPE)
+        html lang="en" {
+            head {
+                meta charset="utf-8";
+                meta name="viewport" content="width=device-width, initial-scale=1";
+                title { (page.title) }
+                style { (PreEscaped(STYLE)) }
+            }
+            body { main {
+                h1 { (page.title) }
+                @if let Some(s) = &page.subtitle { p.subtitle { (s) } }
+                (warnings(&page.warnings))
+                @for s in &page.sections { (section(s)) }
+            } }
+        }
+    };
+    markup.into_string()
 }
+
+fn warnings(list: &[String]) -> Markup {
+    html! {
+        @if !list.is_empty() {
+            section.warnings {
+                h2 { "Warnings" }
+                ul { @for w in list { li { (w) } } }
+            }
+        }
+    }
+}
+
+fn section(s: &Section) -> Markup {
+    html! {
+        section.part {
+            h2 { (s.heading) }
+            @if !s.facts.is_empty() {
+                dl.facts { @for (k, v) in &s.facts { dt { (k) } dd { (v) } } }
+            }
+            @for p in &s.text { p { (p) } }
+            @for t in &s.tables { (table(t)) }
+            @for f in &s.figures { (figure(f)) }
+        }
+    }
+}
+
+fn table(t: &Table) -> Markup {
+    let classes = column_classes(t);
+    let class = |i: usize| classes.get(i).copied().flatten();
+    html! {
+        div.scroll {
+            // A long table would only be pushed to the next page, then break anyway.
+            table class=[(t.rows.len() <= KEEP_ROWS).then_some("keep")] {
+                caption { (t.caption) }
+                thead { tr { @for (i, h) in t.headers.iter().enumerate() { th class=[class(i)] { (h) } } } }
+                tbody {
+                    @for row in &t.rows {
+                        tr { @for (i, c) in row.iter().enumerate() { td class=[class(i)] { (c) } } }
+                    }
+                }
+            }
+        }
+        @if let Some(n) = &t.note { p.note { (n) } }
+    }
+}
+
+/// Tables of up to this many rows are kept on one printed page.
+const KEEP_ROWS: usize = 20;
+
+/// Prose longer than this makes a column `wide`: it gets a minimum width, so that the
+/// table's layout does not squeeze it into a word per line.
+const WIDE_CHARS: usize = 40;
+
+/// Each column's class: `num` where every non-empty cell is a number (or `-`), so that
+/// digits line up on the right; `wide` for prose.
+fn column_classes(t: &Table) -> Vec<Option<&'static str>> {
+    (0..t.headers.len())
+        .map(|i| {
+            let cells: Vec<&String> = t.rows.iter().filter_map(|r| r.get(i)).collect();
+            if !cells.is_empty() && cells.iter().all(|c| is_number(c)) {
+                Some("num")
+            } else if cells.iter().any(|c| c.chars().count() > WIDE_CHARS) {
+                Some("wide")
+            } else {
+                None
+            }
+        })
+        .collect()
+}
+
+fn is_number(cell: &str) -> bool {
+    let c = cell.trim().trim_end_matches(['%', '*']).trim_end();
+    c == "-" || (!c.is_empty() && c.parse::<f64>().is_ok())
+}
+
+fn figure(f: &Figure) -> Markup {
+    html! {
+        figure {
+            // Our own plotter's SVG: markup, not text.
+            (PreEscaped(inline_svg(&f.svg)))
+            figcaption { (f.caption) }
+        }
+    }
+}
+
+/// The `<svg>` element alone: an XML declaration or doctype has no place inside HTML.
+fn inline_svg(svg: &str) -> &str {
+    svg.find("<svg").map_or(svg, |i| &svg[i..])
+}
+
+// ---------------------------------------------------------------------------------------
+// The page of saved results
 
 /// The page of one or more results: host facts, degradations, the audit's findings,
 /// summary tables and every plot.
 pub fn result_page(results: &[Loaded]) -> anyhow::Result<Page> {
-    let _ = results;
-    Ok(Page::default())
+    let mut page = Page {
+        title: "jitterscope report".into(),
+        subtitle: Some(subtitle(results)),
+        ..Page::default()
+    };
+    for loaded in results {
+        let (path, r) = loaded;
+        let file = path.display().to_string();
+        for d in &r.run.degraded {
+            page.warnings
+                .push(format!("{file}: degraded: {}", d.message));
+        }
+        let mut s = file_section(path, r);
+        let (figures, failure) = figures(loaded);
+        if let Some(why) = failure {
+            page.warnings.push(format!("{file}: {why}"));
+        }
+        s.figures = figures;
+        page.sections.push(s);
+    }
+    Ok(page)
+}
+
+fn subtitle(results: &[Loaded]) -> String {
+    match results {
+        [(p, _)] => p.display().to_string(),
+        _ => format!("{} result files", results.len()),
+    }
+}
+
+/// One file's section, without its figures.
+fn file_section(path: &Path, r: &ResultFile) -> Section {
+    let mut facts = run_facts(path, r);
+    facts.extend(host_facts(&r.host));
+    let mut text: Vec<String> = r.run.warnings.clone();
+    let mut tables = Vec::new();
+    match &r.host.audit {
+        Some(a) => match audit_table(a) {
+            Some(t) => tables.push(t),
+            None => text.push(format!(
+                "The audit found nothing to change ({} checks).",
+                a.findings.len()
+            )),
+        },
+        None => text.push("This file holds no audit of the host.".into()),
+    }
+    let (dists, unknown) = export::distributions(r);
+    tables.extend(summary_tables(r, &dists));
+    if unknown > 0 {
+        text.push(format!(
+            "{unknown} entries of a probe kind this version does not know were skipped \
+             (a newer jitterscope wrote them)."
+        ));
+    }
+    Section {
+        heading: path.display().to_string(),
+        facts,
+        text,
+        tables,
+        figures: Vec::new(),
+    }
+}
+
+fn run_facts(path: &Path, r: &ResultFile) -> Vec<(String, String)> {
+    let run = &r.run;
+    let mut duration = format!(
+        "{} (requested {})",
+        seconds(run.actual_duration_ns),
+        seconds(run.requested_duration_ns)
+    );
+    if run.interrupted {
+        duration.push_str(", stopped early by a signal");
+    }
+    let p = &run.privileges;
+    let privileges = format!(
+        "euid {}{}, memory {}locked",
+        p.euid,
+        if p.root { " (root)" } else { "" },
+        if p.memory_locked { "" } else { "not " }
+    );
+    vec![
+        fact("File", path.display()),
+        fact("Command", run.command_line.join(" ")),
+        fact("Started", &run.start_time),
+        fact("Duration", duration),
+        fact("Tool version", &run.tool_version),
+        fact("Privileges", privileges),
+        fact("Measured CPUs", cpus_or_none(&run.cpus.measured)),
+        fact("Housekeeping CPUs", cpus_or_none(&run.cpus.housekeeping)),
+    ]
+}
+
+fn host_facts(h: &HostInfo) -> Vec<(String, String)> {
+    let c = &h.clock;
+    let counter = format!(
+        "{} at {:.3} MHz (from {}){}",
+        serde_label(&c.counter),
+        c.frequency_hz / 1e6,
+        c.frequency_source,
+        c.calibration_uncertainty_ppm
+            .map_or_else(String::new, |u| format!(", ±{u:.1} ppm"))
+    );
+    let tsc = format!(
+        "{}; invariant: {}",
+        if c.tsc_flags.is_empty() {
+            "none".into()
+        } else {
+            c.tsc_flags.join(" ")
+        },
+        if c.invariant { "yes" } else { "no" }
+    );
+    vec![
+        fact("Host", &h.hostname),
+        fact(
+            "Kernel",
+            format!("{} {}", h.kernel_release, h.kernel_version),
+        ),
+        fact("Kernel command line", &h.cmdline),
+        fact("CPU model", &h.cpu_model),
+        fact(
+            "CPUs",
+            format!("{} online ({})", h.cpu_count, h.cpus_online),
+        ),
+        fact("Isolated CPUs", cpus_or_none(&h.isolation.isolated)),
+        fact("nohz_full CPUs", cpus_or_none(&h.isolation.nohz_full)),
+        fact(
+            "Virtualisation",
+            h.virtualization.as_deref().unwrap_or("none detected"),
+        ),
+        fact(
+            "Clocksource",
+            h.clock.clocksource.as_deref().unwrap_or("unknown"),
+        ),
+        fact("Counter", counter),
+        fact("TSC flags", tsc),
+        fact(
+            "sched_rt_runtime_us",
+            h.sched_rt_runtime_us
+                .map_or("unknown".into(), |v| v.to_string()),
+        ),
+    ]
+}
+
+fn fact(label: &str, value: impl std::fmt::Display) -> (String, String) {
+    (label.to_string(), value.to_string())
+}
+
+fn cpus_or_none(c: &crate::engine::cpu::CpuList) -> String {
+    let s = c.to_string();
+    if s.is_empty() { "none".into() } else { s }
+}
+
+/// A duration in seconds, to the millisecond.
+fn seconds(ns: u64) -> String {
+    format!("{:.3} s", ns as f64 / 1e9)
+}
+
+/// The name serde gives a unit variant (`tsc`, `clock_monotonic`): the file's own word.
+fn serde_label<T: serde::Serialize>(v: &T) -> String {
+    match serde_json::to_value(v) {
+        Ok(serde_json::Value::String(s)) => s,
+        _ => "unknown".into(),
+    }
+}
+
+/// The findings that are not ok, worst first; `None` when every one is ok.
+pub fn audit_table(a: &AuditReport) -> Option<Table> {
+    let mut bad: Vec<_> = a
+        .findings
+        .iter()
+        .filter(|f| f.severity != Severity::Ok)
+        .collect();
+    if bad.is_empty() {
+        return None;
+    }
+    // Stable: findings of one severity keep the audit's own (area) order.
+    bad.sort_by_key(|f| std::cmp::Reverse(f.severity));
+    let rows = bad
+        .iter()
+        .map(|f| {
+            let cells = [f.severity.to_string(), f.area.to_string(), f.id.clone()];
+            let rest = [f.value.clone(), f.why.clone(), f.fix.clone()];
+            cells.into_iter().chain(rest).collect()
+        })
+        .collect();
+    Some(Table {
+        caption: format!(
+            "Audit: {} of {} findings need attention (measured CPUs {})",
+            bad.len(),
+            a.findings.len(),
+            cpus_or_none(&a.measured)
+        ),
+        headers: [
+            "severity",
+            "area",
+            "finding",
+            "value",
+            "why it matters",
+            "fix",
+        ]
+        .map(String::from)
+        .to_vec(),
+        rows,
+        note: None,
+    })
+}
+
+/// One table per probe kind, in the order the kinds first appear.
+fn summary_tables(r: &ResultFile, dists: &[Dist]) -> Vec<Table> {
+    let mut kinds: Vec<&str> = Vec::new();
+    for d in dists {
+        if !kinds.contains(&d.probe) {
+            kinds.push(d.probe);
+        }
+    }
+    kinds
+        .into_iter()
+        .map(|k| {
+            let of_kind: Vec<&Dist> = dists.iter().filter(|d| d.probe == k).collect();
+            summary_table(r, k, &of_kind)
+        })
+        .collect()
+}
+
+const SUMMARY_HEADERS: [&str; 9] = [
+    "key",
+    "metric",
+    "count",
+    "min (ns)",
+    "p50 (ns)",
+    "p90 (ns)",
+    "p99 (ns)",
+    "p99.9 (ns)",
+    "max (ns)",
+];
+
+fn summary_table(r: &ResultFile, probe: &str, dists: &[&Dist]) -> Table {
+    let mut headers: Vec<String> = SUMMARY_HEADERS.map(String::from).to_vec();
+    let noise = probe == "noise";
+    if noise {
+        headers.extend(["interruptions/s".into(), "interrupted (%)".into()]);
+    }
+    // distributions() gives one per noise entry, in entry order: they pair up.
+    let mut noise_entries = r.probes.iter().filter_map(|e| e.as_noise());
+    let rows: Vec<Vec<String>> = dists
+        .iter()
+        .map(|d| {
+            let mut row = summary_row(d);
+            if let Some(n) = noise.then(|| noise_entries.next()).flatten() {
+                row.push(format!("{:.1}", n.rate_per_s));
+                row.push(format!("{:.4}", n.interrupted_pct));
+            }
+            row
+        })
+        .collect();
+    let untrusted = dists.iter().any(|d| !d.trusted);
+    Table {
+        caption: format!("{probe}: summary (values in ns)"),
+        headers,
+        rows,
+        note: untrusted.then(|| {
+            "* the TSC check could not confirm these counter-stamp figures (one_way_valid \
+             is false); half the round trip is the safer one-way figure."
+                .into()
+        }),
+    }
+}
+
+fn summary_row(d: &Dist) -> Vec<String> {
+    let s = d.summary;
+    let dash = |v: Option<u64>| v.map_or_else(|| "-".into(), |v| v.to_string());
+    let metric = format!("{}{}", d.metric, if d.trusted { "" } else { " *" });
+    vec![
+        d.key.clone(),
+        metric,
+        s.count.to_string(),
+        dash(s.min_ns),
+        dash(s.p50_ns),
+        dash(s.p90_ns),
+        dash(s.p99_ns),
+        dash(s.p999_ns),
+        dash(s.max_ns),
+    ]
+}
+
+/// Every plot of one file as a figure, and why some or all are missing: the page still
+/// renders when plotting fails (no font, say).
+fn figures(loaded: &Loaded) -> (Vec<Figure>, Option<String>) {
+    let plots = match plot::result_plots(std::slice::from_ref(loaded)) {
+        Ok(p) => p,
+        Err(e) => return (Vec::new(), Some(format!("the plots are left out: {e}"))),
+    };
+    let mut figures = Vec::new();
+    let mut failed: Vec<(String, plot::PlotError)> = Vec::new();
+    for p in plots {
+        match p.svg() {
+            Ok(svg) => figures.push(Figure {
+                caption: p.title,
+                svg,
+            }),
+            Err(e) => failed.push((p.name, e)),
+        }
+    }
+    // One warning for them all: a missing font fails every plot the same way.
+    let why = failed.first().map(|(name, e)| match failed.len() {
+        1 => format!("plot {name} is left out: {e}"),
+        n => format!("{n} plots are left out (the first, {name}: {e})"),
+    });
+    (figures, why)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn page_with_host(host: &str) -> Page {
+        Page {
+            title: "t <b>".into(),
+            subtitle: None,
+            warnings: vec!["w & <i>".into()],
+            sections: vec![Section {
+                heading: "h".into(),
+                facts: vec![("Host".into(), host.into())],
+                text: vec!["\"quoted\" <p>".into()],
+                tables: vec![Table {
+                    caption: "c".into(),
+                    headers: vec!["key".into(), "p50 (ns)".into()],
+                    rows: vec![vec!["<k>".into(), "12".into()]],
+                    note: None,
+                }],
+                figures: vec![],
+            }],
+        }
+    }
+
+    #[test]
+    fn text_is_escaped() {
+        let out = render(&page_with_host("<script>alert(1)</script>"));
+        assert!(!out.contains("<script"), "{out}");
+        assert!(
+            out.contains("&lt;script&gt;alert(1)&lt;/script&gt;"),
+            "{out}"
+        );
+        assert!(
+            out.contains("t &lt;b&gt;") && out.contains("w &amp; &lt;i&gt;"),
+            "{out}"
+        );
+        assert!(out.contains("&lt;k&gt;") && !out.contains("<k>"), "{out}");
+    }
+
+    #[test]
+    fn figures_are_inlined_as_markup() {
+        let svg = r#"<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 10 10"><text>a &lt; b</text></svg>"#;
+        let mut page = page_with_host("h");
+        page.sections[0].figures.push(Figure {
+            caption: "latency (ns) <x>".into(),
+            svg: format!("<?xml version=\"1.0\"?>\n{svg}"),
+        });
+        let out = render(&page);
+        assert!(out.contains(&format!("<figure>{svg}<figcaption>")), "{out}");
+        assert!(out.contains("latency (ns) &lt;x&gt;"), "{out}");
+        assert!(!out.contains("<?xml"), "{out}");
+    }
+
+    #[test]
+    fn numbers_are_right_aligned() {
+        let out = render(&page_with_host("h"));
+        assert!(out.contains(r#"<th class="num">p50 (ns)</th>"#), "{out}");
+        assert!(out.contains(r#"<td class="num">12</td>"#), "{out}");
+        assert!(out.contains("<th>key</th>"), "{out}");
+        assert!(is_number("-") && is_number("1.5%") && is_number("3 *"));
+        assert!(!is_number("cpu1") && !is_number(""));
+    }
+
+    #[test]
+    fn the_page_needs_nothing_outside_it() {
+        let out = render(&page_with_host("h"));
+        for banned in ["<script", "src=", "href=", "url(", "@import", "<link"] {
+            assert!(!out.contains(banned), "{banned}: {out}");
+        }
+        assert!(out.contains("@media print"), "{out}");
+    }
+
+    #[test]
+    fn result_pages_escape_host_facts_and_show_degradations() {
+        let (clock, _) = crate::engine::clock::ClockInfo::detect();
+        let online = crate::engine::cpu::CpuList::parse_kernel("0-1").unwrap();
+        let mut host = HostInfo::collect(clock, online.clone());
+        host.hostname = "<script>alert('x')</script>".into();
+        let run = crate::report::RunInfo {
+            tool_version: "test".into(),
+            command_line: vec!["jitterscope".into(), "noise".into()],
+            start_time: "2024-01-01T00:00:00Z".into(),
+            requested_duration_ns: 1_000_000_000,
+            actual_duration_ns: 1_001_000_000,
+            interrupted: false,
+            privileges: crate::report::result::Privileges {
+                euid: 1000,
+                root: false,
+                memory_locked: false,
+            },
+            cpus: crate::report::result::RunCpus {
+                measured: online,
+                housekeeping: Default::default(),
+            },
+            degraded: vec![crate::degraded::DegradedRecord {
+                kind: "not_root".into(),
+                message: "not root <sad>".into(),
+            }],
+            warnings: vec![],
+            peak_rss_kib: 0,
+        };
+        let r = ResultFile::new(host, run, vec![crate::report::ProbeEntry::Unknown]);
+        let page = result_page(&[("r.json".into(), r)]).unwrap();
+        assert!(page.warnings.iter().any(|w| w.contains("not root <sad>")));
+        let out = render(&page);
+        assert!(!out.contains("<script"), "{out}");
+        assert!(
+            out.contains("&lt;script&gt;alert('x')&lt;/script&gt;"),
+            "{out}"
+        );
+        assert!(out.contains("1.001 s (requested 1.000 s)"), "{out}");
+        assert!(out.contains("1 entries of a probe kind"), "{out}");
+    }
 }
