@@ -442,7 +442,7 @@ fn bad_result_files_are_one_line_and_exit_2() {
     let bad_hist = write(d, "badhist.json", &v.to_string());
     let mut cases: Vec<Vec<&str>> = Vec::new();
     for f in [&missing, &truncated, &not_json, &schema9] {
-        for fmt in ["table", "markdown", "csv", "hdr"] {
+        for fmt in ["table", "markdown", "csv", "hdr", "html"] {
             cases.push(vec!["report", "--format", fmt, f]);
         }
     }
