@@ -1,1 +1,170 @@
-//! (in progress)
+//! Issue 7, items 1 and 3: the main job completes, prints a verdict, writes both files,
+//! and a second run compares with the first; as non-root it still works, degraded and
+//! labelled.
+
+use std::path::{Path, PathBuf};
+
+use jitterscope::report::ResultFile;
+
+use crate::util::{self, jitterscope, measuring, skip};
+
+/// The .json and .html the job wrote into `dir`, and nothing else.
+fn written(dir: &Path) -> (PathBuf, PathBuf) {
+    let files: Vec<PathBuf> = std::fs::read_dir(dir)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .collect();
+    assert_eq!(files.len(), 2, "one result and one page: {files:?}");
+    let with = |ext: &str| {
+        files
+            .iter()
+            .find(|f| f.extension().is_some_and(|e| e == ext))
+            .cloned()
+            .unwrap_or_else(|| panic!("no .{ext} in {files:?}"))
+    };
+    let (json, html) = (with("json"), with("html"));
+    assert_eq!(json.file_stem(), html.file_stem());
+    assert!(
+        json.file_name()
+            .unwrap()
+            .to_string_lossy()
+            .starts_with("jitterscope-")
+    );
+    (json, html)
+}
+
+fn check_result(json: &Path) -> ResultFile {
+    let r = ResultFile::read(json).expect("the saved result reads back");
+    let kinds =
+        |f: fn(&jitterscope::report::ProbeEntry) -> bool| r.probes.iter().filter(|e| f(e)).count();
+    assert!(kinds(|e| e.as_noise().is_some()) >= 1, "noise entries");
+    assert!(kinds(|e| e.as_timer().is_some()) >= 1, "timer entries");
+    assert_eq!(kinds(|e| e.as_pingpong().is_some()), 2, "futex and spin");
+    assert!(r.host.audit.is_some(), "the audit is stored");
+    assert_eq!(r.run.command_line[1], "run");
+    r
+}
+
+#[test]
+fn the_main_job_judges_saves_and_compares() {
+    if util::two_cpus().is_none() {
+        return skip("the_main_job_judges_saves_and_compares", "needs two CPUs");
+    }
+    let _lock = measuring();
+    let (a, b) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+    let mut results = Vec::new();
+    for dir in [&a, &b] {
+        let out = jitterscope(&[
+            "run",
+            "--step-time",
+            "1s",
+            "--out-dir",
+            dir.path().to_str().unwrap(),
+        ]);
+        let stdout = String::from_utf8_lossy(&out.stdout);
+        assert_eq!(
+            out.status.code(),
+            Some(0),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        assert!(stdout.contains("Verdict\n"), "{stdout}");
+        // The noisiest CPU (or the only one) is named with its lost time.
+        assert!(stdout.contains("% of its time to"), "{stdout}");
+        assert!(
+            stdout.contains("Top fixes") || stdout.contains("nothing to fix"),
+            "{stdout}"
+        );
+        let (json, html) = written(dir.path());
+        assert!(
+            stdout.contains(&json.display().to_string()),
+            "the saved paths are printed"
+        );
+        check_result(&json);
+        let page = std::fs::read_to_string(&html).unwrap();
+        assert!(
+            page.contains("<h2>Verdict</h2>") || page.contains("Verdict</h2>"),
+            "the page leads with the verdict"
+        );
+        assert!(page.contains("<svg"), "the page has its plots");
+        results.push(json);
+    }
+    let out = jitterscope(&[
+        "compare",
+        results[0].to_str().unwrap(),
+        results[1].to_str().unwrap(),
+    ]);
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    for probe in ["noise", "timer", "pingpong"] {
+        assert!(
+            stdout.lines().any(|l| l.contains(probe)),
+            "{probe} compared: {stdout}"
+        );
+    }
+}
+
+#[test]
+fn the_main_job_runs_as_non_root_degraded_and_labelled() {
+    let test = "the_main_job_runs_as_non_root_degraded_and_labelled";
+    if util::two_cpus().is_none() {
+        return skip(test, "needs two CPUs");
+    }
+    let Some(mut cmd) = util::as_nobody(test) else {
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    // The unprivileged user must be able to write there.
+    std::fs::set_permissions(
+        dir.path(),
+        std::os::unix::fs::PermissionsExt::from_mode(0o777),
+    )
+    .unwrap();
+    let _lock = measuring();
+    let out = cmd
+        .args([
+            "run",
+            "--step-time",
+            "500ms",
+            "--out-dir",
+            dir.path().to_str().unwrap(),
+        ])
+        .output()
+        .unwrap();
+    if util::nobody_cannot_reach(test, &out) {
+        return;
+    }
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stderr = util::stderr_lines(&out);
+    assert_eq!(out.status.code(), Some(0), "{stderr:?}");
+    assert!(stdout.contains("Verdict\n"), "{stdout}");
+    let (json, _) = written(dir.path());
+    let r = check_result(&json);
+    assert!(!r.run.privileges.root);
+    // The timer cannot hold /dev/cpu_dma_latency without root: degraded, and said so on
+    // stderr and in the result, once.
+    let dma: Vec<_> = r
+        .run
+        .degraded
+        .iter()
+        .filter(|d| d.message.contains("cpu_dma_latency"))
+        .collect();
+    assert_eq!(dma.len(), 1, "{:?}", r.run.degraded);
+    assert_eq!(
+        stderr
+            .iter()
+            .filter(|l| l.contains("cpu_dma_latency"))
+            .count(),
+        1,
+        "{stderr:?}"
+    );
+    assert!(stdout.contains("degradation(s) apply"), "{stdout}");
+    // The audit marks what it could not read rather than failing.
+    let audit = r.host.audit.as_ref().unwrap();
+    assert!(!audit.findings.is_empty());
+}
