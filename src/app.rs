@@ -540,6 +540,8 @@ pub(crate) struct Output<'a> {
     pub path: Option<&'a Path>,
     pub json: bool,
     pub quiet: bool,
+    /// `--html PATH`.
+    pub html: Option<&'a Path>,
 }
 
 impl<'a> From<&'a RunArgs> for Output<'a> {
@@ -548,6 +550,7 @@ impl<'a> From<&'a RunArgs> for Output<'a> {
             path: a.output.as_deref(),
             json: a.json,
             quiet: a.quiet,
+            html: a.html.as_deref(),
         }
     }
 }
@@ -562,6 +565,9 @@ fn emit<'a>(
     let to = to.into();
     if let Some(path) = to.path {
         result.write_atomic(path)?;
+    }
+    if let Some(page) = to.html {
+        write_page(result, to.path, page)?;
     }
     let mut out = std::io::stdout().lock();
     let printed = if to.json {
@@ -578,6 +584,17 @@ fn emit<'a>(
         return Err(e).context("cannot write to stdout");
     }
     Ok(())
+}
+
+/// `--html PATH`: the result's page, naming the saved file when there is one.
+fn write_page(result: &ResultFile, saved: Option<&Path>, page: &Path) -> anyhow::Result<()> {
+    let name = saved.map_or_else(
+        || Path::new("(not saved: no -o)").to_path_buf(),
+        Path::to_path_buf,
+    );
+    let p = crate::report::html::result_page(&[(name, result.clone())])?;
+    crate::report::result::write_atomic(page, crate::report::html::render(&p).as_bytes())
+        .with_context(|| format!("cannot write {}", page.display()))
 }
 
 /// The clock line every header carries.

@@ -114,6 +114,10 @@ pub struct RunArgs {
     #[arg(short = 'o', long, value_name = "FILE")]
     pub output: Option<PathBuf>,
 
+    /// Also write the result as a self-contained HTML page (tables and plots) to PATH.
+    #[arg(long, value_name = "PATH")]
+    pub html: Option<PathBuf>,
+
     /// Print no table.
     #[arg(short = 'q', long)]
     pub quiet: bool,
@@ -578,6 +582,10 @@ pub struct PtpArgs {
     /// Save the result to FILE (written atomically).
     #[arg(short = 'o', long, value_name = "FILE")]
     pub output: Option<PathBuf>,
+
+    /// Also write the result as a self-contained HTML page (tables and plots) to PATH.
+    #[arg(long, value_name = "PATH")]
+    pub html: Option<PathBuf>,
 
     /// Print no table.
     #[arg(short = 'q', long)]

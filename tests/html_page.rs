@@ -118,18 +118,22 @@ fn assert_self_contained(html: &str) {
 
 /// Host facts, degradations, one summary table per probe, figures with units.
 fn assert_content(html: &str, results: &[PathBuf], figures: usize) {
+    let mut captions = Vec::new();
     for p in results {
         let r = ResultFile::read(p).unwrap();
+        if r.probes.iter().any(|e| e.as_noise().is_some()) {
+            captions.push("noise: summary (values in ns)");
+        }
+        if r.probes.iter().any(|e| e.as_timer().is_some()) {
+            captions.push("timer: summary (values in ns)");
+        }
         assert!(html.contains(&escape(&r.host.hostname)), "hostname");
         assert!(html.contains(&escape(&r.host.cpu_model)), "CPU model");
         for d in &r.run.degraded {
             assert!(html.contains(&escape(&d.message)), "{}", d.message);
         }
     }
-    for caption in [
-        "noise: summary (values in ns)",
-        "timer: summary (values in ns)",
-    ] {
+    for caption in captions {
         assert!(html.contains(caption), "{caption}");
     }
     assert!(html.contains("interruptions/s") && html.contains("p99.9 (ns)"));
@@ -297,4 +301,38 @@ addEventListener('load', () => {
         let v: Vec<f64> = s.split('x').map(|v| v.parse().unwrap()).collect();
         assert!(v.iter().all(|&v| v > 10.0), "an SVG with no size: {s}");
     }
+}
+
+/// `--html PATH` on a measuring command writes the same page as `report --format html`
+/// of the saved result, straight away.
+#[test]
+fn measuring_commands_write_the_page_with_html() {
+    let Some((cpu, _)) = two_cpus() else {
+        return skip(
+            "measuring_commands_write_the_page_with_html",
+            "needs two CPUs",
+        );
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let (json, page) = (dir.path().join("n.json"), dir.path().join("n.html"));
+    {
+        let _lock = measuring();
+        let c = cpu.to_string();
+        run_ok(&[
+            "noise",
+            "-a",
+            &c,
+            "-D",
+            "300ms",
+            "-q",
+            "-o",
+            json.to_str().unwrap(),
+            "--html",
+            page.to_str().unwrap(),
+        ]);
+    }
+    let html = std::fs::read_to_string(&page).unwrap();
+    assert_self_contained(&html);
+    let (figures, _) = expected_figures(std::slice::from_ref(&json));
+    assert_content(&html, &[json], figures);
 }

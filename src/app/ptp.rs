@@ -72,6 +72,7 @@ pub fn run(args: &PtpArgs, argv: &[String], stop: &AtomicBool) -> anyhow::Result
         path: args.output.as_deref(),
         json: args.json,
         quiet: args.quiet,
+        html: args.html.as_deref(),
     };
     super::emit(&result, to, || {
         format!(
