@@ -291,7 +291,7 @@ fn series_vote(what: &str, a: &[u64], b: &[u64]) -> Vote {
 
 /// `s` with intervals merged to `interval_ns` (a whole multiple of its own), or None.
 fn regroup(s: &SeriesOut, interval_ns: u64) -> Option<SeriesOut> {
-    if s.interval_ns == 0 || interval_ns % s.interval_ns != 0 {
+    if s.interval_ns == 0 || !interval_ns.is_multiple_of(s.interval_ns) {
         return None;
     }
     let k = (interval_ns / s.interval_ns) as usize;
@@ -429,7 +429,7 @@ fn p_words(p: f64) -> String {
 }
 
 fn interval_words(ns: u64) -> String {
-    if ns >= 1_000_000_000 && ns % 1_000_000_000 == 0 {
+    if ns >= 1_000_000_000 && ns.is_multiple_of(1_000_000_000) {
         format!("{} s", ns / 1_000_000_000)
     } else {
         format!("{} ms", ns as f64 / 1e6)

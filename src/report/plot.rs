@@ -1,11 +1,35 @@
 //! Plots of saved results, drawn by the tool itself (plotters): SVG for the HTML page and
 //! `report --format svg`, PNG for `--format png`.
 //!
-//! (Skeleton: the signatures are the contract the HTML page and the CLI are written
-//! against.)
+//! Per distribution (see `export::distributions`), two plots:
+//!
+//! - `…-percentiles`: HdrHistogram's "latency by percentile". The x axis is 1/(1−p) on a
+//!   log scale ([`percentile_x`]), ticked at 0 %, 90 %, 99 %, 99.9 % … ([`percentile_label`]);
+//!   the curve ends at the maximum, placed at 1/(1−p) = count.
+//! - `…-histogram`: counts (log scale) in log-spaced bins, ten per decade of latency.
+//!
+//! Per noise or timer entry, `…-series`: the largest gap of each interval over the run
+//! (x in seconds), with the entry's largest events marked. Per c2c mode, `c2c-heatmap`: the
+//! CPU × CPU matrix of median one-way latency, every cell labelled with its value in whole
+//! ns. Latency axes pick ns, µs, ms or s by magnitude and name the unit in their label.
+//!
+//! Text needs a TrueType font, read at run time (nothing is embedded): `JITTERSCOPE_FONT`
+//! when set, else the usual DejaVu or Liberation paths, else what `fc-match` names.
 
-use crate::report::ResultFile;
-use crate::report::export::Loaded;
+use std::path::{Path, PathBuf};
+use std::sync::OnceLock;
+
+use anyhow::Context;
+use hdrhistogram::Histogram;
+use plotters::coord::Shift;
+use plotters::prelude::*;
+use plotters::style::text_anchor::{HPos, Pos, VPos};
+
+use crate::report::export::{self, Dist, Loaded};
+use crate::report::{ProbeEntry, ResultFile};
+use crate::stats::LatencyHistogram;
+use crate::stats::events::EventOut;
+use crate::stats::series::SeriesOut;
 
 /// Why a plot could not be drawn.
 #[derive(Debug, thiserror::Error)]
@@ -24,33 +48,986 @@ pub struct Plot {
     pub name: String,
     /// Human title, with units.
     pub title: String,
+    chart: Chart,
 }
+
+/// What a plot draws, in ns; the display unit is chosen when drawing.
+enum Chart {
+    Percentiles {
+        lines: Vec<Line>,
+        y_desc: String,
+    },
+    Histogram {
+        lines: Vec<Line>,
+        x_desc: String,
+    },
+    Series {
+        lines: Vec<Line>,
+        marks: Vec<(f64, f64)>,
+        y_desc: String,
+    },
+    Heatmap(Heatmap),
+}
+
+/// One labelled curve: (x, y) points, y in ns (counts for a histogram, whose x is ns).
+struct Line {
+    label: String,
+    points: Vec<(f64, f64)>,
+}
+
+/// Median one-way latency by CPU pair, both ways round.
+struct Heatmap {
+    cpus: Vec<usize>,
+    /// `cells[row * n + col]`, ns; `None` where no pair was measured.
+    cells: Vec<Option<f64>>,
+}
+
+const WIDTH: u32 = 800;
+const HEIGHT: u32 = 400;
+const FONT: &str = "sans-serif";
+/// Log bins per decade in histograms.
+const BINS_PER_DECADE: f64 = 10.0;
+/// Points per decade on the percentile curve.
+const STEPS_PER_DECADE: f64 = 20.0;
 
 impl Plot {
     pub fn svg(&self) -> Result<String, PlotError> {
-        Err(PlotError::Data("not yet".into()))
+        ensure_font()?;
+        let mut s = String::new();
+        {
+            let root = SVGBackend::with_string(&mut s, self.size()).into_drawing_area();
+            self.draw(&root).map_err(|r| self.draw_error(r))?;
+            root.present().map_err(|e| self.draw_error(e.to_string()))?;
+        }
+        Ok(s)
     }
 
     pub fn png(&self) -> Result<Vec<u8>, PlotError> {
-        Err(PlotError::Data("not yet".into()))
+        ensure_font()?;
+        let (w, h) = self.size();
+        let mut rgb = vec![0u8; w as usize * h as usize * 3];
+        {
+            let root = BitMapBackend::with_buffer(&mut rgb, (w, h)).into_drawing_area();
+            self.draw(&root).map_err(|r| self.draw_error(r))?;
+            root.present().map_err(|e| self.draw_error(e.to_string()))?;
+        }
+        encode_png(&rgb, (w, h)).map_err(|r| self.draw_error(r))
+    }
+
+    /// Width and height in pixels: a heat map grows with its CPU count.
+    pub fn size(&self) -> (u32, u32) {
+        match &self.chart {
+            Chart::Heatmap(m) => {
+                let side = m.cpus.len() as u32 * cell_px(m.cpus.len());
+                // Wide enough for the title.
+                ((side + 140).max(560), side + 100)
+            }
+            _ => (WIDTH, HEIGHT),
+        }
+    }
+
+    fn draw_error(&self, reason: String) -> PlotError {
+        PlotError::Draw {
+            name: self.name.clone(),
+            reason,
+        }
+    }
+
+    fn draw<DB: DrawingBackend>(&self, root: &DrawingArea<DB, Shift>) -> Result<(), String> {
+        root.fill(&WHITE).map_err(de)?;
+        let area = root.titled(&self.title, (FONT, 17)).map_err(de)?;
+        match &self.chart {
+            Chart::Percentiles { lines, y_desc } => draw_percentiles(&area, lines, y_desc),
+            Chart::Histogram { lines, x_desc } => draw_histogram(&area, lines, x_desc),
+            Chart::Series {
+                lines,
+                marks,
+                y_desc,
+            } => draw_series(&area, lines, marks, y_desc),
+            Chart::Heatmap(m) => draw_heatmap(&area, m),
+        }
     }
 }
 
-/// Every plot of each result: per distribution, its percentile distribution and its
-/// histogram; per noise or timer entry, its series; per c2c result, a heat map. With
-/// several files, names are prefixed by the file's stem.
-pub fn result_plots(results: &[Loaded]) -> Result<Vec<Plot>, PlotError> {
-    let _ = results;
-    Ok(Vec::new())
+fn de<E: std::fmt::Display>(e: E) -> String {
+    e.to_string()
 }
 
-/// The runs overlaid: for each distribution present in more than one run (matched by
-/// probe, key and metric), one percentile plot and one histogram with a labelled line per
-/// run; and series overlaid the same way.
-pub fn overlay_plots(runs: &[(String, &ResultFile)]) -> Result<Vec<Plot>, PlotError> {
-    let _ = runs;
-    Ok(Vec::new())
+fn encode_png(rgb: &[u8], (w, h): (u32, u32)) -> Result<Vec<u8>, String> {
+    let mut out = Vec::new();
+    let mut enc = png::Encoder::new(&mut out, w, h);
+    enc.set_color(png::ColorType::Rgb);
+    enc.set_depth(png::BitDepth::Eight);
+    // Flat-coloured charts compress well even at the fast setting.
+    enc.set_compression(png::Compression::Fast);
+    let mut writer = enc.write_header().map_err(de)?;
+    writer.write_image_data(rgb).map_err(de)?;
+    writer.finish().map_err(de)?;
+    Ok(out)
 }
+
+// ---------------------------------------------------------------------------------------
+// Building the plots
+
+/// Every plot of each result: per distribution, its percentile distribution and its
+/// histogram; per noise or timer entry, its series; per c2c result, a heat map. With
+/// several files, names are prefixed by the file's stem (numbered when stems repeat).
+pub fn result_plots(results: &[Loaded]) -> Result<Vec<Plot>, PlotError> {
+    let prefixes = export::file_prefixes(results);
+    let mut out = Vec::new();
+    for ((path, r), prefix) in results.iter().zip(&prefixes) {
+        let plots =
+            file_plots(r).map_err(|e| PlotError::Data(format!("{}: {e}", path.display())))?;
+        for mut p in plots {
+            if !prefix.is_empty() {
+                p.name = format!("{}-{}", file_safe(prefix), p.name);
+            }
+            out.push(p);
+        }
+    }
+    make_unique(&mut out);
+    Ok(out)
+}
+
+fn file_plots(r: &ResultFile) -> Result<Vec<Plot>, PlotError> {
+    let mut out = Vec::new();
+    for d in export::distributions(r).0 {
+        let Some(curves) = Curves::of(&d).map_err(PlotError::Data)? else {
+            continue;
+        };
+        let id = DistId::of(&d);
+        out.push(id.percentiles(vec![curves.percentiles]));
+        out.push(id.histogram(vec![curves.bins]));
+    }
+    for e in &r.probes {
+        if let Some(s) = SeriesOf::of(e) {
+            out.push(s.plot(vec![s.line(String::new())], s.marks()));
+        }
+    }
+    out.extend(heatmaps(r));
+    Ok(out)
+}
+
+/// The runs overlaid: for each distribution present in at least one run (matched by
+/// probe, key and metric), one percentile plot and one histogram with a labelled line per
+/// run; and noise and timer series overlaid the same way (matched by probe and CPU).
+pub fn overlay_plots(runs: &[(String, &ResultFile)]) -> Result<Vec<Plot>, PlotError> {
+    let mut out = overlay_dists(runs)?;
+    out.extend(overlay_series(runs));
+    make_unique(&mut out);
+    Ok(out)
+}
+
+fn overlay_dists(runs: &[(String, &ResultFile)]) -> Result<Vec<Plot>, PlotError> {
+    let mut dists: Vec<(DistId, Vec<(String, Curves)>)> = Vec::new();
+    for (label, r) in runs {
+        for d in export::distributions(r).0 {
+            let curves = Curves::of(&d).map_err(|e| PlotError::Data(format!("{label}: {e}")))?;
+            let Some(curves) = curves else { continue };
+            let id = DistId::of(&d);
+            let at = find_or_push(&mut dists, |(i, _)| i.same(&id), || (id.clone(), vec![]));
+            at.0.trusted &= id.trusted;
+            at.1.push((label.clone(), curves));
+        }
+    }
+    let mut out = Vec::new();
+    for (id, curves) in dists {
+        let (pct, bins) = curves
+            .into_iter()
+            .map(|(label, c)| (c.percentiles.labelled(&label), c.bins.labelled(&label)))
+            .unzip();
+        out.push(id.percentiles(pct));
+        out.push(id.histogram(bins));
+    }
+    Ok(out)
+}
+
+fn overlay_series(runs: &[(String, &ResultFile)]) -> Vec<Plot> {
+    let mut series: Vec<(String, Vec<Line>, SeriesOf)> = Vec::new();
+    for (label, r) in runs {
+        for s in r.probes.iter().filter_map(SeriesOf::of) {
+            let key = s.name();
+            let at = find_or_push(
+                &mut series,
+                |(k, ..)| *k == key,
+                || (key.clone(), vec![], s),
+            );
+            at.1.push(s.line(label.clone()));
+        }
+    }
+    let plots = series
+        .into_iter()
+        .map(|(_, lines, s)| s.plot(lines, vec![]));
+    plots.collect()
+}
+
+fn find_or_push<T>(v: &mut Vec<T>, hit: impl Fn(&T) -> bool, new: impl FnOnce() -> T) -> &mut T {
+    let i = match v.iter().position(hit) {
+        Some(i) => i,
+        None => {
+            v.push(new());
+            v.len() - 1
+        }
+    };
+    &mut v[i]
+}
+
+/// Which distribution a plot shows: names and titles.
+#[derive(Clone)]
+struct DistId {
+    probe: &'static str,
+    key: String,
+    metric: &'static str,
+    trusted: bool,
+}
+
+impl DistId {
+    fn of(d: &Dist) -> DistId {
+        DistId {
+            probe: d.probe,
+            key: d.key.clone(),
+            metric: d.metric,
+            trusted: d.trusted,
+        }
+    }
+
+    fn same(&self, o: &DistId) -> bool {
+        (self.probe, &self.key, self.metric) == (o.probe, &o.key, o.metric)
+    }
+
+    fn name(&self, what: &str) -> String {
+        file_safe(&format!(
+            "{}-{}-{}-{what}",
+            self.probe, self.key, self.metric
+        ))
+    }
+
+    fn title(&self, what: &str, unit: Unit) -> String {
+        let caveat = match self.trusted {
+            true => "",
+            false => " (unconfirmed by TSC check)",
+        };
+        let (p, k, m, u) = (self.probe, &self.key, self.metric, unit.name);
+        format!("{p} {k} {m}: {what} ({u}){caveat}")
+    }
+
+    fn percentiles(&self, lines: Vec<Line>) -> Plot {
+        let unit = Unit::for_ns(max_y(&lines));
+        Plot {
+            name: self.name("percentiles"),
+            title: self.title("latency by percentile", unit),
+            chart: Chart::Percentiles {
+                lines,
+                y_desc: format!("{} ({})", self.metric, unit.name),
+            },
+        }
+    }
+
+    fn histogram(&self, lines: Vec<Line>) -> Plot {
+        let unit = Unit::for_ns(max_x(&lines));
+        Plot {
+            name: self.name("histogram"),
+            title: self.title("histogram", unit),
+            chart: Chart::Histogram {
+                lines,
+                x_desc: format!("{} ({})", self.metric, unit.name),
+            },
+        }
+    }
+}
+
+/// A distribution's percentile curve and histogram bins, from its recorded histogram.
+struct Curves {
+    percentiles: Line,
+    bins: Line,
+}
+
+impl Curves {
+    /// `None` when nothing was recorded (a quiet CPU): an empty chart says nothing.
+    fn of(d: &Dist) -> Result<Option<Curves>, String> {
+        let Some(rec) = d.histogram else {
+            return Ok(None);
+        };
+        let h = LatencyHistogram::decode_base64(&rec.data)
+            .map_err(|e| format!("entry {} {} {}: {e}", d.probe, d.key, d.metric))?;
+        if h.is_empty() {
+            return Ok(None);
+        }
+        Ok(Some(Curves {
+            percentiles: unlabelled(percentile_points(&h)),
+            bins: unlabelled(log_bins(&h)),
+        }))
+    }
+}
+
+fn unlabelled(points: Vec<(f64, f64)>) -> Line {
+    Line {
+        label: String::new(),
+        points,
+    }
+}
+
+impl Line {
+    fn labelled(self, label: &str) -> Line {
+        Line {
+            label: label.to_string(),
+            ..self
+        }
+    }
+}
+
+/// Where percentile `p` (0 ≤ p < 1) sits on the percentile axis: 1/(1−p), so that
+/// 90 % is at 10, 99 % at 100, 99.9 % at 1000.
+pub fn percentile_x(p: f64) -> f64 {
+    1.0 / (1.0 - p)
+}
+
+/// The tick label at 10^`decades` on the percentile axis: `0 %`, `90 %`, `99 %`,
+/// `99.9 %`, …
+pub fn percentile_label(decades: u32) -> String {
+    match decades {
+        0 => "0 %".into(),
+        1 => "90 %".into(),
+        2 => "99 %".into(),
+        d => format!("99.{} %", "9".repeat(d as usize - 2)),
+    }
+}
+
+/// A tick on the percentile axis (log10 of 1/(1−p)): whole decades only.
+fn percentile_tick(x: &f64) -> String {
+    match (x.round() - x).abs() < 1e-6 && *x >= 0.0 {
+        true => percentile_label(x.round() as u32),
+        false => String::new(),
+    }
+}
+
+/// The percentile curve as (log10 of 1/(1−p), value in ns), STEPS_PER_DECADE points per
+/// decade up to the last sample, which is the maximum.
+fn percentile_points(h: &Histogram<u64>) -> Vec<(f64, f64)> {
+    // (cumulative count, value) per recorded bucket, for a binary search per point.
+    let mut cum = Vec::new();
+    let mut total = 0u64;
+    for v in h.iter_recorded() {
+        total += v.count_at_value();
+        cum.push((total, v.value_iterated_to()));
+    }
+    let value_at_rank = |rank: u64| {
+        let i = cum.partition_point(|&(c, _)| c < rank);
+        cum.get(i).or(cum.last()).map_or(0, |&(_, v)| v) as f64
+    };
+    // Percentiles evenly spaced on the axis, up to the last sample at 1/(1−p) = count.
+    let last = (total as f64).log10();
+    let steps = (last * STEPS_PER_DECADE).ceil() as u32;
+    let mut out: Vec<(f64, f64)> = (0..steps)
+        .map(|k| {
+            let p = 1.0 - 10f64.powf(-f64::from(k) / STEPS_PER_DECADE);
+            let rank = ((p * total as f64).ceil() as u64).clamp(1, total);
+            (percentile_x(p).log10(), value_at_rank(rank))
+        })
+        .collect();
+    out.push((last, value_at_rank(total)));
+    out
+}
+
+/// Histogram counts in log-spaced bins, as (bin's lower edge in ns, count), ascending.
+fn log_bins(h: &Histogram<u64>) -> Vec<(f64, f64)> {
+    let mut out: Vec<(f64, f64)> = Vec::new();
+    for v in h.iter_recorded() {
+        let ns = v.value_iterated_to().max(1) as f64;
+        let lo = bin_edge((ns.log10() * BINS_PER_DECADE).floor());
+        match out.last_mut() {
+            Some(last) if last.0 == lo => last.1 += v.count_at_value() as f64,
+            _ => out.push((lo, v.count_at_value() as f64)),
+        }
+    }
+    out
+}
+
+fn bin_edge(k: f64) -> f64 {
+    10f64.powf(k / BINS_PER_DECADE)
+}
+
+/// The series of one noise or timer entry.
+#[derive(Clone, Copy)]
+struct SeriesOf<'a> {
+    probe: &'static str,
+    cpu: usize,
+    series: &'a SeriesOut,
+    largest: &'a [EventOut],
+}
+
+impl<'a> SeriesOf<'a> {
+    fn of(e: &'a ProbeEntry) -> Option<SeriesOf<'a>> {
+        let (probe, cpu, series, largest) = match e {
+            ProbeEntry::Noise(n) => ("noise", n.cpu, &n.series, &n.largest),
+            ProbeEntry::Timer(t) => ("timer", t.cpu, &t.series, &t.largest),
+            _ => return None,
+        };
+        Some(SeriesOf {
+            probe,
+            cpu,
+            series,
+            largest,
+        })
+    }
+
+    fn name(&self) -> String {
+        format!("{}-cpu{}-series", self.probe, self.cpu)
+    }
+
+    /// What the largest gap is called on this probe's y axis.
+    fn what(&self) -> &'static str {
+        match self.probe {
+            "noise" => "largest interruption",
+            _ => "largest latency",
+        }
+    }
+
+    /// The per-interval maxima as steps, each flat across its interval (x in seconds):
+    /// a run of a single interval still shows.
+    fn line(&self, label: String) -> Line {
+        let step = self.series.interval_ns as f64 / 1e9;
+        let points = (self.series.max_ns.iter().enumerate())
+            .flat_map(|(i, &ns)| {
+                [
+                    (i as f64 * step, ns as f64),
+                    ((i + 1) as f64 * step, ns as f64),
+                ]
+            })
+            .collect();
+        Line { label, points }
+    }
+
+    fn marks(&self) -> Vec<(f64, f64)> {
+        (self.largest.iter())
+            .map(|e| (e.start_ns as f64 / 1e9, e.duration_ns as f64))
+            .collect()
+    }
+
+    fn plot(&self, lines: Vec<Line>, marks: Vec<(f64, f64)>) -> Plot {
+        let top = marks.iter().map(|m| m.1).fold(max_y(&lines), f64::max);
+        let unit = Unit::for_ns(top);
+        let interval =
+            humantime::format_duration(std::time::Duration::from_nanos(self.series.interval_ns));
+        Plot {
+            name: self.name(),
+            title: format!(
+                "{} cpu{}: {} per {interval} ({})",
+                self.probe,
+                self.cpu,
+                self.what(),
+                unit.name
+            ),
+            chart: Chart::Series {
+                lines,
+                marks,
+                y_desc: format!("{} ({})", self.what(), unit.name),
+            },
+        }
+    }
+}
+
+/// One heat map per c2c mode in the result (a result normally holds one).
+fn heatmaps(r: &ResultFile) -> Vec<Plot> {
+    let entries: Vec<_> = r.probes.iter().filter_map(ProbeEntry::as_c2c).collect();
+    let mut modes: Vec<String> = Vec::new();
+    for e in &entries {
+        let m = export::serde_name(&e.config.mode);
+        if !modes.contains(&m) {
+            modes.push(m);
+        }
+    }
+    let several = modes.len() > 1;
+    modes
+        .iter()
+        .map(|mode| {
+            let pairs = entries
+                .iter()
+                .filter(|e| export::serde_name(&e.config.mode) == *mode)
+                .map(|e| (e.cpu_a, e.cpu_b, e.median_ns));
+            Plot {
+                name: match several {
+                    true => file_safe(&format!("c2c-{mode}-heatmap")),
+                    false => "c2c-heatmap".into(),
+                },
+                title: format!("c2c median one-way latency (ns), mode {mode}"),
+                chart: Chart::Heatmap(Heatmap::new(pairs)),
+            }
+        })
+        .collect()
+}
+
+impl Heatmap {
+    fn new(pairs: impl Iterator<Item = (usize, usize, Option<f64>)> + Clone) -> Heatmap {
+        let mut cpus: Vec<usize> = pairs.clone().flat_map(|(a, b, _)| [a, b]).collect();
+        cpus.sort_unstable();
+        cpus.dedup();
+        let n = cpus.len();
+        let mut cells = vec![None; n * n];
+        let at = |cpu| cpus.binary_search(&cpu).unwrap_or(0);
+        for (a, b, median) in pairs {
+            let (i, j) = (at(a), at(b));
+            cells[i * n + j] = median;
+            cells[j * n + i] = median;
+        }
+        Heatmap { cpus, cells }
+    }
+}
+
+/// Unique names: a repeated one gets `-2`, `-3`, … (two timer threads on one CPU).
+fn make_unique(plots: &mut [Plot]) {
+    let mut seen: Vec<String> = Vec::new();
+    for p in plots.iter_mut() {
+        let mut name = p.name.clone();
+        let mut n = 1;
+        while seen.contains(&name) {
+            n += 1;
+            name = format!("{}-{n}", p.name);
+        }
+        p.name = name.clone();
+        seen.push(name);
+    }
+}
+
+/// Letters, digits, `.`, `_` and `-` only, so that a name is a file name anywhere.
+fn file_safe(s: &str) -> String {
+    s.chars()
+        .map(|c| match c {
+            c if c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '-') => c,
+            _ => '_',
+        })
+        .collect()
+}
+
+fn max_y(lines: &[Line]) -> f64 {
+    let ys = lines.iter().flat_map(|l| l.points.iter().map(|p| p.1));
+    ys.fold(0.0, f64::max)
+}
+
+fn max_x(lines: &[Line]) -> f64 {
+    let xs = lines.iter().flat_map(|l| l.points.iter().map(|p| p.0));
+    xs.fold(0.0, f64::max)
+}
+
+// ---------------------------------------------------------------------------------------
+// Units and labels
+
+/// A display unit for ns values.
+#[derive(Clone, Copy)]
+struct Unit {
+    name: &'static str,
+    ns: f64,
+}
+
+impl Unit {
+    /// The largest unit in which `max_ns` is still at least 1 (…so ticks read 0 to 9 999).
+    fn for_ns(max_ns: f64) -> Unit {
+        let (name, ns) = match max_ns {
+            v if v < 1e4 => ("ns", 1.0),
+            v if v < 1e7 => ("µs", 1e3),
+            v if v < 1e10 => ("ms", 1e6),
+            _ => ("s", 1e9),
+        };
+        Unit { name, ns }
+    }
+}
+
+/// A tick label: short, without trailing zeros.
+fn fmt_num(v: f64) -> String {
+    let a = v.abs();
+    let s = match a {
+        _ if a >= 1e5 => return format!("{v:.0e}"),
+        _ if a >= 100.0 || a == 0.0 => format!("{v:.0}"),
+        _ if a >= 1.0 => format!("{v:.1}"),
+        _ => format!("{v:.3}"),
+    };
+    match s.contains('.') {
+        true => s.trim_end_matches('0').trim_end_matches('.').to_string(),
+        false => s,
+    }
+}
+
+/// Distinct line colours: matplotlib's tab10, then plotters' 99-colour palette.
+fn colour(i: usize) -> RGBColor {
+    const TAB10: [(u8, u8, u8); 10] = [
+        (31, 119, 180),
+        (255, 127, 14),
+        (44, 160, 44),
+        (214, 39, 40),
+        (148, 103, 189),
+        (140, 86, 75),
+        (227, 119, 194),
+        (127, 127, 127),
+        (188, 189, 34),
+        (23, 190, 207),
+    ];
+    match TAB10.get(i) {
+        Some(&(r, g, b)) => RGBColor(r, g, b),
+        None => {
+            let (r, g, b) = Palette99::pick(i).rgb();
+            RGBColor(r, g, b)
+        }
+    }
+}
+
+// ---------------------------------------------------------------------------------------
+// Drawing
+
+type Area<DB> = DrawingArea<DB, Shift>;
+
+/// Draws `lines` on `chart`, labelled for a legend when there is more than one.
+fn draw_lines<'a, DB, X, Y>(
+    chart: &mut ChartContext<'a, DB, Cartesian2d<X, Y>>,
+    lines: impl Iterator<Item = (String, Vec<(X::ValueType, Y::ValueType)>)>,
+) -> Result<(), String>
+where
+    DB: DrawingBackend + 'a,
+    X: Ranged,
+    Y: Ranged,
+    X::ValueType: Clone + 'static,
+    Y::ValueType: Clone + 'static,
+{
+    for (i, (label, points)) in lines.enumerate() {
+        let c = colour(i);
+        let s = chart
+            .draw_series(LineSeries::new(points, c.stroke_width(2)))
+            .map_err(de)?;
+        if !label.is_empty() {
+            s.label(label).legend(move |(x, y)| {
+                PathElement::new(vec![(x, y), (x + 20, y)], c.stroke_width(2))
+            });
+        }
+    }
+    Ok(())
+}
+
+fn draw_legend<'a, DB, X, Y>(
+    chart: &mut ChartContext<'a, DB, Cartesian2d<X, Y>>,
+    at: SeriesLabelPosition,
+) -> Result<(), String>
+where
+    DB: DrawingBackend + 'a,
+    X: Ranged,
+    Y: Ranged,
+{
+    chart
+        .configure_series_labels()
+        .position(at)
+        .border_style(BLACK.mix(0.4))
+        .background_style(WHITE.mix(0.85))
+        .label_font((FONT, 13))
+        .draw()
+        .map_err(de)
+}
+
+fn has_legend(lines: &[Line]) -> bool {
+    lines.iter().any(|l| !l.label.is_empty())
+}
+
+fn draw_percentiles<DB: DrawingBackend>(
+    area: &Area<DB>,
+    lines: &[Line],
+    y_desc: &str,
+) -> Result<(), String> {
+    let unit = Unit::for_ns(max_y(lines));
+    // Whole decades, so that every tick is a percentile label.
+    let decades = (max_x(lines).ceil() as u32).max(1);
+    let x = 0.0..f64::from(decades);
+    let y_top = (max_y(lines) / unit.ns * 1.05).max(1.0);
+    let mut chart = chart_on(area, 70)
+        .build_cartesian_2d(x, 0.0..y_top)
+        .map_err(de)?;
+    chart
+        .configure_mesh()
+        .x_desc("percentile")
+        .y_desc(y_desc)
+        .x_labels(decades as usize + 1)
+        .x_label_formatter(&percentile_tick)
+        .y_label_formatter(&|y| fmt_num(*y))
+        .label_style((FONT, 13))
+        .draw()
+        .map_err(de)?;
+    let scaled = lines.iter().map(|l| {
+        let pts = l.points.iter().map(|&(x, y)| (x, y / unit.ns)).collect();
+        (l.label.clone(), pts)
+    });
+    draw_lines(&mut chart, scaled)?;
+    if has_legend(lines) {
+        draw_legend(&mut chart, SeriesLabelPosition::UpperLeft)?;
+    }
+    Ok(())
+}
+
+fn draw_histogram<DB: DrawingBackend>(
+    area: &Area<DB>,
+    lines: &[Line],
+    x_desc: &str,
+) -> Result<(), String> {
+    let unit = Unit::for_ns(max_x(lines));
+    let lo = lines.iter().flat_map(|l| l.points.first()).map(|p| p.0);
+    let lo = lo.fold(f64::INFINITY, f64::min) / unit.ns;
+    let hi = max_x(lines) * bin_edge(1.0) / unit.ns;
+    let (floor, top) = (0.7, max_y(lines) * 2.0);
+    let mut chart = chart_on(area, 60)
+        .build_cartesian_2d((lo..hi).log_scale(), (floor..top).log_scale())
+        .map_err(de)?;
+    chart
+        .configure_mesh()
+        .x_desc(x_desc)
+        .y_desc("count")
+        .x_label_formatter(&|x| fmt_num(*x))
+        .y_label_formatter(&|y| fmt_num(*y))
+        .label_style((FONT, 13))
+        .draw()
+        .map_err(de)?;
+    let steps = lines
+        .iter()
+        .map(|l| (l.label.clone(), steps(&l.points, unit, floor)));
+    draw_lines(&mut chart, steps)?;
+    if has_legend(lines) {
+        draw_legend(&mut chart, SeriesLabelPosition::UpperRight)?;
+    }
+    Ok(())
+}
+
+/// A histogram's outline: each bin a flat step, dropping to `floor` around empty bins.
+fn steps(bins: &[(f64, f64)], unit: Unit, floor: f64) -> Vec<(f64, f64)> {
+    let mut out: Vec<(f64, f64)> = Vec::with_capacity(bins.len() * 4);
+    for &(lo, count) in bins {
+        let (x0, x1) = (lo / unit.ns, lo * bin_edge(1.0) / unit.ns);
+        let adjacent = out.last().is_some_and(|p| (p.0 / x0 - 1.0).abs() < 1e-9);
+        if !adjacent {
+            if let Some(&(px, _)) = out.last() {
+                out.push((px, floor));
+            }
+            out.push((x0, floor));
+        }
+        out.extend([(x0, count), (x1, count)]);
+    }
+    if let Some(&(px, _)) = out.last() {
+        out.push((px, floor));
+    }
+    out
+}
+
+fn draw_series<DB: DrawingBackend>(
+    area: &Area<DB>,
+    lines: &[Line],
+    marks: &[(f64, f64)],
+    y_desc: &str,
+) -> Result<(), String> {
+    let top = marks.iter().map(|m| m.1).fold(max_y(lines), f64::max);
+    let unit = Unit::for_ns(top);
+    let end = marks.iter().map(|m| m.0).fold(max_x(lines), f64::max);
+    let x_end = end.max(1.0);
+    let y_top = (top / unit.ns * 1.08).max(1.0);
+    let mut chart = chart_on(area, 70)
+        .build_cartesian_2d(0.0..x_end, 0.0..y_top)
+        .map_err(de)?;
+    chart
+        .configure_mesh()
+        .x_desc("time (s)")
+        .y_desc(y_desc)
+        .x_label_formatter(&|x| fmt_num(*x))
+        .y_label_formatter(&|y| fmt_num(*y))
+        .label_style((FONT, 13))
+        .draw()
+        .map_err(de)?;
+    let single = lines.len() == 1;
+    let scaled = lines.iter().map(|l| {
+        let pts = l.points.iter().map(|&(x, y)| (x, y / unit.ns)).collect();
+        let label = match (single, l.label.is_empty()) {
+            (true, true) if !marks.is_empty() => "per interval".to_string(),
+            _ => l.label.clone(),
+        };
+        (label, pts)
+    });
+    draw_lines(&mut chart, scaled)?;
+    if !marks.is_empty() {
+        let red = RGBColor(214, 39, 40);
+        let pts = marks.iter().map(|&(x, y)| (x, y / unit.ns));
+        chart
+            .draw_series(pts.map(|p| Circle::new(p, 4, red.stroke_width(2))))
+            .map_err(de)?
+            .label("largest events")
+            .legend(move |(x, y)| Circle::new((x + 10, y), 4, red.stroke_width(2)));
+    }
+    if has_legend(lines) || !marks.is_empty() {
+        draw_legend(&mut chart, SeriesLabelPosition::UpperRight)?;
+    }
+    Ok(())
+}
+
+/// A chart with room for axis labels (`y_label` px for the y tick labels and title).
+fn chart_on<'a, 'b, DB: DrawingBackend>(
+    area: &'a Area<DB>,
+    y_label: u32,
+) -> ChartBuilder<'a, 'b, DB> {
+    let mut b = ChartBuilder::on(area);
+    // The wider right margin leaves room for the last x tick label, centred on the edge.
+    b.margin(12)
+        .margin_right(40)
+        .x_label_area_size(42)
+        .y_label_area_size(y_label);
+    b
+}
+
+/// Pixels per heat-map cell: room for a label up to 64 CPUs, then smaller and unlabelled.
+fn cell_px(n: usize) -> u32 {
+    match n {
+        0..=8 => 64,
+        9..=16 => 44,
+        17..=64 => 36,
+        n => (2304 / n as u32).max(4),
+    }
+}
+
+/// Where the matrix's top-left corner sits in the area below the title, in pixels:
+/// centred, with room for the row labels on its left.
+fn heat_origin<DB: DrawingBackend>(area: &Area<DB>, side: i32) -> (i32, i32) {
+    let width = area.dim_in_pixel().0 as i32;
+    (((width - side) / 2).max(80), 10)
+}
+
+/// The matrix drawn in pixels (a chart's automatic ticks would fall between CPUs).
+fn draw_heatmap<DB: DrawingBackend>(area: &Area<DB>, m: &Heatmap) -> Result<(), String> {
+    let (n, px) = (m.cpus.len(), cell_px(m.cpus.len()) as i32);
+    let (ox, oy) = heat_origin(area, n as i32 * px);
+    let values = m.cells.iter().flatten().copied();
+    let (lo, hi) = values.fold((f64::INFINITY, 0.0f64), |(a, b), v| (a.min(v), b.max(v)));
+    let t = |v: f64| if hi > lo { (v - lo) / (hi - lo) } else { 0.0 };
+    for (k, v) in m.cells.iter().enumerate() {
+        let (x, y) = (ox + (k % n) as i32 * px, oy + (k / n) as i32 * px);
+        let fill = v.map_or(RGBColor(235, 235, 235), |v| heat_colour(t(v)));
+        let cell = Rectangle::new([(x, y), (x + px, y + px)], fill.filled());
+        area.draw(&cell).map_err(de)?;
+        match v {
+            // Whole ns: sub-ns digits are below what the probe resolves.
+            Some(v) if px >= 24 => {
+                let ink = if t(*v) > 0.55 { &WHITE } else { &BLACK };
+                let text = format!("{v:.0}");
+                let at = (x + px / 2, y + px / 2);
+                area.draw(&centred(&text, at, f64::from(px) * 0.32, ink))
+                    .map_err(de)?;
+            }
+            _ => {}
+        }
+    }
+    draw_cpu_labels(area, m, px)
+}
+
+/// CPU numbers along the top-left matrix's rows and columns, and the axes' names.
+fn draw_cpu_labels<DB: DrawingBackend>(
+    area: &Area<DB>,
+    m: &Heatmap,
+    px: i32,
+) -> Result<(), String> {
+    let side = m.cpus.len() as i32 * px;
+    let (ox, oy) = heat_origin(area, side);
+    // Every CPU when there is room, else every k-th.
+    let every = (14 / px.max(1) + 1) as usize;
+    for (i, cpu) in m.cpus.iter().enumerate().step_by(every) {
+        let mid = i as i32 * px + px / 2;
+        let text = cpu.to_string();
+        area.draw(&centred(&text, (ox + mid, oy + side + 12), 13.0, &BLACK))
+            .map_err(de)?;
+        area.draw(&centred(&text, (ox - 16, oy + mid), 13.0, &BLACK))
+            .map_err(de)?;
+    }
+    let x_desc = centred("CPU", (ox + side / 2, oy + side + 34), 14.0, &BLACK);
+    area.draw(&x_desc).map_err(de)?;
+    let y_desc = centred("CPU", (ox - 52, oy + side / 2), 14.0, &BLACK);
+    area.draw(&y_desc).map_err(de)
+}
+
+fn centred<'a>(
+    text: &'a str,
+    at: (i32, i32),
+    size: f64,
+    ink: &'static RGBColor,
+) -> Text<'a, (i32, i32), &'a str> {
+    let centre = Pos::new(HPos::Center, VPos::Center);
+    let style = TextStyle::from((FONT, size).into_font())
+        .color(ink)
+        .pos(centre);
+    Text::new(text, at, style)
+}
+
+/// The colour of a cell whose value lies at `t` (0 fastest … 1 slowest) of the range.
+fn heat_colour(t: f64) -> RGBColor {
+    let mix = |a: u8, b: u8| (f64::from(a) + (f64::from(b) - f64::from(a)) * t).round() as u8;
+    RGBColor(mix(255, 180), mix(245, 30), mix(200, 30))
+}
+
+// ---------------------------------------------------------------------------------------
+// Font
+
+/// Registers a TrueType font with plotters once per process; plotters draws no text,
+/// SVG included, without one.
+fn ensure_font() -> Result<(), PlotError> {
+    static FONT_READY: OnceLock<Result<(), String>> = OnceLock::new();
+    FONT_READY
+        .get_or_init(register_font)
+        .clone()
+        .map_err(PlotError::FontMissing)
+}
+
+const FONT_FIX: &str = "install fonts-dejavu-core or set JITTERSCOPE_FONT to a .ttf file";
+
+fn register_font() -> Result<(), String> {
+    if let Some(path) = std::env::var_os("JITTERSCOPE_FONT") {
+        let path = PathBuf::from(path);
+        let bytes = std::fs::read(&path)
+            .map_err(|e| format!("JITTERSCOPE_FONT={}: {e}; {FONT_FIX}", path.display()))?;
+        return install(bytes).map_err(|()| {
+            format!(
+                "JITTERSCOPE_FONT={} is not a TrueType font; {FONT_FIX}",
+                path.display()
+            )
+        });
+    }
+    for path in font_candidates() {
+        if let Ok(bytes) = std::fs::read(&path)
+            && install(bytes).is_ok()
+        {
+            return Ok(());
+        }
+    }
+    Err(format!("no DejaVu or Liberation Sans font; {FONT_FIX}"))
+}
+
+/// Registers the font; its bytes live for the rest of the process, as plotters needs.
+fn install(bytes: Vec<u8>) -> Result<(), ()> {
+    let bytes: &'static [u8] = Box::leak(bytes.into_boxed_slice());
+    plotters::style::register_font(FONT, FontStyle::Normal, bytes).map_err(|_| ())
+}
+
+fn font_candidates() -> Vec<PathBuf> {
+    const PATHS: [&str; 6] = [
+        "/usr/share/fonts/truetype/dejavu/DejaVuSans.ttf",
+        "/usr/share/fonts/TTF/DejaVuSans.ttf",
+        "/usr/share/fonts/dejavu/DejaVuSans.ttf",
+        "/usr/share/fonts/dejavu-sans-fonts/DejaVuSans.ttf",
+        "/usr/share/fonts/truetype/liberation/LiberationSans-Regular.ttf",
+        "/usr/share/fonts/liberation-sans/LiberationSans-Regular.ttf",
+    ];
+    let mut out: Vec<PathBuf> = PATHS.iter().map(PathBuf::from).collect();
+    out.extend(fc_match());
+    out
+}
+
+/// What fontconfig would pick for sans-serif, when `fc-match` is installed.
+fn fc_match() -> Option<PathBuf> {
+    let out = std::process::Command::new("fc-match")
+        .args(["-f", "%{file}", "sans-serif"])
+        .output()
+        .ok()?;
+    let path = String::from_utf8(out.stdout).ok()?;
+    (out.status.success() && !path.trim().is_empty()).then(|| PathBuf::from(path.trim()))
+}
+
+// ---------------------------------------------------------------------------------------
+// Files
 
 /// The file formats a plot renders to.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -61,11 +1038,84 @@ pub enum Format {
 
 /// Renders every plot into `dir` (created if missing) as `NAME.svg` or `NAME.png`, each
 /// written atomically; returns the paths written.
-pub fn write_all(
-    plots: &[Plot],
-    dir: &std::path::Path,
-    format: Format,
-) -> anyhow::Result<Vec<std::path::PathBuf>> {
-    let _ = (plots, dir, format);
-    Ok(Vec::new())
+pub fn write_all(plots: &[Plot], dir: &Path, format: Format) -> anyhow::Result<Vec<PathBuf>> {
+    if !plots.is_empty() {
+        // Before creating anything: a missing font fails the command cleanly.
+        ensure_font()?;
+    }
+    std::fs::create_dir_all(dir).with_context(|| format!("cannot create {}", dir.display()))?;
+    let mut out = Vec::with_capacity(plots.len());
+    for p in plots {
+        let (bytes, ext) = match format {
+            Format::Svg => (p.svg()?.into_bytes(), "svg"),
+            Format::Png => (p.png()?, "png"),
+        };
+        let path = dir.join(format!("{}.{ext}", p.name));
+        crate::report::result::write_atomic(&path, &bytes)
+            .with_context(|| format!("cannot write {}", path.display()))?;
+        out.push(path);
+    }
+    Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn percentile_axis_puts_99_at_100_and_999_at_1000() {
+        assert!((percentile_x(0.9) - 10.0).abs() < 1e-9);
+        assert!((percentile_x(0.99) - 100.0).abs() < 1e-9);
+        assert!((percentile_x(0.999) - 1000.0).abs() < 1e-9);
+        let labels: Vec<String> = (0..5).map(percentile_label).collect();
+        assert_eq!(labels, ["0 %", "90 %", "99 %", "99.9 %", "99.99 %"]);
+    }
+
+    #[test]
+    fn units_follow_magnitude() {
+        assert_eq!(Unit::for_ns(9_999.0).name, "ns");
+        assert_eq!(Unit::for_ns(10_000.0).name, "µs");
+        assert_eq!(Unit::for_ns(5e7).name, "ms");
+    }
+
+    #[test]
+    fn an_unconfirmed_one_way_figure_says_so_in_its_title() {
+        let id = DistId {
+            probe: "pingpong",
+            key: "futex:0-1".into(),
+            metric: "one-way",
+            trusted: false,
+        };
+        let plot = id.percentiles(vec![unlabelled(vec![(0.0, 500.0), (2.0, 900.0)])]);
+        assert_eq!(
+            plot.title,
+            "pingpong futex:0-1 one-way: latency by percentile (ns) (unconfirmed by TSC check)"
+        );
+        assert_eq!(plot.name, "pingpong-futex_0-1-one-way-percentiles");
+    }
+
+    #[test]
+    fn names_are_file_safe_and_unique() {
+        assert_eq!(
+            file_safe("pingpong-futex:0-1/x y"),
+            "pingpong-futex_0-1_x_y"
+        );
+        let id = DistId {
+            probe: "timer",
+            key: "cpu1".into(),
+            metric: "latency",
+            trusted: true,
+        };
+        let line = || vec![unlabelled(vec![(0.0, 1.0)])];
+        let mut plots = vec![id.percentiles(line()), id.percentiles(line())];
+        make_unique(&mut plots);
+        let names: Vec<&str> = plots.iter().map(|p| p.name.as_str()).collect();
+        assert_eq!(
+            names,
+            [
+                "timer-cpu1-latency-percentiles",
+                "timer-cpu1-latency-percentiles-2"
+            ]
+        );
+    }
 }
