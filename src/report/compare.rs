@@ -428,7 +428,8 @@ fn p_words(p: f64) -> String {
     }
 }
 
-fn interval_words(ns: u64) -> String {
+/// An interval as `62.5 ms` or `2 s`.
+pub fn interval_words(ns: u64) -> String {
     if ns >= 1_000_000_000 && ns.is_multiple_of(1_000_000_000) {
         format!("{} s", ns / 1_000_000_000)
     } else {

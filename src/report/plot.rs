@@ -507,8 +507,7 @@ impl<'a> SeriesOf<'a> {
     fn plot(&self, lines: Vec<Line>, marks: Vec<(f64, f64)>) -> Plot {
         let top = marks.iter().map(|m| m.1).fold(max_y(&lines), f64::max);
         let unit = Unit::for_ns(top);
-        let interval =
-            humantime::format_duration(std::time::Duration::from_nanos(self.series.interval_ns));
+        let interval = crate::report::compare::interval_words(self.series.interval_ns);
         Plot {
             name: self.name(),
             title: format!(

@@ -232,7 +232,7 @@ fn dominant(
             ),
         };
         let why = match matching(cause, findings).first() {
-            Some(f) => format!("; audit: {} ({})", f.why, f.value),
+            Some(f) => format!("; audit {}: {}", f.id, f.why),
             None => String::new(),
         };
         out.push(format!("CPU {cpu} {what}{why}."));
@@ -248,7 +248,11 @@ fn matching<'a>(cause: Cause, findings: &[&'a Finding]) -> Vec<&'a Finding> {
         .filter(|f| matches!(f.severity, Severity::Warn | Severity::Bad))
         .filter(|f| cause.finding_prefixes().iter().any(|p| f.id.starts_with(p)))
         .collect();
-    v.sort_by_key(|f| std::cmp::Reverse(severity_rank(f.severity)));
+    // Worst first; of equal severity, the finding most specific to the cause (the
+    // prefixes are listed in that order: nohz_full before isolation for the tick).
+    let prefixes = cause.finding_prefixes();
+    let rank = |f: &Finding| prefixes.iter().position(|p| f.id.starts_with(p));
+    v.sort_by_key(|f| (std::cmp::Reverse(severity_rank(f.severity)), rank(f)));
     v
 }
 
@@ -411,6 +415,50 @@ mod tests {
         let sp = split(&starts, &durs);
         assert_eq!(sp.tick, None);
         assert_eq!(sp.other_ns, 1_000_000);
+    }
+
+    fn finding(id: &str, severity: Severity) -> Finding {
+        Finding {
+            id: id.into(),
+            area: crate::system::audit::Area::Isolation,
+            severity,
+            value: String::new(),
+            why: String::new(),
+            fix: format!("fix {id}"),
+        }
+    }
+
+    #[test]
+    fn fixes_rank_by_measured_share_then_severity() {
+        let f = [
+            finding("isolated-missing", Severity::Warn),
+            finding("nohz-full-missing", Severity::Warn),
+            finding("irq-on-measured-cpus", Severity::Bad),
+            finding("swap-on", Severity::Bad),
+            finding("thp-always", Severity::Warn),
+            finding("governor-performance", Severity::Ok),
+        ];
+        let refs: Vec<&Finding> = f.iter().collect();
+        let splits = [(
+            1,
+            Split {
+                tick_ns: 700,
+                long_ns: 0,
+                other_ns: 300,
+                tick: Some((1_000_000, 1000)),
+            },
+        )];
+        let fixes = ranked_fixes(&splits, &refs);
+        let ids: Vec<&str> = fixes.iter().map(|f| f.finding.as_str()).collect();
+        // The tick's most specific finding first, with its share; then the IRQs; then
+        // the worst unmeasured finding, its share unknown.
+        assert_eq!(
+            ids,
+            ["nohz-full-missing", "irq-on-measured-cpus", "swap-on"]
+        );
+        assert_eq!(fixes[0].share, Some(0.7));
+        assert_eq!(fixes[1].share, Some(0.3));
+        assert_eq!(fixes[2].share, None);
     }
 
     #[test]
