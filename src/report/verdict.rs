@@ -5,10 +5,12 @@
 //! # How noise is split into causes
 //!
 //! From each CPU's event log (the first interruptions, with their start times):
-//! - **the timer tick**: interruptions that follow another by one tick period (1, 3.33, 4
-//!   or 10 ms, for HZ 1000, 300, 250 or 100) within ±5 %, when at least a quarter of
-//!   them do. The tick fires at a fixed period, so a regular train of interruptions at one
-//!   of those periods is the tick's signature.
+//! - **the timer tick**: interruptions with another one tick period (1, 3.33, 4 or 10 ms,
+//!   for HZ 1000, 300, 250 or 100) before or after them, within 2 µs (0.2 % of longer
+//!   periods). The tick is an hrtimer at a fixed period, so a precise train at one of those
+//!   periods is its signature. The period is found first: the shortest one that clearly
+//!   more interruptions match than random arrivals at the same rate would (5 % beyond
+//!   chance, and at least 20), so a burst of unrelated interruptions does not make one.
 //! - **long stalls** of 50 µs or more that are not part of the tick train: on a virtual
 //!   machine, the hypervisor descheduling the vCPU (an interrupt handler or the tick take
 //!   a few µs); on bare metal, SMIs, long IRQ handlers or kernel work.
@@ -30,9 +32,10 @@ const TICK_PERIODS_NS: [(u64, u32); 4] = [
     (4_000_000, 250),
     (10_000_000, 100),
 ];
-const TICK_TOLERANCE: f64 = 0.05;
-/// Fraction of interruptions that must follow the tick period for the tick to be named.
-const TICK_MIN_FRACTION: f64 = 0.25;
+/// Share of interruptions, beyond chance, that must be followed by another one tick
+/// period later for the tick to be found; and the fewest such interruptions.
+const TICK_MIN_EXCESS: f64 = 0.05;
+const TICK_MIN_EVENTS: usize = 20;
 /// Shortest interruption counted as a long stall.
 pub const LONG_STALL_NS: u64 = 50_000;
 
@@ -83,25 +86,18 @@ impl Split {
 /// Splits interruptions (start ns, duration ns), in start order, into causes.
 pub fn split(starts: &[u64], durations: &[u64]) -> Split {
     let n = starts.len().min(durations.len());
-    let gaps: Vec<u64> = starts[..n]
-        .windows(2)
-        .map(|w| w[1].saturating_sub(w[0]))
-        .collect();
-    let near = |g: u64, p: u64| (g as f64 - p as f64).abs() <= p as f64 * TICK_TOLERANCE;
-    let tick = TICK_PERIODS_NS
-        .iter()
-        .map(|&(p, hz)| (gaps.iter().filter(|&&g| near(g, p)).count(), p, hz))
-        .max_by_key(|x| x.0)
-        .filter(|x| n > 1 && x.0 as f64 >= (n - 1) as f64 * TICK_MIN_FRACTION)
-        .map(|(_, p, hz)| (p, hz));
+    let starts = &starts[..n];
+    let tick = tick_period(starts);
     let mut s = Split {
         tick,
         ..Split::default()
     };
-    for i in 0..n {
-        let d = durations[i];
+    for (i, &d) in durations[..n].iter().enumerate() {
         let on_tick = tick.is_some_and(|(p, _)| {
-            (i > 0 && near(gaps[i - 1], p)) || (i + 1 < n && near(gaps[i], p))
+            let t = starts[i];
+            has_event_near(starts, t + p, p)
+                || t.checked_sub(p)
+                    .is_some_and(|b| has_event_near(starts, b, p))
         });
         match (on_tick, d >= LONG_STALL_NS) {
             (true, _) => s.tick_ns += d,
@@ -110,6 +106,40 @@ pub fn split(starts: &[u64], durations: &[u64]) -> Split {
         }
     }
     s
+}
+
+/// How far from a whole period a tick may land: the tick is an hrtimer, and the loop
+/// sees it start within a few µs.
+fn tolerance(period_ns: u64) -> u64 {
+    (period_ns / 500).max(2_000)
+}
+
+/// Whether an interruption starts within the tolerance of `at`.
+fn has_event_near(starts: &[u64], at: u64, period_ns: u64) -> bool {
+    let tol = tolerance(period_ns);
+    let i = starts.partition_point(|&s| s < at.saturating_sub(tol));
+    starts.get(i).is_some_and(|&s| s <= at + tol)
+}
+
+/// The shortest tick period that clearly more interruptions than chance are followed by
+/// another one period later. Chance is what events arriving at random at the same rate
+/// would give; the shortest period wins because a 1 ms train also matches at 4 and 10 ms.
+fn tick_period(starts: &[u64]) -> Option<(u64, u32)> {
+    let n = starts.len();
+    let span = starts.last()?.saturating_sub(*starts.first()?);
+    if n < TICK_MIN_EVENTS || span == 0 {
+        return None;
+    }
+    let rate = n as f64 / span as f64;
+    TICK_PERIODS_NS.iter().copied().find(|&(p, _)| {
+        let matched = starts
+            .iter()
+            .filter(|&&t| has_event_near(starts, t + p, p))
+            .count();
+        let chance = 1.0 - (-rate * 2.0 * tolerance(p) as f64).exp();
+        let excess = (matched as f64 / n as f64 - chance) / (1.0 - chance);
+        matched >= TICK_MIN_EVENTS && excess >= TICK_MIN_EXCESS
+    })
 }
 
 /// One ranked fix.
@@ -397,10 +427,41 @@ mod tests {
         let sp = split(&s, &d);
         assert_eq!(sp.tick, Some((4_000_000, 250)));
         assert_eq!(sp.long_ns, 200_000);
-        // The first tick's neighbours are the stall and the IRQ, not a period away, so
-        // it counts as other; the rest of the train stays on the tick.
-        assert_eq!(sp.other_ns, 2_000 + 3_000);
-        assert_eq!(sp.tick_ns, 99 * 3_000);
+        assert_eq!(sp.other_ns, 2_000);
+        assert_eq!(sp.tick_ns, 100 * 3_000);
+    }
+
+    /// Random arrivals at `per_s` over `secs`, from a fixed-seed LCG.
+    fn poisson(per_s: f64, secs: f64, mut seed: u64) -> Vec<u64> {
+        let mut t = 0.0;
+        let mut out = Vec::new();
+        loop {
+            seed = seed
+                .wrapping_mul(6364136223846793005)
+                .wrapping_add(1442695040888963407);
+            let u = ((seed >> 11) as f64 + 0.5) / (1u64 << 53) as f64;
+            t += -u.ln() / per_s;
+            if t >= secs {
+                return out;
+            }
+            out.push((t * 1e9) as u64);
+        }
+    }
+
+    #[test]
+    fn a_1ms_tick_is_found_among_dense_noise_and_dense_noise_alone_is_not_a_tick() {
+        let noise = poisson(8_000.0, 0.5, 7);
+        assert_eq!(split(&noise, &vec![2_000; noise.len()]).tick, None);
+        // 500 ticks at 1 ms with 1 µs of jitter, among 4000 random interruptions.
+        let mut all: Vec<(u64, u64)> = noise.iter().map(|&t| (t, 2_000)).collect();
+        all.extend((0..500u64).map(|i| (i * 1_000_000 + (i * 37 % 3) * 500, 5_000)));
+        all.sort();
+        let (s, d): (Vec<u64>, Vec<u64>) = all.into_iter().unzip();
+        let sp = split(&s, &d);
+        assert_eq!(sp.tick, Some((1_000_000, 1000)));
+        // Every tick is on the train; a few random ones land on it by chance.
+        assert!(sp.tick_ns >= 500 * 5_000, "{sp:?}");
+        assert!(sp.tick_ns < 500 * 5_000 + 400 * 2_000, "{sp:?}");
     }
 
     #[test]
