@@ -252,3 +252,34 @@ fn compare_refuses_bad_input() {
     // One file is a usage error: clap's own message, exit 2.
     assert_eq!(jitterscope(&["compare", g]).status.code(), Some(2));
 }
+
+/// The series compare tests on: 62.5 ms intervals from the start, for noise and for the
+/// timer (whose priming sample once left 4 s intervals behind).
+#[test]
+fn short_runs_have_fine_series() {
+    let Some((cpu, _)) = util::two_cpus() else {
+        return skip("short_runs_have_fine_series", "needs two CPUs");
+    };
+    let _lock = measuring();
+    let c = cpu.to_string();
+    let noise = util::json_result(&["noise", "-a", &c, "-D", "1s"]);
+    let timer = util::json_result(&["timer", "-a", &c, "-D", "1s", "--no-dma-latency"]);
+    let series = noise
+        .probes
+        .iter()
+        .filter_map(|e| e.as_noise().map(|n| &n.series))
+        .chain(
+            timer
+                .probes
+                .iter()
+                .filter_map(|e| e.as_timer().map(|t| &t.series)),
+        );
+    let mut n = 0;
+    for s in series {
+        assert_eq!(s.interval_ns, 62_500_000);
+        // 1 s of them; the timer's last wake-up may land just past the second.
+        assert!((16..=17).contains(&s.max_ns.len()), "{}", s.max_ns.len());
+        n += 1;
+    }
+    assert_eq!(n, 2);
+}

@@ -37,6 +37,8 @@ impl Interval {
 pub struct IntervalSeries {
     interval_ticks: u64,
     interval_ns: u64,
+    /// The interval before any merge, restored by `clear`.
+    first: (u64, u64),
     buf: Vec<Interval>,
 }
 
@@ -47,6 +49,7 @@ impl IntervalSeries {
         IntervalSeries {
             interval_ticks,
             interval_ns,
+            first: (interval_ticks, interval_ns),
             buf: vec![Interval::default(); capacity],
         }
     }
@@ -82,9 +85,11 @@ impl IntervalSeries {
         self.interval_ns *= 2;
     }
 
-    /// Forgets every event, keeping the current interval length.
+    /// Forgets every event and any merging they caused: a warm-up's events (the timer's
+    /// priming sample sits at an absolute counter value) must not leave coarse intervals.
     pub fn clear(&mut self) {
         self.buf.fill(Interval::default());
+        (self.interval_ticks, self.interval_ns) = self.first;
     }
 
     /// The series covering `run_ticks` of measurement. Intervals merge here too if the run
@@ -175,6 +180,17 @@ mod tests {
         let out = s.finish(100);
         assert_eq!(out.interval_ns, 4_000);
         assert_eq!(out.events, [1, 0, 0]);
+    }
+
+    #[test]
+    fn clear_forgets_the_merges_too() {
+        let mut s = IntervalSeries::new(4, 1_000, 10);
+        s.record(1_000_000, 5); // a warm-up event at an absolute counter value
+        s.clear();
+        s.record(15, 7);
+        let out = s.finish(40);
+        assert_eq!(out.interval_ns, 1_000);
+        assert_eq!(out.max_ns, [0, 7, 0, 0]);
     }
 
     #[test]
