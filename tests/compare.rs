@@ -13,10 +13,18 @@ use jitterscope::engine::clock::ClockInfo;
 use crate::injector::{Schedule, inject};
 use crate::util::{self, jitterscope, measuring, skip};
 
+/// Runs the binary, which must succeed; its stdout.
+fn run_ok(args: &[&str]) -> String {
+    let out = jitterscope(args);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{args:?}: {err}");
+    String::from_utf8(out.stdout).expect("UTF-8 output")
+}
+
 /// A 2 s noise run on `cpu`, saved to `path`.
 fn noise_run(cpu: usize, path: &Path) {
     let cpu = cpu.to_string();
-    let out = jitterscope(&[
+    run_ok(&[
         "noise",
         "-a",
         &cpu,
@@ -26,17 +34,11 @@ fn noise_run(cpu: usize, path: &Path) {
         "-o",
         path.to_str().unwrap(),
     ]);
-    assert_eq!(
-        out.status.code(),
-        Some(0),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
 }
 
 /// The CSV rows of `compare A B`, as (probe, key, run, verdict, basis).
 fn verdicts(a: &Path, b: &Path) -> Vec<(String, String, String, String, String)> {
-    let out = jitterscope(&[
+    let text = run_ok(&[
         "compare",
         a.to_str().unwrap(),
         b.to_str().unwrap(),
@@ -47,13 +49,6 @@ fn verdicts(a: &Path, b: &Path) -> Vec<(String, String, String, String, String)>
         "--format",
         "csv",
     ]);
-    assert_eq!(
-        out.status.code(),
-        Some(0),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let text = String::from_utf8(out.stdout).unwrap();
     let mut lines = text.lines();
     let header: Vec<&str> = lines.next().unwrap().split(',').collect();
     let col = |name: &str| header.iter().position(|h| *h == name).unwrap();
@@ -170,7 +165,7 @@ fn a_run_against_itself_is_the_same_everywhere() {
     {
         let _lock = measuring();
         let pair = format!("{housekeeping},{cpu}");
-        let out = jitterscope(&[
+        run_ok(&[
             "pingpong",
             "--mech",
             "futex,pipe",
@@ -182,12 +177,6 @@ fn a_run_against_itself_is_the_same_everywhere() {
             "-o",
             path.to_str().unwrap(),
         ]);
-        assert_eq!(
-            out.status.code(),
-            Some(0),
-            "{}",
-            String::from_utf8_lossy(&out.stderr)
-        );
     }
     let rows = verdicts(&path, &path);
     assert_eq!(
@@ -225,7 +214,7 @@ fn compare_refuses_bad_input() {
     {
         let _lock = measuring();
         let c = cpu.to_string();
-        let out = jitterscope(&[
+        run_ok(&[
             "noise",
             "-a",
             &c,
@@ -235,7 +224,6 @@ fn compare_refuses_bad_input() {
             "-o",
             good.to_str().unwrap(),
         ]);
-        assert_eq!(out.status.code(), Some(0));
     }
     let text = std::fs::read_to_string(&good).unwrap();
     let truncated = dir.path().join("truncated.json");
