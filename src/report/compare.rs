@@ -110,8 +110,9 @@ pub struct Judgement {
 /// The one-paragraph statement of the method, printed under every comparison.
 pub fn method() -> String {
     format!(
-        "How verdicts are judged: noise and timer rows compare the worst gap (noise: and the \
-         time lost) per interval of the series with a two-sided Mann-Whitney test; a row is \
+        "How verdicts are judged: noise and timer rows compare the worst gap or latest \
+         wake-up (noise: and the time lost) per interval of the series with a two-sided \
+         Mann-Whitney test; a row is \
          better or worse when p < {ALPHA} and the medians differ by at least {:.0} %. Other \
          rows need the 99 % confidence intervals of p50 or p99 (distribution-free, from the \
          histograms) not to overlap and a change of at least {:.0} %. Tests that disagree \
@@ -258,11 +259,11 @@ fn series_votes(probe: &str, a: &SeriesOut, b: &SeriesOut) -> Option<Vec<Vote>> 
         return None;
     }
     let per = format!("per {}", interval_words(interval));
-    let mut votes = vec![series_vote(
-        &format!("worst gap {per}"),
-        &a.max_ns,
-        &b.max_ns,
-    )];
+    let worst = match probe {
+        "timer" => "latest wake-up",
+        _ => "worst gap",
+    };
+    let mut votes = vec![series_vote(&format!("{worst} {per}"), &a.max_ns, &b.max_ns)];
     if probe == "noise" {
         votes.push(series_vote(
             &format!("time lost {per}"),

@@ -16,13 +16,13 @@ const HEADERS: [&str; 11] = [
     "entry",
     "metric",
     "run",
+    "verdict",
     "count",
     "p50 (ns)",
     "p99 (ns)",
     "p99.9 (ns)",
     "max (ns)",
     "rate (/s)",
-    "verdict",
 ];
 
 /// The grid's rows, as text.
@@ -42,15 +42,16 @@ fn grid(c: &Comparison) -> Vec<Vec<String>> {
             };
             let mut cells = head;
             cells.push(c.labels[i].clone());
-            cells.extend(figure_cells(
-                f.as_ref(),
-                if i == 0 { None } else { base.as_ref() },
-            ));
+            // The verdict before the figures: on a narrow screen it must not scroll away.
             cells.push(
                 row.judgements[i]
                     .as_ref()
                     .map_or_else(String::new, |j| j.verdict.words().to_string()),
             );
+            cells.extend(figure_cells(
+                f.as_ref(),
+                if i == 0 { None } else { base.as_ref() },
+            ));
             out.push(cells);
         }
     }
@@ -245,15 +246,20 @@ pub fn page(
 ) -> html::Page {
     let mut warnings = c.differences.clone();
     warnings.extend(plot_error.map(|e| format!("plots left out: {e}")));
+    // No line break inside "1182 (−39 %)".
+    let keep = |cell: String| cell.replace(" (", "\u{a0}(").replace(" %", "\u{a0}%");
+    let rows = grid(c)
+        .into_iter()
+        .map(|r| r.into_iter().map(keep).collect())
+        .collect();
     let table = html::Table {
         caption: "Each later run against the baseline".into(),
         headers: HEADERS.iter().map(|h| h.to_string()).collect(),
-        rows: grid(c),
+        rows,
         note: None,
     };
-    let mut text = vec![runs_line(c, paths)];
-    text.extend(bases(c));
-    text.push(method());
+    let mut basis = bases(c);
+    basis.push(method());
     html::Page {
         title: format!("jitterscope comparison: {}", c.labels.join(" vs ")),
         subtitle: None,
@@ -261,8 +267,13 @@ pub fn page(
         sections: vec![
             html::Section {
                 heading: "Verdicts".into(),
-                text,
+                text: vec![runs_line(c, paths)],
                 tables: vec![table],
+                ..Default::default()
+            },
+            html::Section {
+                heading: "What each verdict rests on".into(),
+                text: basis,
                 ..Default::default()
             },
             html::Section {
