@@ -264,6 +264,10 @@ fn compare_refuses_bad_input() {
         &["compare", g, m],
         &["compare", g, t],
         &["compare", g, g, "--label", "only-one"],
+        &["compare", g, g, "--label", "", "--label", "b"],
+        &[
+            "compare", g, g, g, "--label", "a", "--label", "a", "--label", "a.2",
+        ],
         &["compare", g, g, "--format", "svg"],
     ]);
     // One file is a usage error: clap's own message, exit 2.

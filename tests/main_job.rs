@@ -168,3 +168,16 @@ fn the_main_job_runs_as_non_root_degraded_and_labelled() {
     let audit = r.host.audit.as_ref().unwrap();
     assert!(!audit.findings.is_empty());
 }
+
+#[test]
+fn the_main_job_refuses_bad_input_before_measuring() {
+    let file = tempfile::NamedTempFile::new().unwrap();
+    let f = file.path().to_str().unwrap();
+    util::assert_bad_input(&[
+        &["run", "--step-time", "1ms"],
+        &["run", "--out-dir", "/nonexistent/dir"],
+        &["run", "--out-dir", f],
+        &["run", "--quick", "--step-time", "1s"],
+        &["run", "-a", "9999"],
+    ]);
+}

@@ -20,8 +20,21 @@ pub fn run(args: &CompareArgs) -> anyhow::Result<Ending> {
             args.results.len()
         );
     }
+    if args.labels.iter().any(|l| l.trim().is_empty()) {
+        anyhow::bail!("--label: a label may not be empty");
+    }
     let loaded = read_all(&args.results)?;
     let labels = labels(&args.labels, &args.results);
+    if let Some(dup) = labels
+        .iter()
+        .enumerate()
+        .find(|(i, l)| labels[..*i].contains(l))
+    {
+        anyhow::bail!(
+            "--label: two runs would both be called '{}'; give distinct labels",
+            dup.1
+        );
+    }
     let runs: Vec<Run<'_>> = loaded
         .iter()
         .zip(&labels)

@@ -18,7 +18,7 @@ use anyhow::Context;
 use clap::Parser;
 
 use crate::cli::{Cli, Command, MainArgs};
-use crate::engine::cpu::{CpuPlan, CpuUniverse};
+use crate::engine::cpu::CpuUniverse;
 use crate::engine::sched;
 use crate::report::{ResultFile, html, verdict};
 
@@ -134,25 +134,30 @@ fn first_two(list: &str) -> Option<String> {
 /// `jitterscope run`.
 pub fn run(args: &MainArgs, argv: &[String], stop: &AtomicBool) -> anyhow::Result<Ending> {
     let out_dir = args.out_dir.clone().unwrap_or_else(|| PathBuf::from("."));
-    if !out_dir.is_dir() {
-        anyhow::bail!("--out-dir {}: no such directory", out_dir.display());
+    check_writable(&out_dir)?;
+    if let Some(t) = args.step_time.filter(|t| *t < MIN_STEP) {
+        anyhow::bail!(
+            "--step-time {}: each step needs at least {} ms",
+            humantime::format_duration(t),
+            MIN_STEP.as_millis()
+        );
     }
     let steps = Step::plan(args);
-    let housekeeping = housekeeping_cpu(args);
-    let progress = Progress::new(&steps);
+    let housekeeping = housekeeping_cpu(args)?;
+    let progress = Progress::new(&steps, housekeeping.is_none());
     let (results, skipped) = std::thread::scope(|s| {
-        let display = s.spawn(|| progress.display(housekeeping, stop));
-        let out = {
-            let _held = HeldWarnings::hold();
-            run_steps(&steps, args, stop, &progress)
-        };
-        progress.done.store(true, Ordering::Relaxed);
-        let _ = display.join();
-        out
+        // However the steps end, even by a panic, the display thread must stop, or the
+        // scope would wait for it forever.
+        let _done = Done(&progress.done);
+        let _display = s.spawn(|| progress.display(housekeeping, stop));
+        let _held = HeldWarnings::hold();
+        run_steps(&steps, args, stop, &progress)
     });
-    let Some(merged) = merge(results?, argv, skipped) else {
+    let Some(mut merged) = merge(results?, argv, skipped) else {
         anyhow::bail!("nothing was measured");
     };
+    // A stop between steps ends no step early, but the job was still cut short.
+    merged.run.interrupted |= stop.load(Ordering::Relaxed);
     for d in &merged.run.degraded {
         super::warn(&d.message);
     }
@@ -160,12 +165,45 @@ pub fn run(args: &MainArgs, argv: &[String], stop: &AtomicBool) -> anyhow::Resul
         super::warn(w);
     }
     let v = verdict::verdict(&merged);
-    let (json, page) = save(&merged, &v, &out_dir)?;
     let mut out = std::io::stdout().lock();
     let _ = writeln!(out, "{}", summary_tables(&merged));
     let _ = write!(out, "{}", verdict::text(&v));
-    let _ = writeln!(out, "\nSaved {} and {}", json.display(), page.display());
+    let _ = out.flush();
+    drop(out);
+    let (json, page) = save(&merged, &v, &out_dir)?;
+    let saved = match page {
+        Ok(page) => format!("Saved {} and {}", json.display(), page.display()),
+        Err(e) => {
+            super::warn(&format!("the HTML page was not written: {e:#}"));
+            format!("Saved {}", json.display())
+        }
+    };
+    let _ = writeln!(std::io::stdout(), "\n{saved}");
     Ok(super::ending(merged.run.interrupted))
+}
+
+/// The shortest step: below it pingpong's half would not warm up and measure.
+const MIN_STEP: Duration = Duration::from_millis(200);
+
+/// Fails before 30 s of measuring, not after, when the files cannot be saved.
+fn check_writable(dir: &Path) -> anyhow::Result<()> {
+    if !dir.is_dir() {
+        anyhow::bail!("--out-dir {}: no such directory", dir.display());
+    }
+    let probe = dir.join(format!(".jitterscope-write-test-{}", std::process::id()));
+    std::fs::write(&probe, b"")
+        .with_context(|| format!("--out-dir {}: cannot write there", dir.display()))?;
+    let _ = std::fs::remove_file(&probe);
+    Ok(())
+}
+
+/// Sets the flag when dropped.
+struct Done<'a>(&'a AtomicBool);
+
+impl Drop for Done<'_> {
+    fn drop(&mut self) {
+        self.0.store(true, Ordering::Relaxed);
+    }
 }
 
 /// The audit line, then each step; a failed first step fails the job (nothing to judge),
@@ -197,17 +235,12 @@ fn run_steps(
 }
 
 /// The CPU the progress display runs on: the lowest usable CPU that is not measured.
-fn housekeeping_cpu(args: &MainArgs) -> Option<usize> {
-    let universe = CpuUniverse::detect().ok()?;
-    let requested = match &args.cpus {
-        Some(t) => Some((
-            t.as_str(),
-            crate::engine::cpu::CpuList::parse_strict(t).ok()?,
-        )),
-        None => None,
-    };
-    let plan = CpuPlan::choose(&universe, requested, None).ok()?;
-    plan.housekeeping.first()
+/// Checking `-a` here also refuses a bad list before anything is shown.
+fn housekeeping_cpu(args: &MainArgs) -> anyhow::Result<Option<usize>> {
+    let universe = CpuUniverse::detect().context("cannot read the system's CPUs")?;
+    let mut run = crate::cli::NoiseArgs::default().run;
+    run.cpus = args.cpus.clone();
+    Ok(super::cpu_plan(&run, &universe)?.housekeeping.first())
 }
 
 /// Holds the steps' warnings for the merged list; released however the steps end.
@@ -236,6 +269,9 @@ struct Progress {
     lengths: Vec<(String, Duration)>,
     state: Mutex<ProgressState>,
     done: AtomicBool,
+    /// No housekeeping CPU to draw from: the coordinator prints one line per step, and
+    /// no display thread wakes up on a measured CPU.
+    inline: bool,
 }
 
 #[derive(Default)]
@@ -245,8 +281,9 @@ struct ProgressState {
 }
 
 impl Progress {
-    fn new(steps: &[Step]) -> Progress {
+    fn new(steps: &[Step], inline: bool) -> Progress {
         Progress {
+            inline,
             lengths: steps
                 .iter()
                 .map(|s| (s.name().to_string(), s.length()))
@@ -259,6 +296,11 @@ impl Progress {
     fn begin(&self, i: usize) {
         if let Ok(mut s) = self.state.lock() {
             s.step = Some((i, Instant::now()));
+        }
+        if self.inline
+            && let Some(l) = self.line()
+        {
+            let _ = writeln!(std::io::stderr(), "{l}");
         }
     }
 
@@ -302,16 +344,19 @@ impl Progress {
     /// Runs on the housekeeping CPU until the steps are done: redraws a terminal line
     /// every quarter second, or prints a line per step when stderr is not a terminal.
     fn display(&self, cpu: Option<usize>, stop: &AtomicBool) {
-        if let Some(c) = cpu {
-            let _ = sched::pin_to(c);
-        }
-        let tty = std::io::stderr().is_terminal();
+        // Off the housekeeping CPU, redrawing would wake up on a measured CPU and show
+        // up as noise there: then one line per step only.
         let mut err = std::io::stderr();
         let _ = writeln!(
             err,
-            "[1/{}] audit · done (stored in the result)",
+            "[1/{}] audit · read with the first step, stored in the result",
             self.lengths.len() + 1
         );
+        if self.inline {
+            return;
+        }
+        let pinned = cpu.is_some_and(|c| sched::pin_to(c).is_ok());
+        let tty = pinned && std::io::stderr().is_terminal();
         let mut last_step = None;
         while !self.done.load(Ordering::Relaxed) {
             let step = self.state.lock().ok().and_then(|s| s.step.map(|x| x.0));
@@ -385,8 +430,13 @@ fn summary_tables(r: &ResultFile) -> String {
     out
 }
 
-/// Saves `jitterscope-HOST-TIME.json` and `.html` in `dir`; returns their paths.
-fn save(r: &ResultFile, v: &verdict::Verdict, dir: &Path) -> anyhow::Result<(PathBuf, PathBuf)> {
+/// Saves `jitterscope-HOST-TIME.json` and `.html` in `dir`; returns their paths. A page
+/// that cannot be made is the page's failure only: the result is saved first.
+fn save(
+    r: &ResultFile,
+    v: &verdict::Verdict,
+    dir: &Path,
+) -> anyhow::Result<(PathBuf, anyhow::Result<PathBuf>)> {
     let stem = format!(
         "jitterscope-{}-{}",
         file_safe(&r.host.hostname),
@@ -395,11 +445,14 @@ fn save(r: &ResultFile, v: &verdict::Verdict, dir: &Path) -> anyhow::Result<(Pat
     let json = dir.join(format!("{stem}.json"));
     let page = dir.join(format!("{stem}.html"));
     r.write_atomic(&json)?;
-    let mut p = html::result_page(&[(json.clone(), r.clone())])?;
-    p.title = format!("jitterscope: {}", r.host.hostname);
-    p.sections.insert(0, verdict_section(v));
-    crate::report::result::write_atomic(&page, html::render(&p).as_bytes())
-        .with_context(|| format!("cannot write {}", page.display()))?;
+    let page = (|| {
+        let mut p = html::result_page(&[(json.clone(), r.clone())])?;
+        p.title = format!("jitterscope: {}", r.host.hostname);
+        p.sections.insert(0, verdict_section(v));
+        crate::report::result::write_atomic(&page, html::render(&p).as_bytes())
+            .with_context(|| format!("cannot write {}", page.display()))?;
+        Ok(page)
+    })();
     Ok((json, page))
 }
 

@@ -29,6 +29,7 @@ use crate::report::ResultFile;
 use crate::report::export::{self, Dist};
 use crate::stats::LatencyHistogram;
 use crate::stats::series::SeriesOut;
+use crate::system::audit::{Finding, Severity};
 
 /// Significance level of every test.
 pub const ALPHA: f64 = 0.01;
@@ -125,16 +126,8 @@ pub fn method() -> String {
 
 /// Compares `runs`, the first being the baseline.
 pub fn compare(runs: &[Run<'_>]) -> Result<Comparison, String> {
-    let per_run: Vec<BTreeMap<(&str, String, &str), Dist<'_>>> = runs
-        .iter()
-        .map(|r| {
-            export::distributions(r.result)
-                .0
-                .into_iter()
-                .map(|d| ((d.probe, d.key.clone(), d.metric), d))
-                .collect()
-        })
-        .collect();
+    let per_run: Vec<BTreeMap<(&str, String, &str), Dist<'_>>> =
+        runs.iter().map(|r| keyed(r.result)).collect();
     let mut order: Vec<(&str, String, &str)> = Vec::new();
     for m in &per_run {
         for k in m.keys() {
@@ -148,11 +141,37 @@ pub fn compare(runs: &[Run<'_>]) -> Result<Comparison, String> {
         let dists: Vec<Option<&Dist<'_>>> = per_run.iter().map(|m| m.get(&k)).collect();
         rows.push(row(k.0, &k.1, k.2, &dists, runs)?);
     }
+    let mut differences = differences(runs);
+    for r in runs {
+        let unknown = export::distributions(r.result).1;
+        if unknown > 0 {
+            differences.push(format!(
+                "{}: {unknown} entries of a newer probe kind were left out",
+                r.label
+            ));
+        }
+    }
     Ok(Comparison {
         labels: runs.iter().map(|r| r.label.clone()).collect(),
-        differences: differences(runs),
+        differences,
         rows,
     })
+}
+
+/// A run's distributions by (probe, key, metric). A key that repeats (two timer threads
+/// on one CPU) is numbered `#2`, `#3` … in entry order, so none replaces another.
+fn keyed(r: &ResultFile) -> BTreeMap<(&'static str, String, &'static str), Dist<'_>> {
+    let mut m = BTreeMap::new();
+    for d in export::distributions(r).0 {
+        let mut key = (d.probe, d.key.clone(), d.metric);
+        let mut n = 1;
+        while m.contains_key(&key) {
+            n += 1;
+            key.1 = format!("{}#{n}", d.key);
+        }
+        m.insert(key, d);
+    }
+    m
 }
 
 fn row(
@@ -226,12 +245,32 @@ fn judge(
     ha: Option<&hdrhistogram::Histogram<u64>>,
     hb: Option<&hdrhistogram::Histogram<u64>>,
 ) -> Judgement {
-    let votes = match (a.series, b.series) {
-        (Some(sa), Some(sb)) => series_votes(a.probe, sa, sb),
-        _ => None,
+    if !a.trusted || !b.trusted {
+        return Judgement {
+            verdict: Verdict::NoClearDifference,
+            basis: "not judged: the one-way figures are unconfirmed (the TSC check failed); \
+                    judge the round trip"
+                .into(),
+        };
+    }
+    let (votes, fallback) = match (a.series, b.series) {
+        (Some(sa), Some(sb)) => match series_votes(a.probe, sa, sb) {
+            Some(v) => (Some(v), ""),
+            None => (
+                None,
+                "series too short or of unlike intervals, so by histogram: ",
+            ),
+        },
+        _ => (None, ""),
     };
     let votes = votes.unwrap_or_else(|| match (ha, hb) {
-        (Some(ha), Some(hb)) => histogram_votes(ha, hb),
+        (Some(ha), Some(hb)) => {
+            let mut v = histogram_votes(ha, hb);
+            if let Some(first) = v.first_mut() {
+                first.1.insert_str(0, fallback);
+            }
+            v
+        }
         _ => vec![(0, "no histogram to compare".to_string())],
     });
     let worse = votes.iter().any(|v| v.0 > 0);
@@ -296,13 +335,16 @@ fn regroup(s: &SeriesOut, interval_ns: u64) -> Option<SeriesOut> {
         return None;
     }
     let k = (interval_ns / s.interval_ns) as usize;
+    // Whole chunks only: a short last one would be a shorter interval.
     let fold = |v: &[u64], f: fn(u64, u64) -> u64| -> Vec<u64> {
-        v.chunks(k).map(|c| c.iter().copied().fold(0, f)).collect()
+        v.chunks_exact(k)
+            .map(|c| c.iter().copied().fold(0, f))
+            .collect()
     };
     Some(SeriesOut {
         interval_ns,
-        events: fold(&s.events, |x, y| x + y),
-        total_ns: fold(&s.total_ns, |x, y| x + y),
+        events: fold(&s.events, u64::saturating_add),
+        total_ns: fold(&s.total_ns, u64::saturating_add),
         max_ns: fold(&s.max_ns, u64::max),
     })
 }
@@ -534,6 +576,17 @@ fn audit_differences(a: &ResultFile, b: &ResultFile) -> Vec<String> {
         return Vec::new();
     };
     let mut out = Vec::new();
+    let notable = |f: &&Finding| matches!(f.severity, Severity::Warn | Severity::Bad);
+    for f in fa.findings.iter().filter(notable) {
+        if !fb.findings.iter().any(|g| g.id == f.id) {
+            out.push(format!("audit {} ({}) is gone", f.id, f.value));
+        }
+    }
+    for g in fb.findings.iter().filter(notable) {
+        if !fa.findings.iter().any(|f| f.id == g.id) {
+            out.push(format!("audit {} ({}) is new", g.id, g.value));
+        }
+    }
     for f in &fa.findings {
         if let Some(g) = fb.findings.iter().find(|g| g.id == f.id)
             && (g.severity != f.severity
@@ -583,10 +636,11 @@ mod tests {
             total_ns: vec![10, 20, 30, 40, 50],
             max_ns: vec![5, 9, 1, 2, 7],
         };
+        // The fifth interval alone would be half an interval: left out.
         let r = regroup(&s, 200).unwrap();
-        assert_eq!(r.events, [3, 7, 5]);
-        assert_eq!(r.total_ns, [30, 70, 50]);
-        assert_eq!(r.max_ns, [9, 2, 7]);
+        assert_eq!(r.events, [3, 7]);
+        assert_eq!(r.total_ns, [30, 70]);
+        assert_eq!(r.max_ns, [9, 2]);
         assert!(regroup(&s, 150).is_none());
     }
 

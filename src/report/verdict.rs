@@ -11,7 +11,7 @@
 //!   periods is its signature. The period is found first: the shortest one that clearly
 //!   more interruptions match than random arrivals at the same rate would (5 % beyond
 //!   chance, and at least 20), so a burst of unrelated interruptions does not make one.
-//! - **long stalls** of 50 µs or more that are not part of the tick train: on a virtual
+//! - **long stalls** of 50 µs or more, on the tick train or not: on a virtual
 //!   machine, the hypervisor descheduling the vCPU (an interrupt handler or the tick take
 //!   a few µs); on bare metal, SMIs, long IRQ handlers or kernel work.
 //! - **everything else**: device IRQs, softirqs, kernel threads, RCU.
@@ -50,10 +50,13 @@ pub enum Cause {
 impl Cause {
     fn finding_prefixes(self) -> &'static [&'static str] {
         match self {
-            Cause::Tick => &["nohz-full", "isolated", "isolcpus"],
+            // isolcpus alone leaves the tick running: only nohz_full stops it.
+            Cause::Tick => &["nohz-full"],
             Cause::LongStall => &["hypervisor", "steal", "smt", "idle-states", "nmi-watchdog"],
             Cause::Other => &[
                 "irq-on-measured",
+                "isolated",
+                "isolcpus",
                 "irqbalance",
                 "kthreads",
                 "rcu-nocbs",
@@ -83,10 +86,18 @@ impl Split {
     }
 }
 
-/// Splits interruptions (start ns, duration ns), in start order, into causes.
+/// Splits interruptions (start ns, duration ns) into causes.
 pub fn split(starts: &[u64], durations: &[u64]) -> Split {
-    let n = starts.len().min(durations.len());
-    let starts = &starts[..n];
+    // An event log is in start order; a result file from elsewhere need not be.
+    let mut events: Vec<(u64, u64)> = starts
+        .iter()
+        .copied()
+        .zip(durations.iter().copied())
+        .collect();
+    events.sort_unstable();
+    let (starts, durations): (Vec<u64>, Vec<u64>) = events.into_iter().unzip();
+    let (starts, durations) = (&starts[..], &durations[..]);
+    let n = starts.len();
     let tick = tick_period(starts);
     let mut s = Split {
         tick,
@@ -95,13 +106,15 @@ pub fn split(starts: &[u64], durations: &[u64]) -> Split {
     for (i, &d) in durations[..n].iter().enumerate() {
         let on_tick = tick.is_some_and(|(p, _)| {
             let t = starts[i];
-            has_event_near(starts, t + p, p)
+            has_event_near(starts, t.saturating_add(p), p)
                 || t.checked_sub(p)
                     .is_some_and(|b| has_event_near(starts, b, p))
         });
-        match (on_tick, d >= LONG_STALL_NS) {
-            (true, _) => s.tick_ns += d,
-            (false, true) => s.long_ns += d,
+        // A long stall that begins at a tick (a hypervisor often deschedules a vCPU at a
+        // timer interrupt) is the stall's, not the tick handler's.
+        match (d >= LONG_STALL_NS, on_tick) {
+            (true, _) => s.long_ns += d,
+            (false, true) => s.tick_ns += d,
             (false, false) => s.other_ns += d,
         }
     }
@@ -118,7 +131,7 @@ fn tolerance(period_ns: u64) -> u64 {
 fn has_event_near(starts: &[u64], at: u64, period_ns: u64) -> bool {
     let tol = tolerance(period_ns);
     let i = starts.partition_point(|&s| s < at.saturating_sub(tol));
-    starts.get(i).is_some_and(|&s| s <= at + tol)
+    starts.get(i).is_some_and(|&s| s <= at.saturating_add(tol))
 }
 
 /// The shortest tick period that clearly more interruptions than chance are followed by
@@ -134,7 +147,7 @@ fn tick_period(starts: &[u64]) -> Option<(u64, u32)> {
     TICK_PERIODS_NS.iter().copied().find(|&(p, _)| {
         let matched = starts
             .iter()
-            .filter(|&&t| has_event_near(starts, t + p, p))
+            .filter(|&&t| has_event_near(starts, t.saturating_add(p), p))
             .count();
         let chance = 1.0 - (-rate * 2.0 * tolerance(p) as f64).exp();
         let excess = (matched as f64 / n as f64 - chance) / (1.0 - chance);
@@ -178,6 +191,7 @@ pub fn verdict(r: &ResultFile) -> Verdict {
         &findings,
         r.host.virtualization.as_deref(),
     ));
+    lines.extend(noise.iter().filter_map(|e| coverage(e)));
     lines.extend(other_probes(r));
     if !r.run.degraded.is_empty() {
         lines.push(format!(
@@ -189,6 +203,20 @@ pub fn verdict(r: &ResultFile) -> Verdict {
         lines,
         fixes: ranked_fixes(&splits, &findings),
     }
+}
+
+/// When the event log filled up, how much of the run the causes rest on.
+fn coverage(e: &NoiseEntry) -> Option<String> {
+    let log = e.events.as_ref()?;
+    let kept = log.start_ns.len();
+    (log.dropped > 0).then(|| {
+        format!(
+            "CPU {}'s causes rest on its first {kept} of {} interruptions (the first {}).",
+            e.cpu,
+            kept as u64 + log.dropped,
+            duration_words(log.start_ns.last().copied().unwrap_or(0))
+        )
+    })
 }
 
 fn entry_split(e: &NoiseEntry) -> Option<Split> {
