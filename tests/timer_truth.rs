@@ -64,6 +64,32 @@ fn holds_of_300us_show_up_as_late_wakeups() {
         return;
     };
     let _m = measuring();
+    // A VM host's busy spell can stop the injector's vCPU mid-hold, or the timer's: up to
+    // three printed attempts, as the other ground-truth tests allow.
+    let mut failures = Vec::new();
+    for _ in 0..3 {
+        match holds_attempt(name, cpus) {
+            Ok(()) => return,
+            Err(why) => {
+                eprintln!("{name}: attempt failed: {why}");
+                failures.push(why);
+            }
+        }
+    }
+    panic!("{name}: three attempts failed: {failures:#?}");
+}
+
+/// `Err` with the reason when a check fails.
+macro_rules! check {
+    ($cond:expr, $($fmt:tt)+) => {
+        let ok: bool = $cond;
+        if !ok {
+            return Err(format!($($fmt)+));
+        }
+    };
+}
+
+fn holds_attempt(name: &str, cpus: (usize, usize)) -> Result<(), String> {
     let hold = Duration::from_micros(300);
     let cfg = TimerConfig {
         interval_ns: INTERVAL_NS,
@@ -155,26 +181,27 @@ fn holds_of_300us_show_up_as_late_wakeups() {
         e.summary.max_ns.unwrap() as f64 / 1e3,
         e.summary.p50_ns.unwrap() as f64 / 1e3,
     );
-    assert!(
+    check!(
         inside.len() >= 150,
         "injector made only {} holds",
         inside.len()
     );
-    assert!(
+    check!(
         e.summary.max_ns.unwrap() >= 250_000,
         "max {:?} ns: a 300 µs hold must delay some wake-up by 250 µs or more",
         e.summary.max_ns
     );
-    assert!(
+    check!(
         (0.5..=2.0).contains(&(share / expected)),
         "share above 100 µs {share:.4} vs expected {expected:.4}"
     );
     // Ground truth by timestamp: the deadlines a hold covered really came out late.
-    assert!(
+    check!(
         seen as f64 >= certain.len() as f64 * 0.95,
         "only {seen} of {} covered deadlines were late",
         certain.len()
     );
+    Ok(())
 }
 
 /// Item 3: one 2 ms hold; `stop_above` 1 ms stops the run within two intervals. Both CPUs
