@@ -14,8 +14,8 @@ use crate::probes::timer::TimerClock;
 
 /// Latency and jitter toolkit for tuning Linux hosts.
 ///
-/// With no subcommand, runs `noise` for 10 s on every CPU but one housekeeping CPU and
-/// prints the table.
+/// With no subcommand, runs the main job (`jitterscope run`): the audit, noise, timer and
+/// pingpong in about 30 s, a verdict with the top fixes, and a saved result and HTML page.
 #[derive(Debug, Parser)]
 #[command(name = "jitterscope", version, propagate_version = true)]
 pub struct Cli {
@@ -52,8 +52,8 @@ pub enum Command {
     /// Read-only checks of the host's latency tuning: each finding with its severity, the
     /// value seen, why it matters and the exact fix.
     Audit(AuditArgs),
-    /// Show saved results again, or export them: a table, markdown, CSV, or an
-    /// HdrHistogram interval log.
+    /// Show saved results again, or export them: tables, Markdown, CSV, an HdrHistogram
+    /// interval log, gnuplot data, SVG or PNG plots, or one HTML page.
     Report(ReportArgs),
     /// The main job: the audit, then noise, timer and a short pingpong, a verdict in
     /// plain words with the top fixes, and a result file and HTML page saved (about 30 s;
