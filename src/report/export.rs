@@ -420,20 +420,14 @@ fn md_table<'a>(out: &mut String, probe: &str, dists: impl Iterator<Item = &'a D
     );
     for d in dists {
         let s = d.summary;
-        let cells = [
+        let mut cells = vec![
             md_cell(&d.key),
             format!("{}{}", d.metric, if d.trusted { "" } else { "*" }),
             md_cell(&d.cpu),
-            s.count.to_string(),
-            dash(s.min_ns),
-            dash(s.p50_ns),
-            dash(s.p90_ns),
-            dash(s.p99_ns),
-            dash(s.p999_ns),
-            dash(s.max_ns),
-            s.mean_ns.map_or_else(|| "-".into(), |v| format!("{v:.1}")),
-            dash(s.mad_ns),
         ];
+        cells.extend(count_and_quantiles(s));
+        cells.push(s.mean_ns.map_or_else(|| "-".into(), |v| format!("{v:.1}")));
+        cells.push(dash(s.mad_ns));
         let _ = writeln!(out, "| {} |", cells.join(" | "));
         untrusted |= !d.trusted;
     }
@@ -448,6 +442,20 @@ fn md_table<'a>(out: &mut String, probe: &str, dists: impl Iterator<Item = &'a D
 
 fn dash(v: Option<u64>) -> String {
     v.map_or_else(|| "-".into(), |v| v.to_string())
+}
+
+/// count, min, p50, p90, p99, p99.9 and max as table cells (ns; `-` when absent): the
+/// columns every summary table shares.
+pub fn count_and_quantiles(s: &Summary) -> [String; 7] {
+    [
+        s.count.to_string(),
+        dash(s.min_ns),
+        dash(s.p50_ns),
+        dash(s.p90_ns),
+        dash(s.p99_ns),
+        dash(s.p999_ns),
+        dash(s.max_ns),
+    ]
 }
 
 // ---------------------------------------------------------------------------------------

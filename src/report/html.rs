@@ -478,20 +478,10 @@ fn summary_table(r: &ResultFile, probe: &str, dists: &[&Dist]) -> Table {
 }
 
 fn summary_row(d: &Dist) -> Vec<String> {
-    let s = d.summary;
-    let dash = |v: Option<u64>| v.map_or_else(|| "-".into(), |v| v.to_string());
     let metric = format!("{}{}", d.metric, if d.trusted { "" } else { " *" });
-    vec![
-        d.key.clone(),
-        metric,
-        s.count.to_string(),
-        dash(s.min_ns),
-        dash(s.p50_ns),
-        dash(s.p90_ns),
-        dash(s.p99_ns),
-        dash(s.p999_ns),
-        dash(s.max_ns),
-    ]
+    let mut row = vec![d.key.clone(), metric];
+    row.extend(crate::report::export::count_and_quantiles(d.summary));
+    row
 }
 
 /// Every plot of one file as a figure, and why some or all are missing: the page still
