@@ -11,7 +11,7 @@ use anyhow::{Context, bail};
 use std::io::IsTerminal;
 use std::path::Path;
 
-use crate::cli::{NoiseArgs, RunArgs, TimerArgs};
+use crate::cli::{NoiseArgs, RunArgs, SaveArgs, TimerArgs};
 use crate::degraded::Degraded;
 use crate::engine::clock::ClockInfo;
 use crate::engine::cpu::{CpuList, CpuPlan, CpuUniverse};
@@ -361,7 +361,7 @@ pub(crate) fn noise_result(
     let entries = run.entries.into_iter();
     let probes = entries.map(|e| ProbeEntry::Noise(Box::new(e))).collect();
     let result = ResultFile::new(host, info, probes);
-    emit(&result, &args.run, || {
+    emit(&result, &args.run.save, || {
         format!(
             "{}\n{}",
             noise_header(&result, &cfg, s.req),
@@ -454,7 +454,7 @@ pub(crate) fn timer_result(
     };
     let mut live = LiveDisplay::default();
     let mut draw = |snaps: &[LiveSnapshot]| live.draw(snaps);
-    let show_live = !args.run.quiet && std::io::stderr().is_terminal();
+    let show_live = !args.run.save.quiet && std::io::stderr().is_terminal();
     let on_tick = show_live.then_some((LIVE_EVERY, &mut draw as timer::OnTick<'_>));
     let run = timer::run(&cfg, &plan, &host.clock, stop, &tracer, on_tick)
         .context("the timer run failed")?;
@@ -469,7 +469,7 @@ pub(crate) fn timer_result(
     if let Some(b) = &stopped_by {
         say_stopped(b, cfg.stop_above_ns.unwrap_or(0), tracefs.as_deref());
     }
-    emit(&result, &args.run, || {
+    emit(&result, &args.run.save, || {
         let mut text = timer_header(&result, &cfg, s.req, dma_before);
         text.push('\n');
         text.push_str(&crate::report::table::timer_tables(&result));
@@ -535,39 +535,14 @@ impl LiveDisplay {
     }
 }
 
-/// Where a command's result goes: `-o`, `--json`, `-q`.
-pub(crate) struct Output<'a> {
-    pub path: Option<&'a Path>,
-    pub json: bool,
-    pub quiet: bool,
-    /// `--html PATH`.
-    pub html: Option<&'a Path>,
-}
-
-impl<'a> From<&'a RunArgs> for Output<'a> {
-    fn from(a: &'a RunArgs) -> Output<'a> {
-        Output {
-            path: a.output.as_deref(),
-            json: a.json,
-            quiet: a.quiet,
-            html: a.html.as_deref(),
-        }
-    }
-}
-
 /// Saves, then prints (`text()` or the JSON): a terminal that went away (SIGHUP, EIO)
 /// must not cost the saved result.
-fn emit<'a>(
-    result: &ResultFile,
-    to: impl Into<Output<'a>>,
-    text: impl Fn() -> String,
-) -> anyhow::Result<()> {
-    let to = to.into();
-    if let Some(path) = to.path {
+fn emit(result: &ResultFile, to: &SaveArgs, text: impl Fn() -> String) -> anyhow::Result<()> {
+    if let Some(path) = &to.output {
         result.write_atomic(path)?;
     }
-    if let Some(page) = to.html {
-        write_page(result, to.path, page)?;
+    if let Some(page) = &to.html {
+        write_page(result, to.output.as_deref(), page)?;
     }
     let mut out = std::io::stdout().lock();
     let printed = if to.json {

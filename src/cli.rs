@@ -64,6 +64,26 @@ pub enum Command {
     Compare(CompareArgs),
 }
 
+/// Where a measuring command's result goes.
+#[derive(Debug, Clone, Default, Args)]
+pub struct SaveArgs {
+    /// Write the whole result as JSON to stdout (and no table).
+    #[arg(long)]
+    pub json: bool,
+
+    /// Save the result to FILE (written atomically).
+    #[arg(short = 'o', long, value_name = "FILE")]
+    pub output: Option<PathBuf>,
+
+    /// Also write the result as a self-contained HTML page (tables and plots) to PATH.
+    #[arg(long, value_name = "PATH")]
+    pub html: Option<PathBuf>,
+
+    /// Print no table.
+    #[arg(short = 'q', long)]
+    pub quiet: bool,
+}
+
 /// Options every measuring command shares.
 #[derive(Debug, Clone, Args)]
 pub struct RunArgs {
@@ -106,21 +126,8 @@ pub struct RunArgs {
     #[arg(long)]
     pub force: bool,
 
-    /// Write the whole result as JSON to stdout (and no table).
-    #[arg(long)]
-    pub json: bool,
-
-    /// Save the result to FILE (written atomically).
-    #[arg(short = 'o', long, value_name = "FILE")]
-    pub output: Option<PathBuf>,
-
-    /// Also write the result as a self-contained HTML page (tables and plots) to PATH.
-    #[arg(long, value_name = "PATH")]
-    pub html: Option<PathBuf>,
-
-    /// Print no table.
-    #[arg(short = 'q', long)]
-    pub quiet: bool,
+    #[command(flatten)]
+    pub save: SaveArgs,
 }
 
 /// `jitterscope noise`.
@@ -575,21 +582,8 @@ pub struct PtpArgs {
           value_parser = clap::value_parser!(u32).range(1..=10_000_000))]
     pub samples: u32,
 
-    /// Write the whole result as JSON to stdout (and no table).
-    #[arg(long)]
-    pub json: bool,
-
-    /// Save the result to FILE (written atomically).
-    #[arg(short = 'o', long, value_name = "FILE")]
-    pub output: Option<PathBuf>,
-
-    /// Also write the result as a self-contained HTML page (tables and plots) to PATH.
-    #[arg(long, value_name = "PATH")]
-    pub html: Option<PathBuf>,
-
-    /// Print no table.
-    #[arg(short = 'q', long)]
-    pub quiet: bool,
+    #[command(flatten)]
+    pub save: SaveArgs,
 }
 
 /// The longest busy pause between samples or round trips: the pause is busy-waited

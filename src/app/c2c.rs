@@ -63,7 +63,7 @@ pub fn run(args: &C2cArgs, argv: &[String], stop: &AtomicBool) -> anyhow::Result
         priospread: false,
         setup_timeout: SETUP_TIMEOUT,
     };
-    let mut progress = Progress::new(!args.run.quiet && std::io::stderr().is_terminal());
+    let mut progress = Progress::new(!args.run.save.quiet && std::io::stderr().is_terminal());
     let mut on_pair = |done, total| progress.draw(done, total);
     let run = c2c::run(&cfg, &plan, &pairs, &topo, &host.clock, stop, &mut on_pair)
         .context("the c2c run failed")?;
@@ -87,7 +87,7 @@ fn emit_result(
     pairs: usize,
     skipped: usize,
 ) -> anyhow::Result<()> {
-    super::emit(result, &args.run, || {
+    super::emit(result, &args.run.save, || {
         format!(
             "{}\n{}",
             header(result, cfg, req, pairs, skipped),

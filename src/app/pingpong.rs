@@ -105,7 +105,7 @@ pub(super) fn result(
     let probes = probes.map(|e| ProbeEntry::Pingpong(Box::new(e))).collect();
     let result = ResultFile::new(host, info, probes);
     let place = Topology::detect(&CpuList::from_cpus(vec![a, b])).locality(a, b);
-    super::emit(&result, &args.run, || {
+    super::emit(&result, &args.run.save, || {
         format!(
             "{}\n{}",
             header(&result, &cfg, &skew, &place.to_string()),

@@ -68,13 +68,7 @@ pub fn run(args: &PtpArgs, argv: &[String], stop: &AtomicBool) -> anyhow::Result
         .map(|e| ProbeEntry::Ptp(Box::new(e)))
         .collect();
     let result = ResultFile::new(host, info, probes);
-    let to = super::Output {
-        path: args.output.as_deref(),
-        json: args.json,
-        quiet: args.quiet,
-        html: args.html.as_deref(),
-    };
-    super::emit(&result, to, || {
+    super::emit(&result, &args.save, || {
         format!(
             "{}\n{}",
             header(&result, &cfg),

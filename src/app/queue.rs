@@ -97,7 +97,7 @@ pub fn run(args: &QueueArgs, argv: &[String], stop: &AtomicBool) -> anyhow::Resu
     let probes = run.entries.into_iter();
     let probes = probes.map(|e| ProbeEntry::Queue(Box::new(e))).collect();
     let result = ResultFile::new(host, info, probes);
-    super::emit(&result, &args.run, || {
+    super::emit(&result, &args.run.save, || {
         format!(
             "{}\n{}",
             header(&result, &cfg),

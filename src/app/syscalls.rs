@@ -60,7 +60,7 @@ pub fn run(args: &SyscallsArgs, argv: &[String], stop: &AtomicBool) -> anyhow::R
     let probes = run.entries.into_iter();
     let probes = probes.map(|e| ProbeEntry::Syscalls(Box::new(e))).collect();
     let result = ResultFile::new(host, info, probes);
-    super::emit(&result, &args.run, || {
+    super::emit(&result, &args.run.save, || {
         format!(
             "{}\n{}",
             header(&result, &cfg),

@@ -52,7 +52,7 @@ pub fn run(args: &WorkArgs, argv: &[String], stop: &AtomicBool) -> anyhow::Resul
     let probes = run.entries.into_iter();
     let probes = probes.map(|e| ProbeEntry::Work(Box::new(e))).collect();
     let result = ResultFile::new(host, info, probes);
-    super::emit(&result, &args.run, || {
+    super::emit(&result, &args.run.save, || {
         format!(
             "{}\n{}",
             header(&result, &cfg),
