@@ -439,7 +439,10 @@ fn save(
 ) -> anyhow::Result<(PathBuf, anyhow::Result<PathBuf>)> {
     let stem = format!(
         "jitterscope-{}-{}",
-        file_safe(&r.host.hostname),
+        match r.host.hostname.as_str() {
+            "" => "host".into(),
+            h => crate::report::plot::file_safe(h),
+        },
         compact_time(&r.run.start_time)
     );
     let json = dir.join(format!("{stem}.json"));
@@ -483,20 +486,6 @@ fn verdict_section(v: &verdict::Verdict) -> html::Section {
         }],
         ..Default::default()
     }
-}
-
-fn file_safe(s: &str) -> String {
-    let t: String = s
-        .chars()
-        .map(|c| {
-            if c.is_ascii_alphanumeric() || c == '-' || c == '.' {
-                c
-            } else {
-                '_'
-            }
-        })
-        .collect();
-    if t.is_empty() { "host".into() } else { t }
 }
 
 /// `2026-11-22T23:50:12Z` → `20261122T235012Z`.
@@ -546,7 +535,7 @@ mod tests {
 
     #[test]
     fn names_are_file_safe() {
-        assert_eq!(file_safe("web 01/a"), "web_01_a");
+        assert_eq!(crate::report::plot::file_safe("web 01/a"), "web_01_a");
         assert_eq!(compact_time("2026-11-22T23:50:12Z"), "20261122T235012Z");
     }
 }

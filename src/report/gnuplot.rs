@@ -14,7 +14,6 @@
 //! in µs with ns resolution, the heat map's in ns. With several result files, names are
 //! prefixed by the file's stem, numbered when two files share one.
 
-use std::collections::HashSet;
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 
@@ -22,9 +21,9 @@ use anyhow::Context;
 use hdrhistogram::Histogram;
 
 use crate::probes::c2c::C2cEntry;
-use crate::report::ResultFile;
 use crate::report::export::{Dist, Loaded, distributions};
 use crate::report::result::write_atomic;
+use crate::report::{ResultFile, plot};
 use crate::stats::events::EventOut;
 use crate::stats::{LatencyHistogram, SeriesOut};
 
@@ -88,29 +87,11 @@ enum Kind {
 
 fn all_plots(results: &[Loaded]) -> anyhow::Result<Vec<Plot>> {
     let mut plots = Vec::new();
-    for ((path, r), prefix) in results.iter().zip(prefixes(results)) {
+    for ((path, r), prefix) in results.iter().zip(plot::name_prefixes(results)) {
         file_plots(path, r, &prefix, &mut plots)?;
     }
-    unique_names(&mut plots);
+    plot::unique_names(plots.iter_mut().map(|p| &mut p.name));
     Ok(plots)
-}
-
-/// What each file's names start with: nothing for one file; with several, the file's
-/// stem (numbered when two files share it), so that no two files' plots collide.
-fn prefixes(results: &[Loaded]) -> Vec<String> {
-    if results.len() < 2 {
-        return vec![String::new(); results.len()];
-    }
-    let stems: Vec<String> = results
-        .iter()
-        .map(|(p, _)| file_safe(&p.file_stem().unwrap_or_default().to_string_lossy()))
-        .collect();
-    let unique = (1..stems.len()).all(|i| !stems[..i].contains(&stems[i]));
-    let numbered = |(i, s): (usize, &String)| match unique {
-        true => format!("{s}-"),
-        false => format!("{s}.{}-", i + 1),
-    };
-    stems.iter().enumerate().map(numbered).collect()
 }
 
 fn file_plots(
@@ -158,7 +139,7 @@ fn dist_plots(path: &Path, d: &Dist, prefix: &str, label: &str) -> anyhow::Resul
     if hist.is_empty() {
         return Ok(Vec::new());
     }
-    let base = file_safe(&format!("{prefix}{}-{}-{}", d.probe, d.key, d.metric));
+    let base = plot::file_safe(&format!("{prefix}{}-{}-{}", d.probe, d.key, d.metric));
     let caveat = match d.trusted {
         true => "",
         false => " (unconfirmed by TSC check)",
@@ -312,7 +293,7 @@ fn series_plot(
         .map(|e| e.duration_ns)
         .chain(s.max_ns.iter().copied());
     Some(Plot {
-        name: file_safe(&name),
+        name: plot::file_safe(&name),
         title: format!("{what}: {gap} per {interval_s} s interval (µs)"),
         data,
         marks: marks(largest),
@@ -351,7 +332,7 @@ fn heatmaps(r: &ResultFile, prefix: &str, label: &str) -> Vec<Plot> {
     let one = |mode: &String| {
         let pairs = entries.iter().filter(|e| mode_of(e) == *mode);
         let name = match several {
-            true => file_safe(&format!("{prefix}c2c-{mode}-heatmap")),
+            true => plot::file_safe(&format!("{prefix}c2c-{mode}-heatmap")),
             false => format!("{prefix}c2c-heatmap"),
         };
         let title = format!("{label}c2c: median one-way latency by CPU pair (ns), mode {mode}");
@@ -413,31 +394,6 @@ fn matrix_text(cpus: &[usize], cells: &[Vec<f64>]) -> String {
 
 // ---------------------------------------------------------------------------------------
 // Names
-
-/// Letters, digits, `.`, `-` and `_` only; anything else becomes `_`.
-fn file_safe(s: &str) -> String {
-    s.chars()
-        .map(|c| match c {
-            c if c.is_ascii_alphanumeric() || matches!(c, '.' | '-' | '_') => c,
-            _ => '_',
-        })
-        .collect()
-}
-
-/// Two keys can map to one file-safe name (two timer threads on one CPU): the later
-/// gets `-2`, `-3`, ….
-fn unique_names(plots: &mut [Plot]) {
-    let mut seen = HashSet::new();
-    for p in plots {
-        let mut name = p.name.clone();
-        let mut n = 1;
-        while !seen.insert(name.clone()) {
-            n += 1;
-            name = format!("{}-{n}", p.name);
-        }
-        p.name = name;
-    }
-}
 
 // ---------------------------------------------------------------------------------------
 // The script
@@ -612,7 +568,7 @@ mod tests {
 
     #[test]
     fn names_are_file_safe_and_unique() {
-        let safe = file_safe("ptp-/dev/ptp0:sys_offset");
+        let safe = plot::file_safe("ptp-/dev/ptp0:sys_offset");
         assert_eq!(safe, "ptp-_dev_ptp0_sys_offset");
         let plot = |name: &str| Plot {
             name: name.into(),
@@ -625,7 +581,7 @@ mod tests {
             },
         };
         let mut plots = [plot("a_b"), plot("a_b"), plot("a_b")];
-        unique_names(&mut plots);
+        plot::unique_names(plots.iter_mut().map(|p| &mut p.name));
         let names: Vec<&str> = plots.iter().map(|p| p.name.as_str()).collect();
         assert_eq!(names, ["a_b", "a_b-2", "a_b-3"]);
     }

@@ -173,15 +173,13 @@ fn encode_png(rgb: &[u8], (w, h): (u32, u32)) -> Result<Vec<u8>, String> {
 /// histogram; per noise or timer entry, its series; per c2c result, a heat map. With
 /// several files, names are prefixed by the file's stem (numbered when stems repeat).
 pub fn result_plots(results: &[Loaded]) -> Result<Vec<Plot>, PlotError> {
-    let prefixes = export::file_prefixes(results);
+    let prefixes = name_prefixes(results);
     let mut out = Vec::new();
     for ((path, r), prefix) in results.iter().zip(&prefixes) {
         let plots =
             file_plots(r).map_err(|e| PlotError::Data(format!("{}: {e}", path.display())))?;
         for mut p in plots {
-            if !prefix.is_empty() {
-                p.name = format!("{}-{}", file_safe(prefix), p.name);
-            }
+            p.name.insert_str(0, prefix);
             out.push(p);
         }
     }
@@ -575,21 +573,37 @@ impl Heatmap {
 
 /// Unique names: a repeated one gets `-2`, `-3`, … (two timer threads on one CPU).
 fn make_unique(plots: &mut [Plot]) {
-    let mut seen: Vec<String> = Vec::new();
-    for p in plots.iter_mut() {
-        let mut name = p.name.clone();
+    unique_names(plots.iter_mut().map(|p| &mut p.name));
+}
+
+/// Names that repeat (two keys that map to one file-safe name) get `-2`, `-3`, … in
+/// order. Shared with the gnuplot writer, whose files carry the same names.
+pub(crate) fn unique_names<'a>(names: impl IntoIterator<Item = &'a mut String>) {
+    let mut seen = std::collections::HashSet::new();
+    for name in names {
+        let base = name.clone();
         let mut n = 1;
-        while seen.contains(&name) {
+        while !seen.insert(name.clone()) {
             n += 1;
-            name = format!("{}-{n}", p.name);
+            *name = format!("{base}-{n}");
         }
-        p.name = name.clone();
-        seen.push(name);
     }
 }
 
+/// Each file's name prefix: its stem and `-` when there are several files (numbered
+/// when stems repeat, as `export::file_prefixes` does), else nothing.
+pub(crate) fn name_prefixes(results: &[Loaded]) -> Vec<String> {
+    let prefixes = export::file_prefixes(results).into_iter();
+    prefixes
+        .map(|p| match p.is_empty() {
+            true => p,
+            false => format!("{}-", file_safe(&p)),
+        })
+        .collect()
+}
+
 /// Letters, digits, `.`, `_` and `-` only, so that a name is a file name anywhere.
-fn file_safe(s: &str) -> String {
+pub(crate) fn file_safe(s: &str) -> String {
     s.chars()
         .map(|c| match c {
             c if c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '-') => c,
