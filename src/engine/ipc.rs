@@ -89,9 +89,18 @@ unsafe impl Send for PthreadMutex {}
 // SAFETY: as above.
 unsafe impl Sync for PthreadMutex {}
 
+thread_local! {
+    /// The calling thread's kernel id and its process id, read once per thread: both are
+    /// syscalls (glibc caches neither), and they are needed inside timed hand-offs.
+    static IDS: (u64, libc::c_long) = (
+        rustix::thread::gettid().as_raw_nonzero().get() as u64,
+        rustix::process::getpid().as_raw_nonzero().get() as libc::c_long,
+    );
+}
+
 /// The calling thread's kernel id.
 fn tid() -> u64 {
-    rustix::thread::gettid().as_raw_nonzero().get() as u64
+    IDS.with(|ids| ids.0)
 }
 
 impl PthreadMutex {
@@ -395,7 +404,7 @@ pub fn this_thread() -> u64 {
 /// tgkill: a thread that has gone gives ESRCH (pthread_kill on a joined thread would be
 /// undefined), and only a thread of this process can be reached.
 pub fn signal_thread(thread: u64) -> io::Result<()> {
-    let pid = std::process::id() as libc::c_long;
+    let pid = IDS.with(|ids| ids.1);
     // SAFETY: tgkill takes plain integers; the kernel checks them.
     let rc = unsafe {
         libc::syscall(

@@ -414,14 +414,14 @@ fn timing_overhead() -> u64 {
 
 /// Enough calls per sample for about `BATCH_TARGET_NS`, from the median of single calls.
 fn choose_batch(call: Call, cond: &PthreadCond, overhead: u64, scale: Scale) -> u32 {
-    let mut v: Vec<u64> = (0..65)
-        .map(|_| {
-            let t0 = clock::now_ordered();
-            call.run(cond);
-            let t1 = clock::now_ordered();
-            (t1 - t0).saturating_sub(overhead)
-        })
-        .collect();
+    // On the stack: this runs inside the measuring window, between calls.
+    let mut v = [0u64; 65];
+    for t in v.iter_mut() {
+        let t0 = clock::now_ordered();
+        call.run(cond);
+        let t1 = clock::now_ordered();
+        *t = (t1 - t0).saturating_sub(overhead);
+    }
     v.sort_unstable();
     let one = scale.to_ns(v[v.len() / 2]).max(1);
     BATCH_TARGET_NS.div_ceil(one).clamp(1, MAX_BATCH as u64) as u32

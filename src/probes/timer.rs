@@ -394,7 +394,9 @@ impl Recorder {
     /// Runs every recording path once and forgets it, so that code and data are resident
     /// before the first real wake-up.
     fn prime(&mut self) {
-        self.sample(2 * self.interval_ns + 1, clock::now());
+        // At the run's start stamp (offset 0 in the series), not the counter's absolute
+        // value, which would merge the series' intervals many times over.
+        self.sample(2 * self.interval_ns + 1, self.start_tsc);
         self.skipped(2 * self.interval_ns + 1);
         self.spikes.push(Event::default());
         self.hist.clear();

@@ -452,7 +452,7 @@ fn measure(w: &Worker<'_>, cfg: &WorkConfig, udp: Option<&UdpTarget>) -> Measure
     // Warm-up samples go here and are forgotten.
     let mut warm = LatencyHistogram::new();
     let before = ThreadCounters::read();
-    let mut runs = Vec::new();
+    let mut runs = Vec::with_capacity(hists.len());
     if w.ready_and_wait().is_some() {
         let pause = w.scale.to_ticks(cfg.pause_ns);
         let mut hist_iter = hists.iter_mut();
