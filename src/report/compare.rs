@@ -27,7 +27,6 @@ use std::path::PathBuf;
 
 use crate::report::ResultFile;
 use crate::report::export::{self, Dist};
-use crate::stats::LatencyHistogram;
 use crate::stats::series::SeriesOut;
 use crate::system::audit::{Finding, Severity};
 
@@ -139,7 +138,7 @@ pub fn compare(runs: &[Run<'_>]) -> Result<Comparison, String> {
     let mut rows = Vec::new();
     for k in order {
         let dists: Vec<Option<&Dist<'_>>> = per_run.iter().map(|m| m.get(&k)).collect();
-        rows.push(row(k.0, &k.1, k.2, &dists, runs)?);
+        rows.push(row(&k.1, &dists, runs)?);
     }
     let mut differences = differences(runs);
     for r in runs {
@@ -174,13 +173,8 @@ fn keyed(r: &ResultFile) -> BTreeMap<(&'static str, String, &'static str), Dist<
     m
 }
 
-fn row(
-    probe: &str,
-    key: &str,
-    metric: &str,
-    dists: &[Option<&Dist<'_>>],
-    runs: &[Run<'_>],
-) -> Result<Row, String> {
+/// One row; `key` is the row's own (numbered when it repeats in a run).
+fn row(key: &str, dists: &[Option<&Dist<'_>>], runs: &[Run<'_>]) -> Result<Row, String> {
     let d0 = dists
         .iter()
         .flatten()
@@ -188,19 +182,10 @@ fn row(
         .expect("a row exists because a run has it");
     let mut hists = Vec::new();
     for (d, r) in dists.iter().zip(runs) {
-        hists.push(match d.and_then(|d| d.histogram) {
-            Some(h) => Some(
-                LatencyHistogram::decode_base64(&h.data)
-                    .map_err(|e| format!("{}: {probe} {key} {metric}: {e}", r.path.display()))?,
-            ),
-            None => None,
-        });
+        let decoded = d.map_or(Ok(None), |d| d.decode_histogram());
+        hists.push(decoded.map_err(|e| format!("{}: {e}", r.path.display()))?);
     }
-    let figures = dists
-        .iter()
-        .zip(&hists)
-        .map(|(d, h)| d.map(|d| figures_of(d, h.as_ref())))
-        .collect();
+    let figures = dists.iter().map(|d| d.map(figures_of)).collect();
     let judgements = (0..dists.len())
         .map(|i| match (i, dists[0], dists[i]) {
             (0, ..) => None,
@@ -217,17 +202,13 @@ fn row(
     })
 }
 
-fn figures_of(d: &Dist<'_>, h: Option<&hdrhistogram::Histogram<u64>>) -> Figures {
+fn figures_of(d: &Dist<'_>) -> Figures {
     let s = d.summary;
-    // p99.9 is not in every summary; the histogram has it.
-    let p999 = h
-        .filter(|h| !h.is_empty())
-        .map(|h| h.value_at_quantile(0.999));
     Figures {
         count: s.count,
         p50_ns: s.p50_ns,
         p99_ns: s.p99_ns,
-        p999_ns: p999,
+        p999_ns: s.p999_ns,
         max_ns: s.max_ns,
         rate_per_s: d.rate_per_s,
     }
@@ -372,7 +353,7 @@ fn histogram_votes(
             (
                 vote,
                 format!(
-                    "{name} {pa} → {pb} ns ({change}), 99 % intervals [{la}, {ua}] and [{lb}, {ub}] {overlap}"
+                    "{name} {pa} → {pb} ns ({change}), 99 % intervals [{la}, {ua}] and [{lb}, {ub}] ns {overlap}"
                 ),
             )
         })
@@ -534,13 +515,26 @@ fn facts(r: &ResultFile) -> Vec<(&'static str, String)> {
         ("root", r.run.privileges.root.to_string()),
         ("memory locked", r.run.privileges.memory_locked.to_string()),
         ("jitterscope version", r.run.tool_version.clone()),
+        ("interrupted", r.run.interrupted.to_string()),
+        ("degradations", degradations(r)),
     ]
+}
+
+/// The run's degradations by kind, so that one run measured degraded and the other not
+/// is flagged.
+fn degradations(r: &ResultFile) -> String {
+    let kinds: Vec<&str> = r.run.degraded.iter().map(|d| d.kind.as_str()).collect();
+    match kinds.is_empty() {
+        true => "none".into(),
+        false => kinds.join(", "),
+    }
 }
 
 /// Entries whose configuration or scheduling differ, by probe and key.
 fn config_differences(a: &ResultFile, b: &ResultFile) -> Vec<String> {
-    let settings = |r: &ResultFile| -> BTreeMap<String, serde_json::Value> {
-        let mut m = BTreeMap::new();
+    // Every entry's settings, as a set per probe: a change in any entry shows.
+    let settings = |r: &ResultFile| -> BTreeMap<String, std::collections::BTreeSet<String>> {
+        let mut m: BTreeMap<String, std::collections::BTreeSet<String>> = BTreeMap::new();
         for e in &r.probes {
             let Ok(v) = serde_json::to_value(e) else {
                 continue;
@@ -555,7 +549,7 @@ fn config_differences(a: &ResultFile, b: &ResultFile) -> Vec<String> {
                 "policy": v.pointer("/thread/policy"),
                 "priority": v.pointer("/thread/priority"),
             });
-            m.entry(probe).or_insert(cfg);
+            m.entry(probe).or_default().insert(cfg.to_string());
         }
         m
     };

@@ -106,6 +106,20 @@ pub struct Dist<'a> {
     pub series: Option<&'a SeriesOut>,
     /// Interruptions per second (noise).
     pub rate_per_s: Option<f64>,
+    /// The share of the run lost to interruptions, in % (noise).
+    pub interrupted_pct: Option<f64>,
+}
+
+impl Dist<'_> {
+    /// The histogram decoded, if the entry has one; an error names the entry.
+    pub fn decode_histogram(&self) -> Result<Option<hdrhistogram::Histogram<u64>>, String> {
+        let Some(rec) = self.histogram else {
+            return Ok(None);
+        };
+        LatencyHistogram::decode_base64(&rec.data)
+            .map(Some)
+            .map_err(|e| format!("entry {} {} {}: {e}", self.probe, self.key, self.metric))
+    }
 }
 
 /// The distributions of a result, in entry order, and how many entries were skipped
@@ -158,6 +172,7 @@ impl Entry {
             trusted: true,
             series: None,
             rate_per_s: None,
+            interrupted_pct: None,
         }
     }
 }
@@ -169,6 +184,7 @@ fn entry_dists<'a>(e: &'a ProbeEntry, out: &mut Vec<Dist<'a>>) {
             out.push(Dist {
                 series: Some(&n.series),
                 rate_per_s: Some(n.rate_per_s),
+                interrupted_pct: Some(n.interrupted_pct),
                 ..en.dist("interruption", &n.summary, &n.histogram)
             });
         }

@@ -24,8 +24,8 @@ use crate::probes::c2c::C2cEntry;
 use crate::report::export::{Dist, Loaded, distributions};
 use crate::report::result::write_atomic;
 use crate::report::{ResultFile, plot};
+use crate::stats::SeriesOut;
 use crate::stats::events::EventOut;
-use crate::stats::{LatencyHistogram, SeriesOut};
 
 /// Writes the data files and `plots.gp` into `dir` (created if missing); returns the
 /// files written.
@@ -128,13 +128,10 @@ fn file_plots(
 // Distributions
 
 fn dist_plots(path: &Path, d: &Dist, prefix: &str, label: &str) -> anyhow::Result<Vec<Plot>> {
-    let Some(rec) = d.histogram else {
+    let decoded = d.decode_histogram();
+    let Some(hist) = decoded.map_err(|e| anyhow::anyhow!("{}: {e}", path.display()))? else {
         return Ok(Vec::new());
     };
-    let hist = LatencyHistogram::decode_base64(&rec.data).map_err(|e| {
-        let (file, p, k, m) = (path.display(), d.probe, &d.key, d.metric);
-        anyhow::anyhow!("{file}: entry {p} {k} {m}: {e}")
-    })?;
     // Nothing recorded: nothing to draw, and gnuplot fails on an empty file.
     if hist.is_empty() {
         return Ok(Vec::new());
@@ -343,10 +340,7 @@ fn heatmaps(r: &ResultFile, prefix: &str, label: &str) -> Vec<Plot> {
 
 /// The mode's name as in the JSON (`load`, …).
 fn mode_of(e: &C2cEntry) -> String {
-    match serde_json::to_value(e.config.mode) {
-        Ok(serde_json::Value::String(s)) => s,
-        _ => "unknown".into(),
-    }
+    crate::report::export::serde_name(&e.config.mode)
 }
 
 /// The matrix of one-way medians, symmetric: a pair is measured once.
@@ -555,7 +549,7 @@ mod tests {
 
     #[test]
     fn bins_keep_every_count() {
-        let mut lh = LatencyHistogram::new();
+        let mut lh = crate::stats::LatencyHistogram::new();
         for v in [0, 1, 100, 105, 2000, 2000, 3_000_000] {
             lh.record(v);
         }

@@ -256,7 +256,7 @@ fn file_section(path: &Path, r: &ResultFile) -> Section {
         None => text.push("This file holds no audit of the host.".into()),
     }
     let (dists, unknown) = export::distributions(r);
-    tables.extend(summary_tables(r, &dists));
+    tables.extend(summary_tables(&dists));
     if unknown > 0 {
         text.push(format!(
             "{unknown} entries of a probe kind this version does not know were skipped \
@@ -305,7 +305,7 @@ fn host_facts(h: &HostInfo) -> Vec<(String, String)> {
     let c = &h.clock;
     let counter = format!(
         "{} at {:.3} MHz (from {}){}",
-        serde_label(&c.counter),
+        crate::report::export::serde_name(&c.counter),
         c.frequency_hz / 1e6,
         c.frequency_source,
         c.calibration_uncertainty_ppm
@@ -366,14 +366,6 @@ fn seconds(ns: u64) -> String {
     format!("{:.3} s", ns as f64 / 1e9)
 }
 
-/// The name serde gives a unit variant (`tsc`, `clock_monotonic`): the file's own word.
-fn serde_label<T: serde::Serialize>(v: &T) -> String {
-    match serde_json::to_value(v) {
-        Ok(serde_json::Value::String(s)) => s,
-        _ => "unknown".into(),
-    }
-}
-
 /// The findings that are not ok, worst first; `None` when every one is ok.
 pub fn audit_table(a: &AuditReport) -> Option<Table> {
     let mut bad: Vec<_> = a
@@ -417,7 +409,7 @@ pub fn audit_table(a: &AuditReport) -> Option<Table> {
 }
 
 /// One table per probe kind, in the order the kinds first appear.
-fn summary_tables(r: &ResultFile, dists: &[Dist]) -> Vec<Table> {
+fn summary_tables(dists: &[Dist]) -> Vec<Table> {
     let mut kinds: Vec<&str> = Vec::new();
     for d in dists {
         if !kinds.contains(&d.probe) {
@@ -428,7 +420,7 @@ fn summary_tables(r: &ResultFile, dists: &[Dist]) -> Vec<Table> {
         .into_iter()
         .map(|k| {
             let of_kind: Vec<&Dist> = dists.iter().filter(|d| d.probe == k).collect();
-            summary_table(r, k, &of_kind)
+            summary_table(k, &of_kind)
         })
         .collect()
 }
@@ -445,21 +437,19 @@ const SUMMARY_HEADERS: [&str; 9] = [
     "max (ns)",
 ];
 
-fn summary_table(r: &ResultFile, probe: &str, dists: &[&Dist]) -> Table {
+fn summary_table(probe: &str, dists: &[&Dist]) -> Table {
     let mut headers: Vec<String> = SUMMARY_HEADERS.map(String::from).to_vec();
     let noise = probe == "noise";
     if noise {
         headers.extend(["interruptions/s".into(), "interrupted (%)".into()]);
     }
-    // distributions() gives one per noise entry, in entry order: they pair up.
-    let mut noise_entries = r.probes.iter().filter_map(|e| e.as_noise());
     let rows: Vec<Vec<String>> = dists
         .iter()
         .map(|d| {
             let mut row = summary_row(d);
-            if let Some(n) = noise.then(|| noise_entries.next()).flatten() {
-                row.push(format!("{:.1}", n.rate_per_s));
-                row.push(format!("{:.4}", n.interrupted_pct));
+            if let (true, Some(rate), Some(pct)) = (noise, d.rate_per_s, d.interrupted_pct) {
+                row.push(format!("{rate:.1}"));
+                row.push(format!("{pct:.4}"));
             }
             row
         })

@@ -27,7 +27,6 @@ use plotters::style::text_anchor::{HPos, Pos, VPos};
 
 use crate::report::export::{self, Dist, Loaded};
 use crate::report::{ProbeEntry, ResultFile};
-use crate::stats::LatencyHistogram;
 use crate::stats::events::EventOut;
 use crate::stats::series::SeriesOut;
 
@@ -343,16 +342,14 @@ struct Curves {
 impl Curves {
     /// `None` when nothing was recorded (a quiet CPU): an empty chart says nothing.
     fn of(d: &Dist) -> Result<Option<Curves>, String> {
-        let Some(rec) = d.histogram else {
+        let Some(h) = d.decode_histogram()? else {
             return Ok(None);
         };
-        let h = LatencyHistogram::decode_base64(&rec.data)
-            .map_err(|e| format!("entry {} {} {}: {e}", d.probe, d.key, d.metric))?;
         if h.is_empty() {
             return Ok(None);
         }
         Ok(Some(Curves {
-            percentiles: unlabelled(percentile_points(&h)),
+            percentiles: unlabelled(percentile_points(&h, d.summary.max_ns)),
             bins: unlabelled(log_bins(&h)),
         }))
     }
@@ -401,7 +398,11 @@ fn percentile_tick(x: &f64) -> String {
 
 /// The percentile curve as (log10 of 1/(1−p), value in ns), STEPS_PER_DECADE points per
 /// decade up to the last sample, which is the maximum.
-fn percentile_points(h: &Histogram<u64>) -> Vec<(f64, f64)> {
+/// The curve's values are capped at `max_ns`, the run's true maximum: a bucket's highest
+/// equivalent value can lie above it, and the plot must not show a latency the table
+/// does not.
+fn percentile_points(h: &Histogram<u64>, max_ns: Option<u64>) -> Vec<(f64, f64)> {
+    let cap = max_ns.unwrap_or(u64::MAX);
     // (cumulative count, value) per recorded bucket, for a binary search per point.
     let mut cum = Vec::new();
     let mut total = 0u64;
@@ -411,7 +412,7 @@ fn percentile_points(h: &Histogram<u64>) -> Vec<(f64, f64)> {
     }
     let value_at_rank = |rank: u64| {
         let i = cum.partition_point(|&(c, _)| c < rank);
-        cum.get(i).or(cum.last()).map_or(0, |&(_, v)| v) as f64
+        cum.get(i).or(cum.last()).map_or(0, |&(_, v)| v.min(cap)) as f64
     };
     // Percentiles evenly spaced on the axis, up to the last sample at 1/(1−p) = count.
     let last = (total as f64).log10();

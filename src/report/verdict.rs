@@ -97,13 +97,12 @@ pub fn split(starts: &[u64], durations: &[u64]) -> Split {
     events.sort_unstable();
     let (starts, durations): (Vec<u64>, Vec<u64>) = events.into_iter().unzip();
     let (starts, durations) = (&starts[..], &durations[..]);
-    let n = starts.len();
     let tick = tick_period(starts);
     let mut s = Split {
         tick,
         ..Split::default()
     };
-    for (i, &d) in durations[..n].iter().enumerate() {
+    for (i, &d) in durations.iter().enumerate() {
         let on_tick = tick.is_some_and(|(p, _)| {
             let t = starts[i];
             has_event_near(starts, t.saturating_add(p), p)
@@ -239,7 +238,7 @@ fn extremes(noise: &[&NoiseEntry]) -> Vec<String> {
             e.cpu,
             e.interrupted_pct,
             e.rate_per_s,
-            duration_words(e.summary.max_ns.unwrap_or(0))
+            figure_words(e.summary.max_ns)
         )
     };
     if noise.len() == 1 {
@@ -265,9 +264,9 @@ fn dominant(
             (Cause::LongStall, s.long_ns),
             (Cause::Other, s.other_ns),
         ];
-        let Some(&(cause, ns)) = parts.iter().max_by_key(|p| p.1) else {
-            continue;
-        };
+        let (cause, ns) = parts
+            .into_iter()
+            .fold(parts[0], |m, p| if p.1 > m.1 { p } else { m });
         let share = ns as f64 / total * 100.0;
         let what = match (cause, s.tick, hypervisor) {
             (Cause::Tick, Some((p, hz)), _) => format!(
@@ -310,17 +309,8 @@ fn matching<'a>(cause: Cause, findings: &[&'a Finding]) -> Vec<&'a Finding> {
     // prefixes are listed in that order: nohz_full before isolation for the tick).
     let prefixes = cause.finding_prefixes();
     let rank = |f: &Finding| prefixes.iter().position(|p| f.id.starts_with(p));
-    v.sort_by_key(|f| (std::cmp::Reverse(severity_rank(f.severity)), rank(f)));
+    v.sort_by_key(|f| (std::cmp::Reverse(f.severity), rank(f)));
     v
-}
-
-fn severity_rank(s: Severity) -> u8 {
-    match s {
-        Severity::Bad => 3,
-        Severity::Warn => 2,
-        Severity::Info => 1,
-        Severity::Ok => 0,
-    }
 }
 
 /// The top three fixes: measured causes first, by share; then other findings.
@@ -353,7 +343,7 @@ fn ranked_fixes(splits: &[(usize, Split)], findings: &[&Finding]) -> Vec<Fix> {
             matches!(f.severity, Severity::Warn | Severity::Bad) && !used.contains(&f.id.as_str())
         })
         .collect();
-    rest.sort_by_key(|f| std::cmp::Reverse(severity_rank(f.severity)));
+    rest.sort_by_key(|f| std::cmp::Reverse(f.severity));
     fixes.extend(rest.into_iter().map(|f| fix_of(f, None)));
     fixes.truncate(3);
     fixes
@@ -379,8 +369,8 @@ fn other_probes(r: &ResultFile) -> Vec<String> {
         out.push(format!(
             "A timer thread on CPU {} woke up to {} late (p99 {}).",
             t.cpu,
-            duration_words(t.summary.max_ns.unwrap_or(0)),
-            duration_words(t.summary.p99_ns.unwrap_or(0))
+            figure_words(t.summary.max_ns),
+            figure_words(t.summary.p99_ns)
         ));
     }
     for p in r.probes.iter().filter_map(|e| e.as_pingpong()) {
@@ -389,11 +379,16 @@ fn other_probes(r: &ResultFile) -> Vec<String> {
             p.mechanism,
             p.cpu_a,
             p.cpu_b,
-            duration_words(p.rtt.summary.p50_ns.unwrap_or(0)),
-            duration_words(p.rtt.summary.p99_ns.unwrap_or(0))
+            figure_words(p.rtt.summary.p50_ns),
+            figure_words(p.rtt.summary.p99_ns)
         ));
     }
     out
+}
+
+/// A figure that may be absent (nothing recorded), in words with its unit.
+fn figure_words(ns: Option<u64>) -> String {
+    ns.map_or_else(|| "none recorded".into(), duration_words)
 }
 
 /// A duration with the unit that suits it.
