@@ -69,14 +69,20 @@ pub fn sched_request(args: &RunArgs) -> anyhow::Result<SchedRequest> {
 
 /// The CPUs to measure and the coordinator's, from the flags.
 pub fn cpu_plan(args: &RunArgs, universe: &CpuUniverse) -> anyhow::Result<CpuPlan> {
-    let requested = match &args.cpus {
-        Some(text) => Some((
-            text.as_str(),
-            CpuList::parse_strict(text).map_err(with_flag)?,
-        )),
+    plan_cpus(args.cpus.as_deref(), args.housekeeping, universe)
+}
+
+/// The plan from `-a` and `--housekeeping` as given.
+pub fn plan_cpus(
+    cpus: Option<&str>,
+    housekeeping: Option<usize>,
+    universe: &CpuUniverse,
+) -> anyhow::Result<CpuPlan> {
+    let requested = match cpus {
+        Some(text) => Some((text, CpuList::parse_strict(text).map_err(with_flag)?)),
         None => None,
     };
-    CpuPlan::choose(universe, requested, args.housekeeping).map_err(with_flag)
+    CpuPlan::choose(universe, requested, housekeeping).map_err(with_flag)
 }
 
 fn with_flag(e: crate::engine::cpu::CpuListError) -> anyhow::Error {
@@ -186,6 +192,12 @@ fn warn(msg: &str) {
     if !WARNINGS_HELD.load(std::sync::atomic::Ordering::Relaxed) {
         let _ = writeln!(std::io::stderr(), "jitterscope: warning: {msg}");
     }
+}
+
+/// A warning printed now and kept for the result's `run.warnings`.
+fn note(warnings: &mut Vec<String>, w: String) {
+    warn(&w);
+    warnings.push(w);
 }
 
 /// What every measuring command sets up before measuring.
@@ -542,7 +554,7 @@ fn emit(result: &ResultFile, to: &SaveArgs, text: impl Fn() -> String) -> anyhow
         result.write_atomic(path)?;
     }
     if let Some(page) = &to.html {
-        write_page(result, to.output.as_deref(), page)?;
+        write_page(result, to.output.as_deref(), page, |_| {})?;
     }
     let mut out = std::io::stdout().lock();
     let printed = if to.json {
@@ -561,13 +573,20 @@ fn emit(result: &ResultFile, to: &SaveArgs, text: impl Fn() -> String) -> anyhow
     Ok(())
 }
 
-/// `--html PATH`: the result's page, naming the saved file when there is one.
-fn write_page(result: &ResultFile, saved: Option<&Path>, page: &Path) -> anyhow::Result<()> {
+/// The result's page at `page`, naming the saved file when there is one; `edit` may add
+/// to it (the main job leads with its verdict).
+fn write_page(
+    result: &ResultFile,
+    saved: Option<&Path>,
+    page: &Path,
+    edit: impl FnOnce(&mut crate::report::html::Page),
+) -> anyhow::Result<()> {
     let name = saved.map_or_else(
         || Path::new("(not saved: no -o)").to_path_buf(),
         Path::to_path_buf,
     );
-    let p = crate::report::html::result_page(&[(name, result.clone())])?;
+    let mut p = crate::report::html::result_page(&[(name, result.clone())])?;
+    edit(&mut p);
     crate::report::result::write_atomic(page, crate::report::html::render(&p).as_bytes())
         .with_context(|| format!("cannot write {}", page.display()))
 }

@@ -3,7 +3,6 @@
 //! findings as a table or as JSON. A finding, however bad, is not a failure: the exit is
 //! 0 whenever the audit ran; only bad input (a CPU list, a missing root) exits 2.
 
-use std::io::Write;
 use std::path::{Path, PathBuf};
 
 use anyhow::{Context, bail};
@@ -29,8 +28,7 @@ pub fn run(args: &AuditArgs) -> anyhow::Result<Ending> {
     } else {
         audit_table::render(&report)
     };
-    // A closed pipe (`| head`) is not an error worth a message.
-    let _ = std::io::stdout().write_all(text.as_bytes());
+    super::report::write_stdout(&text)?;
     Ok(Ending::Completed)
 }
 

@@ -53,7 +53,7 @@ pub fn run(args: &C2cArgs, argv: &[String], stop: &AtomicBool) -> anyhow::Result
     let Preamble {
         host,
         mut degraded,
-        warnings,
+        mut warnings,
     } = super::announce(&s);
     let plan = RunPlan {
         cpus: s.cpus.clone(),
@@ -69,7 +69,9 @@ pub fn run(args: &C2cArgs, argv: &[String], stop: &AtomicBool) -> anyhow::Result
         .context("the c2c run failed")?;
     progress.clear();
     super::late_degradations(&run.outcome, s.req, &mut degraded);
-    warn_short_pairs(&run.entries, run.outcome.interrupted);
+    for w in short_pairs(&run.entries, run.outcome.interrupted) {
+        super::note(&mut warnings, w);
+    }
     let info = super::run_info(&s, argv, &plan, &run.outcome, &degraded, warnings);
     let entries = run.entries.into_iter();
     let probes = entries.map(|e| ProbeEntry::C2c(Box::new(e))).collect();
@@ -141,20 +143,22 @@ fn coordinator_cpus(plan: &CpuPlan, usable: &CpuList, chosen: Option<usize>) -> 
 }
 
 /// Pairs that ran out of time: a thread was kept off its CPU, so the figure is partial.
-fn warn_short_pairs(entries: &[C2cEntry], interrupted: bool) {
+/// Pairs that ran out of time before their samples were done.
+fn short_pairs(entries: &[C2cEntry], interrupted: bool) -> Vec<String> {
     if interrupted {
-        return;
+        return Vec::new();
     }
-    for e in entries
+    entries
         .iter()
         .filter(|e| e.samples < e.config.samples as u64)
-    {
-        super::warn(&format!(
-            "CPUs {} and {} measured {} of {} samples before the pair's time limit: a \
-             thread was kept off its CPU (another task, or throttling)",
-            e.cpu_a, e.cpu_b, e.samples, e.config.samples
-        ));
-    }
+        .map(|e| {
+            format!(
+                "CPUs {} and {} measured {} of {} samples before the pair's time limit: a \
+                 thread was kept off its CPU (another task, or throttling)",
+                e.cpu_a, e.cpu_b, e.samples, e.config.samples
+            )
+        })
+        .collect()
 }
 
 fn header(

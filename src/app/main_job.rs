@@ -101,6 +101,12 @@ impl Step {
     }
 
     fn measure(self, args: &MainArgs, stop: &AtomicBool) -> anyhow::Result<ResultFile> {
+        // Rather than measure a pair outside the CPUs the user named.
+        if let (Step::Pingpong(_), Some(list)) = (self, &args.cpus)
+            && first_two(list).is_none()
+        {
+            anyhow::bail!("pingpong needs two CPUs in -a {list}");
+        }
         let argv = self.argv(args);
         let cli = Cli::try_parse_from(&argv).map_err(|e| {
             anyhow::anyhow!(
@@ -165,11 +171,8 @@ pub fn run(args: &MainArgs, argv: &[String], stop: &AtomicBool) -> anyhow::Resul
         super::warn(w);
     }
     let v = verdict::verdict(&merged);
-    let mut out = std::io::stdout().lock();
-    let _ = writeln!(out, "{}", summary_tables(&merged));
-    let _ = write!(out, "{}", verdict::text(&v));
-    let _ = out.flush();
-    drop(out);
+    let tables = super::report::probe_tables(&merged);
+    super::report::write_stdout(&format!("{tables}\n{}", verdict::text(&v)))?;
     let (json, page) = save(&merged, &v, &out_dir)?;
     let saved = match page {
         Ok(page) => format!("Saved {} and {}", json.display(), page.display()),
@@ -178,7 +181,7 @@ pub fn run(args: &MainArgs, argv: &[String], stop: &AtomicBool) -> anyhow::Resul
             format!("Saved {}", json.display())
         }
     };
-    let _ = writeln!(std::io::stdout(), "\n{saved}");
+    super::report::write_stdout(&format!("\n{saved}\n"))?;
     Ok(super::ending(merged.run.interrupted))
 }
 
@@ -238,9 +241,8 @@ fn run_steps(
 /// Checking `-a` here also refuses a bad list before anything is shown.
 fn housekeeping_cpu(args: &MainArgs) -> anyhow::Result<Option<usize>> {
     let universe = CpuUniverse::detect().context("cannot read the system's CPUs")?;
-    let mut run = crate::cli::NoiseArgs::default().run;
-    run.cpus = args.cpus.clone();
-    Ok(super::cpu_plan(&run, &universe)?.housekeeping.first())
+    let plan = super::plan_cpus(args.cpus.as_deref(), None, &universe)?;
+    Ok(plan.housekeeping.first())
 }
 
 /// Holds the steps' warnings for the merged list; released however the steps end.
@@ -271,7 +273,7 @@ struct Progress {
     done: AtomicBool,
     /// No housekeeping CPU to draw from: the coordinator prints one line per step, and
     /// no display thread wakes up on a measured CPU.
-    inline: bool,
+    inline: AtomicBool,
 }
 
 #[derive(Default)]
@@ -283,7 +285,7 @@ struct ProgressState {
 impl Progress {
     fn new(steps: &[Step], inline: bool) -> Progress {
         Progress {
-            inline,
+            inline: AtomicBool::new(inline),
             lengths: steps
                 .iter()
                 .map(|s| (s.name().to_string(), s.length()))
@@ -297,7 +299,7 @@ impl Progress {
         if let Ok(mut s) = self.state.lock() {
             s.step = Some((i, Instant::now()));
         }
-        if self.inline
+        if self.inline.load(Ordering::Relaxed)
             && let Some(l) = self.line()
         {
             let _ = writeln!(std::io::stderr(), "{l}");
@@ -352,11 +354,15 @@ impl Progress {
             "[1/{}] audit · read with the first step, stored in the result",
             self.lengths.len() + 1
         );
-        if self.inline {
+        if self.inline.load(Ordering::Relaxed) {
             return;
         }
-        let pinned = cpu.is_some_and(|c| sched::pin_to(c).is_ok());
-        let tty = pinned && std::io::stderr().is_terminal();
+        if cpu.is_none_or(|c| sched::pin_to(c).is_err()) {
+            // Unpinned, it could wake up on a measured CPU: the steps print their lines.
+            self.inline.store(true, Ordering::Relaxed);
+            return;
+        }
+        let tty = std::io::stderr().is_terminal();
         let mut last_step = None;
         while !self.done.load(Ordering::Relaxed) {
             let step = self.state.lock().ok().and_then(|s| s.step.map(|x| x.0));
@@ -413,23 +419,6 @@ fn merge(results: Vec<ResultFile>, argv: &[String], skipped: Vec<String>) -> Opt
     Some(merged)
 }
 
-/// The probes' own tables, as `report` prints them.
-fn summary_tables(r: &ResultFile) -> String {
-    let mut out = String::new();
-    if r.probes.iter().any(|e| e.as_noise().is_some()) {
-        out.push_str(&crate::report::table::noise_tables(r));
-        out.push('\n');
-    }
-    if r.probes.iter().any(|e| e.as_timer().is_some()) {
-        out.push_str(&crate::report::table::timer_tables(r));
-        out.push('\n');
-    }
-    if r.probes.iter().any(|e| e.as_pingpong().is_some()) {
-        out.push_str(&crate::report::pingpong_table::pingpong_table(r));
-    }
-    out
-}
-
 /// Saves `jitterscope-HOST-TIME.json` and `.html` in `dir`; returns their paths. A page
 /// that cannot be made is the page's failure only: the result is saved first.
 fn save(
@@ -448,15 +437,11 @@ fn save(
     let json = dir.join(format!("{stem}.json"));
     let page = dir.join(format!("{stem}.html"));
     r.write_atomic(&json)?;
-    let page = (|| {
-        let mut p = html::result_page(&[(json.clone(), r.clone())])?;
+    let written = super::write_page(r, Some(&json), &page, |p| {
         p.title = format!("jitterscope: {}", r.host.hostname);
         p.sections.insert(0, verdict_section(v));
-        crate::report::result::write_atomic(&page, html::render(&p).as_bytes())
-            .with_context(|| format!("cannot write {}", page.display()))?;
-        Ok(page)
-    })();
-    Ok((json, page))
+    });
+    Ok((json, written.map(|()| page)))
 }
 
 fn verdict_section(v: &verdict::Verdict) -> html::Section {

@@ -35,7 +35,7 @@ pub(super) fn result(
     let req = super::sched_request(&args.run)?;
     let mechanisms =
         Mechanism::parse_list(&args.mech).map_err(|e| anyhow::anyhow!("--mech: {e}"))?;
-    let (a, b) = choose_pair(args.run.cpus.as_deref(), &universe)?;
+    let (a, b) = choose_pair(args.run.cpus.as_deref(), args.run.housekeeping, &universe)?;
     let pair = CpuList::from_cpus(vec![a, b]);
     let cpus = CpuPlan {
         housekeeping: universe.usable().without(&pair),
@@ -118,10 +118,15 @@ pub(super) fn result(
 
 /// `-a A,B` (A may equal B), or two CPUs of the default measured set, or, with too few,
 /// the two lowest usable CPUs (the coordinator then shares one).
-fn choose_pair(text: Option<&str>, universe: &CpuUniverse) -> anyhow::Result<(usize, usize)> {
+fn choose_pair(
+    text: Option<&str>,
+    housekeeping: Option<usize>,
+    universe: &CpuUniverse,
+) -> anyhow::Result<(usize, usize)> {
     let usable = universe.usable();
     let Some(text) = text else {
-        let default = CpuPlan::choose(universe, None, None).map_err(|e| anyhow::anyhow!("{e}"))?;
+        // --housekeeping keeps its CPU out of the default pair.
+        let default = super::plan_cpus(None, housekeeping, universe)?;
         let pick = match default.measured.len() {
             2.. => default.measured.cpus().to_vec(),
             _ => usable.cpus().to_vec(),

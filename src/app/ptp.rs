@@ -120,13 +120,13 @@ fn measure_all(
             Ok(e) if e.answered_nothing() && named => bail!("{}", not_a_clock(&e)),
             Ok(e) => {
                 if e.answered_nothing() {
-                    note(&mut warnings, not_a_clock(&e));
+                    super::note(&mut warnings, not_a_clock(&e));
                 }
                 entries.push(e);
             }
             Err(e) if named => return Err(e.into()),
             Err(e) => {
-                note(&mut warnings, e.to_string());
+                super::note(&mut warnings, e.to_string());
                 first_error.get_or_insert(e);
             }
         }
@@ -135,12 +135,6 @@ fn measure_all(
         (true, Some(e)) => bail!("no PTP clock could be read: {e}"),
         _ => Ok((entries, warnings)),
     }
-}
-
-/// A warning, printed now and kept for the result.
-fn note(warnings: &mut Vec<String>, w: String) {
-    super::warn(&w);
-    warnings.push(w);
 }
 
 /// "/dev/null is not a PTP clock: …", naming each method's errno.

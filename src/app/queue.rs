@@ -79,14 +79,12 @@ pub fn run(args: &QueueArgs, argv: &[String], stop: &AtomicBool) -> anyhow::Resu
         mut degraded,
         mut warnings,
     } = super::announce(&s);
-    for note in placement.notes {
-        super::warn(&note);
-        warnings.push(note);
+    for w in placement.notes {
+        super::note(&mut warnings, w);
     }
     let run = queue::run(&cfg, &plan, &host.clock, stop).context("the queue run failed")?;
     for w in after_run_warnings(&cfg, &run) {
-        super::warn(&w);
-        warnings.push(w);
+        super::note(&mut warnings, w);
     }
     super::late_degradations(&run.outcome, req, &mut degraded);
     let mut info = super::run_info(&s, argv, &plan, &run.outcome, &degraded, warnings);
@@ -404,7 +402,7 @@ fn header(r: &ResultFile, cfg: &QueueConfig) -> String {
         .collect();
     let mut text = format!(
         "queue: producer CPU {} → accumulator CPU {}, {journaller}; a message every {} µs \
-         for {:.3} s{interrupted}, ring {}, warm-up {} messages{}\n{}\n",
+         for {:.3} s{interrupted}, ring of {} slots, warm-up {} messages{}\n{}\n",
         cfg.producer.cpu,
         cfg.accumulator.cpu,
         cfg.interval_ns as f64 / 1e3,

@@ -119,7 +119,7 @@ fn file_header(path: &Path, r: &ResultFile) -> String {
 }
 
 /// The tables of every probe kind the result holds, in a fixed order.
-fn probe_tables(r: &ResultFile) -> String {
+pub(super) fn probe_tables(r: &ResultFile) -> String {
     let has = |f: fn(&ProbeEntry) -> bool| r.probes.iter().any(f);
     let mut parts = Vec::new();
     if has(|e| e.as_noise().is_some()) {
@@ -165,7 +165,7 @@ fn probe_tables(r: &ResultFile) -> String {
 }
 
 /// Stdout; a reader that went away (`| head`) is not an error.
-fn write_stdout(text: &str) -> anyhow::Result<()> {
+pub(super) fn write_stdout(text: &str) -> anyhow::Result<()> {
     let mut out = std::io::stdout().lock();
     match out.write_all(text.as_bytes()).and_then(|()| out.flush()) {
         Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => Ok(()),
