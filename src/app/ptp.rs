@@ -55,7 +55,23 @@ pub fn run(args: &PtpArgs, argv: &[String], stop: &AtomicBool) -> anyhow::Result
         samples: args.samples,
     };
     let named = target != Target::All;
-    let (entries, warnings) = measure_all(&devices, &cfg, &host, stop, named)?;
+    // The TSC stamps around each call must come from one CPU: the first a measuring
+    // command would take.
+    let pin = measured
+        .first()
+        .map(|cpu| (cpu, crate::engine::sched::pin_to(cpu)));
+    let (entries, mut warnings) = measure_all(&devices, &cfg, &host, stop, named)?;
+    match pin {
+        Some((cpu, Err(e))) => super::note(
+            &mut warnings,
+            format!("could not pin to CPU {cpu} ({e}): a call's cost may span a migration"),
+        ),
+        None => super::note(
+            &mut warnings,
+            "no CPU to pin to: a call's cost may span a migration".into(),
+        ),
+        Some((_, Ok(()))) => {}
+    }
     // Only now: a device that turned out to be bad input gets its one line alone.
     let degraded = degradations(&host, &problems);
     for d in &degraded {

@@ -66,6 +66,16 @@ pub fn monotonic_ns() -> u64 {
     ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
 }
 
+/// Busy-waits `ticks` of the counter: the pause between samples that keeps the CPU
+/// awake, as a sleep would not.
+#[inline(always)]
+pub fn spin_for(ticks: u64) {
+    let until = now() + ticks;
+    while now() < until {
+        std::hint::spin_loop();
+    }
+}
+
 /// CLOCK_REALTIME in ns since the epoch (through the vDSO).
 pub fn realtime_ns() -> u64 {
     let ts = rustix::time::clock_gettime(rustix::time::ClockId::Realtime);

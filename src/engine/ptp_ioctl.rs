@@ -214,12 +214,6 @@ pub fn read_dynamic_clock(fd: BorrowedFd<'_>) -> io::Result<Timespec> {
     rustix::time::clock_gettime_dynamic(DynamicClockId::Dynamic(fd)).map_err(io::Error::from)
 }
 
-/// CLOCK_REALTIME in ns, for bracketing a dynamic-clock read.
-pub fn realtime_ns() -> i128 {
-    let ts = rustix::time::clock_gettime(rustix::time::ClockId::Realtime);
-    ts.tv_sec as i128 * 1_000_000_000 + ts.tv_nsec as i128
-}
-
 /// Why an interface name cannot be one (the kernel's `dev_valid_name`): empty, too long,
 /// "." or "..", or holding '/', ':', whitespace or NUL.
 pub fn invalid_ifname(name: &str) -> Option<&'static str> {

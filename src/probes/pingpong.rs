@@ -761,15 +761,6 @@ fn another_round(cfg: &PingpongConfig, out: &SideResult, leave: &Leave<'_>) -> b
     counted && !leave.stop.load(Ordering::Relaxed) && clock::now() < leave.deadline
 }
 
-/// Busy-waits `ticks`.
-#[inline(always)]
-fn pause(ticks: u64) {
-    let until = clock::now() + ticks;
-    while clock::now() < until {
-        std::hint::spin_loop();
-    }
-}
-
 /// A's rounds: pause, stamp, send; wait for the answer, stamp, record.
 fn lead(
     w: &Worker<'_>,
@@ -788,7 +779,7 @@ fn lead(
         if shared.prepare_send(AB, k, leave).is_none() {
             return;
         }
-        pause(pause_ticks);
+        clock::spin_for(pause_ticks);
         let t0 = clock::now_ordered();
         if shared.send(AB, t0).is_err() || shared.prepare_receive(BA, k, leave).is_none() {
             return;
@@ -840,7 +831,7 @@ fn null_rounds(
 ) {
     let pause_ticks = w.scale.to_ticks(cfg.pause_ns);
     while another_round(cfg, out, leave) {
-        pause(pause_ticks);
+        clock::spin_for(pause_ticks);
         let t0 = clock::now_ordered();
         let t1 = clock::now_ordered();
         if t0 >= measure_from {

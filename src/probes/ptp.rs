@@ -429,9 +429,9 @@ fn read_once(method: Method, fd: BorrowedFd<'_>) -> io::Result<Reading> {
         }
         Method::SysOffsetPrecise => Ok(precise_reading(&ptp_ioctl::sys_offset_precise(fd)?)),
         Method::ClockGettime => {
-            let pre = ptp_ioctl::realtime_ns();
+            let pre = crate::engine::clock::realtime_ns() as i128;
             let phc = ptp_ioctl::read_dynamic_clock(fd)?;
-            let post = ptp_ioctl::realtime_ns();
+            let post = crate::engine::clock::realtime_ns() as i128;
             let phc = phc.tv_sec as i128 * 1_000_000_000 + phc.tv_nsec as i128;
             Ok(bracket(pre, phc, post))
         }

@@ -418,7 +418,7 @@ impl Prepared<'_> {
 fn measure(w: &Worker<'_>, cfg: &WorkConfig, udp: Option<&UdpTarget>) -> Measured {
     // Spin first, as c2c preheats its cores: a vCPU that was idle may run at a lower
     // clock for a few ms, and a calibration made then comes out short once it is warm.
-    busy_pause(w.scale.to_ticks(PREHEAT.as_nanos() as u64));
+    clock::spin_for(w.scale.to_ticks(PREHEAT.as_nanos() as u64));
     let costs = timing_costs(w.scale);
     let action = match (&cfg.action, cfg.loop_ns) {
         (Action::Loop(_), Some(ns)) => {
@@ -510,7 +510,7 @@ fn sample(
     let scale = w.scale;
     let stop = w.stop_flag();
     for i in 0..samples {
-        busy_pause(pause);
+        clock::spin_for(pause);
         let t0 = clock::now_ordered();
         action();
         let t1 = clock::now_ordered();
@@ -520,15 +520,6 @@ fn sample(
         }
     }
     samples
-}
-
-/// Busy-waits `ticks`.
-#[inline(always)]
-fn busy_pause(ticks: u64) {
-    let until = clock::now() + ticks;
-    while clock::now() < until {
-        std::hint::spin_loop();
-    }
 }
 
 /// How many busy-loop iterations take `ns`, by the per-iteration estimate.
@@ -568,7 +559,7 @@ fn calibrate_loop(
             if stop.load(Ordering::Relaxed) {
                 return None;
             }
-            busy_pause(pause);
+            clock::spin_for(pause);
             let t0 = clock::now_ordered();
             black_box(busy_loop(n));
             *t = clock::now_ordered() - t0;
