@@ -290,14 +290,17 @@ fn late_degradations<T>(outcome: &RunOutcome<T>, req: SchedRequest, degraded: &m
 }
 
 /// `run` in the result file.
+/// The degradations known before the run are completed here with those only the run
+/// could show (`late_degradations`), so that no command can leave them out.
 fn run_info<T>(
     s: &Setup,
     argv: &[String],
     plan: &RunPlan,
     outcome: &RunOutcome<T>,
-    degraded: &[Degraded],
+    mut degraded: Vec<Degraded>,
     warnings: Vec<String>,
 ) -> RunInfo {
+    late_degradations(outcome, s.req, &mut degraded);
     let euid = rustix::process::geteuid();
     RunInfo {
         tool_version: env!("CARGO_PKG_VERSION").to_string(),
@@ -356,7 +359,7 @@ pub(crate) fn noise_result(
     };
     let Preamble {
         host,
-        mut degraded,
+        degraded,
         warnings,
     } = announce(&s);
     let plan = RunPlan {
@@ -368,8 +371,7 @@ pub(crate) fn noise_result(
         setup_timeout: args.warmup + Duration::from_secs(10),
     };
     let run = noise::run(&cfg, &plan, &host.clock, stop).context("the noise run failed")?;
-    late_degradations(&run.outcome, s.req, &mut degraded);
-    let info = run_info(&s, argv, &plan, &run.outcome, &degraded, warnings);
+    let info = run_info(&s, argv, &plan, &run.outcome, degraded, warnings);
     let entries = run.entries.into_iter();
     let probes = entries.map(|e| ProbeEntry::Noise(Box::new(e))).collect();
     let result = ResultFile::new(host, info, probes);
@@ -473,8 +475,7 @@ pub(crate) fn timer_result(
     let stopped_by = run.stopped_by();
     let dma_before = dma_guard.as_ref().and_then(|g| g.previous_us);
     drop(dma_guard);
-    late_degradations(&run.outcome, s.req, &mut degraded);
-    let info = run_info(&s, argv, &plan, &run.outcome, &degraded, warnings);
+    let info = run_info(&s, argv, &plan, &run.outcome, degraded, warnings);
     let entries = run.entries.into_iter();
     let probes = entries.map(|e| ProbeEntry::Timer(Box::new(e))).collect();
     let result = ResultFile::new(host, info, probes);

@@ -52,7 +52,7 @@ pub fn run(args: &C2cArgs, argv: &[String], stop: &AtomicBool) -> anyhow::Result
     let pairs = c2c::pairs(&s.cpus.measured);
     let Preamble {
         host,
-        mut degraded,
+        degraded,
         mut warnings,
     } = super::announce(&s);
     let plan = RunPlan {
@@ -68,11 +68,10 @@ pub fn run(args: &C2cArgs, argv: &[String], stop: &AtomicBool) -> anyhow::Result
     let run = c2c::run(&cfg, &plan, &pairs, &topo, &host.clock, stop, &mut on_pair)
         .context("the c2c run failed")?;
     progress.clear();
-    super::late_degradations(&run.outcome, s.req, &mut degraded);
     for w in short_pairs(&run.entries, run.outcome.interrupted) {
         super::note(&mut warnings, w);
     }
-    let info = super::run_info(&s, argv, &plan, &run.outcome, &degraded, warnings);
+    let info = super::run_info(&s, argv, &plan, &run.outcome, degraded, warnings);
     let entries = run.entries.into_iter();
     let probes = entries.map(|e| ProbeEntry::C2c(Box::new(e))).collect();
     let result = ResultFile::new(host, info, probes);

@@ -71,7 +71,7 @@ pub(super) fn result(
     };
     let Preamble {
         host,
-        mut degraded,
+        degraded,
         warnings,
     } = super::announce(&setup);
     if cfg.mechanisms.contains(&Mechanism::Signal) {
@@ -92,7 +92,6 @@ pub(super) fn result(
     let mut outcome = RunOutcome::none();
     outcome.interrupted = stop.load(std::sync::atomic::Ordering::Relaxed);
     run.outcomes.into_iter().for_each(|o| outcome.absorb(o));
-    super::late_degradations(&outcome, req, &mut degraded);
     // The result's requested duration covers every mechanism with its warm-up.
     let total = RunPlan {
         duration: (per_mechanism + cfg.warmup)
@@ -100,7 +99,7 @@ pub(super) fn result(
             .unwrap_or(crate::cli::MAX_DURATION),
         ..plan
     };
-    let info = super::run_info(&setup, argv, &total, &outcome, &degraded, warnings);
+    let info = super::run_info(&setup, argv, &total, &outcome, degraded, warnings);
     let probes = run.entries.into_iter();
     let probes = probes.map(|e| ProbeEntry::Pingpong(Box::new(e))).collect();
     let result = ResultFile::new(host, info, probes);

@@ -76,7 +76,7 @@ pub fn run(args: &QueueArgs, argv: &[String], stop: &AtomicBool) -> anyhow::Resu
     };
     let Preamble {
         host,
-        mut degraded,
+        degraded,
         mut warnings,
     } = super::announce(&s);
     for w in placement.notes {
@@ -86,8 +86,7 @@ pub fn run(args: &QueueArgs, argv: &[String], stop: &AtomicBool) -> anyhow::Resu
     for w in after_run_warnings(&cfg, &run) {
         super::note(&mut warnings, w);
     }
-    super::late_degradations(&run.outcome, req, &mut degraded);
-    let mut info = super::run_info(&s, argv, &plan, &run.outcome, &degraded, warnings);
+    let mut info = super::run_info(&s, argv, &plan, &run.outcome, degraded, warnings);
     // The runner's window is only a bound (warm-up, measuring and draining, with room to
     // spare): what was asked for and what was measured are the producer's.
     info.requested_duration_ns = cfg.nominal_measure().as_nanos() as u64;

@@ -43,7 +43,7 @@ pub fn run(args: &SyscallsArgs, argv: &[String], stop: &AtomicBool) -> anyhow::R
     };
     let Preamble {
         host,
-        mut degraded,
+        degraded,
         warnings,
     } = super::announce(&setup);
     let plan = RunPlan {
@@ -55,8 +55,7 @@ pub fn run(args: &SyscallsArgs, argv: &[String], stop: &AtomicBool) -> anyhow::R
         setup_timeout: Duration::from_secs(10),
     };
     let run = syscalls::run(&cfg, &plan, &host.clock, stop).context("the syscalls run failed")?;
-    super::late_degradations(&run.outcome, setup.req, &mut degraded);
-    let info = super::run_info(&setup, argv, &plan, &run.outcome, &degraded, warnings);
+    let info = super::run_info(&setup, argv, &plan, &run.outcome, degraded, warnings);
     let probes = run.entries.into_iter();
     let probes = probes.map(|e| ProbeEntry::Syscalls(Box::new(e))).collect();
     let result = ResultFile::new(host, info, probes);

@@ -31,7 +31,7 @@ pub fn run(args: &WorkArgs, argv: &[String], stop: &AtomicBool) -> anyhow::Resul
     )?;
     let Preamble {
         host,
-        mut degraded,
+        degraded,
         warnings,
     } = super::announce(&setup);
     let plan = RunPlan {
@@ -46,8 +46,7 @@ pub fn run(args: &WorkArgs, argv: &[String], stop: &AtomicBool) -> anyhow::Resul
     let sink_cpus = setup.cpus.housekeeping.clone();
     let run =
         work::run(&cfg, &plan, &host.clock, &sink_cpus, stop).context("the work run failed")?;
-    super::late_degradations(&run.outcome, setup.req, &mut degraded);
-    let mut info = super::run_info(&setup, argv, &plan, &run.outcome, &degraded, warnings);
+    let mut info = super::run_info(&setup, argv, &plan, &run.outcome, degraded, warnings);
     info.requested_duration_ns = args.run.duration.map_or(0, |d| d.as_nanos() as u64);
     let probes = run.entries.into_iter();
     let probes = probes.map(|e| ProbeEntry::Work(Box::new(e))).collect();
