@@ -10,10 +10,32 @@ use jitterscope::engine::run::RunPlan;
 use jitterscope::engine::sched::{Policy, SchedRequest};
 
 /// Measuring tests run one at a time: on a 2-CPU machine two of them would measure each
-/// other.
-pub fn measuring() -> MutexGuard<'static, ()> {
+/// other. The mutex orders the threads of this test binary; the file lock (flock on a
+/// file in the temp directory) orders test binaries run at once from other checkouts.
+pub fn measuring() -> Measuring {
     static LOCK: Mutex<()> = Mutex::new(());
-    LOCK.lock().unwrap_or_else(|p| p.into_inner())
+    let guard = LOCK.lock().unwrap_or_else(|p| p.into_inner());
+    let path = std::env::temp_dir().join("jitterscope-measuring.lock");
+    let file = std::fs::OpenOptions::new()
+        .create(true)
+        .truncate(false)
+        .write(true)
+        .open(&path)
+        .ok();
+    if let Some(f) = &file {
+        // Blocks until no other process holds it; released when the file is closed.
+        let _ = rustix::fs::flock(f, rustix::fs::FlockOperation::LockExclusive);
+    }
+    Measuring {
+        _file: file,
+        _guard: guard,
+    }
+}
+
+/// Held while a test measures: the in-process mutex and the cross-process file lock.
+pub struct Measuring {
+    _file: Option<std::fs::File>,
+    _guard: MutexGuard<'static, ()>,
 }
 
 pub fn bin() -> PathBuf {
