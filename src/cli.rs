@@ -643,8 +643,8 @@ fn parse_clock(s: &str) -> Result<TimerClock, String> {
     }
 }
 
-/// The longest accepted run: 30 days.
-pub const MAX_DURATION: Duration = Duration::from_secs(30 * 24 * 3600);
+/// The longest accepted run: 30 days (the engine's bound on any run).
+pub use crate::engine::run::MAX_DURATION;
 
 /// A duration with a unit (`500ms`, `10s`, `5m`, `2h`, `1h30m`), or bare seconds.
 pub fn parse_duration(s: &str) -> Result<Duration, String> {

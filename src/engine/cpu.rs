@@ -264,7 +264,7 @@ impl CpuUniverse {
             .copied()
             .unwrap_or(0)
             .min(MAX_CPUS - 1);
-        let allowed = crate::engine::sched::current_affinity()?;
+        let allowed = current_affinity()?;
         Ok(CpuUniverse {
             online,
             max_cpu,
@@ -370,6 +370,14 @@ impl CpuPlan {
     pub fn coordinator_shares(&self) -> bool {
         self.housekeeping.is_empty()
     }
+}
+
+/// The calling thread's affinity mask.
+pub fn current_affinity() -> std::io::Result<CpuList> {
+    let set = rustix::thread::sched_getaffinity(None)?;
+    Ok(CpuList::from_cpus(
+        (0..MAX_CPUS).filter(|&c| set.is_set(c)).collect(),
+    ))
 }
 
 #[cfg(test)]

@@ -18,6 +18,9 @@ use super::clock::{self, Scale};
 use super::cpu::CpuPlan;
 use super::sched::{self, MlockGuard, SchedError, SchedRequest};
 
+/// The longest accepted run: 30 days.
+pub const MAX_DURATION: Duration = Duration::from_secs(30 * 24 * 3600);
+
 /// Stack size of a measuring thread. mlockall faults in every thread's whole stack, so it
 /// is kept small; the hot loops keep their state in preallocated heap memory.
 pub const WORKER_STACK: usize = 128 * 1024;

@@ -10,9 +10,9 @@
 use std::fmt;
 use std::str::FromStr;
 
-use rustix::thread::{CpuSet, sched_getaffinity, sched_getcpu, sched_setaffinity};
+use rustix::thread::{CpuSet, sched_getcpu, sched_setaffinity};
 
-use super::cpu::{CpuList, MAX_CPUS};
+use super::cpu::{CpuList, current_affinity};
 
 /// Errors from scheduling calls that cannot be degraded around.
 #[derive(Debug, thiserror::Error)]
@@ -99,14 +99,6 @@ impl fmt::Display for SchedRequest {
             Policy::Rr => write!(f, "SCHED_RR {}", self.priority),
         }
     }
-}
-
-/// The calling thread's affinity mask.
-pub fn current_affinity() -> std::io::Result<CpuList> {
-    let set = sched_getaffinity(None)?;
-    Ok(CpuList::from_cpus(
-        (0..MAX_CPUS).filter(|&c| set.is_set(c)).collect(),
-    ))
 }
 
 /// Restricts the calling thread to `cpus`.

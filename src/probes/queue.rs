@@ -181,7 +181,7 @@ impl QueueConfig {
             (None, _) => self.nominal_measure().saturating_mul(2) + COUNT_SLACK,
         };
         let w = self.warmup_nominal().saturating_mul(2) + measure + DRAIN_SLACK;
-        w.min(crate::cli::MAX_DURATION)
+        w.min(crate::engine::run::MAX_DURATION)
     }
 
     /// The threads, in role order: producer, accumulator, then the journaller if any.

@@ -34,7 +34,6 @@ use crate::stats::series;
 use crate::stats::{
     Event, EventLog, IntervalSeries, Largest, LatencyHistogram, SeriesOut, Summary,
 };
-use crate::trace::{BreakTracer, TraceAction};
 
 /// cyclictest's defaults: a 1000 µs interval, each next thread 500 µs slower.
 pub const DEFAULT_INTERVAL_US: u64 = 1000;
@@ -215,15 +214,44 @@ pub struct BreakRecord {
     pub wakeup: u64,
     /// How long after this wake-up the last thread had stopped.
     pub all_stopped_within_ns: Option<u64>,
-    pub trace: TraceAction,
+    pub trace: BreakAction,
 }
 
-/// What the threads share: live cells, the first wake-up past the stop limit, the tracer.
+/// What freezing the kernel trace did when a wake-up crossed the stop limit
+/// (cyclictest's breaktrace).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum BreakAction {
+    /// tracefs is not mounted: nothing to freeze.
+    NoTracefs,
+    /// A marker line was written and tracing was turned off.
+    MarkedAndStopped,
+    /// The tracefs files could not be opened or written.
+    Failed,
+}
+
+/// What the thread whose wake-up crossed the stop limit calls, once. The probe knows
+/// nothing of tracefs: the command layer hands in the tracer. It runs on a measuring
+/// thread at the moment of the spike, so it must be cheap (files opened beforehand).
+pub trait BreakHook: Sync {
+    fn fire(&self, line: &str) -> BreakAction;
+}
+
+/// No trace to freeze.
+pub struct NoBreakHook;
+
+impl BreakHook for NoBreakHook {
+    fn fire(&self, _line: &str) -> BreakAction {
+        BreakAction::NoTracefs
+    }
+}
+
+/// What the threads share: live cells, the first wake-up past the stop limit, the hook.
 struct Shared<'a> {
     live: Vec<CachePadded<LiveCell>>,
     show_live: bool,
     brk: OnceLock<BreakRecord>,
-    tracer: &'a BreakTracer,
+    tracer: &'a dyn BreakHook,
 }
 
 /// cyclictest-style 1-µs buckets.
@@ -618,7 +646,7 @@ pub fn run(
     plan: &RunPlan,
     clock: &ClockInfo,
     stop: &AtomicBool,
-    tracer: &BreakTracer,
+    tracer: &dyn BreakHook,
     on_tick: Option<(Duration, OnTick<'_>)>,
 ) -> Result<TimerRun, RunError> {
     let cpus = plan.cpus.measured.cpus().to_vec();
@@ -787,7 +815,7 @@ mod tests {
             ..TimerConfig::default()
         };
         let (clock, _) = ClockInfo::detect();
-        let tracer = BreakTracer::open(None);
+        let tracer = NoBreakHook;
         let t0 = std::time::Instant::now();
         let out = run(
             &cfg,

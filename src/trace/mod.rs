@@ -46,17 +46,8 @@ fn unescape_mount(s: &str) -> String {
     out
 }
 
-/// What the breaktrace did, for the result and the screen.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
-#[serde(rename_all = "kebab-case")]
-pub enum TraceAction {
-    /// tracefs is not mounted: nothing to freeze.
-    NoTracefs,
-    /// A marker line was written and tracing was turned off.
-    MarkedAndStopped,
-    /// The tracefs files could not be opened or written.
-    Failed,
-}
+/// What the breaktrace did: the timer probe's record of it.
+pub use crate::probes::timer::BreakAction as TraceAction;
 
 /// The two tracefs files a breaktrace writes, opened ahead of time.
 #[derive(Debug)]
@@ -104,6 +95,12 @@ impl BreakTracer {
             true => TraceAction::MarkedAndStopped,
             false => TraceAction::Failed,
         }
+    }
+}
+
+impl crate::probes::timer::BreakHook for BreakTracer {
+    fn fire(&self, line: &str) -> TraceAction {
+        BreakTracer::fire(self, line)
     }
 }
 
