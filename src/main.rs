@@ -22,8 +22,8 @@ fn main() -> ExitCode {
         Err(e) => return fail(anyhow::anyhow!("cannot install signal handlers: {e}")),
     };
     let outcome = match cli.command {
-        Some(Command::Noise(args)) => app::noise(&args, &argv, &stop),
-        Some(Command::Timer(args)) => app::timer(&args, &argv, &stop),
+        Some(Command::Noise(args)) => app::noise::run(&args, &argv, &stop),
+        Some(Command::Timer(args)) => app::timer::run(&args, &argv, &stop),
         Some(Command::Pingpong(args)) => app::pingpong::run(&args, &argv, &stop),
         Some(Command::C2c(args)) => app::c2c::run(&args, &argv, &stop),
         Some(Command::Queue(args)) => app::queue::run(&args, &argv, &stop),

@@ -7,126 +7,152 @@
 
 use std::io::{IsTerminal, Write};
 use std::sync::atomic::AtomicBool;
-use std::time::{Duration, SystemTime};
+use std::time::Duration;
 
 use anyhow::{Context, bail};
 
 use crate::cli::C2cArgs;
 use crate::engine::cpu::{CpuList, CpuPlan, CpuUniverse};
 use crate::engine::run::RunPlan;
-use crate::engine::sched::SchedRequest;
 use crate::engine::topology::Topology;
 use crate::probes::c2c::{self, C2cConfig, C2cEntry, Mode};
 use crate::report::{ProbeEntry, ResultFile};
 
-use super::{CpuUse, Ending, Preamble, Setup};
+use super::Ending;
+use super::output::{Warnings, clock_line};
+use super::pipeline::{Ctx, Measure, Measured, RunSettings, execute, plan_cpus};
 
 /// How long a pair's two threads may take to start and reach the gate.
 const SETUP_TIMEOUT: Duration = Duration::from_secs(10);
 
-/// `jitterscope c2c`.
-pub fn run(args: &C2cArgs, argv: &[String], stop: &AtomicBool) -> anyhow::Result<Ending> {
-    if args.run.duration.is_some() {
-        bail!(
-            "-D/--duration does not apply to c2c: its length follows from -s/--samples, \
-             -n/--round-trips and --preheat"
-        );
-    }
-    let s = setup(args)?;
-    super::check_safety(
-        s.req,
-        &s.cpus,
-        &s.universe,
-        args.run.force,
-        CpuUse::Spin,
-        "-a",
-    )?;
-    let cfg = C2cConfig {
-        mode: if args.cas { Mode::Cas } else { Mode::Load },
-        samples: args.samples,
-        round_trips: args.round_trips,
-        preheat: args.preheat,
-    };
-    cfg.validate()?;
-    let topo = Topology::detect(&s.cpus.measured);
-    let pairs = c2c::pairs(&s.cpus.measured);
-    let Preamble {
-        host,
-        degraded,
-        mut warnings,
-    } = super::announce(&s);
-    let plan = RunPlan {
-        cpus: s.cpus.clone(),
-        sched: s.req,
-        mlock: !args.run.no_mlock,
-        duration: cfg.pair_limit() * pairs.len() as u32,
-        priospread: false,
-        setup_timeout: SETUP_TIMEOUT,
-    };
-    let mut progress = Progress::new(!args.run.save.quiet && std::io::stderr().is_terminal());
-    let mut on_pair = |done, total| progress.draw(done, total);
-    let run = c2c::run(&cfg, &plan, &pairs, &topo, &host.clock, stop, &mut on_pair)
-        .context("the c2c run failed")?;
-    progress.clear();
-    for w in short_pairs(&run.entries, run.outcome.interrupted) {
-        super::note(&mut warnings, w);
-    }
-    let info = super::run_info(&s, argv, &plan, &run.outcome, degraded, warnings);
-    let entries = run.entries.into_iter();
-    let probes = entries.map(|e| ProbeEntry::C2c(Box::new(e))).collect();
-    let result = ResultFile::new(host, info, probes);
-    emit_result(&result, args, &cfg, s.req, pairs.len(), run.pairs_skipped)?;
-    Ok(super::ending(result.run.interrupted))
-}
-
-/// Saves and prints the result: header, then the tables.
-fn emit_result(
-    result: &ResultFile,
-    args: &C2cArgs,
-    cfg: &C2cConfig,
-    req: SchedRequest,
+/// A c2c run, described.
+pub struct C2cCommand {
+    pub settings: RunSettings,
+    pub cfg: C2cConfig,
+    /// Order the tables by locality.
+    pub group: bool,
+    /// Known once measured, for the header.
     pairs: usize,
     skipped: usize,
-) -> anyhow::Result<()> {
-    super::emit(result, &args.run.save, || {
-        format!(
-            "{}\n{}",
-            header(result, cfg, req, pairs, skipped),
-            crate::report::c2c_table::c2c_tables(result, args.group)
-        )
-    })
 }
 
-/// The CPUs and the coordinator's place. Default: every usable CPU. With
-/// `--housekeeping` (and no `-a`) that CPU is left out of the matrix for the coordinator.
-/// With every usable CPU measured, the coordinator's set is all of them: each pair's
-/// coordinator then runs on the CPUs outside that pair.
-fn setup(args: &C2cArgs) -> anyhow::Result<Setup> {
-    let universe = CpuUniverse::detect().context("cannot read the system's CPUs")?;
-    let req = super::sched_request(&args.run)?;
-    let mut cpus = match (&args.run.cpus, args.run.housekeeping) {
-        (None, None) => CpuPlan {
-            measured: universe.usable(),
-            housekeeping: CpuList::default(),
-        },
-        _ => super::cpu_plan(&args.run, &universe)?,
-    };
-    if cpus.measured.len() < 2 {
-        bail!(
-            "c2c needs at least 2 CPUs to pair, got {} ({}); pass -a with two or more \
-             CPUs (usable here: {})",
-            cpus.measured.len(),
-            cpus.measured,
-            universe.usable()
-        );
+impl C2cCommand {
+    pub fn new(settings: RunSettings, cfg: C2cConfig, group: bool) -> anyhow::Result<C2cCommand> {
+        if settings.duration.is_some() {
+            bail!(
+                "-D/--duration does not apply to c2c: its length follows from -s/--samples, \
+                 -n/--round-trips and --preheat"
+            );
+        }
+        cfg.validate()?;
+        Ok(C2cCommand {
+            settings,
+            cfg,
+            group,
+            pairs: 0,
+            skipped: 0,
+        })
     }
-    cpus.housekeeping = coordinator_cpus(&cpus, &universe.usable(), args.run.housekeeping);
-    Ok(Setup {
-        universe,
-        req,
-        cpus,
-        start_time: SystemTime::now(),
-    })
+
+    pub fn from_args(args: &C2cArgs) -> anyhow::Result<C2cCommand> {
+        let cfg = C2cConfig {
+            mode: if args.cas { Mode::Cas } else { Mode::Load },
+            samples: args.samples,
+            round_trips: args.round_trips,
+            preheat: args.preheat,
+        };
+        C2cCommand::new(RunSettings::from_args(&args.run)?, cfg, args.group)
+    }
+}
+
+/// `jitterscope c2c`.
+pub fn run(args: &C2cArgs, argv: &[String], stop: &AtomicBool) -> anyhow::Result<Ending> {
+    let mut cmd = C2cCommand::from_args(args)?;
+    Ok(execute(&mut cmd, argv, stop, &Warnings::stderr())?.1)
+}
+
+impl Measure for C2cCommand {
+    fn settings(&self) -> &RunSettings {
+        &self.settings
+    }
+
+    /// Every usable CPU by default. With `--housekeeping` (and no `-a`) that CPU is left
+    /// out of the matrix for the coordinator. With every usable CPU measured, the
+    /// coordinator's set is all of them: each pair's coordinator then runs on the CPUs
+    /// outside that pair.
+    fn place(&mut self, universe: &CpuUniverse) -> anyhow::Result<CpuPlan> {
+        let s = &self.settings;
+        let mut cpus = match (&s.cpus, s.housekeeping) {
+            (None, None) => CpuPlan {
+                measured: universe.usable(),
+                housekeeping: CpuList::default(),
+            },
+            _ => plan_cpus(s.cpus.as_deref(), s.housekeeping, universe)?,
+        };
+        if cpus.measured.len() < 2 {
+            bail!(
+                "c2c needs at least 2 CPUs to pair, got {} ({}); pass -a with two or more \
+                 CPUs (usable here: {})",
+                cpus.measured.len(),
+                cpus.measured,
+                universe.usable()
+            );
+        }
+        cpus.housekeeping = coordinator_cpus(&cpus, &universe.usable(), s.housekeeping);
+        Ok(cpus)
+    }
+
+    fn measure(&mut self, ctx: &mut Ctx<'_>) -> anyhow::Result<Measured> {
+        let topo = Topology::detect(&ctx.cpus.measured);
+        let pairs = c2c::pairs(&ctx.cpus.measured);
+        let plan = RunPlan {
+            cpus: ctx.cpus.clone(),
+            sched: ctx.sched,
+            mlock: self.settings.mlock,
+            duration: self.cfg.pair_limit() * pairs.len() as u32,
+            priospread: false,
+            setup_timeout: SETUP_TIMEOUT,
+        };
+        let shown = !self.settings.save.quiet && std::io::stderr().is_terminal();
+        let mut progress = Progress::new(shown);
+        let mut on_pair = |done, total| progress.draw(done, total);
+        let run = c2c::run(
+            &self.cfg,
+            &plan,
+            &pairs,
+            &topo,
+            &ctx.host.clock,
+            ctx.stop,
+            &mut on_pair,
+        )
+        .context("the c2c run failed")?;
+        progress.clear();
+        for w in short_pairs(&run.entries, run.outcome.interrupted) {
+            ctx.note(w);
+        }
+        self.pairs = pairs.len();
+        self.skipped = run.pairs_skipped;
+        Ok(Measured {
+            entries: run
+                .entries
+                .into_iter()
+                .map(|e| ProbeEntry::C2c(Box::new(e)))
+                .collect(),
+            outcome: run.outcome,
+            requested: plan.duration,
+            mlock: plan.mlock,
+            actual: None,
+            limit_exceeded: false,
+        })
+    }
+
+    fn text(&self, r: &ResultFile) -> String {
+        format!(
+            "{}\n{}",
+            self.header(r),
+            crate::report::c2c_table::c2c_tables(r, self.group)
+        )
+    }
 }
 
 /// Where the coordinators may run: the chosen housekeeping CPU, else the usable CPUs
@@ -160,30 +186,28 @@ fn short_pairs(entries: &[C2cEntry], interrupted: bool) -> Vec<String> {
         .collect()
 }
 
-fn header(
-    r: &ResultFile,
-    cfg: &C2cConfig,
-    req: SchedRequest,
-    pairs: usize,
-    skipped: usize,
-) -> String {
-    let interrupted = match (r.run.interrupted, skipped) {
-        (false, _) => String::new(),
-        (true, 0) => " (interrupted)".to_string(),
-        (true, n) => format!(" (interrupted: {n} of {pairs} pairs not measured)"),
-    };
-    format!(
-        "c2c: CPUs {}, {pairs} pair{} in {:.3} s{interrupted}; {}; {} samples × {} round \
-         trips per pair, preheat {}; {req}\n{}",
-        r.run.cpus.measured,
-        if pairs == 1 { "" } else { "s" },
-        r.run.actual_duration_ns as f64 / 1e9,
-        cfg.mode,
-        cfg.samples,
-        cfg.round_trips,
-        humantime::format_duration(cfg.preheat),
-        super::clock_line(r),
-    )
+impl C2cCommand {
+    fn header(&self, r: &ResultFile) -> String {
+        let (pairs, cfg) = (self.pairs, &self.cfg);
+        let interrupted = match (r.run.interrupted, self.skipped) {
+            (false, _) => String::new(),
+            (true, 0) => " (interrupted)".to_string(),
+            (true, n) => format!(" (interrupted: {n} of {pairs} pairs not measured)"),
+        };
+        format!(
+            "c2c: CPUs {}, {pairs} pair{} in {:.3} s{interrupted}; {}; {} samples × {} \
+             round trips per pair, preheat {}; {}\n{}",
+            r.run.cpus.measured,
+            if pairs == 1 { "" } else { "s" },
+            r.run.actual_duration_ns as f64 / 1e9,
+            cfg.mode,
+            cfg.samples,
+            cfg.round_trips,
+            humantime::format_duration(cfg.preheat),
+            self.settings.sched,
+            clock_line(r),
+        )
+    }
 }
 
 /// "pair 3 of 28" on stderr, redrawn in place, only on a terminal.

@@ -2,8 +2,9 @@
 //! short `pingpong` (futex and spin), one merged result, a verdict in plain words, and the
 //! result file and HTML page saved as `jitterscope-HOST-TIME.json` and `.html`.
 //!
-//! Each step is the real command, run with its flags built here and parsed by the same
-//! parser, so the main job measures exactly what the commands do. A step that cannot run
+//! Each step is the real command, built here with the same checked constructors the
+//! command line uses and run through the same pipeline, so the main job measures exactly
+//! what the commands do. A step that cannot run
 //! (pingpong's spinners refused at a real-time priority, say) is noted and skipped; a
 //! stop (Ctrl-C) ends the current step, skips the rest, and still saves and judges what
 //! was measured.
@@ -15,18 +16,25 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
 use anyhow::Context;
-use clap::Parser;
 
-use crate::cli::{Cli, Command, MainArgs};
+use crate::cli::MainArgs;
 use crate::engine::cpu::CpuUniverse;
 use crate::engine::sched;
+use crate::probes::noise::NoiseConfig;
+use crate::probes::pingpong::{self, Mechanism};
+use crate::probes::timer::TimerConfig;
 use crate::report::{ResultFile, html, verdict};
 
-use super::{Ending, WARNINGS_HELD};
+use super::Ending;
+use super::noise::NoiseCommand;
+use super::output::{Warnings, warn, write_page};
+use super::pingpong::PingpongCommand;
+use super::pipeline::{Measure, RunSettings, execute, plan_cpus, sched_request};
+use super::timer::{DmaLatency, TimerCommand};
 
 /// Interruptions kept with their start times per CPU, for the verdict's split into
 /// causes: at this VM's usual 1 000 to 3 000 a second, several seconds of them.
-const EVENT_LOG: &str = "10000";
+const EVENT_LOG: usize = 10_000;
 
 /// The steps and how long each measures.
 #[derive(Debug, Clone, Copy)]
@@ -62,69 +70,71 @@ impl Step {
         }
     }
 
-    /// The command line this step runs.
-    fn argv(self, args: &MainArgs) -> Vec<String> {
-        let secs = |d: Duration| format!("{}ms", d.as_millis());
-        let mut v: Vec<String> = match self {
-            Step::Noise(d) => vec![
-                "noise".into(),
-                "-D".into(),
-                secs(d),
-                "--event-log".into(),
-                EVENT_LOG.into(),
-            ],
-            Step::Timer(d) => vec!["timer".into(), "-D".into(), secs(d)],
-            Step::Pingpong(d) => vec![
-                "pingpong".into(),
-                "--mech".into(),
-                "futex,spin".into(),
-                "-D".into(),
-                secs(d),
-            ],
-        };
-        v.insert(0, "jitterscope".into());
-        v.push("-q".into());
+    /// The settings this step runs with: SCHED_OTHER, or FIFO at `-p`; the CPUs of `-a`
+    /// (pingpong: its first two); nothing printed or saved by the step itself.
+    fn settings(self, args: &MainArgs) -> anyhow::Result<RunSettings> {
         let cpus = match self {
-            Step::Pingpong(_) => args.cpus.as_deref().and_then(first_two),
+            Step::Pingpong(_) => match &args.cpus {
+                // Rather than measure a pair outside the CPUs the user named.
+                Some(list) => Some(
+                    first_two(list)
+                        .with_context(|| format!("pingpong needs two CPUs in -a {list}"))?,
+                ),
+                None => None,
+            },
             _ => args.cpus.clone(),
         };
-        if let Some(c) = cpus {
-            v.extend(["-a".into(), c]);
-        }
-        if let Some(p) = args.priority {
-            v.extend(["-p".into(), p.to_string()]);
-        }
-        if args.force {
-            v.push("--force".into());
-        }
-        v
+        Ok(RunSettings {
+            cpus,
+            sched: sched_request(None, args.priority)?,
+            duration: Some(self.measuring_time()),
+            force: args.force,
+            ..RunSettings::quiet()
+        })
     }
 
-    fn measure(self, args: &MainArgs, stop: &AtomicBool) -> anyhow::Result<ResultFile> {
-        // Rather than measure a pair outside the CPUs the user named.
-        if let (Step::Pingpong(_), Some(list)) = (self, &args.cpus)
-            && first_two(list).is_none()
-        {
-            anyhow::bail!("pingpong needs two CPUs in -a {list}");
+    /// What each step measures for (pingpong: per mechanism).
+    fn measuring_time(self) -> Duration {
+        match self {
+            Step::Noise(d) | Step::Timer(d) | Step::Pingpong(d) => d,
         }
-        let argv = self.argv(args);
-        let cli = Cli::try_parse_from(&argv).map_err(|e| {
-            anyhow::anyhow!(
-                "{}",
-                e.to_string()
-                    .lines()
-                    .next()
-                    .unwrap_or("bad option")
-                    .trim_start_matches("error: ")
-            )
-        })?;
-        let (result, _) = match cli.command {
-            Some(Command::Noise(a)) => super::noise_result(&a, &argv, stop)?,
-            Some(Command::Timer(a)) => super::timer_result(&a, &argv, stop)?,
-            Some(Command::Pingpong(a)) => super::pingpong::result(&a, &argv, stop)?,
-            _ => unreachable!("the steps build only these commands"),
-        };
-        Ok(result)
+    }
+
+    /// The step's command, built and checked as the command line would be.
+    fn command(self, args: &MainArgs) -> anyhow::Result<Box<dyn Measure>> {
+        let settings = self.settings(args)?;
+        Ok(match self {
+            Step::Noise(_) => {
+                let cfg = NoiseConfig {
+                    event_log: EVENT_LOG,
+                    ..NoiseConfig::default()
+                };
+                Box::new(NoiseCommand::new(settings, cfg)?)
+            }
+            Step::Timer(_) => Box::new(TimerCommand::new(
+                settings,
+                TimerConfig::default(),
+                false,
+                DmaLatency::Hold(0),
+            )?),
+            Step::Pingpong(_) => Box::new(PingpongCommand::new(
+                settings,
+                vec![Mechanism::Futex, Mechanism::Spin],
+                pingpong::DEFAULT_PAUSE_NS,
+                pingpong::DEFAULT_WARMUP,
+                None,
+            )?),
+        })
+    }
+
+    fn measure(
+        self,
+        args: &MainArgs,
+        argv: &[String],
+        stop: &AtomicBool,
+    ) -> anyhow::Result<ResultFile> {
+        let mut cmd = self.command(args)?;
+        Ok(execute(cmd.as_mut(), argv, stop, &Warnings::held())?.0)
     }
 }
 
@@ -156,8 +166,7 @@ pub fn run(args: &MainArgs, argv: &[String], stop: &AtomicBool) -> anyhow::Resul
         // scope would wait for it forever.
         let _done = Done(&progress.done);
         let _display = s.spawn(|| progress.display(housekeeping, stop));
-        let _held = HeldWarnings::hold();
-        run_steps(&steps, args, stop, &progress)
+        run_steps(&steps, args, argv, stop, &progress)
     });
     let Some(mut merged) = merge(results?, argv, skipped) else {
         anyhow::bail!("nothing was measured");
@@ -165,10 +174,10 @@ pub fn run(args: &MainArgs, argv: &[String], stop: &AtomicBool) -> anyhow::Resul
     // A stop between steps ends no step early, but the job was still cut short.
     merged.run.interrupted |= stop.load(Ordering::Relaxed);
     for d in &merged.run.degraded {
-        super::warn(&d.message);
+        warn(&d.message);
     }
     for w in &merged.run.warnings {
-        super::warn(w);
+        warn(w);
     }
     let v = verdict::verdict(&merged);
     let tables = super::report::probe_tables(&merged);
@@ -177,12 +186,12 @@ pub fn run(args: &MainArgs, argv: &[String], stop: &AtomicBool) -> anyhow::Resul
     let saved = match page {
         Ok(page) => format!("Saved {} and {}", json.display(), page.display()),
         Err(e) => {
-            super::warn(&format!("the HTML page was not written: {e:#}"));
+            warn(&format!("the HTML page was not written: {e:#}"));
             format!("Saved {}", json.display())
         }
     };
     super::report::write_stdout(&format!("\n{saved}\n"))?;
-    Ok(super::ending(merged.run.interrupted))
+    Ok(Ending::of(merged.run.interrupted))
 }
 
 /// The shortest step: below it pingpong's half would not warm up and measure.
@@ -214,6 +223,7 @@ impl Drop for Done<'_> {
 fn run_steps(
     steps: &[Step],
     args: &MainArgs,
+    argv: &[String],
     stop: &AtomicBool,
     progress: &Progress,
 ) -> (anyhow::Result<Vec<ResultFile>>, Vec<String>) {
@@ -225,7 +235,7 @@ fn run_steps(
             continue;
         }
         progress.begin(i);
-        match step.measure(args, stop) {
+        match step.measure(args, argv, stop) {
             Ok(r) => {
                 progress.offer(&r);
                 results.push(r);
@@ -241,24 +251,8 @@ fn run_steps(
 /// Checking `-a` here also refuses a bad list before anything is shown.
 fn housekeeping_cpu(args: &MainArgs) -> anyhow::Result<Option<usize>> {
     let universe = CpuUniverse::detect().context("cannot read the system's CPUs")?;
-    let plan = super::plan_cpus(args.cpus.as_deref(), None, &universe)?;
+    let plan = plan_cpus(args.cpus.as_deref(), None, &universe)?;
     Ok(plan.housekeeping.first())
-}
-
-/// Holds the steps' warnings for the merged list; released however the steps end.
-struct HeldWarnings;
-
-impl HeldWarnings {
-    fn hold() -> HeldWarnings {
-        WARNINGS_HELD.store(true, Ordering::Relaxed);
-        HeldWarnings
-    }
-}
-
-impl Drop for HeldWarnings {
-    fn drop(&mut self) {
-        WARNINGS_HELD.store(false, Ordering::Relaxed);
-    }
 }
 
 // ---------------------------------------------------------------------------------------
@@ -437,7 +431,7 @@ fn save(
     let json = dir.join(format!("{stem}.json"));
     let page = dir.join(format!("{stem}.html"));
     r.write_atomic(&json)?;
-    let written = super::write_page(r, Some(&json), &page, |p| {
+    let written = write_page(r, Some(&json), &page, |p| {
         p.title = format!("jitterscope: {}", r.host.hostname);
         p.sections.insert(0, verdict_section(v));
     });
@@ -490,32 +484,28 @@ mod tests {
         let args = MainArgs {
             cpus: Some("1-3".into()),
             priority: Some(5),
+            quick: true,
             ..MainArgs::default()
         };
-        let quick = MainArgs {
-            quick: true,
+        let [noise, timer, pp] = Step::plan(&args);
+        let fifo5 = crate::engine::sched::SchedRequest {
+            policy: crate::engine::sched::Policy::Fifo,
+            priority: 5,
+        };
+        for (step, cpus, secs) in [(noise, "1-3", 4), (timer, "1-3", 3), (pp, "1,2", 1)] {
+            let s = step.settings(&args).unwrap();
+            assert_eq!(s.cpus.as_deref(), Some(cpus), "{step:?}");
+            assert_eq!(s.sched, fifo5);
+            assert_eq!(s.duration, Some(Duration::from_secs(secs)));
+            assert!(s.save.quiet && s.mlock && !s.force);
+            assert!(step.command(&args).is_ok(), "{step:?}");
+        }
+        let one_cpu = MainArgs {
+            cpus: Some("1".into()),
             ..args.clone()
         };
-        let [noise, timer, pp] = Step::plan(&quick);
-        assert_eq!(
-            noise.argv(&args).join(" "),
-            "jitterscope noise -D 4000ms --event-log 10000 -q -a 1-3 -p 5"
-        );
-        assert_eq!(
-            timer.argv(&args).join(" "),
-            "jitterscope timer -D 3000ms -q -a 1-3 -p 5"
-        );
-        assert_eq!(
-            pp.argv(&args).join(" "),
-            "jitterscope pingpong --mech futex,spin -D 1000ms -q -a 1,2 -p 5"
-        );
-        for s in [noise, timer, pp] {
-            assert!(
-                Cli::try_parse_from(s.argv(&args)).is_ok(),
-                "{:?}",
-                s.argv(&args)
-            );
-        }
+        let err = pp.command(&one_cpu).err().unwrap().to_string();
+        assert!(err.contains("pingpong needs two CPUs"), "{err}");
     }
 
     #[test]

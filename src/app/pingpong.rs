@@ -3,11 +3,11 @@
 
 use std::sync::Arc;
 use std::sync::atomic::AtomicBool;
-use std::time::{Duration, SystemTime};
+use std::time::Duration;
 
 use anyhow::{Context, bail};
 
-use crate::cli::PingpongArgs;
+use crate::cli::{MAX_DURATION, PingpongArgs};
 use crate::engine::cpu::{CpuList, CpuPlan, CpuUniverse};
 use crate::engine::run::{RunOutcome, RunPlan};
 use crate::engine::topology::Topology;
@@ -15,104 +15,157 @@ use crate::engine::tsc_sync::{self, SkewBound};
 use crate::probes::pingpong::{self, Mechanism, PingpongConfig};
 use crate::report::{ProbeEntry, ResultFile};
 
-use super::{CpuUse, Ending, Preamble, Setup};
+use super::Ending;
+use super::output::{Warnings, clock_line, interrupted_mark};
+use super::pipeline::{Ctx, Measure, Measured, RunSettings, execute, plan_cpus};
 
 /// Each mechanism's default measuring time, after its warm-up.
 pub const DEFAULT_PER_MECHANISM: Duration = Duration::from_secs(1);
 
-/// `jitterscope pingpong`.
-pub fn run(args: &PingpongArgs, argv: &[String], stop: &AtomicBool) -> anyhow::Result<Ending> {
-    Ok(result(args, argv, stop)?.1)
+/// A pingpong run, described.
+pub struct PingpongCommand {
+    pub settings: RunSettings,
+    pub mechanisms: Vec<Mechanism>,
+    pub pause_ns: u64,
+    pub warmup: Duration,
+    pub count: Option<u64>,
+    /// Set by `place`, for the header.
+    pair: Option<(usize, usize)>,
+    skew: Option<SkewBound>,
 }
 
-/// `pingpong`, printed and saved as its flags ask, and its result (for the main job).
-pub(super) fn result(
-    args: &PingpongArgs,
-    argv: &[String],
-    stop: &AtomicBool,
-) -> anyhow::Result<(ResultFile, Ending)> {
-    let universe = CpuUniverse::detect().context("cannot read the system's CPUs")?;
-    let req = super::sched_request(&args.run)?;
-    let mechanisms =
-        Mechanism::parse_list(&args.mech).map_err(|e| anyhow::anyhow!("--mech: {e}"))?;
-    let (a, b) = choose_pair(args.run.cpus.as_deref(), args.run.housekeeping, &universe)?;
-    let pair = CpuList::from_cpus(vec![a, b]);
-    let cpus = CpuPlan {
-        housekeeping: universe.usable().without(&pair),
-        measured: pair,
-    };
-    // Every mechanism busy-waits its pause, and the spinning ones their whole run.
-    super::check_safety(req, &cpus, &universe, args.run.force, CpuUse::Spin, "-a")?;
-    if a == b && req.policy.is_realtime() && mechanisms.iter().any(|m| m.spins()) {
-        bail!(
-            "spin and spin-pause on one CPU at {req} would never hand it over: the waiting \
-             thread spins and its peer can never run. Leave them out of --mech, use two \
-             CPUs, or run at --policy other"
-        );
+impl PingpongCommand {
+    pub fn new(
+        settings: RunSettings,
+        mechanisms: Vec<Mechanism>,
+        pause_ns: u64,
+        warmup: Duration,
+        count: Option<u64>,
+    ) -> anyhow::Result<PingpongCommand> {
+        if mechanisms.is_empty() {
+            bail!("--mech: no mechanism to measure");
+        }
+        Ok(PingpongCommand {
+            settings,
+            mechanisms,
+            pause_ns,
+            warmup,
+            count,
+            pair: None,
+            skew: None,
+        })
     }
-    let per_mechanism = match (args.run.duration, args.count) {
-        (Some(d), _) => d,
-        (None, Some(_)) => crate::cli::MAX_DURATION,
-        (None, None) => DEFAULT_PER_MECHANISM,
-    };
-    let cfg = PingpongConfig {
-        cpu_a: a,
-        cpu_b: b,
-        mechanisms,
-        pause_ns: args.pause,
-        warmup: args.warmup,
-        count: args.count,
-    };
-    let setup = Setup {
-        universe,
-        req,
-        cpus,
-        start_time: SystemTime::now(),
-    };
-    let Preamble {
-        host,
-        degraded,
-        warnings,
-    } = super::announce(&setup);
-    if cfg.mechanisms.contains(&Mechanism::Signal) {
-        make_stray_signals_harmless()?;
+
+    pub fn from_args(args: &PingpongArgs) -> anyhow::Result<PingpongCommand> {
+        let settings = RunSettings::from_args(&args.run)?;
+        let mechanisms =
+            Mechanism::parse_list(&args.mech).map_err(|e| anyhow::anyhow!("--mech: {e}"))?;
+        PingpongCommand::new(settings, mechanisms, args.pause, args.warmup, args.count)
     }
-    let skew = tsc_sync::measure(a, b, tsc_sync::DEFAULT_ROUNDS, req, host.clock.scale)
-        .unwrap_or_else(|| SkewBound::unknown(a, b));
-    let plan = RunPlan {
-        cpus: setup.cpus.clone(),
-        sched: req,
-        mlock: !args.run.no_mlock,
-        duration: per_mechanism,
-        priospread: false,
-        setup_timeout: Duration::from_secs(10),
-    };
-    let run =
-        pingpong::run(&cfg, &plan, &host.clock, skew, stop).context("the pingpong run failed")?;
-    let mut outcome = RunOutcome::none();
-    outcome.interrupted = stop.load(std::sync::atomic::Ordering::Relaxed);
-    run.outcomes.into_iter().for_each(|o| outcome.absorb(o));
-    // The result's requested duration covers every mechanism with its warm-up.
-    let total = RunPlan {
-        duration: (per_mechanism + cfg.warmup)
-            .checked_mul(cfg.mechanisms.len() as u32)
-            .unwrap_or(crate::cli::MAX_DURATION),
-        ..plan
-    };
-    let info = super::run_info(&setup, argv, &total, &outcome, degraded, warnings);
-    let probes = run.entries.into_iter();
-    let probes = probes.map(|e| ProbeEntry::Pingpong(Box::new(e))).collect();
-    let result = ResultFile::new(host, info, probes);
-    let place = Topology::detect(&CpuList::from_cpus(vec![a, b])).locality(a, b);
-    super::emit(&result, &args.run.save, || {
+
+    /// Each mechanism's measuring time: `-D`, or until `-l` round trips are done.
+    fn per_mechanism(&self) -> Duration {
+        match (self.settings.duration, self.count) {
+            (Some(d), _) => d,
+            (None, Some(_)) => MAX_DURATION,
+            (None, None) => DEFAULT_PER_MECHANISM,
+        }
+    }
+}
+
+/// `jitterscope pingpong`.
+pub fn run(args: &PingpongArgs, argv: &[String], stop: &AtomicBool) -> anyhow::Result<Ending> {
+    let mut cmd = PingpongCommand::from_args(args)?;
+    Ok(execute(&mut cmd, argv, stop, &Warnings::stderr())?.1)
+}
+
+impl Measure for PingpongCommand {
+    fn settings(&self) -> &RunSettings {
+        &self.settings
+    }
+
+    /// The pair; every other usable CPU is the coordinator's.
+    fn place(&mut self, universe: &CpuUniverse) -> anyhow::Result<CpuPlan> {
+        let s = &self.settings;
+        let (a, b) = choose_pair(s.cpus.as_deref(), s.housekeeping, universe)?;
+        let pair = CpuList::from_cpus(vec![a, b]);
+        Ok(CpuPlan {
+            housekeeping: universe.usable().without(&pair),
+            measured: pair,
+        })
+    }
+
+    fn check(&self, cpus: &CpuPlan) -> anyhow::Result<()> {
+        let req = self.settings.sched;
+        let one_cpu = cpus.measured.len() == 1;
+        if one_cpu && req.policy.is_realtime() && self.mechanisms.iter().any(|m| m.spins()) {
+            bail!(
+                "spin and spin-pause on one CPU at {req} would never hand it over: the \
+                 waiting thread spins and its peer can never run. Leave them out of --mech, \
+                 use two CPUs, or run at --policy other"
+            );
+        }
+        Ok(())
+    }
+
+    fn measure(&mut self, ctx: &mut Ctx<'_>) -> anyhow::Result<Measured> {
+        // The pair in the order asked for (the plan's list is sorted).
+        let s = &self.settings;
+        let (a, b) = choose_pair(s.cpus.as_deref(), s.housekeeping, ctx.universe)?;
+        let cfg = PingpongConfig {
+            cpu_a: a,
+            cpu_b: b,
+            mechanisms: self.mechanisms.clone(),
+            pause_ns: self.pause_ns,
+            warmup: self.warmup,
+            count: self.count,
+        };
+        if cfg.mechanisms.contains(&Mechanism::Signal) {
+            make_stray_signals_harmless()?;
+        }
+        let req = ctx.sched;
+        let skew = tsc_sync::measure(a, b, tsc_sync::DEFAULT_ROUNDS, req, ctx.host.clock.scale)
+            .unwrap_or_else(|| SkewBound::unknown(a, b));
+        let per_mechanism = self.per_mechanism();
+        let plan = RunPlan {
+            cpus: ctx.cpus.clone(),
+            sched: req,
+            mlock: self.settings.mlock,
+            duration: per_mechanism,
+            priospread: false,
+            setup_timeout: Duration::from_secs(10),
+        };
+        let run = pingpong::run(&cfg, &plan, &ctx.host.clock, skew, ctx.stop)
+            .context("the pingpong run failed")?;
+        let mut outcome = RunOutcome::none();
+        outcome.interrupted = ctx.stop.load(std::sync::atomic::Ordering::Relaxed);
+        run.outcomes.into_iter().for_each(|o| outcome.absorb(o));
+        self.pair = Some((a, b));
+        self.skew = Some(skew);
+        Ok(Measured {
+            entries: run
+                .entries
+                .into_iter()
+                .map(|e| ProbeEntry::Pingpong(Box::new(e)))
+                .collect(),
+            outcome,
+            // The requested duration covers every mechanism with its warm-up.
+            requested: (per_mechanism + cfg.warmup)
+                .checked_mul(cfg.mechanisms.len() as u32)
+                .unwrap_or(MAX_DURATION),
+            mlock: plan.mlock,
+            actual: None,
+            limit_exceeded: false,
+        })
+    }
+
+    fn text(&self, r: &ResultFile) -> String {
         format!(
             "{}\n{}",
-            header(&result, &cfg, &skew, &place.to_string()),
-            crate::report::pingpong_table::pingpong_table(&result)
+            self.header(r),
+            crate::report::pingpong_table::pingpong_table(r)
         )
-    })?;
-    let end = super::ending(result.run.interrupted);
-    Ok((result, end))
+    }
 }
 
 /// `-a A,B` (A may equal B), or two CPUs of the default measured set, or, with too few,
@@ -125,7 +178,7 @@ fn choose_pair(
     let usable = universe.usable();
     let Some(text) = text else {
         // --housekeeping keeps its CPU out of the default pair.
-        let default = super::plan_cpus(None, housekeeping, universe)?;
+        let default = plan_cpus(None, housekeeping, universe)?;
         let pick = match default.measured.len() {
             2.. => default.measured.cpus().to_vec(),
             _ => usable.cpus().to_vec(),
@@ -167,30 +220,29 @@ fn make_stray_signals_harmless() -> anyhow::Result<()> {
     Ok(())
 }
 
-fn header(r: &ResultFile, cfg: &PingpongConfig, skew: &SkewBound, locality: &str) -> String {
-    let interrupted = if r.run.interrupted {
-        " (interrupted)"
-    } else {
-        ""
-    };
-    let policy = r
-        .probes
-        .iter()
-        .find_map(ProbeEntry::as_pingpong)
-        .map_or(String::new(), |e| {
-            crate::report::table::policy_cell(e.thread_a.policy, e.thread_a.priority)
-        });
-    format!(
-        "pingpong: CPU {} ⇄ CPU {} ({locality}) for {:.3} s{interrupted}, pause {} ns, \
-         warm-up {} ms per mechanism, policy {policy}\n{}\n{}",
-        cfg.cpu_a,
-        cfg.cpu_b,
-        r.run.actual_duration_ns as f64 / 1e9,
-        cfg.pause_ns,
-        cfg.warmup.as_millis(),
-        skew_line(skew),
-        super::clock_line(r),
-    )
+impl PingpongCommand {
+    fn header(&self, r: &ResultFile) -> String {
+        let (a, b) = self.pair.unwrap_or_default();
+        let skew = self.skew.unwrap_or_else(|| SkewBound::unknown(a, b));
+        let locality = Topology::detect(&CpuList::from_cpus(vec![a, b])).locality(a, b);
+        let policy = r
+            .probes
+            .iter()
+            .find_map(ProbeEntry::as_pingpong)
+            .map_or(String::new(), |e| {
+                crate::report::table::policy_cell(e.thread_a.policy, e.thread_a.priority)
+            });
+        format!(
+            "pingpong: CPU {a} ⇄ CPU {b} ({locality}) for {:.3} s{}, pause {} ns, \
+             warm-up {} ms per mechanism, policy {policy}\n{}\n{}",
+            r.run.actual_duration_ns as f64 / 1e9,
+            interrupted_mark(r),
+            self.pause_ns,
+            self.warmup.as_millis(),
+            skew_line(&skew),
+            clock_line(r),
+        )
+    }
 }
 
 /// What the counter check found, in one line.

@@ -11,24 +11,32 @@
 use std::io::Write;
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::time::{Instant, SystemTime};
+use std::time::{Duration, Instant};
 
-use anyhow::{Context, bail};
+use anyhow::bail;
 
 use crate::cli::PtpArgs;
-use crate::degraded::Degraded;
-use crate::engine::clock::{ClockInfo, ClockProblem};
-use crate::engine::cpu::{CpuList, CpuPlan, CpuUniverse};
+use crate::engine::cpu::{CpuPlan, CpuUniverse};
+use crate::engine::run::RunOutcome;
 use crate::engine::sched;
 use crate::probes::ptp::{self, Device, PtpConfig, PtpEntry, Target, errno_name};
-use crate::report::result::{Privileges, RunCpus};
-use crate::report::{ProbeEntry, ResultFile, RunInfo};
-use crate::system::HostInfo;
+use crate::report::{ProbeEntry, ResultFile};
 
 use super::Ending;
+use super::output::{Warnings, clock_line};
+use super::pipeline::{CpuUse, Ctx, Measure, Measured, RunSettings, execute, one_cpu_plan};
 
 /// The variable that replaces `/dev` as the directory searched for `ptp<N>`.
 pub const DEV_DIR_ENV: &str = "JITTERSCOPE_DEV_DIR";
+
+/// A ptp run, described.
+pub struct PtpCommand {
+    pub settings: RunSettings,
+    pub cfg: PtpConfig,
+    devices: Vec<Device>,
+    /// A device was named: one that is no clock is bad input, not a warning.
+    named: bool,
+}
 
 /// `jitterscope ptp`.
 pub fn run(args: &PtpArgs, argv: &[String], stop: &AtomicBool) -> anyhow::Result<Ending> {
@@ -42,56 +50,83 @@ pub fn run(args: &PtpArgs, argv: &[String], stop: &AtomicBool) -> anyhow::Result
         ));
         return Ok(Ending::Completed);
     }
-    let start_time = SystemTime::now();
-    let started = Instant::now();
-    let (clock, problems) = ClockInfo::detect();
-    let universe = CpuUniverse::detect().context("cannot read the system's CPUs")?;
-    // ptp measures no CPU: the audit is about the CPUs a measuring command would take.
-    let measured = CpuPlan::choose(&universe, None, None)
-        .map(|p| p.measured)
-        .unwrap_or_default();
-    let host = HostInfo::collect(clock, universe.online.clone()).audited(&measured);
-    let cfg = PtpConfig {
-        samples: args.samples,
+    let mut cmd = PtpCommand {
+        settings: RunSettings {
+            mlock: false,
+            save: args.save.clone(),
+            ..RunSettings::quiet()
+        },
+        cfg: PtpConfig {
+            samples: args.samples,
+        },
+        devices,
+        named: target != Target::All,
     };
-    let named = target != Target::All;
-    // The TSC stamps around each call must come from one CPU: the first a measuring
-    // command would take.
-    let pin = measured
-        .first()
-        .map(|cpu| (cpu, crate::engine::sched::pin_to(cpu)));
-    let (entries, mut warnings) = measure_all(&devices, &cfg, &host, stop, named)?;
-    match pin {
-        Some((cpu, Err(e))) => super::note(
-            &mut warnings,
-            format!("could not pin to CPU {cpu} ({e}): a call's cost may span a migration"),
-        ),
-        None => super::note(
-            &mut warnings,
-            "no CPU to pin to: a call's cost may span a migration".into(),
-        ),
-        Some((_, Ok(()))) => {}
+    Ok(execute(&mut cmd, argv, stop, &Warnings::stderr())?.1)
+}
+
+impl Measure for PtpCommand {
+    fn settings(&self) -> &RunSettings {
+        &self.settings
     }
-    // Only now: a device that turned out to be bad input gets its one line alone.
-    let degraded = degradations(&host, &problems);
-    for d in &degraded {
-        super::warn(&d.to_string());
+
+    /// The TSC stamps around each call must come from one CPU: the first a measuring
+    /// command would take.
+    fn place(&mut self, universe: &CpuUniverse) -> anyhow::Result<CpuPlan> {
+        one_cpu_plan(&self.settings, universe, "ptp")
     }
-    let interrupted = stop.load(Ordering::Relaxed);
-    let info = run_info(argv, start_time, started, interrupted, &degraded, warnings);
-    let probes = entries
-        .into_iter()
-        .map(|e| ProbeEntry::Ptp(Box::new(e)))
-        .collect();
-    let result = ResultFile::new(host, info, probes);
-    super::emit(&result, &args.save, || {
+
+    /// It only sleeps in ioctls.
+    fn cpu_use(&self) -> CpuUse {
+        CpuUse::Sleep {
+            interval_ns: u64::MAX,
+        }
+    }
+
+    /// A device that turns out to be no clock gets its one line alone.
+    fn announces_late(&self) -> bool {
+        true
+    }
+
+    fn measure(&mut self, ctx: &mut Ctx<'_>) -> anyhow::Result<Measured> {
+        let started = Instant::now();
+        let pin = ctx
+            .cpus
+            .measured
+            .first()
+            .map(|cpu| (cpu, sched::pin_to(cpu)));
+        let entries = measure_all(&self.devices, &self.cfg, ctx, self.named)?;
+        match pin {
+            Some((cpu, Err(e))) => ctx.note(format!(
+                "could not pin to CPU {cpu} ({e}): a call's cost may span a migration"
+            )),
+            None => ctx.note("no CPU to pin to: a call's cost may span a migration".into()),
+            Some((_, Ok(()))) => {}
+        }
+        let mut outcome = RunOutcome::none();
+        outcome.interrupted = ctx.stop.load(Ordering::Relaxed);
+        outcome.elapsed = started.elapsed();
+        Ok(Measured {
+            entries: entries
+                .into_iter()
+                .map(|e| ProbeEntry::Ptp(Box::new(e)))
+                .collect(),
+            outcome,
+            // A run is -n samples of each method on each device: no duration was asked.
+            requested: Duration::ZERO,
+            mlock: false,
+            actual: None,
+            limit_exceeded: false,
+        })
+    }
+
+    fn text(&self, r: &ResultFile) -> String {
         format!(
             "{}\n{}",
-            header(&result, &cfg),
-            crate::report::ptp_table::ptp_table(&result)
+            header(r, &self.cfg),
+            crate::report::ptp_table::ptp_table(r)
         )
-    })?;
-    Ok(super::ending(interrupted))
+    }
 }
 
 /// `/dev`, or what `JITTERSCOPE_DEV_DIR` says.
@@ -107,49 +142,35 @@ fn say(msg: &str) {
     let _ = writeln!(std::io::stderr(), "jitterscope: {msg}");
 }
 
-/// What may make the figures worse: the costs are timed with the TSC, and a virtual
-/// machine's PHC is usually the host's clock seen through the hypervisor.
-fn degradations(host: &HostInfo, problems: &[ClockProblem]) -> Vec<Degraded> {
-    let mut degraded: Vec<Degraded> = problems.iter().map(Degraded::from_clock).collect();
-    if let Some(h) = &host.virtualization {
-        degraded.push(Degraded::VirtualMachine {
-            hypervisor: h.clone(),
-        });
-    }
-    degraded
-}
-
 /// Measures every device. A named device that cannot be opened, or that refuses every
 /// method, is an error; among discovered ones it is a warning, unless none is left.
 fn measure_all(
     devices: &[Device],
     cfg: &PtpConfig,
-    host: &HostInfo,
-    stop: &AtomicBool,
+    ctx: &mut Ctx<'_>,
     named: bool,
-) -> anyhow::Result<(Vec<PtpEntry>, Vec<String>)> {
+) -> anyhow::Result<Vec<PtpEntry>> {
     let mut entries = Vec::new();
-    let mut warnings = Vec::new();
     let mut first_error = None;
     for dev in devices {
-        match ptp::measure(dev, cfg, host.clock.scale, stop) {
+        match ptp::measure(dev, cfg, ctx.host.clock.scale, ctx.stop) {
             Ok(e) if e.answered_nothing() && named => bail!("{}", not_a_clock(&e)),
             Ok(e) => {
                 if e.answered_nothing() {
-                    super::note(&mut warnings, not_a_clock(&e));
+                    ctx.note(not_a_clock(&e));
                 }
                 entries.push(e);
             }
             Err(e) if named => return Err(e.into()),
             Err(e) => {
-                super::note(&mut warnings, e.to_string());
+                ctx.note(e.to_string());
                 first_error.get_or_insert(e);
             }
         }
     }
     match (entries.is_empty(), first_error) {
         (true, Some(e)) => bail!("no PTP clock could be read: {e}"),
-        _ => Ok((entries, warnings)),
+        _ => Ok(entries),
     }
 }
 
@@ -170,39 +191,6 @@ fn not_a_clock(e: &PtpEntry) -> String {
     )
 }
 
-/// `run` in the result file. There is no requested duration (0): a run is `-n` samples
-/// of each method on each device. No CPU is chosen or pinned, so both lists are empty.
-fn run_info(
-    argv: &[String],
-    start_time: SystemTime,
-    started: Instant,
-    interrupted: bool,
-    degraded: &[Degraded],
-    warnings: Vec<String>,
-) -> RunInfo {
-    let euid = rustix::process::geteuid();
-    RunInfo {
-        tool_version: env!("CARGO_PKG_VERSION").to_string(),
-        command_line: argv.to_vec(),
-        start_time: humantime::format_rfc3339_seconds(start_time).to_string(),
-        requested_duration_ns: 0,
-        actual_duration_ns: started.elapsed().as_nanos() as u64,
-        interrupted,
-        privileges: Privileges {
-            euid: euid.as_raw(),
-            root: euid.is_root(),
-            memory_locked: false,
-        },
-        cpus: RunCpus {
-            measured: CpuList::default(),
-            housekeeping: CpuList::default(),
-        },
-        degraded: degraded.iter().map(Degraded::to_record).collect(),
-        warnings,
-        peak_rss_kib: sched::peak_rss_kib(),
-    }
-}
-
 fn header(r: &ResultFile, cfg: &PtpConfig) -> String {
     let n = r.probes.len();
     let interrupted = match r.run.interrupted {
@@ -214,6 +202,6 @@ fn header(r: &ResultFile, cfg: &PtpConfig) -> String {
          CLOCK_REALTIME\n{}",
         if n == 1 { "" } else { "s" },
         cfg.samples,
-        super::clock_line(r),
+        clock_line(r),
     )
 }

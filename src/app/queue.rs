@@ -10,18 +10,20 @@
 
 use std::collections::VecDeque;
 use std::sync::atomic::AtomicBool;
-use std::time::SystemTime;
+use std::time::Duration;
 
 use anyhow::{Context, bail};
 
 use crate::cli::QueueArgs;
-use crate::engine::cpu::{CpuList, CpuUniverse};
+use crate::engine::cpu::{CpuList, CpuPlan, CpuUniverse};
 use crate::engine::run::ThreadSpec;
 use crate::engine::sched::{Policy, SchedRequest};
 use crate::probes::queue::{self, QueueConfig, QueueEntry, QueueError};
 use crate::report::{ProbeEntry, ResultFile};
 
-use super::{CpuUse, Ending, Preamble, Setup};
+use super::Ending;
+use super::output::{Warnings, clock_line};
+use super::pipeline::{Ctx, Measure, Measured, RunSettings, execute};
 
 /// The roles' CPUs, and what the placement has to say about them.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -48,60 +50,102 @@ struct Wanted {
     housekeeping: Option<usize>,
 }
 
+/// A queue run, described: the roles are placed, and the config checked, with the
+/// other placements, before anything is printed.
+pub struct QueueCommand {
+    pub settings: RunSettings,
+    args: QueueArgs,
+    /// Set by `place`.
+    placed: Option<(QueueConfig, Placement)>,
+}
+
+impl QueueCommand {
+    pub fn from_args(args: &QueueArgs) -> anyhow::Result<QueueCommand> {
+        check_flags(args)?;
+        Ok(QueueCommand {
+            settings: RunSettings::from_args(&args.run)?,
+            args: args.clone(),
+            placed: None,
+        })
+    }
+
+    fn placed(&self) -> anyhow::Result<&(QueueConfig, Placement)> {
+        self.placed
+            .as_ref()
+            .context("queue: measured before its roles were placed")
+    }
+}
+
 /// `jitterscope queue`.
 pub fn run(args: &QueueArgs, argv: &[String], stop: &AtomicBool) -> anyhow::Result<Ending> {
-    check_flags(args)?;
-    let universe = CpuUniverse::detect().context("cannot read the system's CPUs")?;
-    let base = super::sched_request(&args.run)?;
-    let placement = place(&universe, &wanted(args))?;
-    let cfg = config(args, base, &placement, &universe)?;
-    let plan = cfg.plan(placement.housekeeping.clone(), !args.run.no_mlock);
-    let req = most_demanding(&cfg);
-    let flags = "--producer-cpu, --accumulator-cpu, --journaller-cpu, --no-journal, or a \
-                 priority for some roles only, such as --accumulator-priority";
-    super::check_safety(
-        req,
-        &plan.cpus,
-        &universe,
-        args.run.force,
-        CpuUse::Spin,
-        flags,
-    )?;
-    refuse_realtime_sharing(&cfg, args.run.force)?;
-    let s = Setup {
-        universe,
-        req,
-        cpus: plan.cpus.clone(),
-        start_time: SystemTime::now(),
-    };
-    let Preamble {
-        host,
-        degraded,
-        mut warnings,
-    } = super::announce(&s);
-    for w in placement.notes {
-        super::note(&mut warnings, w);
+    let mut cmd = QueueCommand::from_args(args)?;
+    Ok(execute(&mut cmd, argv, stop, &Warnings::stderr())?.1)
+}
+
+impl Measure for QueueCommand {
+    fn settings(&self) -> &RunSettings {
+        &self.settings
     }
-    let run = queue::run(&cfg, &plan, &host.clock, stop).context("the queue run failed")?;
-    for w in after_run_warnings(&cfg, &run) {
-        super::note(&mut warnings, w);
+
+    fn place(&mut self, universe: &CpuUniverse) -> anyhow::Result<CpuPlan> {
+        let placement = place(universe, &wanted(&self.args))?;
+        let cfg = config(&self.args, self.settings.sched, &placement, universe)?;
+        let cpus = cfg.plan(placement.housekeeping.clone(), true).cpus;
+        self.placed = Some((cfg, placement));
+        Ok(cpus)
     }
-    let mut info = super::run_info(&s, argv, &plan, &run.outcome, degraded, warnings);
-    // The runner's window is only a bound (warm-up, measuring and draining, with room to
-    // spare): what was asked for and what was measured are the producer's.
-    info.requested_duration_ns = cfg.nominal_measure().as_nanos() as u64;
-    info.actual_duration_ns = run.producer.measured_ns;
-    let probes = run.entries.into_iter();
-    let probes = probes.map(|e| ProbeEntry::Queue(Box::new(e))).collect();
-    let result = ResultFile::new(host, info, probes);
-    super::emit(&result, &args.run.save, || {
+
+    /// The most demanding role's policy.
+    fn sched(&self) -> SchedRequest {
+        self.placed
+            .as_ref()
+            .map_or(self.settings.sched, |(cfg, _)| most_demanding(cfg))
+    }
+
+    fn check(&self, _cpus: &CpuPlan) -> anyhow::Result<()> {
+        refuse_realtime_sharing(&self.placed()?.0, self.settings.force)
+    }
+
+    fn cpu_flags(&self) -> &'static str {
+        "--producer-cpu, --accumulator-cpu, --journaller-cpu, --no-journal, or a priority \
+         for some roles only, such as --accumulator-priority"
+    }
+
+    fn measure(&mut self, ctx: &mut Ctx<'_>) -> anyhow::Result<Measured> {
+        let (cfg, placement) = self.placed()?;
+        for w in &placement.notes {
+            ctx.note(w.clone());
+        }
+        let plan = cfg.plan(placement.housekeeping.clone(), self.settings.mlock);
+        let run =
+            queue::run(cfg, &plan, &ctx.host.clock, ctx.stop).context("the queue run failed")?;
+        for w in after_run_warnings(cfg, &run) {
+            ctx.note(w);
+        }
+        Ok(Measured {
+            // The runner's window is only a bound (warm-up, measuring and draining, with
+            // room to spare): what was asked for and what was measured are the producer's.
+            requested: cfg.nominal_measure(),
+            actual: Some(Duration::from_nanos(run.producer.measured_ns)),
+            entries: run
+                .entries
+                .into_iter()
+                .map(|e| ProbeEntry::Queue(Box::new(e)))
+                .collect(),
+            outcome: run.outcome,
+            mlock: plan.mlock,
+            limit_exceeded: false,
+        })
+    }
+
+    fn text(&self, r: &ResultFile) -> String {
+        let header = self.placed.as_ref().map(|(cfg, _)| header(r, cfg));
         format!(
             "{}\n{}",
-            header(&result, &cfg),
-            crate::report::queue_table::queue_tables(&result)
+            header.unwrap_or_default(),
+            crate::report::queue_table::queue_tables(r)
         )
-    })?;
-    Ok(super::ending(result.run.interrupted))
+    }
 }
 
 /// Flags that make no sense for queue or together.
@@ -417,7 +461,7 @@ fn header(r: &ResultFile, cfg: &QueueConfig) -> String {
     for e in entries {
         text.push_str(&skew_line(e));
     }
-    text.push_str(&super::clock_line(r));
+    text.push_str(&clock_line(r));
     text
 }
 

@@ -6,14 +6,39 @@ use std::time::Duration;
 use anyhow::Context;
 
 use crate::cli::SyscallsArgs;
+use crate::engine::cpu::{CpuPlan, CpuUniverse};
 use crate::engine::run::RunPlan;
 use crate::probes::syscalls::{self, Call, SyscallsConfig};
 use crate::report::{ProbeEntry, ResultFile};
 
-use super::{CpuUse, Ending, Preamble};
+use super::Ending;
+use super::output::{Warnings, clock_line, interrupted_mark};
+use super::pipeline::{Ctx, Measure, Measured, RunSettings, execute, one_cpu_plan};
 
 /// Each call's default measuring time.
 pub const DEFAULT_PER_CALL: Duration = Duration::from_millis(200);
+
+/// A syscalls run, described.
+pub struct SyscallsCommand {
+    pub settings: RunSettings,
+    pub cfg: SyscallsConfig,
+}
+
+impl SyscallsCommand {
+    pub fn from_args(args: &SyscallsArgs) -> anyhow::Result<SyscallsCommand> {
+        let calls = match &args.only {
+            Some(text) => Call::parse_list(text).map_err(|e| anyhow::anyhow!("--only: {e}"))?,
+            None => Call::ALL.to_vec(),
+        };
+        let settings = RunSettings::from_args(&args.run)?;
+        let cfg = SyscallsConfig {
+            calls,
+            per_call: settings.duration.unwrap_or(DEFAULT_PER_CALL),
+            batch: args.batch,
+        };
+        Ok(SyscallsCommand { settings, cfg })
+    }
+}
 
 /// `jitterscope syscalls`.
 pub fn run(args: &SyscallsArgs, argv: &[String], stop: &AtomicBool) -> anyhow::Result<Ending> {
@@ -23,58 +48,55 @@ pub fn run(args: &SyscallsArgs, argv: &[String], stop: &AtomicBool) -> anyhow::R
         }
         return Ok(Ending::Completed);
     }
-    let calls = match &args.only {
-        Some(text) => Call::parse_list(text).map_err(|e| anyhow::anyhow!("--only: {e}"))?,
-        None => Call::ALL.to_vec(),
-    };
-    let setup = super::one_cpu_setup(&args.run, "syscalls")?;
-    super::check_safety(
-        setup.req,
-        &setup.cpus,
-        &setup.universe,
-        args.run.force,
-        CpuUse::Spin,
-        "-a",
-    )?;
-    let cfg = SyscallsConfig {
-        calls,
-        per_call: args.run.duration.unwrap_or(DEFAULT_PER_CALL),
-        batch: args.batch,
-    };
-    let Preamble {
-        host,
-        degraded,
-        warnings,
-    } = super::announce(&setup);
-    let plan = RunPlan {
-        cpus: setup.cpus.clone(),
-        sched: setup.req,
-        mlock: !args.run.no_mlock,
-        duration: cfg.per_call * cfg.calls.len() as u32,
-        priospread: false,
-        setup_timeout: Duration::from_secs(10),
-    };
-    let run = syscalls::run(&cfg, &plan, &host.clock, stop).context("the syscalls run failed")?;
-    let info = super::run_info(&setup, argv, &plan, &run.outcome, degraded, warnings);
-    let probes = run.entries.into_iter();
-    let probes = probes.map(|e| ProbeEntry::Syscalls(Box::new(e))).collect();
-    let result = ResultFile::new(host, info, probes);
-    super::emit(&result, &args.run.save, || {
+    let mut cmd = SyscallsCommand::from_args(args)?;
+    Ok(execute(&mut cmd, argv, stop, &Warnings::stderr())?.1)
+}
+
+impl Measure for SyscallsCommand {
+    fn settings(&self) -> &RunSettings {
+        &self.settings
+    }
+
+    fn place(&mut self, universe: &CpuUniverse) -> anyhow::Result<CpuPlan> {
+        one_cpu_plan(&self.settings, universe, "syscalls")
+    }
+
+    fn measure(&mut self, ctx: &mut Ctx<'_>) -> anyhow::Result<Measured> {
+        let plan = RunPlan {
+            cpus: ctx.cpus.clone(),
+            sched: ctx.sched,
+            mlock: self.settings.mlock,
+            duration: self.cfg.per_call * self.cfg.calls.len() as u32,
+            priospread: false,
+            setup_timeout: Duration::from_secs(10),
+        };
+        let run = syscalls::run(&self.cfg, &plan, &ctx.host.clock, ctx.stop)
+            .context("the syscalls run failed")?;
+        Ok(Measured {
+            entries: run
+                .entries
+                .into_iter()
+                .map(|e| ProbeEntry::Syscalls(Box::new(e)))
+                .collect(),
+            outcome: run.outcome,
+            requested: plan.duration,
+            mlock: plan.mlock,
+            actual: None,
+            limit_exceeded: false,
+        })
+    }
+
+    fn text(&self, r: &ResultFile) -> String {
         format!(
             "{}\n{}",
-            header(&result, &cfg),
-            crate::report::syscalls_table::syscalls_table(&result)
+            header(r, &self.cfg),
+            crate::report::syscalls_table::syscalls_table(r)
         )
-    })?;
-    Ok(super::ending(result.run.interrupted))
+    }
 }
 
 fn header(r: &ResultFile, cfg: &SyscallsConfig) -> String {
-    let interrupted = if r.run.interrupted {
-        " (interrupted)"
-    } else {
-        ""
-    };
+    let interrupted = interrupted_mark(r);
     let first = r.probes.iter().find_map(ProbeEntry::as_syscalls);
     let (policy, overhead) = first.map_or((String::new(), 0.0), |e| {
         (
@@ -89,6 +111,6 @@ fn header(r: &ResultFile, cfg: &SyscallsConfig) -> String {
         r.run.cpus.measured,
         r.run.actual_duration_ns as f64 / 1e9,
         cfg.per_call.as_millis(),
-        super::clock_line(r),
+        clock_line(r),
     )
 }

@@ -7,58 +7,83 @@ use std::time::Duration;
 
 use anyhow::{Context, bail};
 
-use crate::cli::WorkArgs;
+use crate::cli::{MAX_DURATION, WorkArgs};
+use crate::engine::cpu::{CpuPlan, CpuUniverse};
 use crate::engine::run::RunPlan;
 use crate::probes::work::{self, Action, WorkConfig};
 use crate::report::{ProbeEntry, ResultFile};
 
-use super::{CpuUse, Ending, Preamble};
+use super::Ending;
+use super::output::{Warnings, clock_line, interrupted_mark};
+use super::pipeline::{Ctx, Measure, Measured, RunSettings, execute, one_cpu_plan};
 
 /// The port multicast goes to when --dest names none.
 pub const DEFAULT_MULTICAST_PORT: u16 = 9999;
 
+/// A work run, described.
+pub struct WorkCommand {
+    pub settings: RunSettings,
+    pub cfg: WorkConfig,
+}
+
+impl WorkCommand {
+    pub fn from_args(args: &WorkArgs) -> anyhow::Result<WorkCommand> {
+        Ok(WorkCommand {
+            cfg: config(args)?,
+            settings: RunSettings::from_args(&args.run)?,
+        })
+    }
+}
+
 /// `jitterscope work`.
 pub fn run(args: &WorkArgs, argv: &[String], stop: &AtomicBool) -> anyhow::Result<Ending> {
-    let cfg = config(args)?;
-    let setup = super::one_cpu_setup(&args.run, "work")?;
-    super::check_safety(
-        setup.req,
-        &setup.cpus,
-        &setup.universe,
-        args.run.force,
-        CpuUse::Spin,
-        "-a",
-    )?;
-    let Preamble {
-        host,
-        degraded,
-        warnings,
-    } = super::announce(&setup);
-    let plan = RunPlan {
-        cpus: setup.cpus.clone(),
-        sched: setup.req,
-        mlock: !args.run.no_mlock,
-        // The runs end when their samples are done; the window only bounds them.
-        duration: args.run.duration.unwrap_or(crate::cli::MAX_DURATION),
-        priospread: false,
-        setup_timeout: Duration::from_secs(10),
-    };
-    let sink_cpus = setup.cpus.housekeeping.clone();
-    let run =
-        work::run(&cfg, &plan, &host.clock, &sink_cpus, stop).context("the work run failed")?;
-    let mut info = super::run_info(&setup, argv, &plan, &run.outcome, degraded, warnings);
-    info.requested_duration_ns = args.run.duration.map_or(0, |d| d.as_nanos() as u64);
-    let probes = run.entries.into_iter();
-    let probes = probes.map(|e| ProbeEntry::Work(Box::new(e))).collect();
-    let result = ResultFile::new(host, info, probes);
-    super::emit(&result, &args.run.save, || {
+    let mut cmd = WorkCommand::from_args(args)?;
+    Ok(execute(&mut cmd, argv, stop, &Warnings::stderr())?.1)
+}
+
+impl Measure for WorkCommand {
+    fn settings(&self) -> &RunSettings {
+        &self.settings
+    }
+
+    fn place(&mut self, universe: &CpuUniverse) -> anyhow::Result<CpuPlan> {
+        one_cpu_plan(&self.settings, universe, "work")
+    }
+
+    fn measure(&mut self, ctx: &mut Ctx<'_>) -> anyhow::Result<Measured> {
+        let plan = RunPlan {
+            cpus: ctx.cpus.clone(),
+            sched: ctx.sched,
+            mlock: self.settings.mlock,
+            // The runs end when their samples are done; the window only bounds them.
+            duration: self.settings.duration.unwrap_or(MAX_DURATION),
+            priospread: false,
+            setup_timeout: Duration::from_secs(10),
+        };
+        let sink_cpus = ctx.cpus.housekeeping.clone();
+        let run = work::run(&self.cfg, &plan, &ctx.host.clock, &sink_cpus, ctx.stop)
+            .context("the work run failed")?;
+        Ok(Measured {
+            entries: run
+                .entries
+                .into_iter()
+                .map(|e| ProbeEntry::Work(Box::new(e)))
+                .collect(),
+            outcome: run.outcome,
+            requested: self.settings.duration.unwrap_or_default(),
+            mlock: plan.mlock,
+            actual: None,
+            limit_exceeded: false,
+        })
+    }
+
+    fn text(&self, r: &ResultFile) -> String {
         format!(
             "{}\n{}",
-            header(&result, &cfg),
-            crate::report::work_table::work_table(&result)
+            header(r, &self.cfg),
+            crate::report::work_table::work_table(r)
         )
-    })?;
-    Ok(super::ending(result.run.interrupted))
+    }
 }
 
 /// The validated configuration, from the flags.
@@ -112,11 +137,7 @@ fn port_of(d: &str) -> anyhow::Result<u16> {
 }
 
 fn header(r: &ResultFile, cfg: &WorkConfig) -> String {
-    let interrupted = if r.run.interrupted {
-        " (interrupted)"
-    } else {
-        ""
-    };
+    let interrupted = interrupted_mark(r);
     let first = r.probes.iter().find_map(ProbeEntry::as_work);
     let (policy, timing) = first.map_or((String::new(), String::new()), |e| {
         (
@@ -153,6 +174,6 @@ fn header(r: &ResultFile, cfg: &WorkConfig) -> String {
         } else {
             ""
         },
-        super::clock_line(r),
+        clock_line(r),
     )
 }

@@ -157,6 +157,21 @@ pub enum FrequencySource {
     Nanoseconds,
 }
 
+impl FrequencySource {
+    /// Where the frequency came from, in words, for the terminal header.
+    pub fn describe(self) -> &'static str {
+        match self {
+            FrequencySource::SysfsTscFreqKhz => "sysfs tsc_freq_khz",
+            FrequencySource::PerfMmapPage => "perf_event mmap page",
+            FrequencySource::CalibratedMonotonicRaw => "calibrated against CLOCK_MONOTONIC_RAW",
+            FrequencySource::KernelLog => "the kernel's boot line",
+            FrequencySource::Cpuid15 => "CPUID leaf 0x15",
+            FrequencySource::Cpuid40000010 => "CPUID leaf 0x40000010 (hypervisor)",
+            FrequencySource::Nanoseconds => "counts ns",
+        }
+    }
+}
+
 impl std::fmt::Display for FrequencySource {
     /// The same name as in the result file.
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {

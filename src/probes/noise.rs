@@ -57,6 +57,44 @@ impl Default for NoiseConfig {
     }
 }
 
+/// A noise configuration that cannot be measured.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum NoiseConfigError {
+    /// The threshold is 0 or longer than an hour.
+    #[error("threshold {0} ns: expected from 1 ns to one hour")]
+    Threshold(u64),
+    /// The warm-up is longer than a minute.
+    #[error("warm-up {0:?}: expected at most 60s")]
+    Warmup(Duration),
+    /// Too many largest events, or too long an event log, to keep in fixed memory.
+    #[error("{what} {n}: expected at most {max}")]
+    TooMany {
+        what: &'static str,
+        n: usize,
+        max: usize,
+    },
+}
+
+impl NoiseConfig {
+    /// Checks what the flags' parsers check, for configs built in code (the main job).
+    pub fn validate(&self) -> Result<(), NoiseConfigError> {
+        if !(1..=3_600_000_000_000).contains(&self.threshold_ns) {
+            return Err(NoiseConfigError::Threshold(self.threshold_ns));
+        }
+        if self.warmup > Duration::from_secs(60) {
+            return Err(NoiseConfigError::Warmup(self.warmup));
+        }
+        let limits = [
+            ("largest events", self.largest, 10_000),
+            ("event log", self.event_log, 10_000_000),
+        ];
+        match limits.into_iter().find(|(_, n, max)| n > max) {
+            Some((what, n, max)) => Err(NoiseConfigError::TooMany { what, n, max }),
+            None => Ok(()),
+        }
+    }
+}
+
 /// The loop's own period: the detection resolution.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
 pub struct LoopPeriod {

@@ -36,6 +36,11 @@ use crate::engine::tsc_sync::SkewBound;
 use crate::probes::record::{HistogramRecord, ThreadRecord};
 use crate::stats::{LatencyHistogram, Summary};
 
+/// The default busy pause between round trips (`--pause`).
+pub const DEFAULT_PAUSE_NS: u64 = 2_000;
+/// The default warm-up per mechanism (`--warmup`).
+pub const DEFAULT_WARMUP: Duration = Duration::from_millis(50);
+
 /// A spinning receiver reads the clock for the deadline once every this many polls.
 const DEADLINE_POLLS: u32 = 256;
 /// The stamp a departing thread sends to release a peer blocked in `read`: no counter

@@ -132,10 +132,68 @@ impl Default for TimerConfig {
     }
 }
 
+/// A timer configuration that cannot be measured.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum TimerConfigError {
+    /// The interval is under 1 µs or over 1 s.
+    #[error("interval {0} ns: expected from 1 µs to 1 s")]
+    Interval(u64),
+    /// `threads` threads would make the last one sleep over 1 s between wake-ups.
+    #[error(
+        "the last of {threads} threads would sleep {slowest_ns} ns between wake-ups \
+         (interval + {} × distance), over the 1 s limit that keeps a stop prompt: lower \
+         the distance or the interval, align the threads, or measure fewer CPUs",
+        threads - 1
+    )]
+    SlowestThread { threads: usize, slowest_ns: u64 },
+    /// A count that must be at least 1 is 0, or one over its limit.
+    #[error("{what} {n}: expected from 1 to {max}")]
+    Count {
+        what: &'static str,
+        n: u64,
+        max: u64,
+    },
+    /// The warm-up is longer than a minute.
+    #[error("warm-up {0:?}: expected at most 60s")]
+    Warmup(Duration),
+}
+
 impl TimerConfig {
     /// The interval of the `index`-th thread.
     pub fn interval_of(&self, index: usize) -> u64 {
         self.interval_ns + index as u64 * self.distance_ns
+    }
+
+    /// Checks the settings for `threads` threads: what the flags' parsers check, and
+    /// that no thread sleeps longer than a stop may wait.
+    pub fn validate(&self, threads: usize) -> Result<(), TimerConfigError> {
+        let max = MAX_INTERVAL_US * 1000;
+        if !(1000..=max).contains(&self.interval_ns) {
+            return Err(TimerConfigError::Interval(self.interval_ns));
+        }
+        let slowest = self.interval_of(threads.saturating_sub(1));
+        if slowest > max {
+            return Err(TimerConfigError::SlowestThread {
+                threads,
+                slowest_ns: slowest,
+            });
+        }
+        if self.warmup > Duration::from_secs(60) {
+            return Err(TimerConfigError::Warmup(self.warmup));
+        }
+        let counts = [
+            ("loops", self.loops.unwrap_or(1), u64::MAX),
+            ("spike capacity", self.spike_capacity as u64, 10_000_000),
+            (
+                "histogram buckets",
+                self.histogram_us.unwrap_or(1) as u64,
+                MAX_HISTOGRAM_US as u64,
+            ),
+        ];
+        match counts.into_iter().find(|(_, n, max)| *n == 0 || n > max) {
+            Some((what, n, max)) => Err(TimerConfigError::Count { what, n, max }),
+            None => Ok(()),
+        }
     }
 }
 

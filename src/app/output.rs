@@ -1,0 +1,122 @@
+//! Where a command's words go: warnings on stderr (or held, for the main job), the saved
+//! result and page, and the table or JSON on stdout; and the clock line every header
+//! carries.
+
+use std::io::Write;
+use std::path::Path;
+
+use anyhow::Context;
+
+use crate::cli::SaveArgs;
+use crate::engine::clock::Counter;
+use crate::report::ResultFile;
+
+/// The sink for warnings, handed to every step rather than switched globally: it prints
+/// each one on stderr at once, or holds them (the main job prints its steps' warnings
+/// once, merged, from the result).
+#[derive(Debug, Clone, Copy)]
+pub struct Warnings {
+    print: bool,
+}
+
+impl Warnings {
+    /// Printed on stderr as they come.
+    pub fn stderr() -> Warnings {
+        Warnings { print: true }
+    }
+
+    /// Kept only in the result; the caller prints them later.
+    pub fn held() -> Warnings {
+        Warnings { print: false }
+    }
+
+    /// One warning line on stderr, unless held; a closed stderr is no reason to panic.
+    pub fn warn(&self, msg: &str) {
+        if self.print {
+            warn(msg);
+        }
+    }
+}
+
+/// One warning line on stderr now; a closed stderr is no reason to panic.
+pub fn warn(msg: &str) {
+    let _ = writeln!(std::io::stderr(), "jitterscope: warning: {msg}");
+}
+
+/// Saves, then prints (`text()` or the JSON): a terminal that went away (SIGHUP, EIO)
+/// must not cost the saved result.
+pub fn emit(result: &ResultFile, to: &SaveArgs, text: impl Fn() -> String) -> anyhow::Result<()> {
+    if let Some(path) = &to.output {
+        result.write_atomic(path)?;
+    }
+    if let Some(page) = &to.html {
+        write_page(result, to.output.as_deref(), page, |_| {})?;
+    }
+    let mut out = std::io::stdout().lock();
+    let printed = if to.json {
+        writeln!(out, "{}", result.to_json())
+    } else if !to.quiet {
+        write!(out, "{}", text())
+    } else {
+        Ok(())
+    };
+    // A closed stdout (`| head`) is not an error worth failing the run for.
+    if let Err(e) = printed.and_then(|_| out.flush())
+        && e.kind() != std::io::ErrorKind::BrokenPipe
+    {
+        return Err(e).context("cannot write to stdout");
+    }
+    Ok(())
+}
+
+/// The result's page at `page`, naming the saved file when there is one; `edit` may add
+/// to it (the main job leads with its verdict).
+pub fn write_page(
+    result: &ResultFile,
+    saved: Option<&Path>,
+    page: &Path,
+    edit: impl FnOnce(&mut crate::report::html::Page),
+) -> anyhow::Result<()> {
+    let name = saved.map_or_else(
+        || Path::new("(not saved: no -o)").to_path_buf(),
+        Path::to_path_buf,
+    );
+    let mut p = crate::report::html::result_page(&[(name, result.clone())])?;
+    edit(&mut p);
+    crate::report::result::write_atomic(page, crate::report::html::render(&p).as_bytes())
+        .with_context(|| format!("cannot write {}", page.display()))
+}
+
+/// The clock line every header carries: the counter, its frequency, where the frequency
+/// came from, and how far the other sources are from it.
+pub fn clock_line(r: &ResultFile) -> String {
+    let c = &r.host.clock;
+    let checks: Vec<String> = c
+        .cross_checks
+        .iter()
+        .map(|x| format!("{} {:+.1} ppm", x.source, x.diff_ppm))
+        .collect();
+    format!(
+        "clock: {} at {:.3} MHz ({}{}{})\n",
+        match c.counter {
+            Counter::Tsc => "TSC",
+            Counter::ClockMonotonic => "CLOCK_MONOTONIC",
+        },
+        c.frequency_hz / 1e6,
+        c.frequency_source.describe(),
+        if checks.is_empty() {
+            ""
+        } else {
+            "; cross-checks: "
+        },
+        checks.join(", "),
+    )
+}
+
+/// " (interrupted)" after a header's duration, when the run was.
+pub fn interrupted_mark(r: &ResultFile) -> &'static str {
+    match r.run.interrupted {
+        true => " (interrupted)",
+        false => "",
+    }
+}

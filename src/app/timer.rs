@@ -1,0 +1,363 @@
+//! `jitterscope timer`: cyclictest's loop on each measured CPU, with /dev/cpu_dma_latency
+//! held for the run, cyclictest's live lines on a terminal, and its breaktrace.
+
+use std::io::{IsTerminal, Write};
+use std::path::Path;
+use std::sync::atomic::AtomicBool;
+use std::time::Duration;
+
+use anyhow::{Context, bail};
+
+use crate::cli::{DEFAULT_DURATION, MAX_DURATION, TimerArgs};
+use crate::degraded::Degraded;
+use crate::engine::cpu::CpuPlan;
+use crate::engine::pmqos::{self, DmaLatencyGuard};
+use crate::engine::run::RunPlan;
+use crate::probes::timer::{self, BreakRecord, LiveSnapshot, SleepMode, TimerConfig};
+use crate::probes::timer::{BreakAction, TimerConfigError};
+use crate::report::{ProbeEntry, ResultFile};
+use crate::trace::BreakTracer;
+
+use super::Ending;
+use super::output::{Warnings, clock_line, interrupted_mark};
+use super::pipeline::{CpuUse, Ctx, Measure, Measured, RunSettings, execute};
+
+/// What /dev/cpu_dma_latency should hold while measuring.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum DmaLatency {
+    /// Write this many µs and withdraw it when the run ends (cyclictest's default 0).
+    Hold(i32),
+    /// Leave it alone.
+    LeaveAlone,
+}
+
+/// A timer run, described.
+pub struct TimerCommand {
+    pub settings: RunSettings,
+    pub cfg: TimerConfig,
+    pub priospread: bool,
+    pub dma: DmaLatency,
+    /// The value /dev/cpu_dma_latency held before the run, once set.
+    dma_before: Option<i32>,
+}
+
+impl TimerCommand {
+    /// A checked command. The number of threads is only known once the CPUs are placed,
+    /// so `check` validates the config again for them.
+    pub fn new(
+        settings: RunSettings,
+        cfg: TimerConfig,
+        priospread: bool,
+        dma: DmaLatency,
+    ) -> anyhow::Result<TimerCommand> {
+        if priospread && !settings.sched.policy.is_realtime() {
+            bail!("--priospread needs a real-time policy: add -p PRIO or --policy fifo|rr");
+        }
+        if let Some(d) = settings.duration
+            && d.as_nanos() < cfg.interval_ns as u128
+        {
+            bail!(
+                "-D {} is shorter than the {} µs interval: no wake-up would be measured",
+                humantime::format_duration(d),
+                cfg.interval_ns as f64 / 1e3
+            );
+        }
+        cfg.validate(1)?;
+        Ok(TimerCommand {
+            settings,
+            cfg,
+            priospread,
+            dma,
+            dma_before: None,
+        })
+    }
+
+    pub fn from_args(args: &TimerArgs) -> anyhow::Result<TimerCommand> {
+        let cfg = TimerConfig {
+            interval_ns: args.interval,
+            distance_ns: if args.aligned { 0 } else { args.distance },
+            clock: args.clock,
+            mode: match args.relative {
+                true => SleepMode::Relative,
+                false => SleepMode::Absolute,
+            },
+            loops: args.loops,
+            warmup: args.warmup,
+            stop_above_ns: args.stop_above,
+            spikes_above_ns: args.spikes,
+            spike_capacity: args.spike_nodes,
+            histogram_us: args.histogram,
+            largest: args.top,
+            dma_latency_us: None,
+        };
+        let dma = match args.no_dma_latency {
+            true => DmaLatency::LeaveAlone,
+            false => DmaLatency::Hold(args.dma_latency),
+        };
+        let settings = RunSettings::from_args(&args.run)?;
+        TimerCommand::new(settings, cfg, args.priospread, dma)
+    }
+
+    /// How long the runner's window is: `-D`; with `-l` alone until the loops are done,
+    /// within the longest accepted run.
+    fn duration(&self) -> Duration {
+        match (self.settings.duration, self.cfg.loops) {
+            (Some(d), _) => d,
+            (None, Some(_)) => MAX_DURATION,
+            (None, None) => DEFAULT_DURATION,
+        }
+    }
+}
+
+/// `jitterscope timer`.
+pub fn run(args: &TimerArgs, argv: &[String], stop: &AtomicBool) -> anyhow::Result<Ending> {
+    let mut cmd = TimerCommand::from_args(args)?;
+    Ok(execute(&mut cmd, argv, stop, &Warnings::stderr())?.1)
+}
+
+impl Measure for TimerCommand {
+    fn settings(&self) -> &RunSettings {
+        &self.settings
+    }
+
+    fn cpu_use(&self) -> CpuUse {
+        CpuUse::Sleep {
+            interval_ns: self.cfg.interval_ns,
+        }
+    }
+
+    /// Thread n sleeps interval + n × distance; a stop waits for each thread's next
+    /// wake-up, so no thread may sleep longer than the 1 s an interval may be.
+    fn check(&self, cpus: &CpuPlan) -> anyhow::Result<()> {
+        let n = cpus.measured.len();
+        self.cfg.validate(n).map_err(|e| match e {
+            TimerConfigError::SlowestThread { slowest_ns, .. } => anyhow::anyhow!(
+                "the last of {n} threads would sleep {} µs between wake-ups (-i + {} × -d), \
+                 over the 1 s limit that keeps a stop prompt: lower -d or -i, use --aligned, \
+                 or measure fewer CPUs",
+                slowest_ns as f64 / 1e3,
+                n - 1
+            ),
+            e => e.into(),
+        })
+    }
+
+    fn measure(&mut self, ctx: &mut Ctx<'_>) -> anyhow::Result<Measured> {
+        // Held for the run only: dropping it (or the process ending any way at all)
+        // withdraws the request.
+        let dma_guard = match self.dma {
+            DmaLatency::LeaveAlone => None,
+            DmaLatency::Hold(us) => match DmaLatencyGuard::set(Path::new(pmqos::DEVICE), us) {
+                Ok(g) => Some(g),
+                Err(e) => {
+                    ctx.degrade(Degraded::DmaLatencyNotSet {
+                        reason: e.to_string(),
+                    });
+                    None
+                }
+            },
+        };
+        self.cfg.dma_latency_us = dma_guard.as_ref().map(|g| g.value_us);
+        let tracefs = self
+            .cfg
+            .stop_above_ns
+            .and_then(|_| crate::trace::tracefs_root());
+        let tracer = BreakTracer::open(tracefs.as_deref());
+        let plan = RunPlan {
+            cpus: ctx.cpus.clone(),
+            sched: ctx.sched,
+            mlock: self.settings.mlock,
+            duration: self.duration(),
+            priospread: self.priospread,
+            setup_timeout: self.cfg.warmup + Duration::from_secs(10),
+        };
+        let mut live = LiveDisplay::default();
+        let mut draw = |snaps: &[LiveSnapshot]| live.draw(snaps);
+        let show_live = !self.settings.save.quiet && std::io::stderr().is_terminal();
+        let on_tick = show_live.then_some((LIVE_EVERY, &mut draw as timer::OnTick<'_>));
+        let run = timer::run(
+            &self.cfg,
+            &plan,
+            &ctx.host.clock,
+            ctx.stop,
+            &tracer,
+            on_tick,
+        )
+        .context("the timer run failed")?;
+        let stopped_by = run.stopped_by();
+        self.dma_before = dma_guard.as_ref().and_then(|g| g.previous_us);
+        drop(dma_guard);
+        if let Some(b) = &stopped_by {
+            say_stopped(b, self.cfg.stop_above_ns.unwrap_or(0), tracefs.as_deref());
+        }
+        Ok(Measured {
+            entries: run
+                .entries
+                .into_iter()
+                .map(|e| ProbeEntry::Timer(Box::new(e)))
+                .collect(),
+            outcome: run.outcome,
+            requested: plan.duration,
+            mlock: plan.mlock,
+            actual: None,
+            limit_exceeded: stopped_by.is_some(),
+        })
+    }
+
+    fn text(&self, r: &ResultFile) -> String {
+        let mut text = self.header(r);
+        text.push('\n');
+        text.push_str(&crate::report::table::timer_tables(r));
+        if self.cfg.spikes_above_ns.is_some() {
+            text.push('\n');
+            text.push_str(&crate::report::table::timer_spikes(r));
+        }
+        if self.cfg.histogram_us.is_some() {
+            text.push('\n');
+            text.push_str(&crate::report::table::timer_buckets(r));
+        }
+        text
+    }
+}
+
+impl TimerCommand {
+    fn header(&self, r: &ResultFile) -> String {
+        let cfg = &self.cfg;
+        let threads = r.run.cpus.measured.len();
+        let spread = match cfg.distance_ns {
+            _ if threads < 2 => String::new(),
+            0 => ", aligned".to_string(),
+            d => format!(" (+{} µs per thread)", d as f64 / 1e3),
+        };
+        let mode = match cfg.mode {
+            SleepMode::Absolute => "absolute deadlines",
+            SleepMode::Relative => "relative sleeps",
+        };
+        let dma = match (cfg.dma_latency_us, self.dma_before) {
+            (Some(v), Some(b)) => {
+                format!("/dev/cpu_dma_latency set to {v} µs for the run (was {b} µs)")
+            }
+            (Some(v), None) => format!("/dev/cpu_dma_latency set to {v} µs for the run"),
+            (None, _) => "/dev/cpu_dma_latency left alone".to_string(),
+        };
+        format!(
+            "timer: CPUs {} for {:.3} s{}, interval {} µs{spread}, {} {mode}, {}\n{dma}\n{}",
+            r.run.cpus.measured,
+            r.run.actual_duration_ns as f64 / 1e9,
+            interrupted_mark(r),
+            cfg.interval_ns as f64 / 1e3,
+            cfg.clock,
+            self.settings.sched,
+            clock_line(r),
+        )
+    }
+}
+
+/// How often the live display refreshes: at most 4 times a second.
+const LIVE_EVERY: Duration = Duration::from_millis(250);
+
+/// cyclictest's in-place per-thread lines, on stderr, drawn by the coordinator.
+#[derive(Default)]
+struct LiveDisplay {
+    /// Lines drawn last time, to move back over.
+    drawn: usize,
+}
+
+impl LiveDisplay {
+    /// Draws every thread's line, over the previous ones.
+    fn draw(&mut self, snaps: &[LiveSnapshot]) {
+        let mut text = String::new();
+        if self.drawn > 0 {
+            text.push_str(&format!("\x1b[{}A", self.drawn));
+        }
+        for snap in snaps {
+            text.push_str("\x1b[2K");
+            text.push_str(&crate::report::table::live_line(snap));
+            text.push('\n');
+        }
+        self.drawn = snaps.len();
+        let _ = std::io::stderr().lock().write_all(text.as_bytes());
+    }
+}
+
+/// One line on stderr saying which wake-up stopped the run, and what became of the trace.
+fn say_stopped(b: &BreakRecord, limit_ns: u64, tracefs: Option<&Path>) {
+    let trace = match (b.trace, tracefs) {
+        (BreakAction::MarkedAndStopped, Some(root)) => format!(
+            "trace marked and stopped in {0}; re-enable with: echo 1 > {0}/tracing_on",
+            root.display()
+        ),
+        (BreakAction::Failed, Some(root)) => {
+            format!("could not mark or stop the trace in {}", root.display())
+        }
+        (BreakAction::NoTracefs, _) | (_, None) => {
+            "tracefs is not mounted, so no trace was frozen".to_string()
+        }
+    };
+    let within = b.all_stopped_within_ns.map_or(String::new(), |ns| {
+        format!(", every thread stopped within {:.1} µs", ns as f64 / 1e3)
+    });
+    let _ = writeln!(
+        std::io::stderr(),
+        "jitterscope: stopped: CPU {} (thread {}) woke {:.2} µs late, above the {:.2} µs \
+         limit, {:.6} s into the run (wake-up {}){within}; {trace}",
+        b.cpu,
+        b.thread_index,
+        b.value_ns as f64 / 1e3,
+        limit_ns as f64 / 1e3,
+        b.at_ns as f64 / 1e9,
+        b.wakeup,
+    );
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::cli::{Cli, Command};
+    use clap::Parser;
+
+    /// The main job builds its steps from the configs' defaults: they must be what a bare
+    /// command line gives.
+    #[test]
+    fn command_line_defaults_are_the_configs_defaults() {
+        let Some(Command::Timer(a)) = Cli::parse_from(["jitterscope", "timer"]).command else {
+            panic!("timer parses");
+        };
+        let cmd = TimerCommand::from_args(&a).unwrap();
+        assert_eq!(cmd.cfg, TimerConfig::default());
+        assert_eq!(cmd.dma, DmaLatency::Hold(0));
+        assert!(!cmd.priospread);
+        let Some(Command::Pingpong(p)) = Cli::parse_from(["jitterscope", "pingpong"]).command
+        else {
+            panic!("pingpong parses");
+        };
+        assert_eq!(p.pause, crate::probes::pingpong::DEFAULT_PAUSE_NS);
+        assert_eq!(p.warmup, crate::probes::pingpong::DEFAULT_WARMUP);
+        let n = super::super::noise::NoiseCommand::from_args(&crate::cli::NoiseArgs::default());
+        assert_eq!(n.unwrap().cfg, crate::probes::noise::NoiseConfig::default());
+    }
+
+    #[test]
+    fn bad_configs_are_refused_by_the_constructor() {
+        let s = RunSettings::quiet();
+        let cfg = |interval_ns| TimerConfig {
+            interval_ns,
+            ..TimerConfig::default()
+        };
+        assert!(TimerCommand::new(s.clone(), cfg(500), false, DmaLatency::LeaveAlone).is_err());
+        assert!(
+            TimerCommand::new(s.clone(), cfg(2_000_000_000), false, DmaLatency::LeaveAlone)
+                .is_err()
+        );
+        // --priospread without a real-time policy.
+        assert!(
+            TimerCommand::new(s.clone(), cfg(1_000_000), true, DmaLatency::LeaveAlone).is_err()
+        );
+        assert!(TimerCommand::new(s, cfg(1_000_000), false, DmaLatency::LeaveAlone).is_ok());
+        let zero = crate::probes::noise::NoiseConfig {
+            threshold_ns: 0,
+            ..Default::default()
+        };
+        assert!(super::super::noise::NoiseCommand::new(RunSettings::quiet(), zero).is_err());
+    }
+}
