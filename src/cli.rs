@@ -218,6 +218,11 @@ pub struct TimerArgs {
     #[arg(long, conflicts_with = "dma_latency")]
     pub no_dma_latency: bool,
 
+    /// Each thread's timer slack: ns, or with a unit (1ns, 50us), or `default` for the
+    /// kernel's (50 µs for SCHED_OTHER threads, which then wake that much late on purpose).
+    #[arg(long, value_name = "NS|default", default_value = "1", value_parser = parse_timer_slack)]
+    pub timer_slack: TimerSlack,
+
     /// At the first wake-up later than this (µs), stop every thread, write a trace_marker
     /// line and turn tracing off if tracefs is mounted, report it and exit with 1
     /// (cyclictest's --breaktrace).
@@ -717,6 +722,22 @@ fn parse_dma_latency(s: &str) -> Result<i32, String> {
         _ => Err(format!(
             "expected a whole number of µs from 0 to 2147483647, got '{s}'"
         )),
+    }
+}
+
+/// `--timer-slack`: a time in ns, or the kernel's default.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum TimerSlack {
+    Ns(u64),
+    KernelDefault,
+}
+
+fn parse_timer_slack(s: &str) -> Result<TimerSlack, String> {
+    match s {
+        "default" => Ok(TimerSlack::KernelDefault),
+        _ => parse_threshold(s)
+            .map(TimerSlack::Ns)
+            .map_err(|e| format!("{e}, or 'default' for the kernel's")),
     }
 }
 

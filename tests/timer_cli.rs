@@ -505,3 +505,45 @@ fn realtime_threads_on_every_cpu_do_not_spin() {
         "CPU time {used:?} for a 1 s sleeping run"
     );
 }
+
+/// Issue 15: the threads' timer slack is set (1 ns by default), read back, recorded and
+/// shown; `--timer-slack default` keeps the kernel's (50 µs for SCHED_OTHER threads, or
+/// whatever this process inherited), and a bad value is refused.
+#[test]
+fn timer_slack_is_set_recorded_and_shown_issue_15() {
+    let _m = measuring();
+    let run = |extra: &[&str]| {
+        let mut args = vec![
+            "timer",
+            "-l",
+            "20",
+            "-i",
+            "500",
+            "--no-dma-latency",
+            "-a",
+            "0",
+        ];
+        args.extend_from_slice(extra);
+        let out = jitterscope(&args);
+        assert_eq!(out.status.code(), Some(0), "{args:?}");
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    };
+    let parsed = |extra: &[&str]| {
+        let mut a = extra.to_vec();
+        a.push("--json");
+        ResultFile::parse(&run(&a)).unwrap()
+    };
+    let ours = parsed(&[]);
+    for e in timer_entries(&ours) {
+        assert_eq!(e.config.timer_slack_ns, Some(1), "cpu {}", e.cpu);
+    }
+    assert!(run(&[]).contains("timer slack 1 ns"));
+    let inherited = rustix::thread::current_timer_slack().unwrap();
+    let kernels = parsed(&["--timer-slack", "default"]);
+    for e in timer_entries(&kernels) {
+        assert_eq!(e.config.timer_slack_ns, Some(inherited), "cpu {}", e.cpu);
+    }
+    let shown = run(&["--timer-slack", "20us"]);
+    assert!(shown.contains("timer slack 20 µs"), "{shown}");
+    crate::util::assert_bad_input(&[&["timer", "--timer-slack", "soon"]]);
+}

@@ -19,7 +19,7 @@ use anyhow::Context;
 
 use crate::cli::MainArgs;
 use crate::engine::cpu::CpuUniverse;
-use crate::engine::sched;
+use crate::engine::sched::{self, Policy, SchedRequest};
 use crate::probes::noise::NoiseConfig;
 use crate::probes::pingpong::{self, Mechanism};
 use crate::probes::timer::TimerConfig;
@@ -35,6 +35,9 @@ use super::timer::{DmaLatency, TimerCommand};
 /// Interruptions kept with their start times per CPU, for the verdict's split into
 /// causes: at this VM's usual 1 000 to 3 000 a second, several seconds of them.
 const EVENT_LOG: usize = 10_000;
+
+/// The timer step's priority when `-p` is not given (cyclictest's usual `-p 90`).
+const TIMER_PRIORITY: u8 = 90;
 
 /// The steps and how long each measures.
 #[derive(Debug, Clone, Copy)]
@@ -86,10 +89,26 @@ impl Step {
         };
         Ok(RunSettings {
             cpus,
-            sched: sched_request(None, args.priority)?,
+            sched: self.sched(args)?,
             duration: Some(self.measuring_time()),
             force: args.force,
             ..RunSettings::quiet()
+        })
+    }
+
+    /// SCHED_FIFO at `-p` for every step; otherwise SCHED_OTHER, except the timer, which
+    /// runs at SCHED_FIFO 90 wherever that is allowed, as cyclictest is always run: it
+    /// sleeps between wake-ups, so it cannot starve its CPU, and at SCHED_OTHER its
+    /// figures would mostly measure the scheduler's fairness rather than the host.
+    fn sched(self, args: &MainArgs) -> anyhow::Result<SchedRequest> {
+        let asked = sched_request(None, args.priority)?;
+        let timer = SchedRequest {
+            policy: Policy::Fifo,
+            priority: TIMER_PRIORITY,
+        };
+        Ok(match self {
+            Step::Timer(_) if args.priority.is_none() && sched::preflight(timer).is_ok() => timer,
+            _ => asked,
         })
     }
 
@@ -488,8 +507,8 @@ mod tests {
             ..MainArgs::default()
         };
         let [noise, timer, pp] = Step::plan(&args);
-        let fifo5 = crate::engine::sched::SchedRequest {
-            policy: crate::engine::sched::Policy::Fifo,
+        let fifo5 = SchedRequest {
+            policy: Policy::Fifo,
             priority: 5,
         };
         for (step, cpus, secs) in [(noise, "1-3", 4), (timer, "1-3", 3), (pp, "1,2", 1)] {
@@ -506,6 +525,18 @@ mod tests {
         };
         let err = pp.command(&one_cpu).err().unwrap().to_string();
         assert!(err.contains("pingpong needs two CPUs"), "{err}");
+        // Without -p only the timer goes real-time, and only where that is allowed.
+        let plain = MainArgs::default();
+        assert_eq!(noise.settings(&plain).unwrap().sched, SchedRequest::OTHER);
+        let fifo90 = SchedRequest {
+            policy: Policy::Fifo,
+            priority: TIMER_PRIORITY,
+        };
+        let want = match sched::preflight(fifo90) {
+            Ok(()) => fifo90,
+            Err(_) => SchedRequest::OTHER,
+        };
+        assert_eq!(timer.settings(&plain).unwrap().sched, want);
     }
 
     #[test]

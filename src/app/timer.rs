@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use anyhow::{Context, bail};
 
-use crate::cli::{DEFAULT_DURATION, MAX_DURATION, TimerArgs};
+use crate::cli::{DEFAULT_DURATION, MAX_DURATION, TimerArgs, TimerSlack};
 use crate::degraded::Degraded;
 use crate::engine::cpu::CpuPlan;
 use crate::engine::pmqos::{self, DmaLatencyGuard};
@@ -89,6 +89,10 @@ impl TimerCommand {
             histogram_us: args.histogram,
             largest: args.top,
             dma_latency_us: None,
+            timer_slack_ns: match args.timer_slack {
+                TimerSlack::Ns(ns) => Some(ns),
+                TimerSlack::KernelDefault => None,
+            },
         };
         let dma = match args.no_dma_latency {
             true => DmaLatency::LeaveAlone,
@@ -241,15 +245,41 @@ impl TimerCommand {
             (None, _) => "/dev/cpu_dma_latency left alone".to_string(),
         };
         format!(
-            "timer: CPUs {} for {:.3} s{}, interval {} µs{spread}, {} {mode}, {}\n{dma}\n{}",
+            "timer: CPUs {} for {:.3} s{}, interval {} µs{spread}, {} {mode}, {}, {}\n\
+             {dma}\n{}",
             r.run.cpus.measured,
             r.run.actual_duration_ns as f64 / 1e9,
             interrupted_mark(r),
             cfg.interval_ns as f64 / 1e3,
             cfg.clock,
             self.settings.sched,
+            slack_words(r),
             clock_line(r),
         )
+    }
+}
+
+/// The timer slack the threads measured with, as read back: "timer slack 1 ns".
+fn slack_words(r: &ResultFile) -> String {
+    let slacks: Vec<u64> = r
+        .probes
+        .iter()
+        .filter_map(|p| match p {
+            ProbeEntry::Timer(t) => t.config.timer_slack_ns,
+            _ => None,
+        })
+        .collect();
+    match (slacks.iter().min(), slacks.iter().max()) {
+        (Some(lo), Some(hi)) if lo == hi => format!("timer slack {}", ns_words(*lo)),
+        (Some(lo), Some(hi)) => format!("timer slack {} to {}", ns_words(*lo), ns_words(*hi)),
+        _ => "timer slack not known".to_string(),
+    }
+}
+
+fn ns_words(ns: u64) -> String {
+    match ns {
+        ns if ns >= 1000 && ns % 1000 == 0 => format!("{} µs", ns / 1000),
+        ns => format!("{ns} ns"),
     }
 }
 

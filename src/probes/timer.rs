@@ -42,6 +42,8 @@ pub const DEFAULT_DISTANCE_US: u64 = 500;
 pub const MAX_INTERVAL_US: u64 = 1_000_000;
 /// cyclictest's --spike-nodes default.
 pub const DEFAULT_SPIKE_CAPACITY: usize = 1024;
+/// The default timer slack of the measuring threads: 1 ns, the least the kernel takes.
+pub const DEFAULT_TIMER_SLACK_NS: u64 = 1;
 /// The widest 1-µs histogram, in buckets (8 bytes each, per thread).
 pub const MAX_HISTOGRAM_US: usize = 1_000_000;
 
@@ -111,6 +113,10 @@ pub struct TimerConfig {
     pub largest: usize,
     /// What /dev/cpu_dma_latency held for the run (None: not set by us).
     pub dma_latency_us: Option<i32>,
+    /// Each thread's timer slack in ns (None: keep the kernel's, 50 µs for SCHED_OTHER).
+    /// A sleeping thread wakes up to this much late on purpose: a latency-sensitive
+    /// thread sets it to 1 ns, as cyclictest's threads effectively get at SCHED_FIFO.
+    pub timer_slack_ns: Option<u64>,
 }
 
 impl Default for TimerConfig {
@@ -128,6 +134,7 @@ impl Default for TimerConfig {
             histogram_us: None,
             largest: crate::probes::noise::DEFAULT_LARGEST,
             dma_latency_us: None,
+            timer_slack_ns: Some(DEFAULT_TIMER_SLACK_NS),
         }
     }
 }
@@ -353,6 +360,10 @@ pub struct TimerConfigRecord {
     pub policy: Policy,
     pub priority: u8,
     pub dma_latency_us: Option<i32>,
+    /// The thread's timer slack while measuring, in ns, as read back from the kernel
+    /// (absent in results written before it was recorded, or when it could not be read).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub timer_slack_ns: Option<u64>,
 }
 
 /// One thread's timer result: the probe's entry in the result file.
@@ -609,12 +620,24 @@ struct ThreadMeasurement {
     stopped_ns: u64,
     rec: Recorder,
     counters: ThreadCounters,
+    /// The timer slack the thread measured with, read back (ns).
+    slack_ns: Option<u64>,
+}
+
+/// Sets the calling thread's timer slack (`None` keeps the kernel's) and reads back what
+/// the kernel holds, since that is what the figures were measured with.
+fn apply_timer_slack(want: Option<u64>) -> Option<u64> {
+    if let Some(ns) = want.and_then(std::num::NonZeroU64::new) {
+        let _ = rustix::thread::set_current_timer_slack(Some(ns));
+    }
+    rustix::thread::current_timer_slack().ok()
 }
 
 /// One thread's whole job.
 fn measure(w: &Worker<'_>, cfg: &TimerConfig, shared: &Shared<'_>) -> ThreadMeasurement {
     let interval_ns = cfg.interval_of(w.index);
     let mut rec = Recorder::new(cfg, interval_ns, w.scale);
+    let slack_ns = apply_timer_slack(cfg.timer_slack_ns);
     let id = cfg.clock.id();
     let mut c = Cycle {
         clock: cfg.clock,
@@ -659,6 +682,7 @@ fn measure(w: &Worker<'_>, cfg: &TimerConfig, shared: &Shared<'_>) -> ThreadMeas
         stopped_ns,
         rec,
         counters: ThreadCounters::read().since(&before),
+        slack_ns,
     }
 }
 
@@ -783,6 +807,7 @@ fn to_entry(
             policy: requested.policy,
             priority: requested.priority,
             dma_latency_us: cfg.dma_latency_us,
+            timer_slack_ns: m.slack_ns,
         },
         thread: ThreadRecord::from_worker(w, &m.counters),
         runtime_ns,
