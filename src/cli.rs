@@ -11,6 +11,7 @@ use clap::{Args, Parser, Subcommand};
 
 use crate::engine::sched::Policy;
 use crate::probes::timer::TimerClock;
+use crate::report::gate::Gate;
 
 /// Latency and jitter toolkit for tuning Linux hosts.
 ///
@@ -154,6 +155,13 @@ pub struct NoiseArgs {
     /// bytes each, preallocated); later ones are counted as dropped.
     #[arg(long, value_name = "N", default_value_t = 0, value_parser = parse_event_log)]
     pub event_log: usize,
+
+    /// Exit 1 (after saving) if a figure of any CPU is above this limit: p50, p90, p99,
+    /// p99.9, p99.99, max or mean with a time unit (p99=50us, max=1ms), lost (lost=0.5%, the share of time
+    /// interrupted) or rate (rate=100/s). Repeat for
+    /// several.
+    #[arg(long = "fail-above", value_name = "METRIC=VALUE", value_parser = Gate::parse)]
+    pub fail_above: Vec<Gate>,
 }
 
 /// The default run length.
@@ -247,6 +255,12 @@ pub struct TimerArgs {
     #[arg(long, value_name = "K", default_value_t = crate::probes::noise::DEFAULT_LARGEST,
           value_parser = parse_top)]
     pub top: usize,
+
+    /// Exit 1 (after saving) if a figure of any CPU is above this limit: p50, p90, p99,
+    /// p99.9, p99.99, max or mean with a time unit (p99=50us, max=1ms). Repeat for
+    /// several.
+    #[arg(long = "fail-above", value_name = "METRIC=VALUE", value_parser = Gate::parse)]
+    pub fail_above: Vec<Gate>,
 }
 
 /// `jitterscope pingpong`. `-a A,B` names the two CPUs (the same one twice measures the
@@ -533,6 +547,12 @@ pub struct MainArgs {
     /// Allow real-time spinners on every CPU, leaving none for housekeeping.
     #[arg(long)]
     pub force: bool,
+
+    /// Exit 1 (after saving) if a figure of any CPU is above this limit: p50, p90, p99,
+    /// p99.9, p99.99, max or mean with a time unit (p99=50us, max=1ms), lost or rate (noise). Repeat for
+    /// several.
+    #[arg(long = "fail-above", value_name = "METRIC=VALUE", value_parser = Gate::parse)]
+    pub fail_above: Vec<Gate>,
 }
 
 /// `jitterscope compare`.

@@ -29,7 +29,7 @@ use super::Ending;
 use super::noise::NoiseCommand;
 use super::output::{Warnings, warn, write_page};
 use super::pingpong::PingpongCommand;
-use super::pipeline::{Measure, RunSettings, execute, plan_cpus, sched_request};
+use super::pipeline::{Measure, RunSettings, execute, gate, plan_cpus, sched_request};
 use super::timer::{DmaLatency, TimerCommand};
 
 /// Interruptions kept with their start times per CPU, for the verdict's split into
@@ -210,7 +210,12 @@ pub fn run(args: &MainArgs, argv: &[String], stop: &AtomicBool) -> anyhow::Resul
         }
     };
     super::report::write_stdout(&format!("\n{saved}\n"))?;
-    Ok(Ending::of(merged.run.interrupted))
+    Ok(
+        match (merged.run.interrupted, gate(&merged, &args.fail_above)) {
+            (true, _) => Ending::Interrupted,
+            (false, end) => end,
+        },
+    )
 }
 
 /// The shortest step: below it pingpong's half would not warm up and measure.

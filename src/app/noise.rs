@@ -35,7 +35,11 @@ impl NoiseCommand {
             largest: args.top,
             event_log: args.event_log,
         };
-        NoiseCommand::new(RunSettings::from_args(&args.run)?, cfg)
+        let settings = RunSettings {
+            gates: args.fail_above.clone(),
+            ..RunSettings::from_args(&args.run)?
+        };
+        NoiseCommand::new(settings, cfg)
     }
 }
 

@@ -14,6 +14,7 @@ use crate::engine::clock::ClockInfo;
 use crate::engine::cpu::{CpuList, CpuPlan, CpuUniverse};
 use crate::engine::run::RunOutcome;
 use crate::engine::sched::{self, Policy, SchedRequest};
+use crate::report::gate::Gate;
 use crate::report::result::{Privileges, RunCpus};
 use crate::report::{ProbeEntry, ResultFile, RunInfo};
 use crate::system::HostInfo;
@@ -33,6 +34,8 @@ pub struct RunSettings {
     pub mlock: bool,
     pub force: bool,
     pub save: SaveArgs,
+    /// `--fail-above`: limits checked once the result is saved.
+    pub gates: Vec<Gate>,
 }
 
 impl RunSettings {
@@ -46,6 +49,7 @@ impl RunSettings {
             mlock: !args.no_mlock,
             force: args.force,
             save: args.save.clone(),
+            gates: Vec::new(),
         })
     }
 
@@ -63,6 +67,7 @@ impl RunSettings {
                 quiet: true,
                 ..SaveArgs::default()
             },
+            gates: Vec::new(),
         }
     }
 }
@@ -322,12 +327,27 @@ pub fn execute(
     let limit = measured.limit_exceeded;
     let result = ResultFile::new(pre.host, info, measured.entries);
     emit(&result, &m.settings().save, || m.text(&result))?;
-    let end = match (limit, result.run.interrupted) {
-        (true, _) => Ending::LimitExceeded,
-        (false, true) => Ending::Interrupted,
-        (false, false) => Ending::Completed,
+    let gated = gate(&result, &m.settings().gates);
+    let end = match (limit, result.run.interrupted, gated) {
+        (true, _, _) => Ending::LimitExceeded,
+        (false, true, _) => Ending::Interrupted,
+        (false, false, Ending::LimitExceeded) => Ending::LimitExceeded,
+        (false, false, _) => Ending::Completed,
     };
     Ok((result, end))
+}
+
+/// Checks `--fail-above` on a saved result: one line on stderr naming the figure that
+/// crossed its limit, and `LimitExceeded`; else `Completed`.
+pub fn gate(result: &ResultFile, gates: &[Gate]) -> Ending {
+    match crate::report::gate::crossing_line(&crate::report::gate::crossings(result, gates)) {
+        Some(line) => {
+            use std::io::Write;
+            let _ = writeln!(std::io::stderr(), "jitterscope: {line}");
+            Ending::LimitExceeded
+        }
+        None => Ending::Completed,
+    }
 }
 
 /// Everything known before measuring: what to print as warnings and store as degraded.

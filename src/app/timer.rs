@@ -63,6 +63,9 @@ impl TimerCommand {
             );
         }
         cfg.validate(1)?;
+        if settings.gates.iter().any(|g| !g.is_time()) {
+            bail!("--fail-above: timer's figures are latencies; lost and rate are noise's");
+        }
         Ok(TimerCommand {
             settings,
             cfg,
@@ -98,7 +101,10 @@ impl TimerCommand {
             true => DmaLatency::LeaveAlone,
             false => DmaLatency::Hold(args.dma_latency),
         };
-        let settings = RunSettings::from_args(&args.run)?;
+        let settings = RunSettings {
+            gates: args.fail_above.clone(),
+            ..RunSettings::from_args(&args.run)?
+        };
         TimerCommand::new(settings, cfg, args.priospread, dma)
     }
 

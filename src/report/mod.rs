@@ -6,6 +6,7 @@ pub mod c2c_table;
 pub mod compare;
 pub mod compare_view;
 pub mod export;
+pub mod gate;
 pub mod gnuplot;
 pub mod html;
 pub mod pingpong_table;
