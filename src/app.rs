@@ -17,6 +17,7 @@ pub mod pipeline;
 pub mod ptp;
 pub mod queue;
 pub mod report;
+pub mod selftest;
 pub mod syscalls;
 pub mod timer;
 pub mod work;

@@ -60,6 +60,10 @@ pub enum Command {
     /// plain words with the top fixes, and a result file and HTML page saved (about 30 s;
     /// also what a bare `jitterscope` runs).
     Run(MainArgs),
+    /// Check the tool on this host (about 10 s): the counter, and that noise and timer
+    /// find holds of known length injected by a real-time thread of its own; exit 1 if a
+    /// check fails.
+    Selftest(SelftestArgs),
     /// Set saved runs side by side: the same probe and CPU in each, the change from the
     /// first run, a verdict per row, and overlaid plots.
     Compare(CompareArgs),
@@ -553,6 +557,14 @@ pub struct MainArgs {
     /// several.
     #[arg(long = "fail-above", value_name = "METRIC=VALUE", value_parser = Gate::parse)]
     pub fail_above: Vec<Gate>,
+}
+
+/// `jitterscope selftest`.
+#[derive(Debug, Clone, Args)]
+pub struct SelftestArgs {
+    /// About 3 s instead of about 10 s, with fewer holds (a miss then weighs more).
+    #[arg(long)]
+    pub quick: bool,
 }
 
 /// `jitterscope compare`.

@@ -33,6 +33,7 @@ fn main() -> ExitCode {
         Some(Command::Audit(args)) => app::audit::run(&args),
         Some(Command::Report(args)) => app::report::run(&args),
         Some(Command::Compare(args)) => app::compare::run(&args),
+        Some(Command::Selftest(args)) => app::selftest::run(&args, &stop),
         Some(Command::Run(args)) => app::main_job::run(&args, &argv, &stop),
         None => app::main_job::run(&MainArgs::default(), &argv, &stop),
     };

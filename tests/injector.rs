@@ -1,84 +1,20 @@
-//! The ground-truth disturbance: a SCHED_FIFO thread that takes a CPU for a known time.
-//!
-//! It sleeps to absolute deadlines on CLOCK_MONOTONIC, every `period`, and busy-waits
-//! `busy` each time, logging each hold on the TSC and on CLOCK_MONOTONIC so that tests can
-//! match it against what a probe saw.
+//! The ground-truth disturbance now lives in the library (`engine::inject`, which
+//! `selftest` uses too); the tests call it through this thin wrapper, which fails the test
+//! if the injector cannot be real-time on its CPU.
 
 use std::sync::Barrier;
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::time::Duration;
+use std::sync::atomic::AtomicBool;
 
-use jitterscope::engine::clock::{self, ClockInfo};
-use jitterscope::engine::sched::{self, Policy, SchedRequest};
-use rustix::time::{ClockId, Timespec};
+use jitterscope::engine::clock::ClockInfo;
+pub use jitterscope::engine::inject::{Injection, Schedule};
 
-/// One hold of the CPU.
-#[derive(Debug, Clone, Copy)]
-pub struct Injection {
-    pub start: u64,
-    pub end: u64,
-    pub start_monotonic_ns: u64,
-    pub end_monotonic_ns: u64,
-}
-
-/// What to inject, and where.
-#[derive(Debug, Clone, Copy)]
-pub struct Schedule {
-    pub cpu: usize,
-    pub priority: u8,
-    pub period: Duration,
-    pub busy: Duration,
-    /// Stop after this long, or after `count` holds.
-    pub run_for: Duration,
-    pub count: usize,
-}
-
-/// Runs `s` until done or `stop`. `ready` is passed once the injector is real-time and on
-/// its CPU; the first hold comes one period later.
+/// Runs `s` until done or `stop` (see `engine::inject::inject`).
 pub fn inject(
     s: Schedule,
     ready: &Barrier,
     stop: &AtomicBool,
     clock: &ClockInfo,
 ) -> Vec<Injection> {
-    // Real-time first, then pinned: a SCHED_OTHER thread moved onto a CPU that a
-    // real-time spinner holds would starve there until the fair server let it run.
-    sched::set_policy(SchedRequest {
-        policy: Policy::Fifo,
-        priority: s.priority,
-    })
-    .unwrap();
-    sched::pin_to(s.cpu).unwrap();
-    ready.wait();
-    let busy_ticks = clock.scale.to_ticks(s.busy.as_nanos() as u64);
-    let period = s.period.as_nanos() as u64;
-    let expected = (s.run_for.as_nanos() as u64 / period) as usize + 1;
-    let mut log = Vec::with_capacity(expected.min(s.count));
-    let end = clock::monotonic_ns() + s.run_for.as_nanos() as u64;
-    let mut next = clock::monotonic_ns() + period;
-    while next < end && log.len() < s.count && !stop.load(Ordering::Relaxed) {
-        let ts = Timespec {
-            tv_sec: (next / 1_000_000_000) as i64,
-            tv_nsec: (next % 1_000_000_000) as i64,
-        };
-        let _ = rustix::thread::clock_nanosleep_absolute(ClockId::Monotonic, &ts);
-        let start_monotonic_ns = clock::monotonic_ns();
-        let start = clock::now_ordered();
-        while clock::now().wrapping_sub(start) < busy_ticks {
-            std::hint::spin_loop();
-        }
-        let end_tsc = clock::now_ordered();
-        log.push(Injection {
-            start,
-            end: end_tsc,
-            start_monotonic_ns,
-            end_monotonic_ns: clock::monotonic_ns(),
-        });
-        next += period;
-        let now = clock::monotonic_ns();
-        while next <= now {
-            next += period; // late (throttled): skip the missed periods, as a timer would
-        }
-    }
-    log
+    jitterscope::engine::inject::inject(s, ready, stop, clock)
+        .expect("the injector is real-time on its CPU")
 }

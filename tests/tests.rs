@@ -21,6 +21,7 @@ mod plots;
 mod ptp;
 mod queue;
 mod report;
+mod selftest;
 mod signals;
 mod syscalls;
 mod timer_cli;

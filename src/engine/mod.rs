@@ -4,6 +4,7 @@
 pub mod calls;
 pub mod clock;
 pub mod cpu;
+pub mod inject;
 pub mod ipc;
 pub mod pmqos;
 pub mod ptp_ioctl;

@@ -1,0 +1,101 @@
+//! A known disturbance: a SCHED_FIFO thread that takes a CPU for a known time, again and
+//! again. `selftest` and the ground-truth tests check the probes against it.
+//!
+//! It sleeps to absolute deadlines on CLOCK_MONOTONIC, every `period`, and busy-waits
+//! `busy` each time, logging each hold on the TSC and on CLOCK_MONOTONIC so that what a
+//! probe saw can be matched to it, hold by hold. It never outlives `run_for`, and checks
+//! the stop flag before every hold, so a Ctrl-C ends it within one period.
+
+use std::sync::Barrier;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::Duration;
+
+use rustix::time::{ClockId, Timespec};
+
+use super::clock::{self, ClockInfo};
+use super::sched::{self, Policy, SchedError, SchedRequest};
+
+/// One hold of the CPU.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Injection {
+    /// On the counter (TSC ticks).
+    pub start: u64,
+    pub end: u64,
+    pub start_monotonic_ns: u64,
+    pub end_monotonic_ns: u64,
+}
+
+/// What to inject, and where.
+#[derive(Debug, Clone, Copy)]
+pub struct Schedule {
+    pub cpu: usize,
+    pub priority: u8,
+    pub period: Duration,
+    pub busy: Duration,
+    /// Stop after this long, or after `count` holds.
+    pub run_for: Duration,
+    pub count: usize,
+}
+
+/// Why the injector could not take its CPU.
+#[derive(Debug, thiserror::Error)]
+pub enum InjectError {
+    /// SCHED_FIFO was refused (not root, or no real-time budget).
+    #[error("the injector cannot run at SCHED_FIFO: {0}")]
+    Policy(std::io::Error),
+    /// It could not be pinned to its CPU.
+    #[error(transparent)]
+    Pin(#[from] SchedError),
+}
+
+/// Runs `s` on the calling thread until done or `stop`. `ready` is passed once the
+/// thread is real-time and on its CPU (or once it failed to be); the first hold comes one
+/// period later.
+pub fn inject(
+    s: Schedule,
+    ready: &Barrier,
+    stop: &AtomicBool,
+    clock: &ClockInfo,
+) -> Result<Vec<Injection>, InjectError> {
+    // Real-time first, then pinned: a SCHED_OTHER thread moved onto a CPU that a
+    // real-time spinner holds would starve there until the fair server let it run.
+    let placed = sched::set_policy(SchedRequest {
+        policy: Policy::Fifo,
+        priority: s.priority,
+    })
+    .map_err(InjectError::Policy)
+    .and_then(|()| Ok(sched::pin_to(s.cpu)?));
+    ready.wait();
+    placed?;
+    let busy_ticks = clock.scale.to_ticks(s.busy.as_nanos() as u64);
+    let period = (s.period.as_nanos() as u64).max(1);
+    let expected = (s.run_for.as_nanos() as u64 / period) as usize + 1;
+    let mut log = Vec::with_capacity(expected.min(s.count));
+    let end = clock::monotonic_ns() + s.run_for.as_nanos() as u64;
+    let mut next = clock::monotonic_ns() + period;
+    while next < end && log.len() < s.count && !stop.load(Ordering::Relaxed) {
+        let ts = Timespec {
+            tv_sec: (next / 1_000_000_000) as i64,
+            tv_nsec: (next % 1_000_000_000) as i64,
+        };
+        let _ = rustix::thread::clock_nanosleep_absolute(ClockId::Monotonic, &ts);
+        let start_monotonic_ns = clock::monotonic_ns();
+        let start = clock::now_ordered();
+        while clock::now().wrapping_sub(start) < busy_ticks {
+            std::hint::spin_loop();
+        }
+        let end_tsc = clock::now_ordered();
+        log.push(Injection {
+            start,
+            end: end_tsc,
+            start_monotonic_ns,
+            end_monotonic_ns: clock::monotonic_ns(),
+        });
+        next += period;
+        let now = clock::monotonic_ns();
+        while next <= now {
+            next += period; // late (throttled): skip the missed periods, as a timer would
+        }
+    }
+    Ok(log)
+}
