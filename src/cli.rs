@@ -31,6 +31,7 @@ pub enum Command {
     Noise(NoiseArgs),
     /// Timer wake-up latency, cyclictest's method: each thread sleeps to an absolute
     /// deadline with clock_nanosleep and records how late it woke.
+    #[command(disable_help_flag = true)]
     Timer(TimerArgs),
     /// Thread-to-thread notification latency: two pinned threads pass a token back and
     /// forth over each mechanism (spin, futex, condvar, semaphores, pipe, eventfd, …);
@@ -72,9 +73,10 @@ pub enum Command {
 /// Where a measuring command's result goes.
 #[derive(Debug, Clone, Default, Args)]
 pub struct SaveArgs {
-    /// Write the whole result as JSON to stdout (and no table).
-    #[arg(long)]
-    pub json: bool,
+    /// Write the whole result as JSON to stdout (and no table); --json=FILE writes it to
+    /// FILE instead, as cyclictest and oslat do, and prints the table.
+    #[arg(long, value_name = "FILE", num_args = 0..=1, require_equals = true)]
+    pub json: Option<Option<PathBuf>>,
 
     /// Save the result to FILE (written atomically).
     #[arg(short = 'o', long, value_name = "FILE")]
@@ -87,6 +89,13 @@ pub struct SaveArgs {
     /// Print no table.
     #[arg(short = 'q', long)]
     pub quiet: bool,
+}
+
+impl SaveArgs {
+    /// `--json` alone: the JSON goes to stdout instead of the table.
+    pub fn json_on_stdout(&self) -> bool {
+        matches!(self.json, Some(None))
+    }
 }
 
 /// Options every measuring command shares.
@@ -251,9 +260,13 @@ pub struct TimerArgs {
     pub spike_nodes: usize,
 
     /// Also print a cyclictest-style histogram with this many 1-µs buckets, one column
-    /// per thread (gnuplot reads it as is).
-    #[arg(long, value_name = "US", value_parser = parse_histogram_us)]
+    /// per thread (gnuplot reads it as is). -h is cyclictest's; help is --help.
+    #[arg(short = 'h', long, value_name = "US", value_parser = parse_histogram_us)]
     pub histogram: Option<usize>,
+
+    /// Print help.
+    #[arg(long, action = clap::ArgAction::Help)]
+    pub help: Option<bool>,
 
     /// How many of the largest latencies to keep per thread, with their timestamps.
     #[arg(long, value_name = "K", default_value_t = crate::probes::noise::DEFAULT_LARGEST,
@@ -551,6 +564,9 @@ pub struct MainArgs {
     /// Allow real-time spinners on every CPU, leaving none for housekeeping.
     #[arg(long)]
     pub force: bool,
+
+    #[command(flatten)]
+    pub save: SaveArgs,
 
     /// Exit 1 (after saving) if a figure of any CPU is above this limit: p50, p90, p99,
     /// p99.9, p99.99, max or mean with a time unit (p99=50us, max=1ms), lost or rate (noise). Repeat for

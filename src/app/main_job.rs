@@ -170,6 +170,10 @@ fn first_two(list: &str) -> Option<String> {
 pub fn run(args: &MainArgs, argv: &[String], stop: &AtomicBool) -> anyhow::Result<Ending> {
     let out_dir = args.out_dir.clone().unwrap_or_else(|| PathBuf::from("."));
     check_writable(&out_dir)?;
+    for named in Destinations::named(args) {
+        let dir = named.parent().filter(|d| !d.as_os_str().is_empty());
+        check_writable(dir.unwrap_or(Path::new(".")))?;
+    }
     if let Some(t) = args.step_time.filter(|t| *t < MIN_STEP) {
         anyhow::bail!(
             "--step-time {}: each step needs at least {} ms",
@@ -199,17 +203,21 @@ pub fn run(args: &MainArgs, argv: &[String], stop: &AtomicBool) -> anyhow::Resul
         warn(w);
     }
     let v = verdict::verdict(&merged);
-    let tables = super::report::probe_tables(&merged);
-    super::report::write_stdout(&format!("{tables}\n{}", verdict::text(&v)))?;
-    let (json, page) = save(&merged, &v, &out_dir)?;
+    let to = Destinations::of(args, &merged, &out_dir);
+    let page = save(&merged, &v, &to)?;
     let saved = match page {
-        Ok(page) => format!("Saved {} and {}", json.display(), page.display()),
+        Ok(()) => format!("Saved {} and {}", to.json.display(), to.page.display()),
         Err(e) => {
             warn(&format!("the HTML page was not written: {e:#}"));
-            format!("Saved {}", json.display())
+            format!("Saved {}", to.json.display())
         }
     };
-    super::report::write_stdout(&format!("\n{saved}\n"))?;
+    if args.save.json_on_stdout() {
+        super::report::write_stdout(&format!("{}\n", merged.to_json()))?;
+    } else if !args.save.quiet {
+        let tables = super::report::probe_tables(&merged);
+        super::report::write_stdout(&format!("{tables}\n{}\n{saved}\n", verdict::text(&v)))?;
+    }
     Ok(
         match (merged.run.interrupted, gate(&merged, &args.fail_above)) {
             (true, _) => Ending::Interrupted,
@@ -437,29 +445,59 @@ fn merge(results: Vec<ResultFile>, argv: &[String], skipped: Vec<String>) -> Opt
     Some(merged)
 }
 
-/// Saves `jitterscope-HOST-TIME.json` and `.html` in `dir`; returns their paths. A page
-/// that cannot be made is the page's failure only: the result is saved first.
+/// Where the main job saves its result and page: `-o FILE` (or `--json=FILE`) and
+/// `--html PATH` where given, else `jitterscope-HOST-TIME.json` and `.html` in `--out-dir`;
+/// the page goes beside a named result, with `.html` for its extension.
+struct Destinations {
+    json: PathBuf,
+    page: PathBuf,
+}
+
+impl Destinations {
+    /// The paths the flags name, checked before measuring.
+    fn named(args: &MainArgs) -> Vec<PathBuf> {
+        let json_file = args.save.json.as_ref().and_then(Option::as_ref);
+        (args.save.output.iter().chain(json_file))
+            .chain(&args.save.html)
+            .cloned()
+            .collect()
+    }
+
+    fn of(args: &MainArgs, r: &ResultFile, dir: &Path) -> Destinations {
+        let stem = format!(
+            "jitterscope-{}-{}",
+            match r.host.hostname.as_str() {
+                "" => "host".into(),
+                h => crate::report::plot::file_safe(h),
+            },
+            compact_time(&r.run.start_time)
+        );
+        let json_file = args.save.json.as_ref().and_then(Option::as_ref);
+        let json = (args.save.output.as_ref().or(json_file)).cloned();
+        let page = match (&args.save.html, &json) {
+            (Some(p), _) => p.clone(),
+            (None, Some(j)) => j.with_extension("html"),
+            (None, None) => dir.join(format!("{stem}.html")),
+        };
+        Destinations {
+            json: json.unwrap_or_else(|| dir.join(format!("{stem}.json"))),
+            page,
+        }
+    }
+}
+
+/// Saves the result, then the page. A page that cannot be made is the page's failure
+/// only: the result is saved first.
 fn save(
     r: &ResultFile,
     v: &verdict::Verdict,
-    dir: &Path,
-) -> anyhow::Result<(PathBuf, anyhow::Result<PathBuf>)> {
-    let stem = format!(
-        "jitterscope-{}-{}",
-        match r.host.hostname.as_str() {
-            "" => "host".into(),
-            h => crate::report::plot::file_safe(h),
-        },
-        compact_time(&r.run.start_time)
-    );
-    let json = dir.join(format!("{stem}.json"));
-    let page = dir.join(format!("{stem}.html"));
-    r.write_atomic(&json)?;
-    let written = write_page(r, Some(&json), &page, |p| {
+    to: &Destinations,
+) -> anyhow::Result<anyhow::Result<()>> {
+    r.write_atomic(&to.json)?;
+    Ok(write_page(r, Some(&to.json), &to.page, |p| {
         p.title = format!("jitterscope: {}", r.host.hostname);
         p.sections.insert(0, verdict_section(v));
-    });
-    Ok((json, written.map(|()| page)))
+    }))
 }
 
 fn verdict_section(v: &verdict::Verdict) -> html::Section {

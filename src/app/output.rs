@@ -46,14 +46,15 @@ pub fn warn(msg: &str) {
 /// Saves, then prints (`text()` or the JSON): a terminal that went away (SIGHUP, EIO)
 /// must not cost the saved result.
 pub fn emit(result: &ResultFile, to: &SaveArgs, text: impl Fn() -> String) -> anyhow::Result<()> {
-    if let Some(path) = &to.output {
+    let json_file = to.json.as_ref().and_then(Option::as_deref);
+    for path in to.output.iter().map(|p| p.as_path()).chain(json_file) {
         result.write_atomic(path)?;
     }
     if let Some(page) = &to.html {
-        write_page(result, to.output.as_deref(), page, |_| {})?;
+        write_page(result, to.output.as_deref().or(json_file), page, |_| {})?;
     }
     let mut out = std::io::stdout().lock();
-    let printed = if to.json {
+    let printed = if to.json_on_stdout() {
         writeln!(out, "{}", result.to_json())
     } else if !to.quiet {
         write!(out, "{}", text())
