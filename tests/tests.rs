@@ -9,6 +9,7 @@ mod audit;
 mod bad_input;
 mod c2c;
 mod compare;
+mod frozen;
 mod gnuplot;
 mod ground_truth;
 mod histogram_interop;
