@@ -10,10 +10,10 @@
 
 use std::path::{Path, PathBuf};
 
+use jitterscope::probes::record::HistogramRecord;
 use jitterscope::report::compare::{self, Run};
 use jitterscope::report::{ResultFile, audit_table, plot, verdict};
 use jitterscope::stats::LatencyHistogram;
-use jitterscope::probes::record::HistogramRecord;
 
 use crate::util::{FROZEN, frozen, jitterscope, skip, stderr_lines};
 
@@ -106,8 +106,15 @@ fn csv_summary_and_buckets() {
             _ => totals.push((dist, 1, count)),
         }
     }
-    text.push(format!("… {} rows in all; per distribution:", buckets.lines().count() - 1));
-    text.extend(totals.iter().map(|(d, n, c)| format!("{d}: {n} buckets, {c} samples")));
+    text.push(format!(
+        "… {} rows in all; per distribution:",
+        buckets.lines().count() - 1
+    ));
+    text.extend(
+        totals
+            .iter()
+            .map(|(d, n, c)| format!("{d}: {n} buckets, {c} samples")),
+    );
     insta::assert_snapshot!("csv_buckets", text.join("\n"));
 }
 
@@ -248,7 +255,10 @@ fn compare_with_a_worse_copy() {
     assert_eq!(judged.verdict, compare::Verdict::Worse, "{judged:?}");
     assert!(c.differences.iter().any(|d| d.contains("6.99.0-worse")));
     if !can_draw() {
-        return skip("compare_with_a_worse_copy", "no TrueType font: no HTML page");
+        return skip(
+            "compare_with_a_worse_copy",
+            "no TrueType font: no HTML page",
+        );
     }
     let html = run_ok(&["compare", a, b, "--format", "html"]).replace(tmp_s, "[TMP]");
     insta::assert_snapshot!("compare_html", without_svg(&html));
