@@ -379,7 +379,7 @@ pub(crate) fn noise_result(
         format!(
             "{}\n{}",
             noise_header(&result, &cfg, s.req),
-            crate::report::table::noise_tables(&result)
+            crate::report::views::noise::noise_tables(&result)
         )
     })?;
     let end = ending(result.run.interrupted);
@@ -485,14 +485,14 @@ pub(crate) fn timer_result(
     emit(&result, &args.run.save, || {
         let mut text = timer_header(&result, &cfg, s.req, dma_before);
         text.push('\n');
-        text.push_str(&crate::report::table::timer_tables(&result));
+        text.push_str(&crate::report::views::timer::timer_tables(&result));
         if cfg.spikes_above_ns.is_some() {
             text.push('\n');
-            text.push_str(&crate::report::table::timer_spikes(&result));
+            text.push_str(&crate::report::views::timer::timer_spikes(&result));
         }
         if cfg.histogram_us.is_some() {
             text.push('\n');
-            text.push_str(&crate::report::table::timer_buckets(&result));
+            text.push_str(&crate::report::views::timer::timer_buckets(&result));
         }
         text
     })?;
@@ -540,7 +540,7 @@ impl LiveDisplay {
         }
         for snap in snaps {
             text.push_str("\x1b[2K");
-            text.push_str(&crate::report::table::live_line(snap));
+            text.push_str(&crate::report::views::timer::live_line(snap));
             text.push('\n');
         }
         self.drawn = snaps.len();

@@ -9,6 +9,8 @@ use std::sync::atomic::AtomicBool;
 use std::time::Duration;
 
 use jitterscope::engine::clock::ClockInfo;
+use jitterscope::probes::noise::NoiseEntry;
+use jitterscope::probes::timer::TimerEntry;
 
 use crate::injector::{Schedule, inject};
 use crate::util::{self, jitterscope, measuring, skip};
@@ -250,12 +252,12 @@ fn short_runs_have_fine_series() {
     let series = noise
         .probes
         .iter()
-        .filter_map(|e| e.as_noise().map(|n| &n.series))
+        .filter_map(|e| e.get::<NoiseEntry>().map(|n| &n.series))
         .chain(
             timer
                 .probes
                 .iter()
-                .filter_map(|e| e.as_timer().map(|t| &t.series)),
+                .filter_map(|e| e.get::<TimerEntry>().map(|t| &t.series)),
         );
     let mut n = 0;
     for s in series {

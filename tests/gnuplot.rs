@@ -6,6 +6,9 @@
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
+use jitterscope::probes::c2c::C2cEntry;
+use jitterscope::probes::noise::NoiseEntry;
+use jitterscope::probes::timer::TimerEntry;
 use jitterscope::report::ResultFile;
 use jitterscope::report::export::{Dist, distributions};
 use jitterscope::stats::Summary;
@@ -70,17 +73,17 @@ fn check_result(out: &Path, prefix: &str, r: &ResultFile) {
         check_histogram(&with_ext(&base, "-histogram.dat"), d.summary);
     }
     for e in &r.probes {
-        if let Some(n) = e.as_noise() {
+        if let Some(n) = e.get::<NoiseEntry>() {
             let name = format!("{prefix}noise-cpu{}-series", n.cpu);
             check_series(out, &name, &n.series, n.largest.len());
         }
-        if let Some(t) = e.as_timer() {
+        if let Some(t) = e.get::<TimerEntry>() {
             let name = format!("{prefix}timer-cpu{}-series", t.cpu);
             check_series(out, &name, &t.series, t.largest.len());
         }
     }
     let pairs: Vec<(usize, usize, Option<f64>)> = (r.probes.iter())
-        .filter_map(|e| e.as_c2c())
+        .filter_map(|e| e.get::<C2cEntry>())
         .map(|c| (c.cpu_a, c.cpu_b, c.median_ns))
         .collect();
     if !pairs.is_empty() {

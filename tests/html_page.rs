@@ -9,6 +9,8 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
+use jitterscope::probes::noise::NoiseEntry;
+use jitterscope::probes::timer::TimerEntry;
 use jitterscope::report::ResultFile;
 use jitterscope::report::plot;
 
@@ -113,10 +115,10 @@ fn assert_content(html: &str, results: &[PathBuf], figures: usize) {
     let mut captions = Vec::new();
     for p in results {
         let r = ResultFile::read(p).unwrap();
-        if r.probes.iter().any(|e| e.as_noise().is_some()) {
+        if r.probes.iter().any(|e| e.get::<NoiseEntry>().is_some()) {
             captions.push("noise: summary (values in ns)");
         }
-        if r.probes.iter().any(|e| e.as_timer().is_some()) {
+        if r.probes.iter().any(|e| e.get::<TimerEntry>().is_some()) {
             captions.push("timer: summary (values in ns)");
         }
         assert!(html.contains(&escape(&r.host.hostname)), "hostname");

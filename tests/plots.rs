@@ -9,6 +9,9 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::sync::OnceLock;
 
+use jitterscope::probes::c2c::C2cEntry;
+use jitterscope::probes::noise::NoiseEntry;
+use jitterscope::probes::timer::TimerEntry;
 use jitterscope::report::ResultFile;
 use jitterscope::report::export::distributions;
 use jitterscope::report::plot;
@@ -89,14 +92,14 @@ fn counts(r: &ResultFile, prefix: &str) -> BTreeMap<String, u64> {
         }
     }
     for e in &r.probes {
-        if let Some(n) = e.as_noise() {
+        if let Some(n) = e.get::<NoiseEntry>() {
             names.insert(format!("{prefix}noise-cpu{}-series", n.cpu), 0);
         }
-        if let Some(t) = e.as_timer() {
+        if let Some(t) = e.get::<TimerEntry>() {
             names.insert(format!("{prefix}timer-cpu{}-series", t.cpu), 0);
         }
     }
-    if r.probes.iter().any(|e| e.as_c2c().is_some()) {
+    if r.probes.iter().any(|e| e.get::<C2cEntry>().is_some()) {
         names.insert(format!("{prefix}c2c-heatmap"), 0);
     }
     names
@@ -267,7 +270,7 @@ fn heat_map_labels_every_pair_with_its_median() {
     let t = texts(&svg);
     let r = read(c2c);
     let mut pairs = 0;
-    for e in r.probes.iter().filter_map(|e| e.as_c2c()) {
+    for e in r.probes.iter().filter_map(|e| e.get::<C2cEntry>()) {
         let Some(median) = e.median_ns else { continue };
         let label = format!("{median:.0}");
         // Both cells of the symmetric matrix.

@@ -92,7 +92,7 @@ fn emit_result(
         format!(
             "{}\n{}",
             header(result, cfg, req, pairs, skipped),
-            crate::report::c2c_table::c2c_tables(result, args.group)
+            crate::report::views::c2c::c2c_tables(result, args.group)
         )
     })
 }

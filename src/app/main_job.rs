@@ -20,6 +20,8 @@ use clap::Parser;
 use crate::cli::{Cli, Command, MainArgs};
 use crate::engine::cpu::CpuUniverse;
 use crate::engine::sched;
+use crate::probes::noise::NoiseEntry;
+use crate::probes::timer::TimerEntry;
 use crate::report::{ResultFile, html, verdict};
 
 use super::{Ending, WARNINGS_HELD};
@@ -308,15 +310,11 @@ impl Progress {
 
     /// Takes the worst interruption or latency a finished step saw.
     fn offer(&self, r: &ResultFile) {
-        let worst = r
-            .probes
-            .iter()
-            .filter_map(|e| match (e.as_noise(), e.as_timer()) {
-                (Some(n), _) => Some((n.summary.max_ns?, format!("noise, CPU {}", n.cpu))),
-                (_, Some(t)) => Some((t.summary.max_ns?, format!("timer, CPU {}", t.cpu))),
-                _ => None,
-            })
-            .max_by_key(|w| w.0);
+        let noise = (r.entries::<NoiseEntry>())
+            .filter_map(|n| Some((n.summary.max_ns?, format!("noise, CPU {}", n.cpu))));
+        let timer = (r.entries::<TimerEntry>())
+            .filter_map(|t| Some((t.summary.max_ns?, format!("timer, CPU {}", t.cpu))));
+        let worst = noise.chain(timer).max_by_key(|w| w.0);
         if let (Ok(mut s), Some(w)) = (self.state.lock(), worst)
             && s.worst.as_ref().is_none_or(|o| w.0 > o.0)
         {

@@ -12,7 +12,7 @@ use crate::engine::cpu::{CpuList, CpuPlan, CpuUniverse};
 use crate::engine::run::{RunOutcome, RunPlan};
 use crate::engine::topology::Topology;
 use crate::engine::tsc_sync::{self, SkewBound};
-use crate::probes::pingpong::{self, Mechanism, PingpongConfig};
+use crate::probes::pingpong::{self, Mechanism, PingpongConfig, PingpongEntry};
 use crate::report::{ProbeEntry, ResultFile};
 
 use super::{CpuUse, Ending, Preamble, Setup};
@@ -108,7 +108,7 @@ pub(super) fn result(
         format!(
             "{}\n{}",
             header(&result, &cfg, &skew, &place.to_string()),
-            crate::report::pingpong_table::pingpong_table(&result)
+            crate::report::views::pingpong::pingpong_table(&result)
         )
     })?;
     let end = super::ending(result.run.interrupted);
@@ -176,7 +176,7 @@ fn header(r: &ResultFile, cfg: &PingpongConfig, skew: &SkewBound, locality: &str
     let policy = r
         .probes
         .iter()
-        .find_map(ProbeEntry::as_pingpong)
+        .find_map(ProbeEntry::get::<PingpongEntry>)
         .map_or(String::new(), |e| {
             crate::report::table::policy_cell(e.thread_a.policy, e.thread_a.priority)
         });

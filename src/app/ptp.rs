@@ -88,7 +88,7 @@ pub fn run(args: &PtpArgs, argv: &[String], stop: &AtomicBool) -> anyhow::Result
         format!(
             "{}\n{}",
             header(&result, &cfg),
-            crate::report::ptp_table::ptp_table(&result)
+            crate::report::views::ptp::ptp_table(&result)
         )
     })?;
     Ok(super::ending(interrupted))

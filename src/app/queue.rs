@@ -98,7 +98,7 @@ pub fn run(args: &QueueArgs, argv: &[String], stop: &AtomicBool) -> anyhow::Resu
         format!(
             "{}\n{}",
             header(&result, &cfg),
-            crate::report::queue_table::queue_tables(&result)
+            crate::report::views::queue::queue_tables(&result)
         )
     })?;
     Ok(super::ending(result.run.interrupted))
@@ -378,12 +378,7 @@ fn after_run_warnings(cfg: &QueueConfig, run: &queue::QueueRun) -> Vec<String> {
 }
 
 fn header(r: &ResultFile, cfg: &QueueConfig) -> String {
-    let entries: Vec<&QueueEntry> = (r.probes.iter())
-        .filter_map(|p| match p {
-            ProbeEntry::Queue(q) => Some(q.as_ref()),
-            _ => None,
-        })
-        .collect();
+    let entries: Vec<&QueueEntry> = r.entries().collect();
     let interrupted = match r.run.interrupted {
         true => " (interrupted)",
         false => "",

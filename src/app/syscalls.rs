@@ -7,7 +7,7 @@ use anyhow::Context;
 
 use crate::cli::SyscallsArgs;
 use crate::engine::run::RunPlan;
-use crate::probes::syscalls::{self, Call, SyscallsConfig};
+use crate::probes::syscalls::{self, Call, SyscallEntry, SyscallsConfig};
 use crate::report::{ProbeEntry, ResultFile};
 
 use super::{CpuUse, Ending, Preamble};
@@ -63,7 +63,7 @@ pub fn run(args: &SyscallsArgs, argv: &[String], stop: &AtomicBool) -> anyhow::R
         format!(
             "{}\n{}",
             header(&result, &cfg),
-            crate::report::syscalls_table::syscalls_table(&result)
+            crate::report::views::syscalls::syscalls_table(&result)
         )
     })?;
     Ok(super::ending(result.run.interrupted))
@@ -75,7 +75,7 @@ fn header(r: &ResultFile, cfg: &SyscallsConfig) -> String {
     } else {
         ""
     };
-    let first = r.probes.iter().find_map(ProbeEntry::as_syscalls);
+    let first = r.entries::<SyscallEntry>().next();
     let (policy, overhead) = first.map_or((String::new(), 0.0), |e| {
         (
             crate::report::table::policy_cell(e.policy, e.priority),

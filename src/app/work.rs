@@ -9,7 +9,7 @@ use anyhow::{Context, bail};
 
 use crate::cli::WorkArgs;
 use crate::engine::run::RunPlan;
-use crate::probes::work::{self, Action, WorkConfig};
+use crate::probes::work::{self, Action, WorkConfig, WorkEntry};
 use crate::report::{ProbeEntry, ResultFile};
 
 use super::{CpuUse, Ending, Preamble};
@@ -55,7 +55,7 @@ pub fn run(args: &WorkArgs, argv: &[String], stop: &AtomicBool) -> anyhow::Resul
         format!(
             "{}\n{}",
             header(&result, &cfg),
-            crate::report::work_table::work_table(&result)
+            crate::report::views::work::work_table(&result)
         )
     })?;
     Ok(super::ending(result.run.interrupted))
@@ -117,7 +117,7 @@ fn header(r: &ResultFile, cfg: &WorkConfig) -> String {
     } else {
         ""
     };
-    let first = r.probes.iter().find_map(ProbeEntry::as_work);
+    let first = r.entries::<WorkEntry>().next();
     let (policy, timing) = first.map_or((String::new(), String::new()), |e| {
         (
             crate::report::table::policy_cell(e.config.policy, e.config.priority),

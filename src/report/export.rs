@@ -22,7 +22,8 @@
 //! | syscalls | `getppid` | `cost` |
 //! | ptp | `/dev/ptp0:sys_offset` | `cost` |
 //!
-//! Keys and metrics never contain commas or white space, so they can serve as HdrHistogram
+//! Each kind's view (`report::views::<kind>`, `EntryView::dists`) makes its rows. Keys
+//! and metrics never contain commas or white space, so they can serve as HdrHistogram
 //! log tags as they are. Entries of a probe this version does not know are skipped.
 //!
 //! # CSV
@@ -67,8 +68,8 @@ use std::path::{Path, PathBuf};
 use serde::Serialize;
 
 use crate::probes::record::HistogramRecord;
-use crate::report::{ProbeEntry, ResultFile};
-use crate::stats::series::SeriesOut;
+use crate::report::ResultFile;
+use crate::report::views::SeriesView;
 use crate::stats::{LatencyHistogram, Summary};
 
 /// A result file with the path it was read from.
@@ -103,7 +104,7 @@ pub struct Dist<'a> {
     /// them (`one_way_valid`): the probe's own table then shows the round trip halved.
     pub trusted: bool,
     /// The entry's per-interval series (noise, and timer's measured latency).
-    pub series: Option<&'a SeriesOut>,
+    pub series: Option<SeriesView<'a>>,
     /// Interruptions per second (noise).
     pub rate_per_s: Option<f64>,
     /// The share of the run lost to interruptions, in % (noise).
@@ -128,23 +129,23 @@ pub fn distributions(r: &ResultFile) -> (Vec<Dist<'_>>, usize) {
     let mut out = Vec::new();
     let mut unknown = 0;
     for e in &r.probes {
-        match e {
-            ProbeEntry::Unknown => unknown += 1,
-            e => entry_dists(e, &mut out),
+        match e.view() {
+            Some(v) => v.dists(&mut out),
+            None => unknown += 1,
         }
     }
     (out, unknown)
 }
 
-/// What the distributions of one entry share.
-struct Entry {
+/// What the distributions of one entry share; each view makes its rows with it.
+pub(crate) struct Entry {
     probe: &'static str,
     key: String,
     cpu: String,
 }
 
 impl Entry {
-    fn new(probe: &'static str, key: String, cpu: String) -> Entry {
+    pub(crate) fn new(probe: &'static str, key: String, cpu: String) -> Entry {
         Entry {
             probe,
             key: tag_safe(&key),
@@ -152,11 +153,16 @@ impl Entry {
         }
     }
 
-    fn dist<'a>(&self, metric: &'static str, s: &'a Summary, h: &'a HistogramRecord) -> Dist<'a> {
+    pub(crate) fn dist<'a>(
+        &self,
+        metric: &'static str,
+        s: &'a Summary,
+        h: &'a HistogramRecord,
+    ) -> Dist<'a> {
         self.maybe(metric, s, Some(h))
     }
 
-    fn maybe<'a>(
+    pub(crate) fn maybe<'a>(
         &self,
         metric: &'static str,
         summary: &'a Summary,
@@ -174,69 +180,6 @@ impl Entry {
             rate_per_s: None,
             interrupted_pct: None,
         }
-    }
-}
-
-fn entry_dists<'a>(e: &'a ProbeEntry, out: &mut Vec<Dist<'a>>) {
-    match e {
-        ProbeEntry::Noise(n) => {
-            let en = Entry::new("noise", format!("cpu{}", n.cpu), n.cpu.to_string());
-            out.push(Dist {
-                series: Some(&n.series),
-                rate_per_s: Some(n.rate_per_s),
-                interrupted_pct: Some(n.interrupted_pct),
-                ..en.dist("interruption", &n.summary, &n.histogram)
-            });
-        }
-        ProbeEntry::Timer(t) => {
-            let en = Entry::new("timer", format!("cpu{}", t.cpu), t.cpu.to_string());
-            let c = &t.corrected;
-            out.push(Dist {
-                series: Some(&t.series),
-                ..en.dist("latency", &t.summary, &t.histogram)
-            });
-            out.push(en.dist("latency-corrected", &c.summary, &c.histogram));
-        }
-        ProbeEntry::Pingpong(p) => {
-            let key = format!("{}:{}-{}", serde_name(&p.mechanism), p.cpu_a, p.cpu_b);
-            let en = Entry::new("pingpong", key, format!("{},{}", p.cpu_a, p.cpu_b));
-            let (rtt, ow) = (&p.rtt, &p.one_way);
-            out.push(en.dist("rtt", &rtt.summary, &rtt.histogram));
-            let one_way = en.dist("one-way", &ow.summary, &ow.histogram);
-            out.push(Dist {
-                trusted: p.one_way_valid,
-                ..one_way
-            });
-        }
-        ProbeEntry::C2c(c) => {
-            let key = format!("{}-{}", c.cpu_a, c.cpu_b);
-            let en = Entry::new("c2c", key, format!("{},{}", c.cpu_a, c.cpu_b));
-            out.push(en.dist("one-way", &c.summary, &c.histogram));
-        }
-        ProbeEntry::Queue(q) => {
-            let key = format!("{}:cpu{}", q.role, q.cpu);
-            let en = Entry::new("queue", key, q.cpu.to_string());
-            let (t, i) = (&q.transit, &q.inter_message);
-            out.push(en.dist("transit", &t.summary, &t.histogram));
-            out.push(en.dist("inter-message", &i.summary, &i.histogram));
-        }
-        ProbeEntry::Work(w) => {
-            let key = format!("{}:{}:run{}", w.action, serde_name(&w.role), w.run);
-            let en = Entry::new("work", key, w.cpu.to_string());
-            out.push(en.dist("duration", &w.summary, &w.histogram));
-        }
-        ProbeEntry::Syscalls(c) => {
-            let en = Entry::new("syscalls", c.call.name().to_string(), c.cpu.to_string());
-            out.push(en.dist("cost", &c.summary, &c.histogram));
-        }
-        ProbeEntry::Ptp(p) => {
-            for m in &p.methods {
-                let key = format!("{}:{}", p.device, serde_name(&m.method));
-                let en = Entry::new("ptp", key, String::new());
-                out.push(en.maybe("cost", &m.cost, m.cost_histogram.as_ref()));
-            }
-        }
-        ProbeEntry::Unknown => {}
     }
 }
 

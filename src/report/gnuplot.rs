@@ -109,15 +109,11 @@ fn file_plots(
         out.extend(dist_plots(path, &d, prefix, &label)?);
     }
     for e in &r.probes {
-        let entry = match (e.as_noise(), e.as_timer()) {
-            (Some(n), _) => Some(("noise", n.cpu, &n.series, &n.largest)),
-            (_, Some(t)) => Some(("timer", t.cpu, &t.series, &t.largest)),
-            _ => None,
-        };
-        if let Some((probe, cpu, series, largest)) = entry {
+        if let Some(s) = e.view().and_then(|v| v.series()) {
+            let (probe, cpu) = (s.probe, s.cpu);
             let name = format!("{prefix}{probe}-cpu{cpu}-series");
             let title = format!("{label}{probe} cpu{cpu}");
-            out.extend(series_plot(name, &title, probe, series, largest));
+            out.extend(series_plot(name, &title, s.gap, s.series, s.largest));
         }
     }
     out.extend(heatmaps(r, prefix, &label));
@@ -263,7 +259,7 @@ fn us(ns: u64) -> String {
 fn series_plot(
     name: String,
     what: &str,
-    probe: &str,
+    gap: &str,
     s: &SeriesOut,
     largest: &[EventOut],
 ) -> Option<Plot> {
@@ -281,10 +277,6 @@ fn series_plot(
         let start = i as f64 * interval_s;
         let _ = writeln!(data, "{start:.6} {} {events} {}", us(*max), us(*total));
     }
-    let gap = match probe {
-        "noise" => "largest interruption",
-        _ => "largest latency",
-    };
     let top = largest
         .iter()
         .map(|e| e.duration_ns)
@@ -318,7 +310,7 @@ fn marks(largest: &[EventOut]) -> Option<String> {
 /// One heat map per c2c mode (a result normally holds one), named as `report::plot`
 /// names them.
 fn heatmaps(r: &ResultFile, prefix: &str, label: &str) -> Vec<Plot> {
-    let entries: Vec<&C2cEntry> = r.probes.iter().filter_map(|e| e.as_c2c()).collect();
+    let entries: Vec<&C2cEntry> = r.entries().collect();
     let mut modes: Vec<String> = Vec::new();
     for m in entries.iter().map(|e| mode_of(e)) {
         if !modes.contains(&m) {

@@ -25,10 +25,10 @@ use plotters::coord::Shift;
 use plotters::prelude::*;
 use plotters::style::text_anchor::{HPos, Pos, VPos};
 
+use crate::probes::c2c::C2cEntry;
 use crate::report::export::{self, Dist, Loaded};
+use crate::report::views::SeriesView;
 use crate::report::{ProbeEntry, ResultFile};
-use crate::stats::events::EventOut;
-use crate::stats::series::SeriesOut;
 
 /// Why a plot could not be drawn.
 #[derive(Debug, thiserror::Error)]
@@ -448,45 +448,27 @@ fn bin_edge(k: f64) -> f64 {
 
 /// The series of one noise or timer entry.
 #[derive(Clone, Copy)]
-struct SeriesOf<'a> {
-    probe: &'static str,
-    cpu: usize,
-    series: &'a SeriesOut,
-    largest: &'a [EventOut],
-}
+struct SeriesOf<'a>(SeriesView<'a>);
 
 impl<'a> SeriesOf<'a> {
     fn of(e: &'a ProbeEntry) -> Option<SeriesOf<'a>> {
-        let (probe, cpu, series, largest) = match e {
-            ProbeEntry::Noise(n) => ("noise", n.cpu, &n.series, &n.largest),
-            ProbeEntry::Timer(t) => ("timer", t.cpu, &t.series, &t.largest),
-            _ => return None,
-        };
-        Some(SeriesOf {
-            probe,
-            cpu,
-            series,
-            largest,
-        })
+        e.view()?.series().map(SeriesOf)
     }
 
     fn name(&self) -> String {
-        format!("{}-cpu{}-series", self.probe, self.cpu)
+        format!("{}-cpu{}-series", self.0.probe, self.0.cpu)
     }
 
     /// What the largest gap is called on this probe's y axis.
     fn what(&self) -> &'static str {
-        match self.probe {
-            "noise" => "largest interruption",
-            _ => "largest latency",
-        }
+        self.0.gap
     }
 
     /// The per-interval maxima as steps, each flat across its interval (x in seconds):
     /// a run of a single interval still shows.
     fn line(&self, label: String) -> Line {
-        let step = self.series.interval_ns as f64 / 1e9;
-        let points = (self.series.max_ns.iter().enumerate())
+        let step = self.0.series.interval_ns as f64 / 1e9;
+        let points = (self.0.series.max_ns.iter().enumerate())
             .flat_map(|(i, &ns)| {
                 [
                     (i as f64 * step, ns as f64),
@@ -498,7 +480,7 @@ impl<'a> SeriesOf<'a> {
     }
 
     fn marks(&self) -> Vec<(f64, f64)> {
-        (self.largest.iter())
+        (self.0.largest.iter())
             .map(|e| (e.start_ns as f64 / 1e9, e.duration_ns as f64))
             .collect()
     }
@@ -506,13 +488,13 @@ impl<'a> SeriesOf<'a> {
     fn plot(&self, lines: Vec<Line>, marks: Vec<(f64, f64)>) -> Plot {
         let top = marks.iter().map(|m| m.1).fold(max_y(&lines), f64::max);
         let unit = Unit::for_ns(top);
-        let interval = crate::report::compare::interval_words(self.series.interval_ns);
+        let interval = crate::report::compare::interval_words(self.0.series.interval_ns);
         Plot {
             name: self.name(),
             title: format!(
                 "{} cpu{}: {} per {interval} ({})",
-                self.probe,
-                self.cpu,
+                self.0.probe,
+                self.0.cpu,
                 self.what(),
                 unit.name
             ),
@@ -527,7 +509,7 @@ impl<'a> SeriesOf<'a> {
 
 /// One heat map per c2c mode in the result (a result normally holds one).
 fn heatmaps(r: &ResultFile) -> Vec<Plot> {
-    let entries: Vec<_> = r.probes.iter().filter_map(ProbeEntry::as_c2c).collect();
+    let entries: Vec<&C2cEntry> = r.entries().collect();
     let mut modes: Vec<String> = Vec::new();
     for e in &entries {
         let m = export::serde_name(&e.config.mode);
