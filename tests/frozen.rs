@@ -12,6 +12,7 @@ use std::path::{Path, PathBuf};
 
 use jitterscope::probes::record::HistogramRecord;
 use jitterscope::report::compare::{self, Run};
+use jitterscope::report::figure::{self, Chart, Figure};
 use jitterscope::report::{ResultFile, audit_table, plot, verdict};
 use jitterscope::stats::LatencyHistogram;
 
@@ -193,6 +194,76 @@ fn plot_descriptions() {
         .map(|p| format!("{} {:?}: {}", p.name, p.size(), p.title))
         .collect();
     insta::assert_snapshot!("overlay_plots", text.join("\n"));
+}
+
+/// One line per figure description (`report::figure`), what both backends draw from:
+/// its name, what it shows and the extent of each line's data (the gnuplot snapshot holds
+/// every row).
+fn describe(figures: &[Figure]) -> String {
+    let mut out = Vec::new();
+    for f in figures {
+        let what = match &f.chart {
+            Chart::Percentiles { dist, lines } => {
+                let l: Vec<String> = (lines.iter())
+                    .map(|l| {
+                        let last = l.data.last().unwrap();
+                        let (n, x, v) = (l.data.len(), last.x, last.value_ns);
+                        format!("{:?}: {n} rows to x {x} at {v} ns", l.label)
+                    })
+                    .collect();
+                format!("percentiles of {dist:?}; {}", l.join("; "))
+            }
+            Chart::Histogram { dist, lines } => {
+                let l: Vec<String> = (lines.iter())
+                    .map(|l| {
+                        let (lo, hi) = (l.data[0].lo_ns, l.data.last().unwrap().hi_ns);
+                        let n: u64 = l.data.iter().map(|b| b.count).sum();
+                        let bins = l.data.len();
+                        format!(
+                            "{:?}: {bins} bins {lo:.1}..{hi:.1} ns, {n} samples",
+                            l.label
+                        )
+                    })
+                    .collect();
+                format!(
+                    "histogram of {} {} {}; {}",
+                    dist.probe,
+                    dist.key,
+                    dist.metric,
+                    l.join("; ")
+                )
+            }
+            Chart::Series { id, lines, largest } => {
+                let l: Vec<String> = (lines.iter())
+                    .map(|l| {
+                        let d = &l.data;
+                        let top = d.max_ns.iter().max().unwrap_or(&0);
+                        let (n, every) = (d.max_ns.len(), d.interval_ns);
+                        format!("{:?}: {n} intervals of {every} ns, top {top} ns", l.label)
+                    })
+                    .collect();
+                format!(
+                    "series {id:?}; {}; {} largest events",
+                    l.join("; "),
+                    largest.len()
+                )
+            }
+            Chart::Heatmap(m) => format!("heat map {m:?}"),
+        };
+        out.push(format!("{} [{}] {what}", f.name, f.source));
+    }
+    out.join("\n")
+}
+
+#[test]
+fn figure_descriptions() {
+    let figures = figure::result_figures(&[(PathBuf::from(FROZEN), frozen())]).unwrap();
+    insta::assert_snapshot!("figures", describe(&figures));
+    let r = frozen();
+    let worse_r = worse(&r);
+    let runs = [("before".to_string(), &r), ("after".to_string(), &worse_r)];
+    let overlays = figure::overlay_figures(&runs).unwrap();
+    insta::assert_snapshot!("overlay_figures", describe(&overlays));
 }
 
 /// The fixture made worse: noise loses three times as much each interval, getppid costs

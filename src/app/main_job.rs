@@ -428,7 +428,7 @@ fn save(
         "jitterscope-{}-{}",
         match r.host.hostname.as_str() {
             "" => "host".into(),
-            h => crate::report::plot::file_safe(h),
+            h => crate::report::figure::file_safe(h),
         },
         compact_time(&r.run.start_time)
     );
@@ -518,7 +518,7 @@ mod tests {
 
     #[test]
     fn names_are_file_safe() {
-        assert_eq!(crate::report::plot::file_safe("web 01/a"), "web_01_a");
+        assert_eq!(crate::report::figure::file_safe("web 01/a"), "web_01_a");
         assert_eq!(compact_time("2026-11-22T23:50:12Z"), "20261122T235012Z");
     }
 }

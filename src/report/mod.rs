@@ -5,6 +5,7 @@ pub mod audit_table;
 pub mod compare;
 pub mod compare_view;
 pub mod export;
+pub mod figure;
 pub mod gnuplot;
 pub mod html;
 pub mod plot;

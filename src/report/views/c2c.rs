@@ -12,7 +12,8 @@ use std::collections::BTreeMap;
 use crate::engine::topology::{CpuPlace, Locality, Topology};
 use crate::probes::c2c::C2cEntry;
 use crate::report::ResultFile;
-use crate::report::export::{Dist, Entry};
+use crate::report::export::{Dist, Entry, serde_name};
+use crate::report::figure::{Chart, Figure, Heatmap, file_safe};
 use crate::report::table::new_table;
 use crate::report::views::{EntryView, Kind, KindView};
 
@@ -32,6 +33,33 @@ impl KindView for C2cEntry {
     /// In CPU order: `report` has no `--group` (the c2c command's own output may group).
     fn tables(r: &ResultFile) -> String {
         c2c_tables(r, false)
+    }
+
+    /// One heat map of median one-way latency per mode (a result normally holds one).
+    fn figures(r: &ResultFile) -> Vec<Figure> {
+        let entries = c2c_entries(r);
+        let mut modes: Vec<String> = Vec::new();
+        for m in entries.iter().map(|e| serde_name(&e.config.mode)) {
+            if !modes.contains(&m) {
+                modes.push(m);
+            }
+        }
+        let several = modes.len() > 1;
+        (modes.into_iter())
+            .map(|mode| {
+                let pairs = (entries.iter())
+                    .filter(|e| serde_name(&e.config.mode) == mode)
+                    .map(|e| (e.cpu_a, e.cpu_b, e.median_ns));
+                Figure {
+                    name: match several {
+                        true => file_safe(&format!("c2c-{mode}-heatmap")),
+                        false => "c2c-heatmap".into(),
+                    },
+                    source: String::new(),
+                    chart: Chart::Heatmap(Heatmap::new(mode.clone(), pairs)),
+                }
+            })
+            .collect()
     }
 }
 

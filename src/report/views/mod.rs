@@ -1,7 +1,7 @@
 //! One view per probe kind: everything the report side shows of a kind lives in its own
 //! file here. Each entry type implements [`EntryView`] (its distributions, which are the
 //! export rows, compare rows and plots, and its series) and [`KindView`] (its terminal
-//! tables over every entry of the kind, and the plots drawn across entries).
+//! tables over every entry of the kind, and the figures drawn across entries).
 //!
 //! `ProbeEntry::view` is the one place that turns an entry into its view; [`Kind`] is
 //! the one list of kinds, in the order their tables are shown. Every match over kinds is
@@ -19,6 +19,7 @@ use crate::probes::syscalls::SyscallEntry;
 use crate::probes::timer::TimerEntry;
 use crate::probes::work::WorkEntry;
 use crate::report::export::Dist;
+use crate::report::figure::Figure;
 use crate::report::{ProbeEntry, ResultFile};
 use crate::stats::events::EventOut;
 use crate::stats::series::SeriesOut;
@@ -85,6 +86,20 @@ impl Kind {
             Kind::Ptp => tables_of::<PtpEntry>(r),
         }
     }
+
+    /// The figures drawn across this kind's entries in `r` (see `KindView::figures`).
+    pub fn figures(self, r: &ResultFile) -> Vec<Figure> {
+        match self {
+            Kind::Noise => figures_of::<NoiseEntry>(r),
+            Kind::Timer => figures_of::<TimerEntry>(r),
+            Kind::Pingpong => figures_of::<PingpongEntry>(r),
+            Kind::C2c => figures_of::<C2cEntry>(r),
+            Kind::Queue => figures_of::<QueueEntry>(r),
+            Kind::Work => figures_of::<WorkEntry>(r),
+            Kind::Syscalls => figures_of::<SyscallEntry>(r),
+            Kind::Ptp => figures_of::<PtpEntry>(r),
+        }
+    }
 }
 
 /// What the report side shows of one entry.
@@ -106,6 +121,12 @@ pub trait KindView: EntryView + Sized {
     /// The kind's terminal tables, over every entry of the kind in `r` (it holds one at
     /// least).
     fn tables(r: &ResultFile) -> String;
+
+    /// The figures drawn across the kind's entries in `r` (c2c's heat map); none unless
+    /// the kind has some. Their names are the kind's own, without a file prefix.
+    fn figures(_r: &ResultFile) -> Vec<Figure> {
+        Vec::new()
+    }
 }
 
 /// An entry's series: the largest gap (and the total) of each interval of the run.
@@ -155,6 +176,13 @@ impl ResultFile {
 
 fn tables_of<T: KindView>(r: &ResultFile) -> Option<String> {
     r.entries::<T>().next().is_some().then(|| T::tables(r))
+}
+
+fn figures_of<T: KindView>(r: &ResultFile) -> Vec<Figure> {
+    match r.entries::<T>().next() {
+        Some(_) => T::figures(r),
+        None => Vec::new(),
+    }
 }
 
 /// The tables of every kind the result holds, in [`Kind::ALL`]'s order, then a note of
