@@ -12,7 +12,8 @@ use std::path::{Path, PathBuf};
 
 use jitterscope::probes::record::HistogramRecord;
 use jitterscope::report::compare::{self, Run};
-use jitterscope::report::figure::{self, Chart, Figure};
+use jitterscope::report::describe;
+use jitterscope::report::figure::{Chart, Figure};
 use jitterscope::report::{ResultFile, audit_table, plot, verdict};
 use jitterscope::stats::LatencyHistogram;
 
@@ -257,12 +258,12 @@ fn describe(figures: &[Figure]) -> String {
 
 #[test]
 fn figure_descriptions() {
-    let figures = figure::result_figures(&[(PathBuf::from(FROZEN), frozen())]).unwrap();
+    let figures = describe::result_figures(&[(PathBuf::from(FROZEN), frozen())]).unwrap();
     insta::assert_snapshot!("figures", describe(&figures));
     let r = frozen();
     let worse_r = worse(&r);
     let runs = [("before".to_string(), &r), ("after".to_string(), &worse_r)];
-    let overlays = figure::overlay_figures(&runs).unwrap();
+    let overlays = describe::overlay_figures(&runs).unwrap();
     insta::assert_snapshot!("overlay_figures", describe(&overlays));
 }
 

@@ -26,8 +26,8 @@ use std::collections::BTreeMap;
 use std::path::PathBuf;
 
 use crate::report::ResultFile;
+use crate::report::dist::SeriesView;
 use crate::report::export::{self, Dist};
-use crate::report::views::SeriesView;
 use crate::stats::series::SeriesOut;
 use crate::system::audit::{Finding, Severity};
 

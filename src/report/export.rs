@@ -65,12 +65,12 @@
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 
-use serde::Serialize;
-
 use crate::probes::record::HistogramRecord;
 use crate::report::ResultFile;
-use crate::report::views::SeriesView;
+use crate::report::dist::tag_safe;
 use crate::stats::{LatencyHistogram, Summary};
+
+pub use crate::report::dist::{Dist, serde_name};
 
 /// A result file with the path it was read from.
 pub type Loaded = (PathBuf, ResultFile);
@@ -90,39 +90,6 @@ pub enum ExportError {
     BadStartTime { file: String, value: String },
 }
 
-/// One distribution of one probe entry.
-#[derive(Debug, Clone)]
-pub struct Dist<'a> {
-    pub probe: &'static str,
-    pub key: String,
-    pub metric: &'static str,
-    /// The CPU, or the pair as `A,B`, or empty.
-    pub cpu: String,
-    pub summary: &'a Summary,
-    pub histogram: Option<&'a HistogramRecord>,
-    /// False only for pingpong's one-way figures when the TSC check could not confirm
-    /// them (`one_way_valid`): the probe's own table then shows the round trip halved.
-    pub trusted: bool,
-    /// The entry's per-interval series (noise, and timer's measured latency).
-    pub series: Option<SeriesView<'a>>,
-    /// Interruptions per second (noise).
-    pub rate_per_s: Option<f64>,
-    /// The share of the run lost to interruptions, in % (noise).
-    pub interrupted_pct: Option<f64>,
-}
-
-impl Dist<'_> {
-    /// The histogram decoded, if the entry has one; an error names the entry.
-    pub fn decode_histogram(&self) -> Result<Option<hdrhistogram::Histogram<u64>>, String> {
-        let Some(rec) = self.histogram else {
-            return Ok(None);
-        };
-        LatencyHistogram::decode_base64(&rec.data)
-            .map(Some)
-            .map_err(|e| format!("entry {} {} {}: {e}", self.probe, self.key, self.metric))
-    }
-}
-
 /// The distributions of a result, in entry order, and how many entries were skipped
 /// because a newer jitterscope wrote them.
 pub fn distributions(r: &ResultFile) -> (Vec<Dist<'_>>, usize) {
@@ -135,73 +102,6 @@ pub fn distributions(r: &ResultFile) -> (Vec<Dist<'_>>, usize) {
         }
     }
     (out, unknown)
-}
-
-/// What the distributions of one entry share; each view makes its rows with it.
-pub(crate) struct Entry {
-    probe: &'static str,
-    key: String,
-    cpu: String,
-}
-
-impl Entry {
-    pub(crate) fn new(probe: &'static str, key: String, cpu: String) -> Entry {
-        Entry {
-            probe,
-            key: tag_safe(&key),
-            cpu,
-        }
-    }
-
-    pub(crate) fn dist<'a>(
-        &self,
-        metric: &'static str,
-        s: &'a Summary,
-        h: &'a HistogramRecord,
-    ) -> Dist<'a> {
-        self.maybe(metric, s, Some(h))
-    }
-
-    pub(crate) fn maybe<'a>(
-        &self,
-        metric: &'static str,
-        summary: &'a Summary,
-        histogram: Option<&'a HistogramRecord>,
-    ) -> Dist<'a> {
-        Dist {
-            probe: self.probe,
-            key: self.key.clone(),
-            metric,
-            cpu: self.cpu.clone(),
-            summary,
-            histogram,
-            trusted: true,
-            series: None,
-            rate_per_s: None,
-            interrupted_pct: None,
-        }
-    }
-}
-
-/// The name serde gives a unit enum variant (`spin-pause`, `sys_offset`, …): stable,
-/// and the same as in the JSON.
-pub fn serde_name<T: Serialize>(v: &T) -> String {
-    match serde_json::to_value(v) {
-        Ok(serde_json::Value::String(s)) => s,
-        _ => "unknown".into(),
-    }
-}
-
-/// Replaces what a log tag or a key may not hold (commas, white space, control
-/// characters) with `_`: HdrHistogram log readers split tags at the first comma.
-fn tag_safe(s: &str) -> String {
-    s.chars()
-        .map(|c| match c {
-            ',' | '"' => '_',
-            c if c.is_whitespace() || c.is_control() => '_',
-            c => c,
-        })
-        .collect()
 }
 
 /// The path as shown in exports.
@@ -520,6 +420,7 @@ fn hdr_file(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::report::dist::Entry;
 
     /// Splits one CSV line (no embedded line breaks) the RFC 4180 way.
     fn split_csv(line: &str) -> Vec<String> {

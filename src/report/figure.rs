@@ -14,12 +14,11 @@
 //! Per entry with a series (noise, timer), `…-series`: the largest gap of each interval
 //! over the run, with the entry's largest events. Per kind, whatever its view draws across
 //! entries (`KindView::figures`: c2c's heat map of median one-way latency by CPU pair).
+//! `report::describe` says which figures a result, or a set of runs, has.
 
 use hdrhistogram::Histogram;
 
-use crate::report::ResultFile;
-use crate::report::export::{self, Dist, Loaded};
-use crate::report::views::{Kind, SeriesView};
+use crate::report::dist::Dist;
 
 /// Log bins per decade of latency in histograms.
 pub const BINS_PER_DECADE: f64 = 10.0;
@@ -121,114 +120,8 @@ pub struct Heatmap {
     pub cells: Vec<Option<f64>>,
 }
 
-// ---------------------------------------------------------------------------------------
-// Building
-
-/// Every figure of each result: per distribution with samples its percentiles and its
-/// histogram, per entry with a series its series, then each kind's own (the c2c heat
-/// map). With several files, names are prefixed by the file's label. An error names the
-/// file and the entry whose histogram does not decode.
-pub fn result_figures(results: &[Loaded]) -> Result<Vec<Figure>, String> {
-    let labels = export::file_prefixes(results);
-    let mut out = Vec::new();
-    for ((path, r), label) in results.iter().zip(labels) {
-        let figures = file_figures(r).map_err(|e| format!("{}: {e}", path.display()))?;
-        let prefix = match label.is_empty() {
-            true => String::new(),
-            false => format!("{}-", file_safe(&label)),
-        };
-        for mut f in figures {
-            f.name.insert_str(0, &prefix);
-            f.source.clone_from(&label);
-            out.push(f);
-        }
-    }
-    unique_names(out.iter_mut().map(|f| &mut f.name));
-    Ok(out)
-}
-
-fn file_figures(r: &ResultFile) -> Result<Vec<Figure>, String> {
-    let mut out = Vec::new();
-    for d in export::distributions(r).0 {
-        if let Some(curves) = Curves::of(&d)? {
-            let id = DistId::of(&d);
-            out.push(id.percentiles(vec![curves.percentiles]));
-            out.push(id.histogram(vec![curves.bins]));
-        }
-    }
-    for e in &r.probes {
-        if let Some(s) = e.view().and_then(|v| v.series()) {
-            out.push(series_figure(
-                &s,
-                vec![series_line(&s, String::new())],
-                largest(&s),
-            ));
-        }
-    }
-    out.extend(Kind::ALL.iter().flat_map(|k| k.figures(r)));
-    Ok(out)
-}
-
-/// The runs overlaid: for each distribution present in at least one run (matched by
-/// probe, key and metric), its percentiles and its histogram with a labelled line per
-/// run; then the series overlaid the same way (matched by probe and CPU), without the
-/// largest events.
-pub fn overlay_figures(runs: &[(String, &ResultFile)]) -> Result<Vec<Figure>, String> {
-    let mut dists: Vec<(DistId, Vec<(String, Curves)>)> = Vec::new();
-    for (label, r) in runs {
-        for d in export::distributions(r).0 {
-            let Some(curves) = Curves::of(&d).map_err(|e| format!("{label}: {e}"))? else {
-                continue;
-            };
-            let id = DistId::of(&d);
-            let at = find_or_push(&mut dists, |(i, _)| i.same(&id), || (id.clone(), vec![]));
-            at.0.trusted &= id.trusted;
-            at.1.push((label.clone(), curves));
-        }
-    }
-    let mut out = Vec::new();
-    for (id, curves) in dists {
-        let (pct, bins) = curves
-            .into_iter()
-            .map(|(label, c)| (c.percentiles.labelled(&label), c.bins.labelled(&label)))
-            .unzip();
-        out.push(id.percentiles(pct));
-        out.push(id.histogram(bins));
-    }
-    let mut series: Vec<(String, Vec<Line<SeriesData>>, SeriesView)> = Vec::new();
-    for (label, r) in runs {
-        for s in r.probes.iter().filter_map(|e| e.view()?.series()) {
-            let key = series_name(&s);
-            let at = find_or_push(
-                &mut series,
-                |(k, ..)| *k == key,
-                || (key.clone(), vec![], s),
-            );
-            at.1.push(series_line(&s, label.clone()));
-        }
-    }
-    out.extend(
-        series
-            .into_iter()
-            .map(|(_, lines, s)| series_figure(&s, lines, vec![])),
-    );
-    unique_names(out.iter_mut().map(|f| &mut f.name));
-    Ok(out)
-}
-
-fn find_or_push<T>(v: &mut Vec<T>, hit: impl Fn(&T) -> bool, new: impl FnOnce() -> T) -> &mut T {
-    let i = match v.iter().position(hit) {
-        Some(i) => i,
-        None => {
-            v.push(new());
-            v.len() - 1
-        }
-    };
-    &mut v[i]
-}
-
 impl DistId {
-    fn of(d: &Dist) -> DistId {
+    pub(crate) fn of(d: &Dist) -> DistId {
         DistId {
             probe: d.probe,
             key: d.key.clone(),
@@ -237,7 +130,7 @@ impl DistId {
         }
     }
 
-    fn same(&self, o: &DistId) -> bool {
+    pub(crate) fn same(&self, o: &DistId) -> bool {
         (self.probe, &self.key, self.metric) == (o.probe, &o.key, o.metric)
     }
 
@@ -248,7 +141,7 @@ impl DistId {
         ))
     }
 
-    fn percentiles(&self, lines: Vec<Line<Vec<Quantile>>>) -> Figure {
+    pub(crate) fn percentiles(&self, lines: Vec<Line<Vec<Quantile>>>) -> Figure {
         Figure {
             name: self.name("percentiles"),
             source: String::new(),
@@ -259,7 +152,7 @@ impl DistId {
         }
     }
 
-    fn histogram(&self, lines: Vec<Line<Vec<Bin>>>) -> Figure {
+    pub(crate) fn histogram(&self, lines: Vec<Line<Vec<Bin>>>) -> Figure {
         Figure {
             name: self.name("histogram"),
             source: String::new(),
@@ -280,15 +173,15 @@ impl DistId {
 }
 
 /// A distribution's percentile curve and histogram bins, from its recorded histogram.
-struct Curves {
-    percentiles: Line<Vec<Quantile>>,
-    bins: Line<Vec<Bin>>,
+pub(crate) struct Curves {
+    pub(crate) percentiles: Line<Vec<Quantile>>,
+    pub(crate) bins: Line<Vec<Bin>>,
 }
 
 impl Curves {
     /// `None` when nothing was recorded (a quiet CPU, a method not measured): an empty
     /// chart says nothing.
-    fn of(d: &Dist) -> Result<Option<Curves>, String> {
+    pub(crate) fn of(d: &Dist) -> Result<Option<Curves>, String> {
         let Some(h) = d.decode_histogram()? else {
             return Ok(None);
         };
@@ -311,7 +204,7 @@ fn unlabelled<T>(data: T) -> Line<T> {
 }
 
 impl<T> Line<T> {
-    fn labelled(self, label: &str) -> Line<T> {
+    pub(crate) fn labelled(self, label: &str) -> Line<T> {
         Line {
             label: label.to_string(),
             ..self
@@ -391,45 +284,6 @@ pub fn log_bins(h: &Histogram<u64>) -> Vec<Bin> {
         }
     }
     out
-}
-
-fn series_name(s: &SeriesView) -> String {
-    format!("{}-cpu{}-series", s.probe, s.cpu)
-}
-
-fn series_line(s: &SeriesView, label: String) -> Line<SeriesData> {
-    Line {
-        label,
-        data: SeriesData {
-            interval_ns: s.series.interval_ns,
-            max_ns: s.series.max_ns.clone(),
-            events: s.series.events.clone(),
-            total_ns: s.series.total_ns.clone(),
-        },
-    }
-}
-
-fn largest(s: &SeriesView) -> Vec<(u64, u64)> {
-    s.largest
-        .iter()
-        .map(|e| (e.start_ns, e.duration_ns))
-        .collect()
-}
-
-fn series_figure(s: &SeriesView, lines: Vec<Line<SeriesData>>, largest: Vec<(u64, u64)>) -> Figure {
-    Figure {
-        name: file_safe(&series_name(s)),
-        source: String::new(),
-        chart: Chart::Series {
-            id: SeriesId {
-                probe: s.probe,
-                cpu: s.cpu,
-                gap: s.gap,
-            },
-            lines,
-            largest,
-        },
-    }
 }
 
 impl Heatmap {

@@ -19,8 +19,9 @@ use std::path::{Path, PathBuf};
 
 use anyhow::Context;
 
+use crate::report::describe;
 use crate::report::export::Loaded;
-use crate::report::figure::{self, Bin, Chart, Figure, Heatmap, Quantile, SeriesData};
+use crate::report::figure::{Bin, Chart, Figure, Heatmap, Quantile, SeriesData};
 use crate::report::result::write_atomic;
 
 /// Writes the data files and `plots.gp` into `dir` (created if missing); returns the
@@ -82,7 +83,7 @@ enum Kind {
 }
 
 fn all_plots(results: &[Loaded]) -> anyhow::Result<Vec<Plot>> {
-    let figures = figure::result_figures(results).map_err(anyhow::Error::msg)?;
+    let figures = describe::result_figures(results).map_err(anyhow::Error::msg)?;
     Ok(figures.iter().filter_map(plot_of).collect())
 }
 

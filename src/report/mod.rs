@@ -4,6 +4,8 @@
 pub mod audit_table;
 pub mod compare;
 pub mod compare_view;
+pub mod describe;
+pub mod dist;
 pub mod export;
 pub mod figure;
 pub mod gnuplot;

@@ -26,6 +26,7 @@ use plotters::prelude::*;
 use plotters::style::text_anchor::{HPos, Pos, VPos};
 
 use crate::report::ResultFile;
+use crate::report::describe;
 use crate::report::export::Loaded;
 use crate::report::figure::{self, Figure, bin_edge};
 
@@ -163,18 +164,18 @@ fn encode_png(rgb: &[u8], (w, h): (u32, u32)) -> Result<Vec<u8>, String> {
 // ---------------------------------------------------------------------------------------
 // From the descriptions (report::figure) to plots
 
-/// Every plot of each result (see `figure::result_figures`): per distribution, its
+/// Every plot of each result (see `describe::result_figures`): per distribution, its
 /// percentile distribution and its histogram; per noise or timer entry, its series; per
 /// c2c result, a heat map. With several files, names are prefixed by the file's stem
 /// (numbered when stems repeat).
 pub fn result_plots(results: &[Loaded]) -> Result<Vec<Plot>, PlotError> {
-    let figures = figure::result_figures(results).map_err(PlotError::Data)?;
+    let figures = describe::result_figures(results).map_err(PlotError::Data)?;
     Ok(figures.iter().map(Plot::of).collect())
 }
 
-/// The runs overlaid (see `figure::overlay_figures`), a labelled line per run.
+/// The runs overlaid (see `describe::overlay_figures`), a labelled line per run.
 pub fn overlay_plots(runs: &[(String, &ResultFile)]) -> Result<Vec<Plot>, PlotError> {
-    let figures = figure::overlay_figures(runs).map_err(PlotError::Data)?;
+    let figures = describe::overlay_figures(runs).map_err(PlotError::Data)?;
     Ok(figures.iter().map(Plot::of).collect())
 }
 

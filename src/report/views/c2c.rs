@@ -12,7 +12,7 @@ use std::collections::BTreeMap;
 use crate::engine::topology::{CpuPlace, Locality, Topology};
 use crate::probes::c2c::C2cEntry;
 use crate::report::ResultFile;
-use crate::report::export::{Dist, Entry, serde_name};
+use crate::report::dist::{Dist, Entry, serde_name};
 use crate::report::figure::{Chart, Figure, Heatmap, file_safe};
 use crate::report::table::new_table;
 use crate::report::views::{EntryView, Kind, KindView};

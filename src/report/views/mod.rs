@@ -18,11 +18,9 @@ use crate::probes::queue::QueueEntry;
 use crate::probes::syscalls::SyscallEntry;
 use crate::probes::timer::TimerEntry;
 use crate::probes::work::WorkEntry;
-use crate::report::export::Dist;
+use crate::report::dist::{Dist, SeriesView};
 use crate::report::figure::Figure;
 use crate::report::{ProbeEntry, ResultFile};
-use crate::stats::events::EventOut;
-use crate::stats::series::SeriesOut;
 
 pub mod c2c;
 pub mod noise;
@@ -127,21 +125,6 @@ pub trait KindView: EntryView + Sized {
     fn figures(_r: &ResultFile) -> Vec<Figure> {
         Vec::new()
     }
-}
-
-/// An entry's series: the largest gap (and the total) of each interval of the run.
-#[derive(Debug, Clone, Copy)]
-pub struct SeriesView<'a> {
-    pub probe: &'static str,
-    pub cpu: usize,
-    pub series: &'a SeriesOut,
-    pub largest: &'a [EventOut],
-    /// What each interval's largest gap is called on a plot ("largest interruption").
-    pub gap: &'static str,
-    /// What it is called in a comparison ("worst gap", "latest wake-up").
-    pub worst: &'static str,
-    /// Each interval's total is time lost, a figure of its own (noise).
-    pub time_lost: bool,
 }
 
 impl ProbeEntry {

@@ -3,9 +3,10 @@
 
 use crate::probes::noise::NoiseEntry;
 use crate::report::ResultFile;
-use crate::report::export::{Dist, Entry};
+use crate::report::dist::SeriesView;
+use crate::report::dist::{Dist, Entry};
 use crate::report::table::{new_table, policy_cell, us};
-use crate::report::views::{EntryView, Kind, KindView, SeriesView};
+use crate::report::views::{EntryView, Kind, KindView};
 
 impl EntryView for NoiseEntry {
     fn kind(&self) -> Kind {

@@ -3,7 +3,7 @@
 
 use crate::probes::queue::{LatencyRecord, QueueEntry};
 use crate::report::ResultFile;
-use crate::report::export::{Dist, Entry};
+use crate::report::dist::{Dist, Entry};
 use crate::report::table::{new_table, policy_cell, us};
 use crate::report::views::{EntryView, Kind, KindView};
 

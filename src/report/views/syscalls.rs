@@ -2,7 +2,7 @@
 
 use crate::probes::syscalls::{SyscallEntry, Via};
 use crate::report::ResultFile;
-use crate::report::export::{Dist, Entry};
+use crate::report::dist::{Dist, Entry};
 use crate::report::table::new_table;
 use crate::report::views::{EntryView, Kind, KindView};
 

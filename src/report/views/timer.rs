@@ -4,9 +4,10 @@
 
 use crate::probes::timer::{LiveSnapshot, TimerEntry};
 use crate::report::ResultFile;
-use crate::report::export::{Dist, Entry};
+use crate::report::dist::SeriesView;
+use crate::report::dist::{Dist, Entry};
 use crate::report::table::{DISTRIBUTION, distribution, new_table, policy_cell};
-use crate::report::views::{EntryView, Kind, KindView, SeriesView};
+use crate::report::views::{EntryView, Kind, KindView};
 
 impl EntryView for TimerEntry {
     fn kind(&self) -> Kind {

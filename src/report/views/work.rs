@@ -3,7 +3,7 @@
 
 use crate::probes::work::{Role, WorkEntry};
 use crate::report::ResultFile;
-use crate::report::export::{Dist, Entry, serde_name};
+use crate::report::dist::{Dist, Entry, serde_name};
 use crate::report::table::new_table;
 use crate::report::views::{EntryView, Kind, KindView};
 
