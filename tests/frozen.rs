@@ -14,6 +14,7 @@ use jitterscope::probes::record::HistogramRecord;
 use jitterscope::report::compare::{self, Run};
 use jitterscope::report::describe;
 use jitterscope::report::figure::{Chart, Figure};
+use jitterscope::report::views::Kind;
 use jitterscope::report::{ResultFile, audit_table, plot, verdict};
 use jitterscope::stats::LatencyHistogram;
 
@@ -48,10 +49,14 @@ fn the_fixture_holds_every_probe_kind() {
         .map(|p| p["probe"].as_str().unwrap())
         .collect();
     kinds.dedup();
-    let all = [
-        "noise", "timer", "pingpong", "c2c", "queue", "work", "syscalls", "ptp",
-    ];
+    // Every kind this version knows, in table order: a new kind fails here until the
+    // fixture holds an entry of it (scripts/make-fixture).
+    let all: Vec<&str> = Kind::ALL.iter().map(|k| k.name()).collect();
     assert_eq!(kinds, all);
+    for e in &frozen().probes {
+        let kind = e.view().expect("a known kind").kind();
+        assert!(Kind::ALL.contains(&kind), "{kind:?} is in Kind::ALL");
+    }
     // What the views must show: the event log, the largest events, a starred one-way
     // row, and the main job's audit.
     assert!(v["probes"][0]["events"].is_object(), "noise's event log");
