@@ -23,9 +23,11 @@ pub fn result_figures(results: &[Loaded]) -> Result<Vec<Figure>, String> {
             true => String::new(),
             false => format!("{}-", file_safe(&label)),
         };
+        // As file-safe as the names: titles and file names say the same.
+        let source = prefix.trim_end_matches('-');
         for mut f in figures {
             f.name.insert_str(0, &prefix);
-            f.source.clone_from(&label);
+            f.source = source.to_string();
             out.push(f);
         }
     }
