@@ -9,6 +9,8 @@ use std::sync::atomic::AtomicBool;
 use std::time::Duration;
 
 use jitterscope::engine::clock::ClockInfo;
+use jitterscope::probes::noise::NoiseEntry;
+use jitterscope::probes::timer::TimerEntry;
 
 use crate::injector::{Schedule, inject};
 use crate::util::{self, jitterscope, measuring, skip};
@@ -183,30 +185,9 @@ fn two_quiet_runs_are_not_different() {
 
 #[test]
 fn a_run_against_itself_is_the_same_everywhere() {
-    let Some((cpu, housekeeping)) = util::two_cpus() else {
-        return skip(
-            "a_run_against_itself_is_the_same_everywhere",
-            "needs two CPUs",
-        );
-    };
+    // The frozen fixture's pingpong futex and spin: nothing is measured.
     let dir = tempfile::tempdir().unwrap();
-    let path = dir.path().join("pp.json");
-    {
-        let _lock = measuring();
-        let pair = format!("{housekeeping},{cpu}");
-        run_ok(&[
-            "pingpong",
-            "--mech",
-            "futex,pipe",
-            "-a",
-            &pair,
-            "-D",
-            "300ms",
-            "-q",
-            "-o",
-            path.to_str().unwrap(),
-        ]);
-    }
+    let path = util::frozen_part(&dir.path().join("pp.json"), &["pingpong"]);
     let rows = verdicts(&path, &path);
     assert_eq!(
         rows.len(),
@@ -235,25 +216,8 @@ fn a_run_against_itself_is_the_same_everywhere() {
 
 #[test]
 fn compare_refuses_bad_input() {
-    let Some((cpu, _)) = util::two_cpus() else {
-        return skip("compare_refuses_bad_input", "needs two CPUs");
-    };
     let dir = tempfile::tempdir().unwrap();
-    let good = dir.path().join("good.json");
-    {
-        let _lock = measuring();
-        let c = cpu.to_string();
-        run_ok(&[
-            "noise",
-            "-a",
-            &c,
-            "-D",
-            "200ms",
-            "-q",
-            "-o",
-            good.to_str().unwrap(),
-        ]);
-    }
+    let good = util::frozen_part(&dir.path().join("good.json"), &["noise"]);
     let text = std::fs::read_to_string(&good).unwrap();
     let truncated = dir.path().join("truncated.json");
     std::fs::write(&truncated, &text[..text.len() / 2]).unwrap();
@@ -288,12 +252,12 @@ fn short_runs_have_fine_series() {
     let series = noise
         .probes
         .iter()
-        .filter_map(|e| e.as_noise().map(|n| &n.series))
+        .filter_map(|e| e.get::<NoiseEntry>().map(|n| &n.series))
         .chain(
             timer
                 .probes
                 .iter()
-                .filter_map(|e| e.as_timer().map(|t| &t.series)),
+                .filter_map(|e| e.get::<TimerEntry>().map(|t| &t.series)),
         );
     let mut n = 0;
     for s in series {

@@ -1,59 +1,29 @@
-//! `report --format gnuplot`: real noise, c2c and pingpong runs become data files whose
-//! figures are the results' own (percentiles, bin counts, series, the c2c matrix), and a
-//! script that gnuplot, when it is installed, runs into one non-empty SVG per plot.
+//! `report --format gnuplot`: real noise, c2c and pingpong runs (cut from the frozen
+//! fixture) become data files whose figures are the results' own (percentiles, bin
+//! counts, series, the c2c matrix), and a script that gnuplot, when it is installed, runs
+//! into one non-empty SVG per plot.
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
+use jitterscope::probes::c2c::C2cEntry;
+use jitterscope::probes::noise::NoiseEntry;
+use jitterscope::probes::timer::TimerEntry;
 use jitterscope::report::ResultFile;
 use jitterscope::report::export::{Dist, distributions};
 use jitterscope::stats::Summary;
 
-use crate::util::{jitterscope, measuring, skip, stderr_lines, two_cpus};
+use crate::util::{frozen_part, jitterscope, skip, stderr_lines};
 
 const TEST: &str = "gnuplot";
 
-/// Saves a noise run and, with two CPUs, a c2c and a pingpong run.
+/// The frozen fixture's noise, c2c and pingpong entries, one file each. Nothing is
+/// measured.
 fn measure(dir: &Path) -> Vec<PathBuf> {
-    let _m = measuring();
-    let (cpu, other) = two_cpus().unwrap_or((0, 0));
-    let (cpu_s, pair) = (cpu.to_string(), format!("{other},{cpu}"));
-    let mut runs: Vec<(&str, Vec<&str>)> = vec![("noise", vec!["noise", "-D", "1s", "-a", &cpu_s])];
-    if cpu != other {
-        let c2c = vec![
-            "c2c",
-            "-a",
-            &pair,
-            "-s",
-            "50",
-            "-n",
-            "50",
-            "--preheat",
-            "10ms",
-        ];
-        runs.push(("c2c", c2c));
-        let pp = vec!["pingpong", "--mech", "futex", "-a", &pair, "-l", "300"];
-        runs.push(("pingpong", pp));
-    } else {
-        skip(
-            TEST,
-            "one CPU: no c2c or pingpong run, so no heat map is checked",
-        );
-    }
-    let mut files = Vec::new();
-    for (name, mut args) in runs {
-        let path = dir.join(format!("{name}.json"));
-        args.extend(["-q", "-o", path.to_str().unwrap()]);
-        let out = jitterscope(&args);
-        assert_eq!(
-            out.status.code(),
-            Some(0),
-            "{args:?}: {:?}",
-            stderr_lines(&out)
-        );
-        files.push(path);
-    }
-    files
+    ["noise", "c2c", "pingpong"]
+        .iter()
+        .map(|kind| frozen_part(&dir.join(format!("{kind}.json")), &[kind]))
+        .collect()
 }
 
 /// Runs `report --format gnuplot -o out`; returns the paths it printed.
@@ -103,17 +73,17 @@ fn check_result(out: &Path, prefix: &str, r: &ResultFile) {
         check_histogram(&with_ext(&base, "-histogram.dat"), d.summary);
     }
     for e in &r.probes {
-        if let Some(n) = e.as_noise() {
+        if let Some(n) = e.get::<NoiseEntry>() {
             let name = format!("{prefix}noise-cpu{}-series", n.cpu);
             check_series(out, &name, &n.series, n.largest.len());
         }
-        if let Some(t) = e.as_timer() {
+        if let Some(t) = e.get::<TimerEntry>() {
             let name = format!("{prefix}timer-cpu{}-series", t.cpu);
             check_series(out, &name, &t.series, t.largest.len());
         }
     }
     let pairs: Vec<(usize, usize, Option<f64>)> = (r.probes.iter())
-        .filter_map(|e| e.as_c2c())
+        .filter_map(|e| e.get::<C2cEntry>())
         .map(|c| (c.cpu_a, c.cpu_b, c.median_ns))
         .collect();
     if !pairs.is_empty() {

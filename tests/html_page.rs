@@ -1,4 +1,4 @@
-//! The HTML report of a real `noise` plus `timer` run: one self-contained page (no
+//! The HTML report of a real `noise` plus `timer` run (the frozen fixture's): one self-contained page (no
 //! external references, no script) holding the host, the degradations, the summary tables
 //! and every plot inline. It is opened in headless Chromium (Debian's `chromium`; the test
 //! skips, saying how to install it, when it is absent): it loads with no console message,
@@ -9,10 +9,12 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
+use jitterscope::probes::noise::NoiseEntry;
+use jitterscope::probes::timer::TimerEntry;
 use jitterscope::report::ResultFile;
 use jitterscope::report::plot;
 
-use crate::util::{jitterscope, measuring, skip, stderr_lines, two_cpus};
+use crate::util::{frozen_part, jitterscope, measuring, skip, stderr_lines, two_cpus};
 
 const TEST: &str = "html_page_of_noise_and_timer_loads_in_chromium";
 
@@ -58,22 +60,13 @@ fn html_page_of_noise_and_timer_loads_in_chromium() {
     check_svg_sizes(&browser, dir.path(), &html, figures);
 }
 
-/// A real one-second noise run and timer run, each saved with -o.
+/// The frozen fixture's noise and timer entries, one file each (as a one-second noise
+/// run and timer run would have saved them). Nothing is measured.
 fn measure(dir: &Path) -> Vec<PathBuf> {
-    let cpu = two_cpus().map_or(0, |c| c.0).to_string();
-    let runs: [&[&str]; 2] = [
-        &["noise", "-D", "1s", "-a", &cpu, "-q"],
-        &["timer", "-D", "1s", "-a", &cpu, "-q", "--no-dma-latency"],
-    ];
-    let mut files = Vec::new();
-    for (args, name) in runs.iter().zip(["a.json", "b.json"]) {
-        let path = dir.join(name);
-        let mut all = args.to_vec();
-        all.extend(["-o", path.to_str().unwrap()]);
-        run_ok(&all);
-        files.push(path);
-    }
-    files
+    [("noise", "a.json"), ("timer", "b.json")]
+        .iter()
+        .map(|(kind, name)| frozen_part(&dir.join(name), &[kind]))
+        .collect()
 }
 
 fn run_ok(args: &[&str]) {
@@ -122,10 +115,10 @@ fn assert_content(html: &str, results: &[PathBuf], figures: usize) {
     let mut captions = Vec::new();
     for p in results {
         let r = ResultFile::read(p).unwrap();
-        if r.probes.iter().any(|e| e.as_noise().is_some()) {
+        if r.probes.iter().any(|e| e.get::<NoiseEntry>().is_some()) {
             captions.push("noise: summary (values in ns)");
         }
-        if r.probes.iter().any(|e| e.as_timer().is_some()) {
+        if r.probes.iter().any(|e| e.get::<TimerEntry>().is_some()) {
             captions.push("timer: summary (values in ns)");
         }
         assert!(html.contains(&escape(&r.host.hostname)), "hostname");

@@ -4,6 +4,9 @@
 
 use std::path::{Path, PathBuf};
 
+use jitterscope::probes::noise::NoiseEntry;
+use jitterscope::probes::pingpong::PingpongEntry;
+use jitterscope::probes::timer::TimerEntry;
 use jitterscope::report::ResultFile;
 
 use crate::util::{self, jitterscope, measuring, skip};
@@ -37,9 +40,19 @@ fn check_result(json: &Path) -> ResultFile {
     let r = ResultFile::read(json).expect("the saved result reads back");
     let kinds =
         |f: fn(&jitterscope::report::ProbeEntry) -> bool| r.probes.iter().filter(|e| f(e)).count();
-    assert!(kinds(|e| e.as_noise().is_some()) >= 1, "noise entries");
-    assert!(kinds(|e| e.as_timer().is_some()) >= 1, "timer entries");
-    assert_eq!(kinds(|e| e.as_pingpong().is_some()), 2, "futex and spin");
+    assert!(
+        kinds(|e| e.get::<NoiseEntry>().is_some()) >= 1,
+        "noise entries"
+    );
+    assert!(
+        kinds(|e| e.get::<TimerEntry>().is_some()) >= 1,
+        "timer entries"
+    );
+    assert_eq!(
+        kinds(|e| e.get::<PingpongEntry>().is_some()),
+        2,
+        "futex and spin"
+    );
     assert!(r.host.audit.is_some(), "the audit is stored");
     assert_eq!(r.run.command_line[1], "run");
     r

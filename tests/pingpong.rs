@@ -27,7 +27,7 @@ fn run(args: &[&str]) -> Vec<PingpongEntry> {
     let r = ResultFile::read(&path).expect("a result file");
     r.probes
         .iter()
-        .filter_map(ProbeEntry::as_pingpong)
+        .filter_map(ProbeEntry::get::<PingpongEntry>)
         .cloned()
         .collect()
 }
@@ -213,7 +213,9 @@ fn interrupt_one(cpus: &str, m: Mechanism) {
     );
     let r = ResultFile::read(&path).expect("saved");
     assert!(r.run.interrupted, "{m}");
-    let e = r.probes[0].as_pingpong().expect("a pingpong entry");
+    let e = r.probes[0]
+        .get::<PingpongEntry>()
+        .expect("a pingpong entry");
     assert_eq!(e.mechanism, m);
     assert!(e.round_trips > 0, "{m}: measured before the signal");
 }

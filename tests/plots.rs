@@ -1,5 +1,5 @@
 //! `report --format svg|png` draws every distribution of real result files (noise, timer,
-//! c2c) as a percentile plot and a histogram, each noise and timer series, and the c2c
+//! c2c, cut from the frozen fixture) as a percentile plot and a histogram, each noise and timer series, and the c2c
 //! heat map; `plot::overlay_plots` lays runs over each other with a legend entry per run.
 //! Each SVG is checked as a document (size, viewBox, balanced tags) and for the text a
 //! reader needs: axis labels with units, percentile ticks, cell values.
@@ -9,62 +9,31 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::sync::OnceLock;
 
+use jitterscope::probes::c2c::C2cEntry;
+use jitterscope::probes::noise::NoiseEntry;
+use jitterscope::probes::timer::TimerEntry;
 use jitterscope::report::ResultFile;
 use jitterscope::report::export::distributions;
 use jitterscope::report::plot;
 
-use crate::util::{bin, jitterscope, measuring, skip, stderr_lines, two_cpus};
+use crate::util::{bin, frozen_part, jitterscope, measuring, stderr_lines};
 
-/// Real result files, made once for every test here.
+/// Result files cut from the frozen fixture (its noise, timer and c2c entries), made once
+/// for every test here. Nothing is measured.
 struct Fixture {
     _dir: tempfile::TempDir,
     noise: PathBuf,
     timer: PathBuf,
-    /// Absent on a machine with one usable CPU.
-    c2c: Option<PathBuf>,
+    c2c: PathBuf,
 }
 
 fn fixture() -> &'static Fixture {
     static F: OnceLock<Fixture> = OnceLock::new();
     F.get_or_init(|| {
-        let _m = measuring();
         // Under the target directory, which `cargo clean` empties: a static is never dropped.
         let dir = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
-        let cpu = two_cpus().map_or(0, |c| c.0).to_string();
-        let run = |name: &str, args: &[&str]| {
-            let path = dir.path().join(format!("{name}.json"));
-            let mut all = args.to_vec();
-            all.extend(["-q", "-o", path.to_str().unwrap()]);
-            let out = jitterscope(&all);
-            assert_eq!(
-                out.status.code(),
-                Some(0),
-                "{all:?}: {:?}",
-                stderr_lines(&out)
-            );
-            path
-        };
-        // A low threshold: interruptions to plot even on a quiet CPU.
-        let noise = run("noise", &["noise", "-D", "1s", "-a", &cpu, "-T", "200ns"]);
-        let timer = run(
-            "timer",
-            &["timer", "-D", "1s", "-a", &cpu, "--no-dma-latency"],
-        );
-        let c2c = two_cpus().map(|(a, b)| {
-            let pair = format!("{b},{a}");
-            let args = [
-                "c2c",
-                "-a",
-                &pair,
-                "--samples",
-                "200",
-                "-n",
-                "50",
-                "--preheat",
-                "10ms",
-            ];
-            run("c2c", &args)
-        });
+        let part = |kind: &str| frozen_part(&dir.path().join(format!("{kind}.json")), &[kind]);
+        let (noise, timer, c2c) = (part("noise"), part("timer"), part("c2c"));
         Fixture {
             _dir: dir,
             noise,
@@ -76,9 +45,11 @@ fn fixture() -> &'static Fixture {
 
 impl Fixture {
     fn files(&self) -> Vec<&Path> {
-        let mut v = vec![self.noise.as_path(), self.timer.as_path()];
-        v.extend(self.c2c.as_deref());
-        v
+        vec![
+            self.noise.as_path(),
+            self.timer.as_path(),
+            self.c2c.as_path(),
+        ]
     }
 
     /// `report FILES --format FORMAT -o DIR`: the paths it lists on stdout.
@@ -121,14 +92,14 @@ fn counts(r: &ResultFile, prefix: &str) -> BTreeMap<String, u64> {
         }
     }
     for e in &r.probes {
-        if let Some(n) = e.as_noise() {
+        if let Some(n) = e.get::<NoiseEntry>() {
             names.insert(format!("{prefix}noise-cpu{}-series", n.cpu), 0);
         }
-        if let Some(t) = e.as_timer() {
+        if let Some(t) = e.get::<TimerEntry>() {
             names.insert(format!("{prefix}timer-cpu{}-series", t.cpu), 0);
         }
     }
-    if r.probes.iter().any(|e| e.as_c2c().is_some()) {
+    if r.probes.iter().any(|e| e.get::<C2cEntry>().is_some()) {
         names.insert(format!("{prefix}c2c-heatmap"), 0);
     }
     names
@@ -289,13 +260,7 @@ fn assert_axis_unit(name: &str, texts: &[String], title: &str) {
 #[test]
 fn heat_map_labels_every_pair_with_its_median() {
     let f = fixture();
-    let Some(c2c) = &f.c2c else {
-        skip(
-            "heat_map_labels_every_pair_with_its_median",
-            "needs 2 usable CPUs",
-        );
-        return;
-    };
+    let c2c = &f.c2c;
     let out = tempfile::tempdir().unwrap();
     let listed = f.report(&[c2c.as_path()], "svg", out.path());
     let names = names_in(out.path(), "svg", &listed);
@@ -305,7 +270,7 @@ fn heat_map_labels_every_pair_with_its_median() {
     let t = texts(&svg);
     let r = read(c2c);
     let mut pairs = 0;
-    for e in r.probes.iter().filter_map(|e| e.as_c2c()) {
+    for e in r.probes.iter().filter_map(|e| e.get::<C2cEntry>()) {
         let Some(median) = e.median_ns else { continue };
         let label = format!("{median:.0}");
         // Both cells of the symmetric matrix.

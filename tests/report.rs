@@ -1,6 +1,7 @@
-//! Issue 6: `jitterscope report` renders real result files as tables, Markdown, CSV and an
-//! HdrHistogram interval log; every figure it writes is the result's, and the log is read
-//! back by an independent implementation (Python's `hdrhistogram` package).
+//! Issue 6: `jitterscope report` renders real result files (cut from the frozen fixture)
+//! as tables, Markdown, CSV and an HdrHistogram interval log; every figure it writes is the
+//! result's, and the log is read back by an independent implementation (Python's
+//! `hdrhistogram` package).
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
@@ -10,9 +11,10 @@ use jitterscope::report::ResultFile;
 use jitterscope::stats::Summary;
 use serde_json::Value;
 
-use crate::util::{assert_bad_input, bin, jitterscope, measuring, skip, stderr_lines, two_cpus};
+use crate::util::{assert_bad_input, bin, frozen_part, jitterscope, skip, stderr_lines};
 
-/// Real result files, made by running the binary: noise, syscalls and pingpong.
+/// Result files cut from the frozen fixture: its noise, syscalls and pingpong entries,
+/// one file each. Nothing is measured.
 struct Fixture {
     dir: tempfile::TempDir,
     files: Vec<PathBuf>,
@@ -20,33 +22,12 @@ struct Fixture {
 
 impl Fixture {
     fn new() -> Fixture {
-        let _m = measuring();
         let dir = tempfile::tempdir().unwrap();
-        let (cpu, other) = two_cpus().unwrap_or((0, 0));
-        let pair = format!("{other},{cpu}");
-        let same = other == cpu;
-        let cpu = cpu.to_string();
-        // spin on one CPU would wait out whole time slices: futex only, then.
-        let mech = if same { "futex" } else { "spin,futex" };
-        let runs: [&[&str]; 3] = [
-            &["noise", "-D", "300ms", "-a", &cpu, "-T", "200ns", "-q"],
-            &["syscalls", "--only", "rdtsc,getppid", "-D", "20ms", "-q"],
-            &["pingpong", "--mech", mech, "-a", &pair, "-l", "300", "-q"],
-        ];
-        let mut files = Vec::new();
-        for (i, args) in runs.iter().enumerate() {
-            let path = dir.path().join(format!("r{i}.json"));
-            let mut all = args.to_vec();
-            all.extend(["-o", path.to_str().unwrap()]);
-            let out = jitterscope(&all);
-            assert_eq!(
-                out.status.code(),
-                Some(0),
-                "{all:?}: {:?}",
-                stderr_lines(&out)
-            );
-            files.push(path);
-        }
+        let files = ["noise", "syscalls", "pingpong"]
+            .iter()
+            .enumerate()
+            .map(|(i, kind)| frozen_part(&dir.path().join(format!("r{i}.json")), &[kind]))
+            .collect();
         Fixture { dir, files }
     }
 

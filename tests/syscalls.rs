@@ -10,7 +10,7 @@ fn run(args: &[&str]) -> Vec<SyscallEntry> {
     let r = json_result(&[&["syscalls"][..], args].concat());
     r.probes
         .iter()
-        .filter_map(ProbeEntry::as_syscalls)
+        .filter_map(ProbeEntry::get::<SyscallEntry>)
         .cloned()
         .collect()
 }

@@ -9,6 +9,7 @@ mod audit;
 mod bad_input;
 mod c2c;
 mod compare;
+mod frozen;
 mod gates;
 mod gnuplot;
 mod ground_truth;

@@ -160,3 +160,24 @@ pub fn assert_bad_input(cases: &[&[&str]]) {
         assert!(lines[0].starts_with("jitterscope: "), "{args:?}: {lines:?}");
     }
 }
+
+/// The frozen fixture: one `jitterscope/1` result with an entry of every probe kind, made
+/// once by real short runs (tests/fixtures/README.md, scripts/make-fixture). Tests read
+/// it and measure nothing. Relative to the package root, where cargo runs the tests.
+pub const FROZEN: &str = "tests/fixtures/all-probes.json";
+
+pub fn frozen() -> jitterscope::report::ResultFile {
+    jitterscope::report::ResultFile::read(std::path::Path::new(FROZEN)).expect("the fixture")
+}
+
+/// A copy of the frozen fixture at `path` holding only the entries of the probe kinds
+/// named (as `probe` names them in the JSON), in the fixture's order.
+pub fn frozen_part(path: &std::path::Path, kinds: &[&str]) -> PathBuf {
+    let text = std::fs::read_to_string(FROZEN).expect("the fixture");
+    let mut v: serde_json::Value = serde_json::from_str(&text).expect("JSON");
+    let probes = v["probes"].as_array_mut().expect("probes");
+    probes.retain(|p| kinds.contains(&p["probe"].as_str().unwrap_or("")));
+    assert!(!probes.is_empty(), "the fixture holds {kinds:?}");
+    std::fs::write(path, serde_json::to_string_pretty(&v).unwrap()).unwrap();
+    path.to_path_buf()
+}

@@ -14,7 +14,7 @@ fn entries(stdout: &[u8]) -> Vec<WorkEntry> {
     let r = ResultFile::parse(&String::from_utf8_lossy(stdout)).expect("JSON");
     r.probes
         .iter()
-        .filter_map(ProbeEntry::as_work)
+        .filter_map(ProbeEntry::get::<WorkEntry>)
         .cloned()
         .collect()
 }
@@ -26,7 +26,7 @@ fn run(args: &[&str]) -> Vec<WorkEntry> {
 fn entries_of(r: &ResultFile) -> Vec<WorkEntry> {
     r.probes
         .iter()
-        .filter_map(ProbeEntry::as_work)
+        .filter_map(ProbeEntry::get::<WorkEntry>)
         .cloned()
         .collect()
 }

@@ -150,7 +150,7 @@ impl Measure for C2cCommand {
         format!(
             "{}\n{}",
             self.header(r),
-            crate::report::c2c_table::c2c_tables(r, self.group)
+            crate::report::views::c2c::c2c_tables(r, self.group)
         )
     }
 }

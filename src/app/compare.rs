@@ -50,21 +50,30 @@ pub fn run(args: &CompareArgs) -> anyhow::Result<Ending> {
         .iter()
         .map(|p| p.display().to_string())
         .collect();
-    if args.format.writes_a_directory() {
-        let dir = output_dir(args.format, args.output.as_deref())?;
-        let written = match args.format {
-            ReportFormat::Gnuplot => gnuplot::write(&relabelled(&loaded, &labels), dir)?,
-            ReportFormat::Svg => plot::write_all(&overlays(&runs)?, dir, plot::Format::Svg)?,
-            _ => plot::write_all(&overlays(&runs)?, dir, plot::Format::Png)?,
-        };
-        return list_written(&written);
-    }
+    let dir = || output_dir(args.format, args.output.as_deref());
     let text = match args.format {
+        ReportFormat::Table => compare_view::table(&c, &paths),
         ReportFormat::Markdown => compare_view::markdown(&c, &paths),
         ReportFormat::Csv => compare_view::csv(&c),
         ReportFormat::Hdr => export::hdr_log(&relabelled(&loaded, &labels))?,
         ReportFormat::Html => html::render(&page(&c, &runs, &paths)),
-        _ => compare_view::table(&c, &paths),
+        ReportFormat::Gnuplot => {
+            return list_written(&gnuplot::write(&relabelled(&loaded, &labels), dir()?)?);
+        }
+        ReportFormat::Svg => {
+            return list_written(&plot::write_all(
+                &overlays(&runs)?,
+                dir()?,
+                plot::Format::Svg,
+            )?);
+        }
+        ReportFormat::Png => {
+            return list_written(&plot::write_all(
+                &overlays(&runs)?,
+                dir()?,
+                plot::Format::Png,
+            )?);
+        }
     };
     deliver(&text, args.output.as_deref())
 }

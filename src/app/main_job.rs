@@ -20,9 +20,9 @@ use anyhow::Context;
 use crate::cli::MainArgs;
 use crate::engine::cpu::CpuUniverse;
 use crate::engine::sched::{self, Policy, SchedRequest};
-use crate::probes::noise::NoiseConfig;
+use crate::probes::noise::{NoiseConfig, NoiseEntry};
 use crate::probes::pingpong::{self, Mechanism};
-use crate::probes::timer::TimerConfig;
+use crate::probes::timer::{TimerConfig, TimerEntry};
 use crate::report::{ResultFile, html, verdict};
 
 use super::Ending;
@@ -334,15 +334,11 @@ impl Progress {
 
     /// Takes the worst interruption or latency a finished step saw.
     fn offer(&self, r: &ResultFile) {
-        let worst = r
-            .probes
-            .iter()
-            .filter_map(|e| match (e.as_noise(), e.as_timer()) {
-                (Some(n), _) => Some((n.summary.max_ns?, format!("noise, CPU {}", n.cpu))),
-                (_, Some(t)) => Some((t.summary.max_ns?, format!("timer, CPU {}", t.cpu))),
-                _ => None,
-            })
-            .max_by_key(|w| w.0);
+        let noise = (r.entries::<NoiseEntry>())
+            .filter_map(|n| Some((n.summary.max_ns?, format!("noise, CPU {}", n.cpu))));
+        let timer = (r.entries::<TimerEntry>())
+            .filter_map(|t| Some((t.summary.max_ns?, format!("timer, CPU {}", t.cpu))));
+        let worst = noise.chain(timer).max_by_key(|w| w.0);
         if let (Ok(mut s), Some(w)) = (self.state.lock(), worst)
             && s.worst.as_ref().is_none_or(|o| w.0 > o.0)
         {
@@ -468,7 +464,7 @@ impl Destinations {
             "jitterscope-{}-{}",
             match r.host.hostname.as_str() {
                 "" => "host".into(),
-                h => crate::report::plot::file_safe(h),
+                h => crate::report::figure::file_safe(h),
             },
             compact_time(&r.run.start_time)
         );
@@ -584,7 +580,7 @@ mod tests {
 
     #[test]
     fn names_are_file_safe() {
-        assert_eq!(crate::report::plot::file_safe("web 01/a"), "web_01_a");
+        assert_eq!(crate::report::figure::file_safe("web 01/a"), "web_01_a");
         assert_eq!(compact_time("2026-11-22T23:50:12Z"), "20261122T235012Z");
     }
 }

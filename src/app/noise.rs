@@ -88,7 +88,7 @@ impl Measure for NoiseCommand {
             self.cfg.threshold_ns,
             self.settings.sched,
             clock_line(r),
-            crate::report::table::noise_tables(r)
+            crate::report::views::noise::noise_tables(r)
         )
     }
 }

@@ -12,7 +12,7 @@ use crate::engine::cpu::{CpuList, CpuPlan, CpuUniverse};
 use crate::engine::run::{RunOutcome, RunPlan};
 use crate::engine::topology::Topology;
 use crate::engine::tsc_sync::{self, SkewBound};
-use crate::probes::pingpong::{self, Mechanism, PingpongConfig};
+use crate::probes::pingpong::{self, Mechanism, PingpongConfig, PingpongEntry};
 use crate::report::{ProbeEntry, ResultFile};
 
 use super::Ending;
@@ -163,7 +163,7 @@ impl Measure for PingpongCommand {
         format!(
             "{}\n{}",
             self.header(r),
-            crate::report::pingpong_table::pingpong_table(r)
+            crate::report::views::pingpong::pingpong_table(r)
         )
     }
 }
@@ -228,7 +228,7 @@ impl PingpongCommand {
         let policy = r
             .probes
             .iter()
-            .find_map(ProbeEntry::as_pingpong)
+            .find_map(ProbeEntry::get::<PingpongEntry>)
             .map_or(String::new(), |e| {
                 crate::report::table::policy_cell(e.thread_a.policy, e.thread_a.priority)
             });

@@ -124,7 +124,7 @@ impl Measure for PtpCommand {
         format!(
             "{}\n{}",
             header(r, &self.cfg),
-            crate::report::ptp_table::ptp_table(r)
+            crate::report::views::ptp::ptp_table(r)
         )
     }
 }

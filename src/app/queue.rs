@@ -143,7 +143,7 @@ impl Measure for QueueCommand {
         format!(
             "{}\n{}",
             header.unwrap_or_default(),
-            crate::report::queue_table::queue_tables(r)
+            crate::report::views::queue::queue_tables(r)
         )
     }
 }
@@ -422,12 +422,7 @@ fn after_run_warnings(cfg: &QueueConfig, run: &queue::QueueRun) -> Vec<String> {
 }
 
 fn header(r: &ResultFile, cfg: &QueueConfig) -> String {
-    let entries: Vec<&QueueEntry> = (r.probes.iter())
-        .filter_map(|p| match p {
-            ProbeEntry::Queue(q) => Some(q.as_ref()),
-            _ => None,
-        })
-        .collect();
+    let entries: Vec<&QueueEntry> = r.entries().collect();
     let interrupted = match r.run.interrupted {
         true => " (interrupted)",
         false => "",

@@ -3,15 +3,13 @@
 //! atomically, to a file.
 
 use std::io::Write;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use anyhow::Context;
 
 use crate::cli::{ReportArgs, ReportFormat};
 use crate::report::export::{self, Loaded};
-use crate::report::{ProbeEntry, ResultFile, c2c_table, pingpong_table, ptp_table, queue_table};
-use crate::report::{gnuplot, html, plot};
-use crate::report::{syscalls_table, table, work_table};
+use crate::report::{ResultFile, gnuplot, html, plot, views};
 
 use super::Ending;
 
@@ -21,17 +19,7 @@ pub fn run(args: &ReportArgs) -> anyhow::Result<Ending> {
         anyhow::bail!("--buckets applies to --format csv only");
     }
     let results = read_all(&args.results)?;
-    if args.format.writes_a_directory() {
-        let dir = output_dir(args.format, args.output.as_deref())?;
-        let written = match args.format {
-            ReportFormat::Gnuplot => gnuplot::write(&results, dir)?,
-            ReportFormat::Svg => {
-                plot::write_all(&plot::result_plots(&results)?, dir, plot::Format::Svg)?
-            }
-            _ => plot::write_all(&plot::result_plots(&results)?, dir, plot::Format::Png)?,
-        };
-        return list_written(&written);
-    }
+    let dir = || output_dir(args.format, args.output.as_deref());
     let text = match args.format {
         ReportFormat::Table => tables(&results),
         ReportFormat::Markdown => export::markdown(&results),
@@ -39,9 +27,15 @@ pub fn run(args: &ReportArgs) -> anyhow::Result<Ending> {
         ReportFormat::Csv => export::csv_summary(&results),
         ReportFormat::Hdr => export::hdr_log(&results)?,
         ReportFormat::Html => html::render(&html::result_page(&results)?),
-        ReportFormat::Gnuplot | ReportFormat::Svg | ReportFormat::Png => unreachable!(),
+        ReportFormat::Gnuplot => return list_written(&gnuplot::write(&results, dir()?)?),
+        ReportFormat::Svg => return list_written(&plots(&results, dir()?, plot::Format::Svg)?),
+        ReportFormat::Png => return list_written(&plots(&results, dir()?, plot::Format::Png)?),
     };
     deliver(&text, args.output.as_deref())
+}
+
+fn plots(results: &[Loaded], dir: &Path, format: plot::Format) -> anyhow::Result<Vec<PathBuf>> {
+    plot::write_all(&plot::result_plots(results)?, dir, format)
 }
 
 /// Reads every file before anything is written: one bad file fails the whole command,
@@ -120,48 +114,7 @@ fn file_header(path: &Path, r: &ResultFile) -> String {
 
 /// The tables of every probe kind the result holds, in a fixed order.
 pub(super) fn probe_tables(r: &ResultFile) -> String {
-    let has = |f: fn(&ProbeEntry) -> bool| r.probes.iter().any(f);
-    let mut parts = Vec::new();
-    if has(|e| e.as_noise().is_some()) {
-        parts.push(table::noise_tables(r));
-    }
-    if has(|e| e.as_timer().is_some()) {
-        parts.push(table::timer_tables(r));
-    }
-    if has(|e| e.as_pingpong().is_some()) {
-        parts.push(pingpong_table::pingpong_table(r));
-    }
-    if has(|e| e.as_c2c().is_some()) {
-        parts.push(c2c_table::c2c_tables(r, false));
-    }
-    if has(|e| e.as_queue().is_some()) {
-        parts.push(queue_table::queue_tables(r));
-    }
-    if has(|e| e.as_work().is_some()) {
-        parts.push(work_table::work_table(r));
-    }
-    if has(|e| e.as_syscalls().is_some()) {
-        parts.push(syscalls_table::syscalls_table(r));
-    }
-    if has(|e| e.as_ptp().is_some()) {
-        parts.push(ptp_table::ptp_table(r));
-    }
-    let unknown = r
-        .probes
-        .iter()
-        .filter(|e| matches!(e, ProbeEntry::Unknown))
-        .count();
-    if unknown > 0 {
-        parts.push(format!(
-            "{unknown} entries of a newer probe kind were skipped\n"
-        ));
-    }
-    let mut out = String::new();
-    for p in parts {
-        out.push_str(p.trim_end());
-        out.push('\n');
-    }
-    out
+    views::tables(r)
 }
 
 /// Stdout; a reader that went away (`| head`) is not an error.

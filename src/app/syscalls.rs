@@ -8,7 +8,7 @@ use anyhow::Context;
 use crate::cli::SyscallsArgs;
 use crate::engine::cpu::{CpuPlan, CpuUniverse};
 use crate::engine::run::RunPlan;
-use crate::probes::syscalls::{self, Call, SyscallsConfig};
+use crate::probes::syscalls::{self, Call, SyscallEntry, SyscallsConfig};
 use crate::report::{ProbeEntry, ResultFile};
 
 use super::Ending;
@@ -90,14 +90,14 @@ impl Measure for SyscallsCommand {
         format!(
             "{}\n{}",
             header(r, &self.cfg),
-            crate::report::syscalls_table::syscalls_table(r)
+            crate::report::views::syscalls::syscalls_table(r)
         )
     }
 }
 
 fn header(r: &ResultFile, cfg: &SyscallsConfig) -> String {
     let interrupted = interrupted_mark(r);
-    let first = r.probes.iter().find_map(ProbeEntry::as_syscalls);
+    let first = r.entries::<SyscallEntry>().next();
     let (policy, overhead) = first.map_or((String::new(), 0.0), |e| {
         (
             crate::report::table::policy_cell(e.policy, e.priority),

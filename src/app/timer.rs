@@ -13,7 +13,7 @@ use crate::degraded::Degraded;
 use crate::engine::cpu::CpuPlan;
 use crate::engine::pmqos::{self, DmaLatencyGuard};
 use crate::engine::run::RunPlan;
-use crate::probes::timer::{self, BreakRecord, LiveSnapshot, SleepMode, TimerConfig};
+use crate::probes::timer::{self, BreakRecord, LiveSnapshot, SleepMode, TimerConfig, TimerEntry};
 use crate::probes::timer::{BreakAction, TimerConfigError};
 use crate::report::{ProbeEntry, ResultFile};
 use crate::trace::BreakTracer;
@@ -217,14 +217,14 @@ impl Measure for TimerCommand {
     fn text(&self, r: &ResultFile) -> String {
         let mut text = self.header(r);
         text.push('\n');
-        text.push_str(&crate::report::table::timer_tables(r));
+        text.push_str(&crate::report::views::timer::timer_tables(r));
         if self.cfg.spikes_above_ns.is_some() {
             text.push('\n');
-            text.push_str(&crate::report::table::timer_spikes(r));
+            text.push_str(&crate::report::views::timer::timer_spikes(r));
         }
         if self.cfg.histogram_us.is_some() {
             text.push('\n');
-            text.push_str(&crate::report::table::timer_buckets(r));
+            text.push_str(&crate::report::views::timer::timer_buckets(r));
         }
         text
     }
@@ -267,13 +267,8 @@ impl TimerCommand {
 
 /// The timer slack the threads measured with, as read back: "timer slack 1 ns".
 fn slack_words(r: &ResultFile) -> String {
-    let slacks: Vec<u64> = r
-        .probes
-        .iter()
-        .filter_map(|p| match p {
-            ProbeEntry::Timer(t) => t.config.timer_slack_ns,
-            _ => None,
-        })
+    let slacks: Vec<u64> = (r.entries::<TimerEntry>())
+        .filter_map(|t| t.config.timer_slack_ns)
         .collect();
     match (slacks.iter().min(), slacks.iter().max()) {
         (Some(lo), Some(hi)) if lo == hi => format!("timer slack {}", ns_words(*lo)),
@@ -308,7 +303,7 @@ impl LiveDisplay {
         }
         for snap in snaps {
             text.push_str("\x1b[2K");
-            text.push_str(&crate::report::table::live_line(snap));
+            text.push_str(&crate::report::views::timer::live_line(snap));
             text.push('\n');
         }
         self.drawn = snaps.len();

@@ -10,7 +10,7 @@ use anyhow::{Context, bail};
 use crate::cli::{MAX_DURATION, WorkArgs};
 use crate::engine::cpu::{CpuPlan, CpuUniverse};
 use crate::engine::run::RunPlan;
-use crate::probes::work::{self, Action, WorkConfig};
+use crate::probes::work::{self, Action, WorkConfig, WorkEntry};
 use crate::report::{ProbeEntry, ResultFile};
 
 use super::Ending;
@@ -81,7 +81,7 @@ impl Measure for WorkCommand {
         format!(
             "{}\n{}",
             header(r, &self.cfg),
-            crate::report::work_table::work_table(r)
+            crate::report::views::work::work_table(r)
         )
     }
 }
@@ -138,7 +138,7 @@ fn port_of(d: &str) -> anyhow::Result<u16> {
 
 fn header(r: &ResultFile, cfg: &WorkConfig) -> String {
     let interrupted = interrupted_mark(r);
-    let first = r.probes.iter().find_map(ProbeEntry::as_work);
+    let first = r.entries::<WorkEntry>().next();
     let (policy, timing) = first.map_or((String::new(), String::new()), |e| {
         (
             crate::report::table::policy_cell(e.config.policy, e.config.priority),

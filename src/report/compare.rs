@@ -26,6 +26,7 @@ use std::collections::BTreeMap;
 use std::path::PathBuf;
 
 use crate::report::ResultFile;
+use crate::report::dist::SeriesView;
 use crate::report::export::{self, Dist};
 use crate::stats::series::SeriesOut;
 use crate::system::audit::{Finding, Severity};
@@ -235,7 +236,7 @@ fn judge(
         };
     }
     let (votes, fallback) = match (a.series, b.series) {
-        (Some(sa), Some(sb)) => match series_votes(a.probe, sa, sb) {
+        (Some(sa), Some(sb)) => match series_votes(&sa, sa.series, sb.series) {
             Some(v) => (Some(v), ""),
             None => (
                 None,
@@ -272,19 +273,16 @@ fn judge(
 
 /// The series test, or None when either run has too few intervals or the intervals
 /// cannot be brought to the same length.
-fn series_votes(probe: &str, a: &SeriesOut, b: &SeriesOut) -> Option<Vec<Vote>> {
+fn series_votes(view: &SeriesView, a: &SeriesOut, b: &SeriesOut) -> Option<Vec<Vote>> {
     let interval = a.interval_ns.max(b.interval_ns);
     let (a, b) = (regroup(a, interval)?, regroup(b, interval)?);
     if a.max_ns.len() < MIN_INTERVALS || b.max_ns.len() < MIN_INTERVALS {
         return None;
     }
     let per = format!("per {}", interval_words(interval));
-    let worst = match probe {
-        "timer" => "latest wake-up",
-        _ => "worst gap",
-    };
+    let worst = view.worst;
     let mut votes = vec![series_vote(&format!("{worst} {per}"), &a.max_ns, &b.max_ns)];
-    if probe == "noise" {
+    if view.time_lost {
         votes.push(series_vote(
             &format!("time lost {per}"),
             &a.total_ns,
@@ -638,6 +636,23 @@ mod tests {
         assert!(regroup(&s, 150).is_none());
     }
 
+    /// The view of a noise entry's series: worst gap and time lost.
+    fn noise_view(s: &SeriesOut) -> SeriesView<'_> {
+        SeriesView {
+            probe: "noise",
+            cpu: 1,
+            series: s,
+            largest: &[],
+            gap: "largest interruption",
+            worst: "worst gap",
+            time_lost: true,
+        }
+    }
+
+    fn votes(a: &SeriesOut, b: &SeriesOut) -> Option<Vec<Vote>> {
+        series_votes(&noise_view(a), a, b)
+    }
+
     fn series(max: &[u64]) -> SeriesOut {
         SeriesOut {
             interval_ns: 62_500_000,
@@ -651,16 +666,16 @@ mod tests {
     fn a_clear_rise_is_worse_and_a_small_one_is_not() {
         let quiet: Vec<u64> = (0..32).map(|i| 10_000 + (i * 37 % 11) * 100).collect();
         let loud: Vec<u64> = quiet.iter().map(|v| v * 3).collect();
-        let v = series_votes("noise", &series(&quiet), &series(&loud)).unwrap();
+        let v = votes(&series(&quiet), &series(&loud)).unwrap();
         assert!(v.iter().all(|x| x.0 == 1), "{v:?}");
-        let v = series_votes("noise", &series(&loud), &series(&quiet)).unwrap();
+        let v = votes(&series(&loud), &series(&quiet)).unwrap();
         assert!(v.iter().all(|x| x.0 == -1), "{v:?}");
         // 5 % higher everywhere: significant, but below the change that counts.
         let slight: Vec<u64> = quiet.iter().map(|v| v * 105 / 100).collect();
-        let v = series_votes("noise", &series(&quiet), &series(&slight)).unwrap();
+        let v = votes(&series(&quiet), &series(&slight)).unwrap();
         assert!(v.iter().all(|x| x.0 == 0), "{v:?}");
         // Too few intervals: no series test.
-        assert!(series_votes("noise", &series(&quiet[..4]), &series(&loud[..4])).is_none());
+        assert!(votes(&series(&quiet[..4]), &series(&loud[..4])).is_none());
     }
 
     #[test]

@@ -22,7 +22,8 @@
 //! | syscalls | `getppid` | `cost` |
 //! | ptp | `/dev/ptp0:sys_offset` | `cost` |
 //!
-//! Keys and metrics never contain commas or white space, so they can serve as HdrHistogram
+//! Each kind's view (`report::views::<kind>`, `EntryView::dists`) makes its rows. Keys
+//! and metrics never contain commas or white space, so they can serve as HdrHistogram
 //! log tags as they are. Entries of a probe this version does not know are skipped.
 //!
 //! # CSV
@@ -64,12 +65,12 @@
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 
-use serde::Serialize;
-
 use crate::probes::record::HistogramRecord;
-use crate::report::{ProbeEntry, ResultFile};
-use crate::stats::series::SeriesOut;
+use crate::report::ResultFile;
+use crate::report::dist::tag_safe;
 use crate::stats::{LatencyHistogram, Summary};
+
+pub use crate::report::dist::{Dist, serde_name};
 
 /// A result file with the path it was read from.
 pub type Loaded = (PathBuf, ResultFile);
@@ -89,176 +90,18 @@ pub enum ExportError {
     BadStartTime { file: String, value: String },
 }
 
-/// One distribution of one probe entry.
-#[derive(Debug, Clone)]
-pub struct Dist<'a> {
-    pub probe: &'static str,
-    pub key: String,
-    pub metric: &'static str,
-    /// The CPU, or the pair as `A,B`, or empty.
-    pub cpu: String,
-    pub summary: &'a Summary,
-    pub histogram: Option<&'a HistogramRecord>,
-    /// False only for pingpong's one-way figures when the TSC check could not confirm
-    /// them (`one_way_valid`): the probe's own table then shows the round trip halved.
-    pub trusted: bool,
-    /// The entry's per-interval series (noise, and timer's measured latency).
-    pub series: Option<&'a SeriesOut>,
-    /// Interruptions per second (noise).
-    pub rate_per_s: Option<f64>,
-    /// The share of the run lost to interruptions, in % (noise).
-    pub interrupted_pct: Option<f64>,
-}
-
-impl Dist<'_> {
-    /// The histogram decoded, if the entry has one; an error names the entry.
-    pub fn decode_histogram(&self) -> Result<Option<hdrhistogram::Histogram<u64>>, String> {
-        let Some(rec) = self.histogram else {
-            return Ok(None);
-        };
-        LatencyHistogram::decode_base64(&rec.data)
-            .map(Some)
-            .map_err(|e| format!("entry {} {} {}: {e}", self.probe, self.key, self.metric))
-    }
-}
-
 /// The distributions of a result, in entry order, and how many entries were skipped
 /// because a newer jitterscope wrote them.
 pub fn distributions(r: &ResultFile) -> (Vec<Dist<'_>>, usize) {
     let mut out = Vec::new();
     let mut unknown = 0;
     for e in &r.probes {
-        match e {
-            ProbeEntry::Unknown => unknown += 1,
-            e => entry_dists(e, &mut out),
+        match e.view() {
+            Some(v) => v.dists(&mut out),
+            None => unknown += 1,
         }
     }
     (out, unknown)
-}
-
-/// What the distributions of one entry share.
-struct Entry {
-    probe: &'static str,
-    key: String,
-    cpu: String,
-}
-
-impl Entry {
-    fn new(probe: &'static str, key: String, cpu: String) -> Entry {
-        Entry {
-            probe,
-            key: tag_safe(&key),
-            cpu,
-        }
-    }
-
-    fn dist<'a>(&self, metric: &'static str, s: &'a Summary, h: &'a HistogramRecord) -> Dist<'a> {
-        self.maybe(metric, s, Some(h))
-    }
-
-    fn maybe<'a>(
-        &self,
-        metric: &'static str,
-        summary: &'a Summary,
-        histogram: Option<&'a HistogramRecord>,
-    ) -> Dist<'a> {
-        Dist {
-            probe: self.probe,
-            key: self.key.clone(),
-            metric,
-            cpu: self.cpu.clone(),
-            summary,
-            histogram,
-            trusted: true,
-            series: None,
-            rate_per_s: None,
-            interrupted_pct: None,
-        }
-    }
-}
-
-fn entry_dists<'a>(e: &'a ProbeEntry, out: &mut Vec<Dist<'a>>) {
-    match e {
-        ProbeEntry::Noise(n) => {
-            let en = Entry::new("noise", format!("cpu{}", n.cpu), n.cpu.to_string());
-            out.push(Dist {
-                series: Some(&n.series),
-                rate_per_s: Some(n.rate_per_s),
-                interrupted_pct: Some(n.interrupted_pct),
-                ..en.dist("interruption", &n.summary, &n.histogram)
-            });
-        }
-        ProbeEntry::Timer(t) => {
-            let en = Entry::new("timer", format!("cpu{}", t.cpu), t.cpu.to_string());
-            let c = &t.corrected;
-            out.push(Dist {
-                series: Some(&t.series),
-                ..en.dist("latency", &t.summary, &t.histogram)
-            });
-            out.push(en.dist("latency-corrected", &c.summary, &c.histogram));
-        }
-        ProbeEntry::Pingpong(p) => {
-            let key = format!("{}:{}-{}", serde_name(&p.mechanism), p.cpu_a, p.cpu_b);
-            let en = Entry::new("pingpong", key, format!("{},{}", p.cpu_a, p.cpu_b));
-            let (rtt, ow) = (&p.rtt, &p.one_way);
-            out.push(en.dist("rtt", &rtt.summary, &rtt.histogram));
-            let one_way = en.dist("one-way", &ow.summary, &ow.histogram);
-            out.push(Dist {
-                trusted: p.one_way_valid,
-                ..one_way
-            });
-        }
-        ProbeEntry::C2c(c) => {
-            let key = format!("{}-{}", c.cpu_a, c.cpu_b);
-            let en = Entry::new("c2c", key, format!("{},{}", c.cpu_a, c.cpu_b));
-            out.push(en.dist("one-way", &c.summary, &c.histogram));
-        }
-        ProbeEntry::Queue(q) => {
-            let key = format!("{}:cpu{}", q.role, q.cpu);
-            let en = Entry::new("queue", key, q.cpu.to_string());
-            let (t, i) = (&q.transit, &q.inter_message);
-            out.push(en.dist("transit", &t.summary, &t.histogram));
-            out.push(en.dist("inter-message", &i.summary, &i.histogram));
-        }
-        ProbeEntry::Work(w) => {
-            let key = format!("{}:{}:run{}", w.action, serde_name(&w.role), w.run);
-            let en = Entry::new("work", key, w.cpu.to_string());
-            out.push(en.dist("duration", &w.summary, &w.histogram));
-        }
-        ProbeEntry::Syscalls(c) => {
-            let en = Entry::new("syscalls", c.call.name().to_string(), c.cpu.to_string());
-            out.push(en.dist("cost", &c.summary, &c.histogram));
-        }
-        ProbeEntry::Ptp(p) => {
-            for m in &p.methods {
-                let key = format!("{}:{}", p.device, serde_name(&m.method));
-                let en = Entry::new("ptp", key, String::new());
-                out.push(en.maybe("cost", &m.cost, m.cost_histogram.as_ref()));
-            }
-        }
-        ProbeEntry::Unknown => {}
-    }
-}
-
-/// The name serde gives a unit enum variant (`spin-pause`, `sys_offset`, …): stable,
-/// and the same as in the JSON.
-pub fn serde_name<T: Serialize>(v: &T) -> String {
-    match serde_json::to_value(v) {
-        Ok(serde_json::Value::String(s)) => s,
-        _ => "unknown".into(),
-    }
-}
-
-/// Replaces what a log tag or a key may not hold (commas, white space, control
-/// characters) with `_`: HdrHistogram log readers split tags at the first comma.
-fn tag_safe(s: &str) -> String {
-    s.chars()
-        .map(|c| match c {
-            ',' | '"' => '_',
-            c if c.is_whitespace() || c.is_control() => '_',
-            c => c,
-        })
-        .collect()
 }
 
 /// The path as shown in exports.
@@ -577,6 +420,7 @@ fn hdr_file(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::report::dist::Entry;
 
     /// Splits one CSV line (no embedded line breaks) the RFC 4180 way.
     fn split_csv(line: &str) -> Vec<String> {

@@ -7,7 +7,9 @@
 
 use std::fmt;
 
-use crate::report::{ProbeEntry, ResultFile};
+use crate::probes::noise::NoiseEntry;
+use crate::probes::timer::TimerEntry;
+use crate::report::ResultFile;
 use crate::stats::Summary;
 
 /// What a gate looks at.
@@ -175,18 +177,19 @@ fn time(ns: f64) -> String {
 
 /// Every figure of the result above its gate, in entry order.
 pub fn crossings(r: &ResultFile, gates: &[Gate]) -> Vec<Crossing> {
+    let noise = r.entries::<NoiseEntry>().map(|n| {
+        let what = format!("noise CPU {}", n.cpu);
+        (
+            what,
+            &n.summary,
+            Some(n.interrupted_pct),
+            Some(n.rate_per_s),
+        )
+    });
+    let timer = (r.entries::<TimerEntry>())
+        .map(|t| (format!("timer CPU {}", t.cpu), &t.summary, None, None));
     let mut out = Vec::new();
-    for entry in &r.probes {
-        let (what, summary, lost, rate) = match entry {
-            ProbeEntry::Noise(n) => (
-                format!("noise CPU {}", n.cpu),
-                &n.summary,
-                Some(n.interrupted_pct),
-                Some(n.rate_per_s),
-            ),
-            ProbeEntry::Timer(t) => (format!("timer CPU {}", t.cpu), &t.summary, None, None),
-            _ => continue,
-        };
+    for (what, summary, lost, rate) in noise.chain(timer) {
         for g in gates {
             let value = match g.metric {
                 Metric::Lost => lost,

@@ -2,7 +2,7 @@
 //! plots as `--format svg` with gnuplot: `cd DIR && gnuplot plots.gp` writes one SVG per
 //! plot next to its data (`gnuplot -e "fmt='png'" plots.gp` writes PNGs with pngcairo).
 //!
-//! The plots and their names are `report::plot`'s. Per distribution with samples:
+//! The plots and their names are `report::figure`'s, as `--format svg` draws them. Per distribution with samples:
 //! `…-percentiles.dat`, HdrHistogram's latency by percentile (value, percentile, count at
 //! or below, 1/(1−p); drawn on a log x axis labelled 0 %, 90 %, 99 %, …; the last row is
 //! the maximum, placed at 1/(1−p) = count), and `…-histogram.dat`, counts in log-spaced
@@ -18,14 +18,11 @@ use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 
 use anyhow::Context;
-use hdrhistogram::Histogram;
 
-use crate::probes::c2c::C2cEntry;
-use crate::report::export::{Dist, Loaded, distributions};
+use crate::report::describe;
+use crate::report::export::Loaded;
+use crate::report::figure::{Bin, Chart, Figure, Heatmap, Quantile, SeriesData};
 use crate::report::result::write_atomic;
-use crate::report::{ResultFile, plot};
-use crate::stats::SeriesOut;
-use crate::stats::events::EventOut;
 
 /// Writes the data files and `plots.gp` into `dir` (created if missing); returns the
 /// files written.
@@ -86,168 +83,96 @@ enum Kind {
 }
 
 fn all_plots(results: &[Loaded]) -> anyhow::Result<Vec<Plot>> {
-    let mut plots = Vec::new();
-    for ((path, r), prefix) in results.iter().zip(plot::name_prefixes(results)) {
-        file_plots(path, r, &prefix, &mut plots)?;
-    }
-    plot::unique_names(plots.iter_mut().map(|p| &mut p.name));
-    Ok(plots)
+    let figures = describe::result_figures(results).map_err(anyhow::Error::msg)?;
+    Ok(figures.iter().filter_map(plot_of).collect())
 }
 
-fn file_plots(
-    path: &Path,
-    r: &ResultFile,
-    prefix: &str,
-    out: &mut Vec<Plot>,
-) -> anyhow::Result<()> {
+/// A figure's data and script; none for what gnuplot cannot draw (an empty series, a
+/// heat map without a measured pair). Result files give one line per figure.
+fn plot_of(f: &Figure) -> Option<Plot> {
     // Titles name the file only when there are several.
-    let label = match prefix.is_empty() {
+    let label = match f.source.is_empty() {
         true => String::new(),
-        false => format!("{}: ", prefix.trim_end_matches('-')),
+        false => format!("{}: ", f.source),
     };
-    for d in distributions(r).0 {
-        out.extend(dist_plots(path, &d, prefix, &label)?);
-    }
-    for e in &r.probes {
-        let entry = match (e.as_noise(), e.as_timer()) {
-            (Some(n), _) => Some(("noise", n.cpu, &n.series, &n.largest)),
-            (_, Some(t)) => Some(("timer", t.cpu, &t.series, &t.largest)),
-            _ => None,
-        };
-        if let Some((probe, cpu, series, largest)) = entry {
-            let name = format!("{prefix}{probe}-cpu{cpu}-series");
-            let title = format!("{label}{probe} cpu{cpu}");
-            out.extend(series_plot(name, &title, probe, series, largest));
+    let name = f.name.clone();
+    match &f.chart {
+        Chart::Percentiles { dist, lines } => {
+            let what = format!("{label}{} {} {}", dist.probe, dist.key, dist.metric);
+            let title = format!("{what}: latency by percentile (µs){}", dist.caveat());
+            Some(percentile_plot(name, title, &lines.first()?.data))
+        }
+        Chart::Histogram { dist, lines } => {
+            let what = format!("{label}{} {} {}", dist.probe, dist.key, dist.metric);
+            let title = format!("{what}: histogram (µs){}", dist.caveat());
+            Some(histogram_plot(name, title, &lines.first()?.data))
+        }
+        Chart::Series { id, lines, largest } => {
+            let what = format!("{label}{} cpu{}", id.probe, id.cpu);
+            series_plot(name, &what, id.gap, &lines.first()?.data, largest)
+        }
+        Chart::Heatmap(m) => {
+            let title = format!(
+                "{label}c2c: median one-way latency by CPU pair (ns), mode {}",
+                m.mode
+            );
+            heatmap(name, title, m)
         }
     }
-    out.extend(heatmaps(r, prefix, &label));
-    Ok(())
 }
 
 // ---------------------------------------------------------------------------------------
 // Distributions
 
-fn dist_plots(path: &Path, d: &Dist, prefix: &str, label: &str) -> anyhow::Result<Vec<Plot>> {
-    let decoded = d.decode_histogram();
-    let Some(hist) = decoded.map_err(|e| anyhow::anyhow!("{}: {e}", path.display()))? else {
-        return Ok(Vec::new());
-    };
-    // Nothing recorded: nothing to draw, and gnuplot fails on an empty file.
-    if hist.is_empty() {
-        return Ok(Vec::new());
-    }
-    let base = plot::file_safe(&format!("{prefix}{}-{}-{}", d.probe, d.key, d.metric));
-    let caveat = match d.trusted {
-        true => "",
-        false => " (unconfirmed by TSC check)",
-    };
-    let what = format!("{label}{} {} {}", d.probe, d.key, d.metric);
-    let max = d.summary.max_ns.unwrap_or(u64::MAX).min(hist.max());
-    Ok(vec![
-        percentile_plot(&base, &what, caveat, &hist, max),
-        histogram_plot(&base, &what, caveat, &hist),
-    ])
-}
-
-/// The quantiles drawn: ten per decade of 1/(1−p), up to what the count resolves. Each
-/// decade starts at the literal 0.9, 0.99, … (parsed, not computed), so that those rows
-/// are the summary's own percentiles.
-fn levels(count: u64) -> Vec<f64> {
-    let mut out = Vec::new();
-    for decade in 0..15 {
-        for step in 0..10 {
-            let x = 10f64.powf(decade as f64 + step as f64 / 10.0);
-            if x > count as f64 {
-                return out;
-            }
-            out.push(match step {
-                0 => nines(decade),
-                _ => 1.0 - 1.0 / x,
-            });
-        }
-    }
-    out
-}
-
-/// 0, 0.9, 0.99, … as the decimal literal would be.
-fn nines(k: usize) -> f64 {
-    match k {
-        0 => 0.0,
-        k => format!("0.{}", "9".repeat(k)).parse().unwrap_or(1.0),
-    }
-}
-
-/// `max_ns` is the exact maximum: like the summary, no row reports above it, and the
-/// curve ends there, at 1/(1−p) = count (where `report::plot` puts it).
-fn percentile_plot(base: &str, what: &str, caveat: &str, h: &Histogram<u64>, max_ns: u64) -> Plot {
+/// The rows as HdrHistogram's percentile output lays them out; the last is the maximum.
+fn percentile_plot(name: String, title: String, rows: &[Quantile]) -> Plot {
     let mut data = String::from(
         "# value_us percentile count_at_or_below 1/(1-percentile)\n\
          # latency by percentile (HdrHistogram's layout, percentile as a fraction); \
          the last row is the maximum, at 1/(1-percentile) = count\n",
     );
-    let row = |data: &mut String, v: u64, q: f64, x: f64| {
-        let below = h.count_between(0, v);
-        let _ = writeln!(data, "{} {q:.12} {below} {x:.6}", us(v));
-    };
-    for q in levels(h.len()) {
-        row(
-            &mut data,
-            h.value_at_quantile(q).min(max_ns),
-            q,
-            1.0 / (1.0 - q),
-        );
+    for r in rows {
+        let (v, q, below, x) = (us(r.value_ns), r.q, r.at_or_below, r.x);
+        let _ = writeln!(data, "{v} {q:.12} {below} {x:.6}");
     }
-    row(&mut data, max_ns, 1.0, h.len() as f64);
+    let last = rows.last();
     Plot {
-        name: format!("{base}-percentiles"),
-        title: format!("{what}: latency by percentile (µs){caveat}"),
+        name,
+        title,
         data,
         marks: None,
         kind: Kind::Percentiles {
-            x_max: h.len() as f64,
-            y_max: max_ns as f64 / 1e3,
+            x_max: last.map_or(1.0, |r| r.x),
+            y_max: last.map_or(0.0, |r| r.value_ns as f64 / 1e3),
         },
     }
 }
 
-/// Bins per decade of latency, as `report::plot` draws them.
-const BINS_PER_DECADE: f64 = 10.0;
-
-/// The counts in log-spaced bins: (lower edge, upper edge) in ns, count.
-fn log_bins(h: &Histogram<u64>) -> Vec<(f64, f64, u64)> {
-    let edge = |k: f64| 10f64.powf(k / BINS_PER_DECADE);
-    let mut out: Vec<(f64, f64, u64)> = Vec::new();
-    for v in h.iter_recorded() {
-        // 0 ns (possible in a histogram whose lowest value is 1) goes in the first bin.
-        let k = ((v.value_iterated_to().max(1) as f64).log10() * BINS_PER_DECADE).floor();
-        match out.last_mut() {
-            Some(last) if last.0 == edge(k) => last.2 += v.count_at_value(),
-            _ => out.push((edge(k), edge(k + 1.0), v.count_at_value())),
-        }
-    }
-    out
-}
-
-fn histogram_plot(base: &str, what: &str, caveat: &str, h: &Histogram<u64>) -> Plot {
-    let bins = log_bins(h);
+fn histogram_plot(name: String, title: String, bins: &[Bin]) -> Plot {
     let mut data = String::from(
         "# lower_us upper_us count\n\
          # samples per bin, ten log-spaced bins per decade of latency\n",
     );
-    for (lo, hi, count) in &bins {
-        let _ = writeln!(data, "{:.6} {:.6} {count}", lo / 1e3, hi / 1e3);
+    for b in bins {
+        let _ = writeln!(
+            data,
+            "{:.6} {:.6} {}",
+            b.lo_ns / 1e3,
+            b.hi_ns / 1e3,
+            b.count
+        );
     }
-    let x_min = bins.first().map_or(1.0, |b| b.0);
-    let x_max = bins.last().map_or(1.0, |b| b.1);
+    let x_min = bins.first().map_or(1.0, |b| b.lo_ns);
+    let x_max = bins.last().map_or(1.0, |b| b.hi_ns);
     Plot {
-        name: format!("{base}-histogram"),
-        title: format!("{what}: histogram (µs){caveat}"),
+        name,
+        title,
         data,
         marks: None,
         kind: Kind::Histogram {
             x_min: x_min / 1e3,
             x_max: x_max / 1e3,
-            count_max: bins.iter().map(|b| b.2).max().unwrap_or(1),
+            count_max: bins.iter().map(|b| b.count).max().unwrap_or(1),
         },
     }
 }
@@ -263,9 +188,9 @@ fn us(ns: u64) -> String {
 fn series_plot(
     name: String,
     what: &str,
-    probe: &str,
-    s: &SeriesOut,
-    largest: &[EventOut],
+    gap: &str,
+    s: &SeriesData,
+    largest: &[(u64, u64)],
 ) -> Option<Plot> {
     if s.max_ns.is_empty() || s.interval_ns == 0 {
         return None;
@@ -281,16 +206,9 @@ fn series_plot(
         let start = i as f64 * interval_s;
         let _ = writeln!(data, "{start:.6} {} {events} {}", us(*max), us(*total));
     }
-    let gap = match probe {
-        "noise" => "largest interruption",
-        _ => "largest latency",
-    };
-    let top = largest
-        .iter()
-        .map(|e| e.duration_ns)
-        .chain(s.max_ns.iter().copied());
+    let top = (largest.iter().map(|e| e.1)).chain(s.max_ns.iter().copied());
     Some(Plot {
-        name: plot::file_safe(&name),
+        name,
         title: format!("{what}: {gap} per {interval_s} s interval (µs)"),
         data,
         marks: marks(largest),
@@ -304,68 +222,38 @@ fn series_plot(
 }
 
 /// The entry's largest events, marked on its series.
-fn marks(largest: &[EventOut]) -> Option<String> {
+fn marks(largest: &[(u64, u64)]) -> Option<String> {
     if largest.is_empty() {
         return None;
     }
     let mut out = String::from("# start_s duration_us\n# the largest events, largest first\n");
-    for e in largest {
-        let _ = writeln!(out, "{:.9} {}", e.start_ns as f64 / 1e9, us(e.duration_ns));
+    for &(start, ns) in largest {
+        let _ = writeln!(out, "{:.9} {}", start as f64 / 1e9, us(ns));
     }
     Some(out)
 }
 
-/// One heat map per c2c mode (a result normally holds one), named as `report::plot`
-/// names them.
-fn heatmaps(r: &ResultFile, prefix: &str, label: &str) -> Vec<Plot> {
-    let entries: Vec<&C2cEntry> = r.probes.iter().filter_map(|e| e.as_c2c()).collect();
-    let mut modes: Vec<String> = Vec::new();
-    for m in entries.iter().map(|e| mode_of(e)) {
-        if !modes.contains(&m) {
-            modes.push(m);
-        }
-    }
-    let several = modes.len() > 1;
-    let one = |mode: &String| {
-        let pairs = entries.iter().filter(|e| mode_of(e) == *mode);
-        let name = match several {
-            true => plot::file_safe(&format!("{prefix}c2c-{mode}-heatmap")),
-            false => format!("{prefix}c2c-heatmap"),
-        };
-        let title = format!("{label}c2c: median one-way latency by CPU pair (ns), mode {mode}");
-        heatmap(name, title, pairs.map(|c| (c.cpu_a, c.cpu_b, c.median_ns)))
-    };
-    modes.iter().filter_map(one).collect()
-}
-
-/// The mode's name as in the JSON (`load`, …).
-fn mode_of(e: &C2cEntry) -> String {
-    crate::report::export::serde_name(&e.config.mode)
-}
-
-/// The matrix of one-way medians, symmetric: a pair is measured once.
-fn heatmap(
-    name: String,
-    title: String,
-    pairs: impl Iterator<Item = (usize, usize, Option<f64>)> + Clone,
-) -> Option<Plot> {
-    let mut cpus: Vec<usize> = pairs.clone().flat_map(|p| [p.0, p.1]).collect();
-    cpus.sort_unstable();
-    cpus.dedup();
-    let at = |cpu: usize| cpus.binary_search(&cpu).unwrap_or(0);
-    let mut cells = vec![vec![f64::NAN; cpus.len()]; cpus.len()];
-    for (a, b, median) in pairs {
-        let v = median.unwrap_or(f64::NAN);
-        (cells[at(a)][at(b)], cells[at(b)][at(a)]) = (v, v);
-    }
+/// The matrix of one-way medians, NaN where no pair was measured; none when no pair was.
+fn heatmap(name: String, title: String, m: &Heatmap) -> Option<Plot> {
+    let n = m.cpus.len();
+    let cells: Vec<Vec<f64>> = (0..n)
+        .map(|i| {
+            (0..n)
+                .map(|j| m.cells[i * n + j].unwrap_or(f64::NAN))
+                .collect()
+        })
+        .collect();
     let finite = cells.iter().flatten().copied().filter(|v| v.is_finite());
     let max_ns = finite.reduce(f64::max)?;
     Some(Plot {
         name,
         title,
-        data: matrix_text(&cpus, &cells),
+        data: matrix_text(&m.cpus, &cells),
         marks: None,
-        kind: Kind::Heatmap { cpus, max_ns },
+        kind: Kind::Heatmap {
+            cpus: m.cpus.clone(),
+            max_ns,
+        },
     })
 }
 
@@ -385,9 +273,6 @@ fn matrix_text(cpus: &[usize], cells: &[Vec<f64>]) -> String {
     }
     out
 }
-
-// ---------------------------------------------------------------------------------------
-// Names
 
 // ---------------------------------------------------------------------------------------
 // The script
@@ -531,53 +416,9 @@ mod tests {
     use super::*;
 
     #[test]
-    fn decade_starts_are_the_summary_quantiles() {
-        let l = levels(10_000);
-        for q in [0.0, 0.9, 0.99, 0.999, 0.9999] {
-            assert!(l.contains(&q), "{q} in {l:?}");
-        }
-        assert_eq!(l.len(), 41);
-        assert!(l.windows(2).all(|w| w[0] < w[1]));
-        assert_eq!(levels(1), [0.0]);
-    }
-
-    #[test]
     fn percentile_tics_read_as_percentiles() {
         let labels: Vec<String> = (0..5).map(tic_label).collect();
         assert_eq!(labels, ["0%", "90%", "99%", "99.9%", "99.99%"]);
-    }
-
-    #[test]
-    fn bins_keep_every_count() {
-        let mut lh = crate::stats::LatencyHistogram::new();
-        for v in [0, 1, 100, 105, 2000, 2000, 3_000_000] {
-            lh.record(v);
-        }
-        let bins = log_bins(lh.inner());
-        let counts: Vec<u64> = bins.iter().map(|b| b.2).collect();
-        assert_eq!(counts, [2, 2, 2, 1]);
-        assert!(bins.iter().all(|b| b.0 < b.1));
-        assert!((bins[1].0 - 100.0).abs() < 1e-9 && bins[1].1 > 105.0);
-    }
-
-    #[test]
-    fn names_are_file_safe_and_unique() {
-        let safe = plot::file_safe("ptp-/dev/ptp0:sys_offset");
-        assert_eq!(safe, "ptp-_dev_ptp0_sys_offset");
-        let plot = |name: &str| Plot {
-            name: name.into(),
-            title: String::new(),
-            data: String::new(),
-            marks: None,
-            kind: Kind::Heatmap {
-                cpus: vec![],
-                max_ns: 0.0,
-            },
-        };
-        let mut plots = [plot("a_b"), plot("a_b"), plot("a_b")];
-        plot::unique_names(plots.iter_mut().map(|p| &mut p.name));
-        let names: Vec<&str> = plots.iter().map(|p| p.name.as_str()).collect();
-        assert_eq!(names, ["a_b", "a_b-2", "a_b-3"]);
     }
 
     #[test]
@@ -585,5 +426,18 @@ mod tests {
         assert_eq!(quoted("it's\nfine"), "'it''s fine'");
         assert_eq!(us(1_234_567), "1234.567");
         assert_eq!(us(7), "0.007");
+    }
+
+    #[test]
+    fn what_gnuplot_cannot_draw_is_left_out() {
+        let empty = SeriesData {
+            interval_ns: 62_500_000,
+            max_ns: vec![],
+            events: vec![],
+            total_ns: vec![],
+        };
+        assert!(series_plot("s".into(), "noise cpu1", "gap", &empty, &[]).is_none());
+        let unmeasured = Heatmap::new("load".into(), [(0, 1, None)].into_iter());
+        assert!(heatmap("h".into(), String::new(), &unmeasured).is_none());
     }
 }

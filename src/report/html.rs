@@ -439,7 +439,8 @@ const SUMMARY_HEADERS: [&str; 9] = [
 
 fn summary_table(probe: &str, dists: &[&Dist]) -> Table {
     let mut headers: Vec<String> = SUMMARY_HEADERS.map(String::from).to_vec();
-    let noise = probe == "noise";
+    // The kinds whose entries have a rate (noise) get its two columns.
+    let noise = dists.iter().any(|d| d.rate_per_s.is_some());
     if noise {
         headers.extend(["interruptions/s".into(), "interrupted (%)".into()]);
     }

@@ -2,21 +2,19 @@
 //! `ResultFile` only, never from live probe state.
 
 pub mod audit_table;
-pub mod c2c_table;
 pub mod compare;
 pub mod compare_view;
+pub mod describe;
+pub mod dist;
 pub mod export;
+pub mod figure;
 pub mod gate;
 pub mod gnuplot;
 pub mod html;
-pub mod pingpong_table;
 pub mod plot;
-pub mod ptp_table;
-pub mod queue_table;
 pub mod result;
-pub mod syscalls_table;
 pub mod table;
 pub mod verdict;
-pub mod work_table;
+pub mod views;
 
 pub use result::{ProbeEntry, ResultFile, RunInfo, SCHEMA};

@@ -1,10 +1,11 @@
 //! Plots of saved results, drawn by the tool itself (plotters): SVG for the HTML page and
-//! `report --format svg`, PNG for `--format png`.
+//! `report --format svg`, PNG for `--format png`. What each plot shows is described once
+//! in `report::figure`, which `report::gnuplot` writes out too; this module only draws.
 //!
 //! Per distribution (see `export::distributions`), two plots:
 //!
 //! - `…-percentiles`: HdrHistogram's "latency by percentile". The x axis is 1/(1−p) on a
-//!   log scale ([`percentile_x`]), ticked at 0 %, 90 %, 99 %, 99.9 % … ([`percentile_label`]);
+//!   log scale (`figure::percentile_x`), ticked at 0 %, 90 %, 99 %, 99.9 % … ([`percentile_label`]);
 //!   the curve ends at the maximum, placed at 1/(1−p) = count.
 //! - `…-histogram`: counts (log scale) in log-spaced bins, ten per decade of latency.
 //!
@@ -20,15 +21,14 @@ use std::path::{Path, PathBuf};
 use std::sync::OnceLock;
 
 use anyhow::Context;
-use hdrhistogram::Histogram;
 use plotters::coord::Shift;
 use plotters::prelude::*;
 use plotters::style::text_anchor::{HPos, Pos, VPos};
 
-use crate::report::export::{self, Dist, Loaded};
-use crate::report::{ProbeEntry, ResultFile};
-use crate::stats::events::EventOut;
-use crate::stats::series::SeriesOut;
+use crate::report::ResultFile;
+use crate::report::describe;
+use crate::report::export::Loaded;
+use crate::report::figure::{self, Figure, bin_edge};
 
 /// Why a plot could not be drawn.
 #[derive(Debug, thiserror::Error)]
@@ -84,10 +84,6 @@ struct Heatmap {
 const WIDTH: u32 = 800;
 const HEIGHT: u32 = 400;
 const FONT: &str = "sans-serif";
-/// Log bins per decade in histograms.
-const BINS_PER_DECADE: f64 = 10.0;
-/// Points per decade on the percentile curve.
-const STEPS_PER_DECADE: f64 = 20.0;
 
 impl Plot {
     pub fn svg(&self) -> Result<String, PlotError> {
@@ -166,215 +162,117 @@ fn encode_png(rgb: &[u8], (w, h): (u32, u32)) -> Result<Vec<u8>, String> {
 }
 
 // ---------------------------------------------------------------------------------------
-// Building the plots
+// From the descriptions (report::figure) to plots
 
-/// Every plot of each result: per distribution, its percentile distribution and its
-/// histogram; per noise or timer entry, its series; per c2c result, a heat map. With
-/// several files, names are prefixed by the file's stem (numbered when stems repeat).
+/// Every plot of each result (see `describe::result_figures`): per distribution, its
+/// percentile distribution and its histogram; per noise or timer entry, its series; per
+/// c2c result, a heat map. With several files, names are prefixed by the file's stem
+/// (numbered when stems repeat).
 pub fn result_plots(results: &[Loaded]) -> Result<Vec<Plot>, PlotError> {
-    let prefixes = name_prefixes(results);
-    let mut out = Vec::new();
-    for ((path, r), prefix) in results.iter().zip(&prefixes) {
-        let plots =
-            file_plots(r).map_err(|e| PlotError::Data(format!("{}: {e}", path.display())))?;
-        for mut p in plots {
-            p.name.insert_str(0, prefix);
-            out.push(p);
-        }
-    }
-    make_unique(&mut out);
-    Ok(out)
+    let figures = describe::result_figures(results).map_err(PlotError::Data)?;
+    Ok(figures.iter().map(Plot::of).collect())
 }
 
-fn file_plots(r: &ResultFile) -> Result<Vec<Plot>, PlotError> {
-    let mut out = Vec::new();
-    for d in export::distributions(r).0 {
-        let Some(curves) = Curves::of(&d).map_err(PlotError::Data)? else {
-            continue;
-        };
-        let id = DistId::of(&d);
-        out.push(id.percentiles(vec![curves.percentiles]));
-        out.push(id.histogram(vec![curves.bins]));
-    }
-    for e in &r.probes {
-        if let Some(s) = SeriesOf::of(e) {
-            out.push(s.plot(vec![s.line(String::new())], s.marks()));
-        }
-    }
-    out.extend(heatmaps(r));
-    Ok(out)
-}
-
-/// The runs overlaid: for each distribution present in at least one run (matched by
-/// probe, key and metric), one percentile plot and one histogram with a labelled line per
-/// run; and noise and timer series overlaid the same way (matched by probe and CPU).
+/// The runs overlaid (see `describe::overlay_figures`), a labelled line per run.
 pub fn overlay_plots(runs: &[(String, &ResultFile)]) -> Result<Vec<Plot>, PlotError> {
-    let mut out = overlay_dists(runs)?;
-    out.extend(overlay_series(runs));
-    make_unique(&mut out);
-    Ok(out)
+    let figures = describe::overlay_figures(runs).map_err(PlotError::Data)?;
+    Ok(figures.iter().map(Plot::of).collect())
 }
 
-fn overlay_dists(runs: &[(String, &ResultFile)]) -> Result<Vec<Plot>, PlotError> {
-    let mut dists: Vec<(DistId, Vec<(String, Curves)>)> = Vec::new();
-    for (label, r) in runs {
-        for d in export::distributions(r).0 {
-            let curves = Curves::of(&d).map_err(|e| PlotError::Data(format!("{label}: {e}")))?;
-            let Some(curves) = curves else { continue };
-            let id = DistId::of(&d);
-            let at = find_or_push(&mut dists, |(i, _)| i.same(&id), || (id.clone(), vec![]));
-            at.0.trusted &= id.trusted;
-            at.1.push((label.clone(), curves));
-        }
-    }
-    let mut out = Vec::new();
-    for (id, curves) in dists {
-        let (pct, bins) = curves
-            .into_iter()
-            .map(|(label, c)| (c.percentiles.labelled(&label), c.bins.labelled(&label)))
-            .unzip();
-        out.push(id.percentiles(pct));
-        out.push(id.histogram(bins));
-    }
-    Ok(out)
-}
-
-fn overlay_series(runs: &[(String, &ResultFile)]) -> Vec<Plot> {
-    let mut series: Vec<(String, Vec<Line>, SeriesOf)> = Vec::new();
-    for (label, r) in runs {
-        for s in r.probes.iter().filter_map(SeriesOf::of) {
-            let key = s.name();
-            let at = find_or_push(
-                &mut series,
-                |(k, ..)| *k == key,
-                || (key.clone(), vec![], s),
-            );
-            at.1.push(s.line(label.clone()));
-        }
-    }
-    let plots = series
-        .into_iter()
-        .map(|(_, lines, s)| s.plot(lines, vec![]));
-    plots.collect()
-}
-
-fn find_or_push<T>(v: &mut Vec<T>, hit: impl Fn(&T) -> bool, new: impl FnOnce() -> T) -> &mut T {
-    let i = match v.iter().position(hit) {
-        Some(i) => i,
-        None => {
-            v.push(new());
-            v.len() - 1
-        }
-    };
-    &mut v[i]
-}
-
-/// Which distribution a plot shows: names and titles.
-#[derive(Clone)]
-struct DistId {
-    probe: &'static str,
-    key: String,
-    metric: &'static str,
-    trusted: bool,
-}
-
-impl DistId {
-    fn of(d: &Dist) -> DistId {
-        DistId {
-            probe: d.probe,
-            key: d.key.clone(),
-            metric: d.metric,
-            trusted: d.trusted,
-        }
-    }
-
-    fn same(&self, o: &DistId) -> bool {
-        (self.probe, &self.key, self.metric) == (o.probe, &o.key, o.metric)
-    }
-
-    fn name(&self, what: &str) -> String {
-        file_safe(&format!(
-            "{}-{}-{}-{what}",
-            self.probe, self.key, self.metric
-        ))
-    }
-
-    fn title(&self, what: &str, unit: Unit) -> String {
-        let caveat = match self.trusted {
-            true => "",
-            false => " (unconfirmed by TSC check)",
+impl Plot {
+    /// The plot of a description, its latencies in the display unit their size calls for.
+    pub fn of(f: &Figure) -> Plot {
+        let (title, chart) = match &f.chart {
+            figure::Chart::Percentiles { dist, lines } => {
+                let lines: Vec<Line> = (lines.iter())
+                    .map(|l| {
+                        line(
+                            &l.label,
+                            l.data.iter().map(|q| (q.x.log10(), q.value_ns as f64)),
+                        )
+                    })
+                    .collect();
+                let unit = Unit::for_ns(max_y(&lines));
+                let y_desc = format!("{} ({})", dist.metric, unit.name);
+                let title = dist_title(dist, "latency by percentile", unit);
+                (title, Chart::Percentiles { lines, y_desc })
+            }
+            figure::Chart::Histogram { dist, lines } => {
+                let lines: Vec<Line> = (lines.iter())
+                    .map(|l| line(&l.label, l.data.iter().map(|b| (b.lo_ns, b.count as f64))))
+                    .collect();
+                let unit = Unit::for_ns(max_x(&lines));
+                let x_desc = format!("{} ({})", dist.metric, unit.name);
+                (
+                    dist_title(dist, "histogram", unit),
+                    Chart::Histogram { lines, x_desc },
+                )
+            }
+            figure::Chart::Series { id, lines, largest } => series_plot(id, lines, largest),
+            figure::Chart::Heatmap(m) => (
+                format!("c2c median one-way latency (ns), mode {}", m.mode),
+                Chart::Heatmap(Heatmap {
+                    cpus: m.cpus.clone(),
+                    cells: m.cells.clone(),
+                }),
+            ),
         };
-        let (p, k, m, u) = (self.probe, &self.key, self.metric, unit.name);
-        format!("{p} {k} {m}: {what} ({u}){caveat}")
-    }
-
-    fn percentiles(&self, lines: Vec<Line>) -> Plot {
-        let unit = Unit::for_ns(max_y(&lines));
         Plot {
-            name: self.name("percentiles"),
-            title: self.title("latency by percentile", unit),
-            chart: Chart::Percentiles {
-                lines,
-                y_desc: format!("{} ({})", self.metric, unit.name),
-            },
-        }
-    }
-
-    fn histogram(&self, lines: Vec<Line>) -> Plot {
-        let unit = Unit::for_ns(max_x(&lines));
-        Plot {
-            name: self.name("histogram"),
-            title: self.title("histogram", unit),
-            chart: Chart::Histogram {
-                lines,
-                x_desc: format!("{} ({})", self.metric, unit.name),
-            },
+            name: f.name.clone(),
+            title,
+            chart,
         }
     }
 }
 
-/// A distribution's percentile curve and histogram bins, from its recorded histogram.
-struct Curves {
-    percentiles: Line,
-    bins: Line,
-}
-
-impl Curves {
-    /// `None` when nothing was recorded (a quiet CPU): an empty chart says nothing.
-    fn of(d: &Dist) -> Result<Option<Curves>, String> {
-        let Some(h) = d.decode_histogram()? else {
-            return Ok(None);
-        };
-        if h.is_empty() {
-            return Ok(None);
-        }
-        Ok(Some(Curves {
-            percentiles: unlabelled(percentile_points(&h, d.summary.max_ns)),
-            bins: unlabelled(log_bins(&h)),
-        }))
-    }
-}
-
-fn unlabelled(points: Vec<(f64, f64)>) -> Line {
+fn line(label: &str, points: impl Iterator<Item = (f64, f64)>) -> Line {
     Line {
-        label: String::new(),
-        points,
+        label: label.to_string(),
+        points: points.collect(),
     }
 }
 
-impl Line {
-    fn labelled(self, label: &str) -> Line {
-        Line {
-            label: label.to_string(),
-            ..self
-        }
-    }
+fn dist_title(d: &figure::DistId, what: &str, unit: Unit) -> String {
+    let (p, k, m, u) = (d.probe, &d.key, d.metric, unit.name);
+    format!("{p} {k} {m}: {what} ({u}){}", d.caveat())
 }
 
-/// Where percentile `p` (0 ≤ p < 1) sits on the percentile axis: 1/(1−p), so that
-/// 90 % is at 10, 99 % at 100, 99.9 % at 1000.
-pub fn percentile_x(p: f64) -> f64 {
-    1.0 / (1.0 - p)
+/// The per-interval maxima as steps, each flat across its interval (x in seconds), so
+/// that a run of a single interval still shows; the largest events as marks.
+fn series_plot(
+    id: &figure::SeriesId,
+    lines: &[figure::Line<figure::SeriesData>],
+    largest: &[(u64, u64)],
+) -> (String, Chart) {
+    let interval_ns = lines.first().map_or(0, |l| l.data.interval_ns);
+    let lines: Vec<Line> = (lines.iter())
+        .map(|l| {
+            let step = l.data.interval_ns as f64 / 1e9;
+            let points = (l.data.max_ns.iter().enumerate()).flat_map(|(i, &ns)| {
+                [
+                    (i as f64 * step, ns as f64),
+                    ((i + 1) as f64 * step, ns as f64),
+                ]
+            });
+            line(&l.label, points)
+        })
+        .collect();
+    let marks: Vec<(f64, f64)> = (largest.iter())
+        .map(|&(start, ns)| (start as f64 / 1e9, ns as f64))
+        .collect();
+    let top = marks.iter().map(|m| m.1).fold(max_y(&lines), f64::max);
+    let unit = Unit::for_ns(top);
+    let interval = crate::report::compare::interval_words(interval_ns);
+    let (p, cpu, gap, u) = (id.probe, id.cpu, id.gap, unit.name);
+    let title = format!("{p} cpu{cpu}: {gap} per {interval} ({u})");
+    (
+        title,
+        Chart::Series {
+            lines,
+            marks,
+            y_desc: format!("{} ({})", id.gap, unit.name),
+        },
+    )
 }
 
 /// The tick label at 10^`decades` on the percentile axis: `0 %`, `90 %`, `99 %`,
@@ -394,223 +292,6 @@ fn percentile_tick(x: &f64) -> String {
         true => percentile_label(x.round() as u32),
         false => String::new(),
     }
-}
-
-/// The percentile curve as (log10 of 1/(1−p), value in ns), STEPS_PER_DECADE points per
-/// decade up to the last sample, which is the maximum.
-/// The curve's values are capped at `max_ns`, the run's true maximum: a bucket's highest
-/// equivalent value can lie above it, and the plot must not show a latency the table
-/// does not.
-fn percentile_points(h: &Histogram<u64>, max_ns: Option<u64>) -> Vec<(f64, f64)> {
-    let cap = max_ns.unwrap_or(u64::MAX);
-    // (cumulative count, value) per recorded bucket, for a binary search per point.
-    let mut cum = Vec::new();
-    let mut total = 0u64;
-    for v in h.iter_recorded() {
-        total += v.count_at_value();
-        cum.push((total, v.value_iterated_to()));
-    }
-    let value_at_rank = |rank: u64| {
-        let i = cum.partition_point(|&(c, _)| c < rank);
-        cum.get(i).or(cum.last()).map_or(0, |&(_, v)| v.min(cap)) as f64
-    };
-    // Percentiles evenly spaced on the axis, up to the last sample at 1/(1−p) = count.
-    let last = (total as f64).log10();
-    let steps = (last * STEPS_PER_DECADE).ceil() as u32;
-    let mut out: Vec<(f64, f64)> = (0..steps)
-        .map(|k| {
-            let p = 1.0 - 10f64.powf(-f64::from(k) / STEPS_PER_DECADE);
-            let rank = ((p * total as f64).ceil() as u64).clamp(1, total);
-            (percentile_x(p).log10(), value_at_rank(rank))
-        })
-        .collect();
-    out.push((last, value_at_rank(total)));
-    out
-}
-
-/// Histogram counts in log-spaced bins, as (bin's lower edge in ns, count), ascending.
-fn log_bins(h: &Histogram<u64>) -> Vec<(f64, f64)> {
-    let mut out: Vec<(f64, f64)> = Vec::new();
-    for v in h.iter_recorded() {
-        let ns = v.value_iterated_to().max(1) as f64;
-        let lo = bin_edge((ns.log10() * BINS_PER_DECADE).floor());
-        match out.last_mut() {
-            Some(last) if last.0 == lo => last.1 += v.count_at_value() as f64,
-            _ => out.push((lo, v.count_at_value() as f64)),
-        }
-    }
-    out
-}
-
-fn bin_edge(k: f64) -> f64 {
-    10f64.powf(k / BINS_PER_DECADE)
-}
-
-/// The series of one noise or timer entry.
-#[derive(Clone, Copy)]
-struct SeriesOf<'a> {
-    probe: &'static str,
-    cpu: usize,
-    series: &'a SeriesOut,
-    largest: &'a [EventOut],
-}
-
-impl<'a> SeriesOf<'a> {
-    fn of(e: &'a ProbeEntry) -> Option<SeriesOf<'a>> {
-        let (probe, cpu, series, largest) = match e {
-            ProbeEntry::Noise(n) => ("noise", n.cpu, &n.series, &n.largest),
-            ProbeEntry::Timer(t) => ("timer", t.cpu, &t.series, &t.largest),
-            _ => return None,
-        };
-        Some(SeriesOf {
-            probe,
-            cpu,
-            series,
-            largest,
-        })
-    }
-
-    fn name(&self) -> String {
-        format!("{}-cpu{}-series", self.probe, self.cpu)
-    }
-
-    /// What the largest gap is called on this probe's y axis.
-    fn what(&self) -> &'static str {
-        match self.probe {
-            "noise" => "largest interruption",
-            _ => "largest latency",
-        }
-    }
-
-    /// The per-interval maxima as steps, each flat across its interval (x in seconds):
-    /// a run of a single interval still shows.
-    fn line(&self, label: String) -> Line {
-        let step = self.series.interval_ns as f64 / 1e9;
-        let points = (self.series.max_ns.iter().enumerate())
-            .flat_map(|(i, &ns)| {
-                [
-                    (i as f64 * step, ns as f64),
-                    ((i + 1) as f64 * step, ns as f64),
-                ]
-            })
-            .collect();
-        Line { label, points }
-    }
-
-    fn marks(&self) -> Vec<(f64, f64)> {
-        (self.largest.iter())
-            .map(|e| (e.start_ns as f64 / 1e9, e.duration_ns as f64))
-            .collect()
-    }
-
-    fn plot(&self, lines: Vec<Line>, marks: Vec<(f64, f64)>) -> Plot {
-        let top = marks.iter().map(|m| m.1).fold(max_y(&lines), f64::max);
-        let unit = Unit::for_ns(top);
-        let interval = crate::report::compare::interval_words(self.series.interval_ns);
-        Plot {
-            name: self.name(),
-            title: format!(
-                "{} cpu{}: {} per {interval} ({})",
-                self.probe,
-                self.cpu,
-                self.what(),
-                unit.name
-            ),
-            chart: Chart::Series {
-                lines,
-                marks,
-                y_desc: format!("{} ({})", self.what(), unit.name),
-            },
-        }
-    }
-}
-
-/// One heat map per c2c mode in the result (a result normally holds one).
-fn heatmaps(r: &ResultFile) -> Vec<Plot> {
-    let entries: Vec<_> = r.probes.iter().filter_map(ProbeEntry::as_c2c).collect();
-    let mut modes: Vec<String> = Vec::new();
-    for e in &entries {
-        let m = export::serde_name(&e.config.mode);
-        if !modes.contains(&m) {
-            modes.push(m);
-        }
-    }
-    let several = modes.len() > 1;
-    modes
-        .iter()
-        .map(|mode| {
-            let pairs = entries
-                .iter()
-                .filter(|e| export::serde_name(&e.config.mode) == *mode)
-                .map(|e| (e.cpu_a, e.cpu_b, e.median_ns));
-            Plot {
-                name: match several {
-                    true => file_safe(&format!("c2c-{mode}-heatmap")),
-                    false => "c2c-heatmap".into(),
-                },
-                title: format!("c2c median one-way latency (ns), mode {mode}"),
-                chart: Chart::Heatmap(Heatmap::new(pairs)),
-            }
-        })
-        .collect()
-}
-
-impl Heatmap {
-    fn new(pairs: impl Iterator<Item = (usize, usize, Option<f64>)> + Clone) -> Heatmap {
-        let mut cpus: Vec<usize> = pairs.clone().flat_map(|(a, b, _)| [a, b]).collect();
-        cpus.sort_unstable();
-        cpus.dedup();
-        let n = cpus.len();
-        let mut cells = vec![None; n * n];
-        let at = |cpu| cpus.binary_search(&cpu).unwrap_or(0);
-        for (a, b, median) in pairs {
-            let (i, j) = (at(a), at(b));
-            cells[i * n + j] = median;
-            cells[j * n + i] = median;
-        }
-        Heatmap { cpus, cells }
-    }
-}
-
-/// Unique names: a repeated one gets `-2`, `-3`, … (two timer threads on one CPU).
-fn make_unique(plots: &mut [Plot]) {
-    unique_names(plots.iter_mut().map(|p| &mut p.name));
-}
-
-/// Names that repeat (two keys that map to one file-safe name) get `-2`, `-3`, … in
-/// order. Shared with the gnuplot writer, whose files carry the same names.
-pub(crate) fn unique_names<'a>(names: impl IntoIterator<Item = &'a mut String>) {
-    let mut seen = std::collections::HashSet::new();
-    for name in names {
-        let base = name.clone();
-        let mut n = 1;
-        while !seen.insert(name.clone()) {
-            n += 1;
-            *name = format!("{base}-{n}");
-        }
-    }
-}
-
-/// Each file's name prefix: its stem and `-` when there are several files (numbered
-/// when stems repeat, as `export::file_prefixes` does), else nothing.
-pub(crate) fn name_prefixes(results: &[Loaded]) -> Vec<String> {
-    let prefixes = export::file_prefixes(results).into_iter();
-    prefixes
-        .map(|p| match p.is_empty() {
-            true => p,
-            false => format!("{}-", file_safe(&p)),
-        })
-        .collect()
-}
-
-/// Letters, digits, `.`, `_` and `-` only, so that a name is a file name anywhere.
-pub(crate) fn file_safe(s: &str) -> String {
-    s.chars()
-        .map(|c| match c {
-            c if c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '-') => c,
-            _ => '_',
-        })
-        .collect()
 }
 
 fn max_y(lines: &[Line]) -> f64 {
@@ -1077,10 +758,7 @@ mod tests {
     use super::*;
 
     #[test]
-    fn percentile_axis_puts_99_at_100_and_999_at_1000() {
-        assert!((percentile_x(0.9) - 10.0).abs() < 1e-9);
-        assert!((percentile_x(0.99) - 100.0).abs() < 1e-9);
-        assert!((percentile_x(0.999) - 1000.0).abs() < 1e-9);
+    fn percentile_labels_read_as_percentiles() {
         let labels: Vec<String> = (0..5).map(percentile_label).collect();
         assert_eq!(labels, ["0 %", "90 %", "99 %", "99.9 %", "99.99 %"]);
     }
@@ -1092,44 +770,55 @@ mod tests {
         assert_eq!(Unit::for_ns(5e7).name, "ms");
     }
 
-    #[test]
-    fn an_unconfirmed_one_way_figure_says_so_in_its_title() {
-        let id = DistId {
+    fn percentile_figure(trusted: bool) -> Figure {
+        let q = |q: f64, x: f64, v: u64| figure::Quantile {
+            q,
+            x,
+            value_ns: v,
+            at_or_below: 0,
+        };
+        let dist = figure::DistId {
             probe: "pingpong",
             key: "futex:0-1".into(),
             metric: "one-way",
-            trusted: false,
+            trusted,
         };
-        let plot = id.percentiles(vec![unlabelled(vec![(0.0, 500.0), (2.0, 900.0)])]);
+        Figure {
+            name: "pingpong-futex_0-1-one-way-percentiles".into(),
+            source: String::new(),
+            chart: figure::Chart::Percentiles {
+                dist,
+                lines: vec![figure::Line {
+                    label: String::new(),
+                    data: vec![q(0.0, 1.0, 500), q(1.0, 100.0, 900)],
+                }],
+            },
+        }
+    }
+
+    #[test]
+    fn an_unconfirmed_one_way_figure_says_so_in_its_title() {
+        let plot = Plot::of(&percentile_figure(false));
         assert_eq!(
             plot.title,
             "pingpong futex:0-1 one-way: latency by percentile (ns) (unconfirmed by TSC check)"
         );
         assert_eq!(plot.name, "pingpong-futex_0-1-one-way-percentiles");
+        let plot = Plot::of(&percentile_figure(true));
+        assert!(
+            plot.title.ends_with("latency by percentile (ns)"),
+            "{}",
+            plot.title
+        );
     }
 
     #[test]
-    fn names_are_file_safe_and_unique() {
-        assert_eq!(
-            file_safe("pingpong-futex:0-1/x y"),
-            "pingpong-futex_0-1_x_y"
-        );
-        let id = DistId {
-            probe: "timer",
-            key: "cpu1".into(),
-            metric: "latency",
-            trusted: true,
+    fn the_curve_is_drawn_on_log10_of_the_axis() {
+        let plot = Plot::of(&percentile_figure(true));
+        let Chart::Percentiles { lines, y_desc } = &plot.chart else {
+            panic!("a percentile chart");
         };
-        let line = || vec![unlabelled(vec![(0.0, 1.0)])];
-        let mut plots = vec![id.percentiles(line()), id.percentiles(line())];
-        make_unique(&mut plots);
-        let names: Vec<&str> = plots.iter().map(|p| p.name.as_str()).collect();
-        assert_eq!(
-            names,
-            [
-                "timer-cpu1-latency-percentiles",
-                "timer-cpu1-latency-percentiles-2"
-            ]
-        );
+        assert_eq!(lines[0].points, [(0.0, 500.0), (2.0, 900.0)]);
+        assert_eq!(y_desc, "one-way (ns)");
     }
 }

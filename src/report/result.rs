@@ -113,64 +113,6 @@ pub enum ProbeEntry {
     Unknown,
 }
 
-impl ProbeEntry {
-    pub fn as_noise(&self) -> Option<&NoiseEntry> {
-        match self {
-            ProbeEntry::Noise(n) => Some(n),
-            _ => None,
-        }
-    }
-
-    pub fn as_timer(&self) -> Option<&TimerEntry> {
-        match self {
-            ProbeEntry::Timer(t) => Some(t),
-            _ => None,
-        }
-    }
-
-    pub fn as_pingpong(&self) -> Option<&PingpongEntry> {
-        match self {
-            ProbeEntry::Pingpong(p) => Some(p),
-            _ => None,
-        }
-    }
-
-    pub fn as_c2c(&self) -> Option<&C2cEntry> {
-        match self {
-            ProbeEntry::C2c(c) => Some(c),
-            _ => None,
-        }
-    }
-
-    pub fn as_syscalls(&self) -> Option<&SyscallEntry> {
-        match self {
-            ProbeEntry::Syscalls(c) => Some(c),
-            _ => None,
-        }
-    }
-
-    pub fn as_work(&self) -> Option<&WorkEntry> {
-        match self {
-            ProbeEntry::Work(w) => Some(w),
-            _ => None,
-        }
-    }
-
-    pub fn as_ptp(&self) -> Option<&PtpEntry> {
-        match self {
-            ProbeEntry::Ptp(p) => Some(p),
-            _ => None,
-        }
-    }
-
-    pub fn as_queue(&self) -> Option<&QueueEntry> {
-        match self {
-            ProbeEntry::Queue(q) => Some(q),
-            _ => None,
-        }
-    }
-}
-
 impl ResultFile {
     /// A result of the schema this version writes.
     pub fn new(host: HostInfo, run: RunInfo, probes: Vec<ProbeEntry>) -> ResultFile {

@@ -22,6 +22,8 @@
 //! warn, with their share marked as not measured.
 
 use crate::probes::noise::NoiseEntry;
+use crate::probes::pingpong::PingpongEntry;
+use crate::probes::timer::TimerEntry;
 use crate::report::ResultFile;
 use crate::system::audit::{Finding, Severity};
 
@@ -173,7 +175,7 @@ pub struct Verdict {
 
 /// The verdict on a main-job result.
 pub fn verdict(r: &ResultFile) -> Verdict {
-    let noise: Vec<&NoiseEntry> = r.probes.iter().filter_map(|e| e.as_noise()).collect();
+    let noise: Vec<&NoiseEntry> = r.entries().collect();
     let findings: Vec<&Finding> = r
         .host
         .audit
@@ -361,9 +363,7 @@ fn fix_of(f: &Finding, share: Option<f64>) -> Fix {
 fn other_probes(r: &ResultFile) -> Vec<String> {
     let mut out = Vec::new();
     let worst_timer = r
-        .probes
-        .iter()
-        .filter_map(|e| e.as_timer())
+        .entries::<TimerEntry>()
         .max_by_key(|t| t.summary.max_ns.unwrap_or(0));
     if let Some(t) = worst_timer {
         out.push(format!(
@@ -373,7 +373,7 @@ fn other_probes(r: &ResultFile) -> Vec<String> {
             figure_words(t.summary.p99_ns)
         ));
     }
-    for p in r.probes.iter().filter_map(|e| e.as_pingpong()) {
+    for p in r.entries::<PingpongEntry>() {
         out.push(format!(
             "A {} round trip between CPUs {} and {} takes {} (median), {} at p99.",
             p.mechanism,

@@ -3,8 +3,32 @@
 //! reading and what a reading costs, all in ns.
 
 use crate::probes::ptp::{MethodResult, MethodStatus, PtpEntry, errno_name};
+use crate::report::ResultFile;
+use crate::report::dist::{Dist, Entry, serde_name};
 use crate::report::table::new_table;
-use crate::report::{ProbeEntry, ResultFile};
+use crate::report::views::{EntryView, Kind, KindView};
+
+impl EntryView for PtpEntry {
+    fn kind(&self) -> Kind {
+        Kind::Ptp
+    }
+
+    /// One distribution per method: its cost (without a histogram where the method was
+    /// not measured).
+    fn dists<'a>(&'a self, out: &mut Vec<Dist<'a>>) {
+        for m in &self.methods {
+            let key = format!("{}:{}", self.device, serde_name(&m.method));
+            let en = Entry::new("ptp", key, String::new());
+            out.push(en.maybe("cost", &m.cost, m.cost_histogram.as_ref()));
+        }
+    }
+}
+
+impl KindView for PtpEntry {
+    fn tables(r: &ResultFile) -> String {
+        ptp_table(r)
+    }
+}
 
 const COLUMNS: [&str; 10] = [
     "method",
@@ -68,14 +92,7 @@ fn row(m: &MethodResult) -> Vec<String> {
 
 /// The table, and a note under it for each failure and for a PHC that keeps TAI.
 pub fn ptp_table(r: &ResultFile) -> String {
-    let entries: Vec<&PtpEntry> = r
-        .probes
-        .iter()
-        .filter_map(|p| match p {
-            ProbeEntry::Ptp(e) => Some(e.as_ref()),
-            _ => None,
-        })
-        .collect();
+    let entries: Vec<&PtpEntry> = r.entries().collect();
     let mut text = String::new();
     let mut notes = Vec::new();
     for e in &entries {

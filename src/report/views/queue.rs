@@ -2,11 +2,33 @@
 //! consumer to the 99.9999th percentile, then the journal.
 
 use crate::probes::queue::{LatencyRecord, QueueEntry};
+use crate::report::ResultFile;
+use crate::report::dist::{Dist, Entry};
 use crate::report::table::{new_table, policy_cell, us};
-use crate::report::{ProbeEntry, ResultFile};
+use crate::report::views::{EntryView, Kind, KindView};
+
+impl EntryView for QueueEntry {
+    fn kind(&self) -> Kind {
+        Kind::Queue
+    }
+
+    fn dists<'a>(&'a self, out: &mut Vec<Dist<'a>>) {
+        let key = format!("{}:cpu{}", self.role, self.cpu);
+        let en = Entry::new("queue", key, self.cpu.to_string());
+        let (t, i) = (&self.transit, &self.inter_message);
+        out.push(en.dist("transit", &t.summary, &t.histogram));
+        out.push(en.dist("inter-message", &i.summary, &i.histogram));
+    }
+}
+
+impl KindView for QueueEntry {
+    fn tables(r: &ResultFile) -> String {
+        queue_tables(r)
+    }
+}
 
 fn queue_entries(r: &ResultFile) -> Vec<&QueueEntry> {
-    r.probes.iter().filter_map(ProbeEntry::as_queue).collect()
+    r.entries().collect()
 }
 
 /// The columns after the row's names.

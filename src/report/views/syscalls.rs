@@ -1,8 +1,31 @@
 //! The `syscalls` table: one row per call, in ns.
 
 use crate::probes::syscalls::{SyscallEntry, Via};
+use crate::report::ResultFile;
+use crate::report::dist::{Dist, Entry};
 use crate::report::table::new_table;
-use crate::report::{ProbeEntry, ResultFile};
+use crate::report::views::{EntryView, Kind, KindView};
+
+impl EntryView for SyscallEntry {
+    fn kind(&self) -> Kind {
+        Kind::Syscalls
+    }
+
+    fn dists<'a>(&'a self, out: &mut Vec<Dist<'a>>) {
+        let en = Entry::new(
+            "syscalls",
+            self.call.name().to_string(),
+            self.cpu.to_string(),
+        );
+        out.push(en.dist("cost", &self.summary, &self.histogram));
+    }
+}
+
+impl KindView for SyscallEntry {
+    fn tables(r: &ResultFile) -> String {
+        syscalls_table(r)
+    }
+}
 
 fn ns(v: Option<u64>) -> String {
     v.map_or_else(|| "-".into(), |v| v.to_string())
@@ -20,11 +43,7 @@ fn via(v: Via) -> &'static str {
 
 /// Each call's cost per call: min, median, p99 and max, with how it got there.
 pub fn syscalls_table(r: &ResultFile) -> String {
-    let entries: Vec<&SyscallEntry> = r
-        .probes
-        .iter()
-        .filter_map(ProbeEntry::as_syscalls)
-        .collect();
+    let entries: Vec<&SyscallEntry> = r.entries().collect();
     let mut t = new_table(&[
         "call",
         "via",

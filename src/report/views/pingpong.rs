@@ -2,9 +2,42 @@
 //! in ns (these run from tens of ns to tens of µs).
 
 use crate::probes::pingpong::{OneWayBasis, PingpongEntry};
+use crate::report::ResultFile;
+use crate::report::dist::{Dist, Entry, serde_name};
 use crate::report::table::new_table;
-use crate::report::{ProbeEntry, ResultFile};
+use crate::report::views::{EntryView, Kind, KindView};
 use crate::stats::Summary;
+
+impl EntryView for PingpongEntry {
+    fn kind(&self) -> Kind {
+        Kind::Pingpong
+    }
+
+    /// The round trip, then the one-way figure from the counters, marked untrusted when
+    /// the TSC check could not confirm it (the table then shows the round trip halved).
+    fn dists<'a>(&'a self, out: &mut Vec<Dist<'a>>) {
+        let key = format!(
+            "{}:{}-{}",
+            serde_name(&self.mechanism),
+            self.cpu_a,
+            self.cpu_b
+        );
+        let en = Entry::new("pingpong", key, format!("{},{}", self.cpu_a, self.cpu_b));
+        let (rtt, ow) = (&self.rtt, &self.one_way);
+        out.push(en.dist("rtt", &rtt.summary, &rtt.histogram));
+        let one_way = en.dist("one-way", &ow.summary, &ow.histogram);
+        out.push(Dist {
+            trusted: self.one_way_valid,
+            ..one_way
+        });
+    }
+}
+
+impl KindView for PingpongEntry {
+    fn tables(r: &ResultFile) -> String {
+        pingpong_table(r)
+    }
+}
 
 const COLUMNS: [&str; 10] = [
     "mechanism",
@@ -41,11 +74,7 @@ fn cells(s: &Summary, div: u64) -> Vec<String> {
 /// One table, two rows per mechanism: the round trip, then the one-way latency (from the
 /// counters when their agreement supports it, else the round trip halved, starred).
 pub fn pingpong_table(r: &ResultFile) -> String {
-    let entries: Vec<&PingpongEntry> = r
-        .probes
-        .iter()
-        .filter_map(ProbeEntry::as_pingpong)
-        .collect();
+    let entries: Vec<&PingpongEntry> = r.entries().collect();
     let mut t = new_table(&COLUMNS);
     // Two rows a mechanism: rules between rows would double the table's height.
     let style = t.style().row_separator(comfy_table::LineStyle::none());

@@ -11,8 +11,57 @@ use std::collections::BTreeMap;
 
 use crate::engine::topology::{CpuPlace, Locality, Topology};
 use crate::probes::c2c::C2cEntry;
+use crate::report::ResultFile;
+use crate::report::dist::{Dist, Entry, serde_name};
+use crate::report::figure::{Chart, Figure, Heatmap, file_safe};
 use crate::report::table::new_table;
-use crate::report::{ProbeEntry, ResultFile};
+use crate::report::views::{EntryView, Kind, KindView};
+
+impl EntryView for C2cEntry {
+    fn kind(&self) -> Kind {
+        Kind::C2c
+    }
+
+    fn dists<'a>(&'a self, out: &mut Vec<Dist<'a>>) {
+        let key = format!("{}-{}", self.cpu_a, self.cpu_b);
+        let en = Entry::new("c2c", key, format!("{},{}", self.cpu_a, self.cpu_b));
+        out.push(en.dist("one-way", &self.summary, &self.histogram));
+    }
+}
+
+impl KindView for C2cEntry {
+    /// In CPU order: `report` has no `--group` (the c2c command's own output may group).
+    fn tables(r: &ResultFile) -> String {
+        c2c_tables(r, false)
+    }
+
+    /// One heat map of median one-way latency per mode (a result normally holds one).
+    fn figures(r: &ResultFile) -> Vec<Figure> {
+        let entries = c2c_entries(r);
+        let mut modes: Vec<String> = Vec::new();
+        for m in entries.iter().map(|e| serde_name(&e.config.mode)) {
+            if !modes.contains(&m) {
+                modes.push(m);
+            }
+        }
+        let several = modes.len() > 1;
+        (modes.into_iter())
+            .map(|mode| {
+                let pairs = (entries.iter())
+                    .filter(|e| serde_name(&e.config.mode) == mode)
+                    .map(|e| (e.cpu_a, e.cpu_b, e.median_ns));
+                Figure {
+                    name: match several {
+                        true => file_safe(&format!("c2c-{mode}-heatmap")),
+                        false => "c2c-heatmap".into(),
+                    },
+                    source: String::new(),
+                    chart: Chart::Heatmap(Heatmap::new(mode.clone(), pairs)),
+                }
+            })
+            .collect()
+    }
+}
 
 /// Up to this many pairs (8 CPUs) the per-pair distribution table is shown; beyond, it
 /// would bury the matrix, and the result file holds it.
@@ -99,12 +148,7 @@ fn opt<T: ToString>(v: Option<T>) -> String {
 
 /// Every c2c entry of a result.
 pub fn c2c_entries(r: &ResultFile) -> Vec<&C2cEntry> {
-    (r.probes.iter())
-        .filter_map(|p| match p {
-            ProbeEntry::C2c(e) => Some(&**e),
-            _ => None,
-        })
-        .collect()
+    r.entries().collect()
 }
 
 /// The topology of the measured CPUs, from the places stored in the entries; a measured
@@ -420,7 +464,7 @@ mod tests {
         };
         let probes = entries
             .into_iter()
-            .map(|e| ProbeEntry::C2c(Box::new(e)))
+            .map(|e| crate::report::ProbeEntry::C2c(Box::new(e)))
             .collect();
         ResultFile::new(host, run, probes)
     }

@@ -2,8 +2,28 @@
 //! the datagrams of a `udp-send`.
 
 use crate::probes::work::{Role, WorkEntry};
+use crate::report::ResultFile;
+use crate::report::dist::{Dist, Entry, serde_name};
 use crate::report::table::new_table;
-use crate::report::{ProbeEntry, ResultFile};
+use crate::report::views::{EntryView, Kind, KindView};
+
+impl EntryView for WorkEntry {
+    fn kind(&self) -> Kind {
+        Kind::Work
+    }
+
+    fn dists<'a>(&'a self, out: &mut Vec<Dist<'a>>) {
+        let key = format!("{}:{}:run{}", self.action, serde_name(&self.role), self.run);
+        let en = Entry::new("work", key, self.cpu.to_string());
+        out.push(en.dist("duration", &self.summary, &self.histogram));
+    }
+}
+
+impl KindView for WorkEntry {
+    fn tables(r: &ResultFile) -> String {
+        work_table(r)
+    }
+}
 
 fn ns(v: Option<u64>) -> String {
     v.map_or_else(|| "-".into(), |v| v.to_string())
@@ -11,7 +31,7 @@ fn ns(v: Option<u64>) -> String {
 
 /// Each run's distribution, the baseline under its action.
 pub fn work_table(r: &ResultFile) -> String {
-    let entries: Vec<&WorkEntry> = r.probes.iter().filter_map(ProbeEntry::as_work).collect();
+    let entries: Vec<&WorkEntry> = r.entries().collect();
     let mut t = new_table(&[
         "run",
         "what",

@@ -1,0 +1,247 @@
+//! The `timer` view: per thread the wake-up latency and the same corrected for
+//! coordinated omission, its series, the terminal tables, cyclictest's 1-µs histogram
+//! layout, the spikes, and the live line.
+
+use crate::probes::timer::{LiveSnapshot, TimerEntry};
+use crate::report::ResultFile;
+use crate::report::dist::SeriesView;
+use crate::report::dist::{Dist, Entry};
+use crate::report::table::{DISTRIBUTION, distribution, new_table, policy_cell};
+use crate::report::views::{EntryView, Kind, KindView};
+
+impl EntryView for TimerEntry {
+    fn kind(&self) -> Kind {
+        Kind::Timer
+    }
+
+    fn dists<'a>(&'a self, out: &mut Vec<Dist<'a>>) {
+        let en = Entry::new("timer", format!("cpu{}", self.cpu), self.cpu.to_string());
+        let c = &self.corrected;
+        out.push(Dist {
+            series: self.series(),
+            ..en.dist("latency", &self.summary, &self.histogram)
+        });
+        out.push(en.dist("latency-corrected", &c.summary, &c.histogram));
+    }
+
+    fn series(&self) -> Option<SeriesView<'_>> {
+        Some(SeriesView {
+            probe: "timer",
+            cpu: self.cpu,
+            series: &self.series,
+            largest: &self.largest,
+            gap: "largest latency",
+            worst: "latest wake-up",
+            time_lost: false,
+        })
+    }
+}
+
+impl KindView for TimerEntry {
+    fn tables(r: &ResultFile) -> String {
+        timer_tables(r)
+    }
+}
+
+fn timer_entries(r: &ResultFile) -> Vec<&TimerEntry> {
+    r.entries().collect()
+}
+
+/// The timer tables: wake-up latency per thread, then the same corrected for
+/// coordinated omission.
+pub fn timer_tables(r: &ResultFile) -> String {
+    tables(&timer_entries(r))
+}
+
+fn tables(entries: &[&TimerEntry]) -> String {
+    let head = ["CPU", "policy", "interval (µs)", "wake-ups", "overruns"];
+    let mut t = new_table(&[&head[..], &DISTRIBUTION[..]].concat());
+    for e in entries {
+        let s = &e.summary;
+        let mut row = vec![
+            e.cpu.to_string(),
+            policy_cell(e.thread.policy, e.thread.priority),
+            format!("{}", e.config.interval_ns as f64 / 1e3),
+            e.wakeups.to_string(),
+            e.overruns.to_string(),
+        ];
+        row.extend(distribution(s));
+        t.add_row(row);
+    }
+    let same = entries.iter().all(|e| e.corrected.summary == e.summary);
+    let corrected = if same {
+        "Corrected for coordinated omission: the same (no wake-up came a whole interval \
+         late, so none was hidden)\n"
+            .to_string()
+    } else {
+        let mut c = new_table(&[&["CPU", "count"][..], &DISTRIBUTION[..]].concat());
+        for e in entries {
+            let mut row = vec![e.cpu.to_string(), e.corrected.summary.count.to_string()];
+            row.extend(distribution(&e.corrected.summary));
+            c.add_row(row);
+        }
+        format!(
+            "Corrected for coordinated omission: one wake-up added back for each deadline a \
+             stall skipped, with the latency it would have had (HdrHistogram's \
+             expected-interval correction)\n{c}\n"
+        )
+    };
+    format!("Wake-up latency\n{t}\n\n{corrected}")
+}
+
+/// cyclictest's histogram layout: a row per non-empty 1-µs bucket, a column per thread,
+/// comment lines starting with '#', so gnuplot plots it as it is.
+pub fn timer_buckets(r: &ResultFile) -> String {
+    let entries: Vec<&TimerEntry> = timer_entries(r)
+        .into_iter()
+        .filter(|e| e.histogram_1us.is_some())
+        .collect();
+    let Some(n) = entries
+        .first()
+        .and_then(|e| e.histogram_1us.as_ref())
+        .map(|h| h.buckets)
+    else {
+        return String::new();
+    };
+    let mut rows = vec![vec![0u64; entries.len()]; n];
+    for (col, e) in entries.iter().enumerate() {
+        for [bucket, count] in &e.histogram_1us.as_ref().expect("filtered").counts {
+            if let Some(row) = rows.get_mut(*bucket as usize) {
+                row[col] = *count;
+            }
+        }
+    }
+    let cpus: Vec<String> = entries.iter().map(|e| format!("CPU {}", e.cpu)).collect();
+    let mut out = format!(
+        "# Histogram: wake-up latency in 1-µs buckets; columns: bucket (µs), then \
+         wake-ups on {}\n",
+        cpus.join(", ")
+    );
+    for (bucket, row) in rows.iter().enumerate() {
+        if row.iter().any(|&c| c > 0) {
+            let cells: Vec<String> = row.iter().map(|c| format!("{c:06}")).collect();
+            out.push_str(&format!("{bucket:06} {}\n", cells.join(" ")));
+        }
+    }
+    let col = |f: &dyn Fn(&TimerEntry) -> String| -> String {
+        entries.iter().map(|e| f(e)).collect::<Vec<_>>().join(" ")
+    };
+    out.push_str(&format!(
+        "# Total: {}\n",
+        col(&|e| format!("{:09}", e.wakeups))
+    ));
+    out.push_str(&format!(
+        "# Overflows (≥ {n} µs): {}\n",
+        col(&|e| format!("{:09}", e.histogram_1us.as_ref().map_or(0, |h| h.overflows)))
+    ));
+    out
+}
+
+/// How many spikes per thread the text shows; the result file holds them all.
+const SPIKES_SHOWN: usize = 20;
+
+/// The wake-ups above `--spikes`, per thread: when (from the start of the run) and how
+/// late, the first `SPIKES_SHOWN` of them.
+pub fn timer_spikes(r: &ResultFile) -> String {
+    let mut out = String::new();
+    for e in timer_entries(r) {
+        let (Some(log), Some(limit)) = (&e.spikes, e.config.spikes_above_ns) else {
+            continue;
+        };
+        let kept = log.duration_ns.len();
+        out.push_str(&format!(
+            "Spikes above {} µs on CPU {}: {kept} kept, {} dropped\n",
+            limit as f64 / 1e3,
+            e.cpu,
+            log.dropped
+        ));
+        let shown = log.start_ns.iter().zip(&log.duration_ns).take(SPIKES_SHOWN);
+        for (at, late) in shown {
+            out.push_str(&format!(
+                "  at {:>12.6} s  {:>10.2} µs late\n",
+                *at as f64 / 1e9,
+                *late as f64 / 1e3
+            ));
+        }
+        if kept > SPIKES_SHOWN {
+            out.push_str(&format!(
+                "  … {} more in the result file (-o FILE or --json)\n",
+                kept - SPIKES_SHOWN
+            ));
+        }
+    }
+    out
+}
+
+/// One thread's live line, as cyclictest draws it, with units.
+pub fn live_line(s: &LiveSnapshot) -> String {
+    let v = |ns: Option<u64>| ns.map_or("-".to_string(), |n| format!("{:.1}", n as f64 / 1e3));
+    let avg = s
+        .avg_ns
+        .map_or("-".to_string(), |a| format!("{:.1}", a / 1e3));
+    let overruns = match s.overruns {
+        0 => String::new(),
+        n => format!("  overruns {n}"),
+    };
+    format!(
+        "CPU {:>3}  {:<8}  I:{:>7} µs  C:{:>9}  Min:{:>8} µs  Act:{:>8} µs  Avg:{:>8} µs  \
+         Max:{:>9} µs{overruns}",
+        s.cpu,
+        s.sched
+            .map_or("-".into(), |p| policy_cell(p.policy, p.priority)),
+        s.interval_ns as f64 / 1e3,
+        s.count,
+        v(s.min_ns),
+        v(s.last_ns),
+        avg,
+        v(s.max_ns),
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::engine::sched::{Policy, SchedRequest};
+
+    #[test]
+    fn live_line_carries_units_and_says_dash_before_the_first_wakeup() {
+        let fifo = SchedRequest {
+            policy: Policy::Fifo,
+            priority: 90,
+        };
+        let idle = LiveSnapshot {
+            cpu: 1,
+            interval_ns: 200_000,
+            sched: Some(fifo),
+            ..LiveSnapshot::default()
+        };
+        let line = live_line(&idle);
+        assert!(
+            line.contains("fifo 90") && line.contains("I:    200 µs"),
+            "{line}"
+        );
+        assert!(line.contains("Min:       - µs"), "{line}");
+        let busy = LiveSnapshot {
+            cpu: 1,
+            index: 0,
+            interval_ns: 200_000,
+            count: 12,
+            min_ns: Some(8_100),
+            last_ns: Some(12_340),
+            avg_ns: Some(13_000.0),
+            max_ns: Some(353_200),
+            overruns: 2,
+            sched: Some(fifo),
+        };
+        let line = live_line(&busy);
+        for part in [
+            "C:       12",
+            "Min:     8.1 µs",
+            "Act:    12.3 µs",
+            "Max:    353.2 µs",
+            "overruns 2",
+        ] {
+            assert!(line.contains(part), "{part:?} missing from {line}");
+        }
+    }
+}
