@@ -28,25 +28,59 @@ pub struct Cli {
 pub enum Command {
     /// OS noise: how long, how often and how much the system takes each CPU away from a
     /// thread that polls the TSC in a tight loop.
+    #[command(
+        mut_arg("cpus", |a| a.help(CPUS_MEASURED)),
+        mut_arg("duration", |a| a.help("How long to measure: 500ms, 10s, 5m, 2h (a bare number is seconds) [default: 10s]")),
+    )]
     Noise(NoiseArgs),
     /// Timer wake-up latency, cyclictest's method: each thread sleeps to an absolute
     /// deadline with clock_nanosleep and records how late it woke.
-    #[command(disable_help_flag = true)]
+    #[command(
+        disable_help_flag = true,
+        mut_arg("cpus", |a| a.help(CPUS_MEASURED)),
+        mut_arg("duration", |a| a.help("How long to measure: 500ms, 10s, 5m, 2h (a bare number is seconds) [default: 10s, or with -l until every thread has woken that often]")),
+        mut_arg("force", |a| a.help("Allow real-time timer threads at intervals under 100 µs on every CPU, leaving none for housekeeping")),
+    )]
     Timer(TimerArgs),
     /// Thread-to-thread notification latency: two pinned threads pass a token back and
     /// forth over each mechanism (spin, futex, condvar, semaphores, pipe, eventfd, …);
     /// round trip and one-way, side by side.
+    #[command(
+        mut_arg("cpus", |a| a.help("The two CPUs, as A,B (the same one twice measures a context switch) [default: the first two CPUs a measuring command would take]")),
+        mut_arg("duration", |a| a.help("How long to measure each mechanism: 500ms, 10s (a bare number is seconds) [default: 1s, or with -l until the round trips are done]")),
+        mut_arg("force", |a| a.help("Allow real-time spinning mechanisms when no CPU is left for housekeeping")),
+    )]
     Pingpong(PingpongArgs),
     /// Core-to-core cache-line latency: a matrix over CPU pairs, with the topology.
+    #[command(
+        mut_arg("cpus", |a| a.help("CPUs to pair, e.g. 0-7 [default: every online, allowed CPU]")),
+        mut_arg("duration", |a| a.hide(true)),
+        mut_arg("force", |a| a.help("Allow real-time pairs when no CPU is left for housekeeping")),
+    )]
     C2c(C2cArgs),
     /// Producer → consumer transit latency through a ring buffer (perf-workshop's
     /// application): an accumulator and a journaller record transit and inter-message time.
+    #[command(
+        mut_arg("cpus", |a| a.hide(true)),
+        mut_arg("duration", |a| a.help("How long to measure after the warm-up: 500ms, 10s (a bare number is seconds) [default: 10s, or with -l until the messages are done]")),
+        mut_arg("force", |a| a.help("Allow real-time roles that share a CPU, or leave none for housekeeping")),
+    )]
     Queue(QueueArgs),
     /// Execution-time jitter of one fixed action (a calibrated busy loop, a memmove, a
     /// syscall, a UDP send), timed N times with the TSC: the Ultra Messaging jitter
     /// tools' job.
+    #[command(
+        mut_arg("cpus", |a| a.help(CPU_ONE)),
+        mut_arg("duration", |a| a.help("The longest the runs may take: 500ms, 10s (a bare number is seconds) [default: until the samples are done]")),
+        mut_arg("force", |a| a.help("Allow a real-time run when no CPU is left for housekeeping")),
+    )]
     Work(WorkArgs),
     /// The cost of single syscalls, vDSO clock reads and counter reads, in ns.
+    #[command(
+        mut_arg("cpus", |a| a.help(CPU_ONE)),
+        mut_arg("duration", |a| a.help("How long to time each call: 200ms, 1s (a bare number is seconds) [default: 200ms]")),
+        mut_arg("force", |a| a.help("Allow a real-time run when no CPU is left for housekeeping")),
+    )]
     Syscalls(SyscallsArgs),
     /// PTP hardware clocks: which offset ioctls each supports, the PHC − system offset,
     /// the read window and the call's cost.
@@ -65,10 +99,20 @@ pub enum Command {
     /// find holds of known length injected by a real-time thread of its own; exit 1 if a
     /// check fails.
     Selftest(SelftestArgs),
+    /// Print a shell completion script for SHELL (bash, zsh, fish, elvish, powershell):
+    /// `source <(jitterscope completions bash)`.
+    Completions(CompletionsArgs),
+    /// Print the manual page (roff): `jitterscope man > jitterscope.1; man -l jitterscope.1`.
+    Man,
     /// Set saved runs side by side: the same probe and CPU in each, the change from the
     /// first run, a verdict per row, and overlaid plots.
     Compare(CompareArgs),
 }
+
+/// `-a` for the commands that measure a set of CPUs.
+const CPUS_MEASURED: &str = "CPUs to measure, e.g. 1-3,5 [default: every online, allowed CPU but one, kept for housekeeping]";
+/// `-a` for the commands that run on one CPU.
+const CPU_ONE: &str = "The CPU to run on [default: the first CPU a measuring command would take]";
 
 /// Where a measuring command's result goes.
 #[derive(Debug, Clone, Default, Args)]
@@ -101,9 +145,7 @@ impl SaveArgs {
 /// Options every measuring command shares.
 #[derive(Debug, Clone, Args)]
 pub struct RunArgs {
-    /// CPUs to measure, e.g. 1-3,5 [default: every online, allowed CPU but one
-    /// housekeeping CPU; c2c: every usable CPU; pingpong: two, as A,B; work and
-    /// syscalls: one].
+    /// CPUs to measure, e.g. 1-3,5.
     #[arg(short = 'a', long = "cpus", value_name = "LIST")]
     pub cpus: Option<String>,
 
@@ -120,9 +162,7 @@ pub struct RunArgs {
     #[arg(long, value_name = "POLICY", value_parser = parse_policy)]
     pub policy: Option<Policy>,
 
-    /// How long to measure: 500ms, 10s, 5m, 2h (a bare number is seconds) [default: 10s,
-    /// or with -l until the count is done; pingpong: 1s per mechanism; syscalls: 200ms per
-    /// call; work: until its samples are done].
+    /// How long to measure: 500ms, 10s, 5m, 2h (a bare number is seconds).
     #[arg(short = 'D', long, value_name = "DURATION", value_parser = parse_duration)]
     pub duration: Option<Duration>,
 
@@ -134,8 +174,7 @@ pub struct RunArgs {
     #[arg(long, overrides_with = "mlock")]
     pub no_mlock: bool,
 
-    /// Allow real-time threads that may hog their CPU (noise's spinners, timer's threads
-    /// at intervals under 100 µs) on every CPU, leaving none for housekeeping. This can
+    /// Allow real-time spinners on every CPU, leaving none for housekeeping. This can
     /// starve the kernel's own work for the whole run.
     #[arg(long)]
     pub force: bool,
@@ -150,9 +189,10 @@ pub struct NoiseArgs {
     #[command(flatten)]
     pub run: RunArgs,
 
-    /// A step longer than this is an interruption: ns, or with a unit (500ns, 2us, 1ms).
+    /// A step longer than this is an interruption: µs as in oslat and rtla (a bare 5 is
+    /// 5 µs), or with a unit (500ns, 2us, 1ms); at least 100 ns.
     #[arg(short = 'T', long, value_name = "TIME", default_value = "1us",
-          value_parser = parse_threshold, allow_hyphen_values = true)]
+          value_parser = parse_noise_threshold, allow_hyphen_values = true)]
     pub threshold: u64,
 
     /// Spin this long before measuring, to warm caches and measure the loop's own period.
@@ -301,7 +341,7 @@ pub struct PingpongArgs {
     pub warmup: Duration,
 
     /// Stop each mechanism after N round trips; without -D it runs until then.
-    #[arg(short = 'l', long = "count", value_name = "N",
+    #[arg(short = 'l', long = "loops", value_name = "N",
           value_parser = clap::value_parser!(u64).range(1..=1_000_000_000))]
     pub count: Option<u64>,
 }
@@ -318,12 +358,12 @@ pub struct C2cArgs {
     pub cas: bool,
 
     /// Samples per CPU pair.
-    #[arg(short = 's', long, value_name = "N", default_value_t = 300,
+    #[arg(short = 'n', long, value_name = "N", default_value_t = 300,
           value_parser = clap::value_parser!(u32).range(1..=1_000_000))]
     pub samples: u32,
 
     /// Round trips per sample.
-    #[arg(short = 'n', long = "round-trips", value_name = "N", default_value_t = 100,
+    #[arg(short = 'r', long = "round-trips", value_name = "N", default_value_t = 100,
           value_parser = clap::value_parser!(u32).range(1..=1_000_000))]
     pub round_trips: u32,
 
@@ -378,12 +418,12 @@ pub struct QueueArgs {
     pub ring_size: usize,
 
     /// Messages published and discarded before measuring.
-    #[arg(long, value_name = "N", default_value_t = 10_000,
+    #[arg(long = "warmup-count", value_name = "N", default_value_t = 10_000,
           value_parser = clap::value_parser!(u64).range(0..=1_000_000_000))]
     pub warmup: u64,
 
     /// Stop after N measured messages; without -D the run lasts until then.
-    #[arg(short = 'l', long = "count", value_name = "N",
+    #[arg(short = 'l', long = "loops", value_name = "N",
           value_parser = clap::value_parser!(u64).range(1..=10_000_000_000))]
     pub count: Option<u64>,
 
@@ -430,7 +470,7 @@ pub struct WorkArgs {
     pub runs: u32,
 
     /// Samples timed and discarded before each run.
-    #[arg(long, value_name = "N", default_value_t = 10_000,
+    #[arg(long = "warmup-count", value_name = "N", default_value_t = 10_000,
           value_parser = clap::value_parser!(u64).range(0..=1_000_000_000))]
     pub warmup: u64,
 
@@ -575,6 +615,14 @@ pub struct MainArgs {
     pub fail_above: Vec<Gate>,
 }
 
+/// `jitterscope completions`.
+#[derive(Debug, Clone, Args)]
+pub struct CompletionsArgs {
+    /// The shell to complete for.
+    #[arg(value_name = "SHELL")]
+    pub shell: clap_complete::Shell,
+}
+
 /// `jitterscope selftest`.
 #[derive(Debug, Clone, Args)]
 pub struct SelftestArgs {
@@ -637,6 +685,166 @@ pub struct PtpArgs {
 
     #[command(flatten)]
     pub save: SaveArgs,
+}
+
+/// What a bare number (no unit) means for a time flag.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Bare {
+    Seconds,
+    Micros,
+    Nanos,
+}
+
+impl Bare {
+    /// The unit's name.
+    pub fn unit(self) -> &'static str {
+        match self {
+            Bare::Seconds => "s",
+            Bare::Micros => "µs",
+            Bare::Nanos => "ns",
+        }
+    }
+
+    /// One of it, in ns.
+    pub fn ns(self) -> u64 {
+        match self {
+            Bare::Seconds => 1_000_000_000,
+            Bare::Micros => 1_000,
+            Bare::Nanos => 1,
+        }
+    }
+}
+
+/// A flag that takes a time.
+#[derive(Debug, Clone, Copy)]
+pub struct TimeFlag {
+    pub commands: &'static [&'static str],
+    pub flag: &'static str,
+    /// The argument's id (its field's name), for the test that checks the parser.
+    pub id: &'static str,
+    pub bare: Bare,
+    /// Why a bare number means that: the tool whose habit it keeps.
+    pub why: &'static str,
+}
+
+/// Every flag that takes a time, with what a bare number means. Every one also takes a
+/// unit (ns, us, µs, ms, s; durations also m and h). The README's table is made from this
+/// list and a test checks the parsers against it, so neither can drift.
+pub const TIME_FLAGS: &[TimeFlag] = &[
+    TimeFlag {
+        commands: &["noise", "timer", "pingpong", "queue", "work", "syscalls"],
+        flag: "-D/--duration",
+        id: "duration",
+        bare: Bare::Seconds,
+        why: "cyclictest's and oslat's -D",
+    },
+    TimeFlag {
+        commands: &["run"],
+        flag: "--step-time",
+        id: "step_time",
+        bare: Bare::Seconds,
+        why: "a duration, as -D",
+    },
+    TimeFlag {
+        commands: &["noise", "timer", "pingpong"],
+        flag: "--warmup",
+        id: "warmup",
+        bare: Bare::Seconds,
+        why: "a duration, as -D",
+    },
+    TimeFlag {
+        commands: &["c2c"],
+        flag: "--preheat",
+        id: "preheat",
+        bare: Bare::Seconds,
+        why: "a duration, as -D",
+    },
+    TimeFlag {
+        commands: &["noise"],
+        flag: "-T/--threshold",
+        id: "threshold",
+        bare: Bare::Micros,
+        why: "oslat's and rtla osnoise's -T",
+    },
+    TimeFlag {
+        commands: &["timer"],
+        flag: "-i/--interval",
+        id: "interval",
+        bare: Bare::Micros,
+        why: "cyclictest's -i",
+    },
+    TimeFlag {
+        commands: &["timer"],
+        flag: "-d/--distance",
+        id: "distance",
+        bare: Bare::Micros,
+        why: "cyclictest's -d",
+    },
+    TimeFlag {
+        commands: &["timer"],
+        flag: "-b/--stop-above",
+        id: "stop_above",
+        bare: Bare::Micros,
+        why: "cyclictest's -b",
+    },
+    TimeFlag {
+        commands: &["timer"],
+        flag: "--spikes",
+        id: "spikes",
+        bare: Bare::Micros,
+        why: "cyclictest's --spike",
+    },
+    TimeFlag {
+        commands: &["timer"],
+        flag: "--dma-latency",
+        id: "dma_latency",
+        bare: Bare::Micros,
+        why: "cyclictest's --latency (whole µs only)",
+    },
+    TimeFlag {
+        commands: &["timer"],
+        flag: "--timer-slack",
+        id: "timer_slack",
+        bare: Bare::Nanos,
+        why: "the kernel's unit (prctl PR_SET_TIMERSLACK)",
+    },
+    TimeFlag {
+        commands: &["queue"],
+        flag: "-i/--interval",
+        id: "interval",
+        bare: Bare::Micros,
+        why: "timer's -i",
+    },
+    TimeFlag {
+        commands: &["pingpong", "work"],
+        flag: "--pause",
+        id: "pause",
+        bare: Bare::Nanos,
+        why: "pauses are ns long",
+    },
+    TimeFlag {
+        commands: &["work"],
+        flag: "--ns",
+        id: "ns",
+        bare: Bare::Nanos,
+        why: "its name",
+    },
+];
+
+/// The README's table of time flags, from `TIME_FLAGS`.
+pub fn time_flags_markdown() -> String {
+    let mut out =
+        String::from("| flag | commands | a bare number is | as in |\n|---|---|---|---|\n");
+    for f in TIME_FLAGS {
+        out.push_str(&format!(
+            "| `{}` | {} | {} | {} |\n",
+            f.flag,
+            f.commands.join(", "),
+            f.bare.unit(),
+            f.why
+        ));
+    }
+    out
 }
 
 /// The longest busy pause between samples or round trips: the pause is busy-waited
@@ -728,6 +936,17 @@ fn parse_warmup(s: &str) -> Result<Duration, String> {
 /// A time in ns: a bare number is ns; units ns, us, µs, ms, s are accepted.
 pub fn parse_threshold(s: &str) -> Result<u64, String> {
     parse_time(s, 1.0, "1000 (ns), 500ns, 2us or 1ms")
+}
+
+/// noise's threshold: a bare number is µs (oslat's and rtla's -T), with a floor of
+/// 100 ns, below which the loop's own jitter would count as interruptions.
+fn parse_noise_threshold(s: &str) -> Result<u64, String> {
+    match parse_us(s)? {
+        ns if ns < 100 => Err(format!(
+            "threshold '{s}' is below 100 ns: the loop's own jitter would count as interruptions"
+        )),
+        ns => Ok(ns),
+    }
 }
 
 /// A time in ns from a bare number of µs (cyclictest's unit) or one with a unit.
@@ -850,6 +1069,47 @@ fn parse_event_log(s: &str) -> Result<usize, String> {
 mod tests {
     use super::*;
     use clap::CommandFactory;
+
+    /// Each time flag of TIME_FLAGS, given a bare 3, means 3 of its unit in every command
+    /// that lists it (`dma_latency` holds whole µs; durations are `Duration`s).
+    #[test]
+    fn time_flags_mean_what_the_table_says() {
+        for f in TIME_FLAGS {
+            for cmd in f.commands {
+                let flag = f.flag.split('/').next_back().unwrap();
+                let argv = ["jitterscope", cmd, flag, "3"];
+                let m = Cli::command()
+                    .try_get_matches_from(argv)
+                    .unwrap_or_else(|e| {
+                        panic!("{argv:?}: {e}");
+                    });
+                let (_, sub) = m.subcommand().unwrap();
+                let want = 3 * f.bare.ns();
+                let got = if let Ok(Some(v)) = sub.try_get_one::<u64>(f.id) {
+                    *v
+                } else if let Ok(Some(v)) = sub.try_get_one::<Duration>(f.id) {
+                    v.as_nanos() as u64
+                } else if let Ok(Some(v)) = sub.try_get_one::<i32>(f.id) {
+                    *v as u64 * 1000
+                } else if let Ok(Some(TimerSlack::Ns(v))) = sub.try_get_one::<TimerSlack>(f.id) {
+                    *v
+                } else {
+                    panic!("{argv:?}: no value of a known type for '{}'", f.id)
+                };
+                assert_eq!(got, want, "{argv:?}");
+            }
+        }
+    }
+
+    #[test]
+    fn the_readme_has_the_time_flag_table() {
+        let readme = include_str!("../README.md");
+        assert!(
+            readme.contains(&time_flags_markdown()),
+            "README.md must hold this table (from cli::TIME_FLAGS):\n{}",
+            time_flags_markdown()
+        );
+    }
 
     #[test]
     fn cli_is_well_formed() {

@@ -6,8 +6,8 @@ use std::process::ExitCode;
 use std::sync::Arc;
 use std::sync::atomic::AtomicBool;
 
-use clap::Parser;
 use clap::error::ErrorKind;
+use clap::{CommandFactory, Parser};
 use jitterscope::app::{self, Ending};
 use jitterscope::cli::{Cli, Command, MainArgs};
 
@@ -15,7 +15,7 @@ fn main() -> ExitCode {
     let argv: Vec<String> = std::env::args().collect();
     let cli = match Cli::try_parse() {
         Ok(cli) => cli,
-        Err(e) => return usage_error(e),
+        Err(e) => return usage_error(e, &argv),
     };
     let stop = match install_signal_handlers() {
         Ok(stop) => stop,
@@ -34,6 +34,8 @@ fn main() -> ExitCode {
         Some(Command::Report(args)) => app::report::run(&args),
         Some(Command::Compare(args)) => app::compare::run(&args),
         Some(Command::Selftest(args)) => app::selftest::run(&args, &stop),
+        Some(Command::Completions(args)) => completions(args.shell),
+        Some(Command::Man) => man_page(),
         Some(Command::Run(args)) => app::main_job::run(&args, &argv, &stop),
         None => app::main_job::run(&MainArgs::default(), &argv, &stop),
     };
@@ -47,6 +49,30 @@ fn main() -> ExitCode {
         Ok(Ending::LimitExceeded) => ExitCode::from(1),
         Err(e) => fail(e),
     }
+}
+
+/// The completion script for `shell`, on stdout.
+fn completions(shell: clap_complete::Shell) -> anyhow::Result<Ending> {
+    let mut cmd = Cli::command();
+    clap_complete::generate(shell, &mut cmd, "jitterscope", &mut std::io::stdout());
+    Ok(Ending::Completed)
+}
+
+/// The manual page, in roff, on stdout: the top level, then each subcommand's section.
+fn man_page() -> anyhow::Result<Ending> {
+    let cmd = Cli::command();
+    let mut out = Vec::new();
+    clap_mangen::Man::new(cmd.clone()).render(&mut out)?;
+    for sub in cmd.get_subcommands().filter(|s| !s.is_hide_set()) {
+        let name = format!("jitterscope {}", sub.get_name());
+        out.extend_from_slice(format!(".SH \"{}\"\n", name.to_uppercase()).as_bytes());
+        let man = clap_mangen::Man::new(sub.clone().bin_name(name));
+        man.render_description_section(&mut out)?;
+        man.render_options_section(&mut out)?;
+    }
+    use std::io::Write;
+    std::io::stdout().write_all(&out)?;
+    Ok(Ending::Completed)
 }
 
 /// SIGINT, SIGTERM and SIGHUP set the stop flag: the run ends cleanly, saves and prints.
@@ -66,8 +92,10 @@ fn install_signal_handlers() -> std::io::Result<Arc<AtomicBool>> {
     Ok(stop)
 }
 
-/// clap's errors, cut to one line (help and version print as usual).
-fn usage_error(e: clap::Error) -> ExitCode {
+/// clap's errors, cut to one line, with clap's own suggestion or, for a flag of a peer
+/// tool that jitterscope spells differently, what to use instead (help and version print
+/// as usual).
+fn usage_error(e: clap::Error, argv: &[String]) -> ExitCode {
     match e.kind() {
         ErrorKind::DisplayHelp
         | ErrorKind::DisplayVersion
@@ -76,25 +104,85 @@ fn usage_error(e: clap::Error) -> ExitCode {
             ExitCode::SUCCESS
         }
         _ => {
-            // The message's first paragraph, on one line: some of clap's messages end
-            // their first line with ':' and name the argument on the next.
             let text = e.render().to_string();
-            let para: Vec<&str> = text
-                .lines()
-                .map(str::trim)
-                .take_while(|l| !l.is_empty())
-                .collect();
-            let first = para.join(" ");
-            let first = first.strip_prefix("error: ").unwrap_or(&first);
-            let first = if first.is_empty() {
-                "invalid arguments"
-            } else {
-                first
-            };
-            say(&format!("{first} (see --help)"));
+            say(&one_line(&text, peer_hint(&e, argv)));
             ExitCode::from(2)
         }
     }
+}
+
+/// The message's first paragraph on one line (some of clap's messages end their first
+/// line with ':' and name the argument on the next), then a hint or clap's tip.
+fn one_line(text: &str, hint: Option<&str>) -> String {
+    let para: Vec<&str> = text
+        .lines()
+        .map(str::trim)
+        .take_while(|l| !l.is_empty())
+        .collect();
+    let first = para.join(" ");
+    let first = first.strip_prefix("error: ").unwrap_or(&first);
+    let first = if first.is_empty() {
+        "invalid arguments"
+    } else {
+        first
+    };
+    let tip = text
+        .lines()
+        .map(str::trim)
+        .find_map(|l| l.strip_prefix("tip: "));
+    match (hint, tip) {
+        (Some(h), _) => format!("{first}: {h}"),
+        (None, Some(t)) => format!("{first}; {t} (see --help)"),
+        (None, None) => format!("{first} (see --help)"),
+    }
+}
+
+/// Flags of cyclictest (and oslat) that jitterscope does not take, with what does their job.
+const PEER_FLAGS: &[(&[&str], &str)] = &[
+    (
+        &["-t", "--threads"],
+        "timer runs one thread per CPU it measures; choose them with -a LIST (cyclictest -t)",
+    ),
+    (
+        &["-S", "--smp"],
+        "timer measures every CPU but the housekeeping one by default, each thread pinned \
+         (cyclictest -S); -a LIST picks others",
+    ),
+    (
+        &["-n", "--nanosleep"],
+        "timer always sleeps with clock_nanosleep (cyclictest -n); nothing to ask for",
+    ),
+    (
+        &["-A", "--affinity"],
+        "use -a/--cpus LIST to choose the CPUs (cyclictest -a/-A)",
+    ),
+    (
+        &["--laptop"],
+        "use --no-dma-latency to leave /dev/cpu_dma_latency alone (cyclictest --laptop)",
+    ),
+    (&["-y"], "use --policy fifo|rr|other (cyclictest -y)"),
+];
+
+/// The replacement for an unknown flag of `timer` that cyclictest has.
+fn peer_hint(e: &clap::Error, argv: &[String]) -> Option<&'static str> {
+    let timer = argv.get(1).is_some_and(|c| c == "timer");
+    if e.kind() != ErrorKind::UnknownArgument || !timer {
+        return None;
+    }
+    let bad = match e.get(clap::error::ContextKind::InvalidArg) {
+        Some(clap::error::ContextValue::String(s)) => s.clone(),
+        _ => return None,
+    };
+    // "-t4" and "--threads=4" name the same flag.
+    let name = bad.split('=').next().unwrap_or(&bad);
+    let name = match name.strip_prefix("--") {
+        Some(_) => name.to_string(),
+        None => name.chars().take(2).collect(),
+    };
+    PEER_FLAGS
+        .iter()
+        .find(|(names, _)| names.contains(&name.as_str()))
+        .map(|(_, hint)| *hint)
 }
 
 fn fail(e: anyhow::Error) -> ExitCode {

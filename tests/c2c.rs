@@ -92,7 +92,7 @@ fn c2c_gives_a_full_matrix_and_a_result_file_that_reads_back() {
         "c2c",
         "--samples",
         "50",
-        "-n",
+        "-r",
         "50",
         "--preheat",
         "10ms",
@@ -137,7 +137,7 @@ fn cas_mode_with_json_and_grouping_also_gives_a_full_matrix() {
         "--json",
         "--samples",
         "40",
-        "-n",
+        "-r",
         "30",
     ];
     args.extend(flag.iter().map(String::as_str));
@@ -166,9 +166,9 @@ fn preheat_spins_before_the_pair_is_measured() {
             "c2c",
             "-a",
             &pair,
-            "-s",
-            "20",
             "-n",
+            "20",
+            "-r",
             "20",
             "--preheat",
             preheat,
@@ -252,7 +252,7 @@ fn bad_input_is_refused_in_one_line() {
         (&["c2c", "-a", &one], "at least 2 CPUs"),
         (&["c2c", "-a", &out_of_range], "99999"),
         (&["c2c", "--samples", "0"], "--samples"),
-        (&["c2c", "-n", "0"], "--round-trips"),
+        (&["c2c", "-r", "0"], "--round-trips"),
         (&["c2c", "-D", "1s"], "does not apply to c2c"),
     ];
     for (args, mention) in cases {

@@ -62,7 +62,15 @@ fn run_saved(args: &[&str], tmpdir: &std::path::Path) -> (std::process::Output, 
 fn inter_message_median_is_the_interval() {
     let _m = measuring();
     let dir = tempfile::tempdir().unwrap();
-    let mut args = vec!["-i", "20", "-D", "1s", "--warmup", "2000", "--no-journal"];
+    let mut args = vec![
+        "-i",
+        "20",
+        "-D",
+        "1s",
+        "--warmup-count",
+        "2000",
+        "--no-journal",
+    ];
     if fifo_available().is_ok() {
         args.extend(["--accumulator-priority", "1", "--force"]);
     }
@@ -208,7 +216,7 @@ fn a_count_ends_the_run_with_exactly_that_many_messages_per_consumer() {
     let args = [
         "-l",
         "20000",
-        "--warmup",
+        "--warmup-count",
         "1000",
         "--producer-cpu",
         &prod,

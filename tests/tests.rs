@@ -13,6 +13,7 @@ mod frozen;
 mod gates;
 mod gnuplot;
 mod ground_truth;
+mod help;
 mod histogram_interop;
 mod html_page;
 mod main_job;

@@ -138,7 +138,7 @@ fn udp_send_reaches_the_loopback_sink() {
         "5000",
         "-r",
         "2",
-        "--warmup",
+        "--warmup-count",
         "500",
     ]);
     check_udp(&e, 2 * (5000 + 500));
@@ -160,7 +160,7 @@ fn udp_send_works_without_root() {
             "3000",
             "-r",
             "1",
-            "--warmup",
+            "--warmup-count",
             "0",
         ])
         .output()
