@@ -22,6 +22,7 @@ mod pingpong;
 mod plots;
 mod ptp;
 mod queue;
+mod readme;
 mod report;
 mod selftest;
 mod signals;
