@@ -597,6 +597,11 @@ pub struct MainArgs {
     #[arg(long, value_name = "DIR")]
     pub out_dir: Option<PathBuf>,
 
+    /// The CPU left unmeasured for the coordinator and the progress display [default: the
+    /// lowest allowed CPU].
+    #[arg(long, value_name = "CPU")]
+    pub housekeeping: Option<usize>,
+
     /// Measure at SCHED_FIFO with this priority (as root) instead of SCHED_OTHER.
     #[arg(short = 'p', long, value_name = "PRIO", value_parser = clap::value_parser!(u8).range(1..=99))]
     pub priority: Option<u8>,

@@ -76,6 +76,7 @@ impl Degraded {
         DegradedRecord {
             kind: self.kind().to_string(),
             message: self.to_string(),
+            steps: Vec::new(),
         }
     }
 }
@@ -145,4 +146,8 @@ pub struct DegradedRecord {
     pub kind: String,
     /// Cause and fix, in words.
     pub message: String,
+    /// In a result of several steps (the main job), the steps it applies to; empty when
+    /// it applies to every figure.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub steps: Vec<String>,
 }

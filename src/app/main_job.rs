@@ -89,6 +89,7 @@ impl Step {
         };
         Ok(RunSettings {
             cpus,
+            housekeeping: args.housekeeping,
             sched: self.sched(args)?,
             duration: Some(self.measuring_time()),
             force: args.force,
@@ -197,7 +198,7 @@ pub fn run(args: &MainArgs, argv: &[String], stop: &AtomicBool) -> anyhow::Resul
     // A stop between steps ends no step early, but the job was still cut short.
     merged.run.interrupted |= stop.load(Ordering::Relaxed);
     for d in &merged.run.degraded {
-        warn(&d.message);
+        warn(&degraded_line(d));
     }
     for w in &merged.run.warnings {
         warn(w);
@@ -258,7 +259,7 @@ fn run_steps(
     argv: &[String],
     stop: &AtomicBool,
     progress: &Progress,
-) -> (anyhow::Result<Vec<ResultFile>>, Vec<String>) {
+) -> (anyhow::Result<Vec<StepResult>>, Vec<String>) {
     let mut results = Vec::new();
     let mut skipped = Vec::new();
     for (i, &step) in steps.iter().enumerate() {
@@ -270,7 +271,7 @@ fn run_steps(
         match step.measure(args, argv, stop) {
             Ok(r) => {
                 progress.offer(&r);
-                results.push(r);
+                results.push((step.name(), r));
             }
             Err(e) if i == 0 => return (Err(e), skipped),
             Err(e) => skipped.push(format!("{} was skipped: {e:#}", step.name())),
@@ -283,7 +284,7 @@ fn run_steps(
 /// Checking `-a` here also refuses a bad list before anything is shown.
 fn housekeeping_cpu(args: &MainArgs) -> anyhow::Result<Option<usize>> {
     let universe = CpuUniverse::detect().context("cannot read the system's CPUs")?;
-    let plan = plan_cpus(args.cpus.as_deref(), None, &universe)?;
+    let plan = plan_cpus(args.cpus.as_deref(), args.housekeeping, &universe)?;
     Ok(plan.housekeeping.first())
 }
 
@@ -412,22 +413,34 @@ impl Progress {
 // ---------------------------------------------------------------------------------------
 // The merged result, its tables and the saved files
 
+/// A step's name and its result.
+type StepResult = (&'static str, ResultFile);
+
 /// One result from the steps': the first step's host (with its audit), every probe
-/// entry, the durations summed, and the degradations and warnings without repeats.
-fn merge(results: Vec<ResultFile>, argv: &[String], skipped: Vec<String>) -> Option<ResultFile> {
+/// entry, the durations summed, the warnings without repeats, and each degradation once,
+/// naming the steps it applies to (all of them: none named).
+fn merge(results: Vec<StepResult>, argv: &[String], skipped: Vec<String>) -> Option<ResultFile> {
+    let steps = results.len();
     let mut it = results.into_iter();
-    let mut merged = it.next()?;
+    let (first_step, mut merged) = it.next()?;
     merged.run.command_line = argv.to_vec();
-    for r in it {
+    for d in &mut merged.run.degraded {
+        d.steps = vec![first_step.to_string()];
+    }
+    for (step, r) in it {
         let (m, run) = (&mut merged.run, r.run);
         m.requested_duration_ns += run.requested_duration_ns;
         m.actual_duration_ns += run.actual_duration_ns;
         m.interrupted |= run.interrupted;
         m.privileges.memory_locked &= run.privileges.memory_locked;
         m.peak_rss_kib = m.peak_rss_kib.max(run.peak_rss_kib);
-        for d in run.degraded {
-            if !m.degraded.iter().any(|e| e.message == d.message) {
-                m.degraded.push(d);
+        for mut d in run.degraded {
+            match m.degraded.iter_mut().find(|e| e.message == d.message) {
+                Some(e) => e.steps.push(step.to_string()),
+                None => {
+                    d.steps = vec![step.to_string()];
+                    m.degraded.push(d);
+                }
             }
         }
         for w in run.warnings {
@@ -437,8 +450,21 @@ fn merge(results: Vec<ResultFile>, argv: &[String], skipped: Vec<String>) -> Opt
         }
         merged.probes.extend(r.probes);
     }
+    for d in &mut merged.run.degraded {
+        if d.steps.len() == steps {
+            d.steps.clear();
+        }
+    }
     merged.run.warnings.extend(skipped);
     Some(merged)
+}
+
+/// A degradation's warning line, naming the steps it applies to when not all.
+fn degraded_line(d: &crate::degraded::DegradedRecord) -> String {
+    match d.steps.as_slice() {
+        [] => d.message.clone(),
+        steps => format!("{} (applies to: {})", d.message, steps.join(", ")),
+    }
 }
 
 /// Where the main job saves its result and page: `-o FILE` (or `--json=FILE`) and
@@ -576,6 +602,43 @@ mod tests {
             Err(_) => SchedRequest::OTHER,
         };
         assert_eq!(timer.settings(&plain).unwrap().sched, want);
+    }
+
+    /// Issue 15: a degradation names the steps it applies to, unless it applies to all.
+    #[test]
+    fn merged_degradations_name_their_steps() {
+        let base = ResultFile::parse(include_str!("../../tests/fixtures/all-probes.json")).unwrap();
+        let record = |kind: &str| crate::degraded::DegradedRecord {
+            kind: kind.into(),
+            message: format!("{kind} happened"),
+            steps: Vec::new(),
+        };
+        let with = |kinds: &[&str]| {
+            let mut r = base.clone();
+            r.run.degraded = kinds.iter().map(|k| record(k)).collect();
+            r
+        };
+        let merged = merge(
+            vec![
+                ("noise", with(&["virtual-machine"])),
+                ("timer", with(&["virtual-machine"])),
+                (
+                    "pingpong",
+                    with(&["virtual-machine", "coordinator-shares-cpu"]),
+                ),
+            ],
+            &[],
+            Vec::new(),
+        )
+        .unwrap();
+        let d = &merged.run.degraded;
+        assert_eq!(d.len(), 2);
+        assert!(d[0].steps.is_empty(), "the VM applies to every step");
+        assert_eq!(d[1].steps, vec!["pingpong".to_string()]);
+        assert_eq!(
+            degraded_line(&d[1]),
+            "coordinator-shares-cpu happened (applies to: pingpong)"
+        );
     }
 
     #[test]

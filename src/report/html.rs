@@ -598,6 +598,7 @@ mod tests {
             degraded: vec![crate::degraded::DegradedRecord {
                 kind: "not_root".into(),
                 message: "not root <sad>".into(),
+                steps: Vec::new(),
             }],
             warnings: vec![],
             peak_rss_kib: 0,
