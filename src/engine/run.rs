@@ -210,6 +210,8 @@ pub struct WorkerOutcome<T> {
     pub sched: SchedRequest,
     /// Why the requested policy was refused, if it was.
     pub sched_refused: Option<String>,
+    /// The thread's id, as the kernel's trace events name it.
+    pub tid: u32,
     pub value: T,
 }
 
@@ -220,6 +222,7 @@ impl<T> WorkerOutcome<T> {
             cpu: self.cpu,
             sched: self.sched,
             sched_refused: self.sched_refused,
+            tid: self.tid,
             value: f(self.value),
         }
     }
@@ -529,6 +532,7 @@ where
         cpu,
         sched: sched_actual,
         sched_refused,
+        tid: rustix::thread::gettid().as_raw_nonzero().get() as u32,
         value,
     })
 }

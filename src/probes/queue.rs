@@ -923,6 +923,7 @@ fn idle_producer(cfg: &QueueConfig) -> ProducerRecord {
             involuntary_switches: 0,
             voluntary_switches: 0,
             migrations: None,
+            tid: None,
         },
         published: 0,
         warmup_published: 0,

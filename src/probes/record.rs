@@ -21,6 +21,10 @@ pub struct ThreadRecord {
     pub voluntary_switches: u64,
     /// CPU migrations (absent when the kernel has no /proc/thread-self/sched).
     pub migrations: Option<u64>,
+    /// The thread's id, as trace events name it (absent in results from before it was
+    /// recorded).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tid: Option<u32>,
 }
 
 /// How the histogram is stored.
@@ -62,6 +66,7 @@ impl ThreadRecord {
             involuntary_switches: counters.involuntary_switches,
             voluntary_switches: counters.voluntary_switches,
             migrations: counters.migrations,
+            tid: Some(w.tid),
         }
     }
 }

@@ -316,6 +316,7 @@ mod tests {
             involuntary_switches: 0,
             voluntary_switches: 0,
             migrations: None,
+            tid: None,
         }
     }
 
