@@ -172,7 +172,7 @@ fn irq_files(r: &Path, tuned: bool) {
     put(
         r,
         "proc/interrupts",
-        "     CPU0 CPU1 CPU2 CPU3\n 24:  5 0 0 0  IO-APIC  5-edge  eth0\n 25:  1 0 0 0  IO-APIC  6-edge  nvme0q0\nNMI: 0 0 0 0 Non-maskable interrupts",
+        "     CPU0 CPU1 CPU2 CPU3\n 24:  5 7 0 0  IO-APIC  5-edge  eth0\n 25:  1 0 0 0  IO-APIC  6-edge  nvme0q0\nNMI: 0 0 0 0 Non-maskable interrupts",
     );
 }
 
@@ -203,11 +203,22 @@ fn run_audit(root: &Path) -> Vec<Finding> {
     audit(&Host::new(root, measured, &online))
 }
 
-fn ids(findings: &[Finding]) -> Vec<(&str, Severity)> {
+fn ids(findings: &[Finding]) -> Vec<(String, Severity)> {
     findings
         .iter()
-        .map(|f| (f.id.as_str(), f.severity))
+        .map(|f| (f.id.to_string(), f.severity))
         .collect()
+}
+
+/// Each (id, severity) is among the findings.
+fn has_all(f: &[Finding], want: &[(&str, Severity)]) {
+    let got = ids(f);
+    for (id, sev) in want {
+        assert!(
+            got.iter().any(|(g, s)| g == id && s == sev),
+            "{id} ({sev}) not in {got:?}"
+        );
+    }
 }
 
 /// Every finding names its value and why; every finding that is not ok has a fix.
@@ -223,9 +234,12 @@ fn audit_of_a_tuned_host_is_all_ok() {
     let dir = fixture(true);
     let f = run_audit(dir.path());
     assert_complete(&f);
-    assert_eq!(
-        ids(&f),
-        vec![
+    for x in &f {
+        assert!(x.severity <= Info, "{x:?}");
+    }
+    has_all(
+        &f,
+        &[
             ("isolated-ok", Ok),
             ("nohz-full-ok", Ok),
             ("rcu-nocbs-ok", Ok),
@@ -255,7 +269,7 @@ fn audit_of_a_tuned_host_is_all_ok() {
             ("workqueue-ok", Ok),
             ("kthreads-ok", Ok),
             ("tuned-latency-profile", Ok),
-        ]
+        ],
     );
 }
 
@@ -264,9 +278,9 @@ fn audit_of_an_untuned_host_flags_every_check_with_its_fix() {
     let dir = fixture(false);
     let f = run_audit(dir.path());
     assert_complete(&f);
-    assert_eq!(
-        ids(&f),
-        vec![
+    has_all(
+        &f,
+        &[
             ("isolated-missing", Warn),
             ("nohz-full-missing", Warn),
             ("rcu-nocbs-missing", Warn),
@@ -296,53 +310,68 @@ fn audit_of_an_untuned_host_flags_every_check_with_its_fix() {
             ("workqueue-on-measured", Warn),
             ("kthreads-on-measured", Warn),
             ("tuned-other-profile", Warn),
-        ]
+        ],
     );
     let get = |id: &str| f.iter().find(|x| x.id == id).expect(id);
     // The fixes are exact: the measured CPUs on the command line, the housekeeping CPU for
     // IRQs, threads and the workqueue mask.
+    // A guest with no boot loader: its host sets the command line; no kernel config in
+    // this fixture, so the option is marked unchecked.
     assert_eq!(
         get("isolated-missing").fix,
-        "boot with isolcpus=1-3 nohz_full=1-3 rcu_nocbs=1-3"
+        "at boot: isolcpus=1-3 (set by this VM's host (Firecracker boot_args, QEMU -append): \
+         change it there; not checked: no kernel config to read)"
     );
-    assert_eq!(get("irq-on-measured-cpus").value, "IRQ 24 (eth0)");
+    // The count is what fired on the measured CPUs (7 on CPU 1; CPU 0's 5 are not).
+    assert_eq!(get("irq-on-measured-cpus").value, "IRQ 24 (eth0) ×7");
     assert!(
         get("irq-on-measured-cpus")
             .fix
-            .starts_with("for i in 24; do echo 0 > /proc/irq/$i/smp_affinity_list; done")
+            .starts_with("now: for i in 24; do echo 0 > /proc/irq/$i/smp_affinity_list; done")
     );
+    // IRQ 25 never fired on a measured CPU, and is not delivered there: a warning only
+    // because it may move there.
     assert_eq!(
         get("irq-affinity-includes-measured").value,
-        "IRQ 25 (nvme0q0)"
+        "IRQ 25 (nvme0q0) ×0"
     );
     assert_eq!(
         get("governor-not-performance").fix,
-        "echo performance | tee /sys/devices/system/cpu/cpu*/cpufreq/scaling_governor"
+        "now: for c in cpu1 cpu2 cpu3; do echo performance > \
+         /sys/devices/system/cpu/$c/cpufreq/scaling_governor; done"
     );
     assert_eq!(
         get("turbo-on").fix,
-        "echo 1 > /sys/devices/system/cpu/intel_pstate/no_turbo"
+        "now: echo 1 > /sys/devices/system/cpu/intel_pstate/no_turbo"
     );
     assert!(get("idle-states-deep").value.contains("cpu1 C6 (133 µs)"));
     assert!(
         get("idle-states-deep")
             .fix
-            .starts_with("cpupower -c 1-3 idle-set -D 3")
+            .starts_with("now: echo 1 > /sys/devices/system/cpu/cpu1/cpuidle/state2/disable;")
     );
     assert!(
         get("thp-always")
             .fix
-            .starts_with("echo never > /sys/kernel/mm/transparent_hugepage/enabled")
+            .starts_with("now: echo never > /sys/kernel/mm/transparent_hugepage/enabled")
     );
     assert_eq!(get("swap-on").value, "/dev/sda2");
-    assert_eq!(
-        get("nmi-watchdog-on").fix,
-        "sysctl -w kernel.nmi_watchdog=0 (or boot with nmi_watchdog=0)"
+    assert!(
+        get("nmi-watchdog-on")
+            .fix
+            .starts_with("now: sysctl -w kernel.nmi_watchdog=0; at boot: nmi_watchdog=0 (")
     );
-    assert!(get("steal-time").value.starts_with("cpu1: 1539 ticks"));
+    // 1539 of 1155 + 1539 ticks: the guest columns are not counted twice.
+    assert!(
+        get("steal-time")
+            .value
+            .starts_with("cpu1: 1539 ticks (57.13 % since boot)"),
+        "{}",
+        get("steal-time").value
+    );
     assert_eq!(
         get("workqueue-on-measured").fix,
-        "echo 1 > /sys/devices/virtual/workqueue/cpumask"
+        "now: echo 1 > /sys/devices/virtual/workqueue/cpumask"
     );
     assert!(
         get("kthreads-on-measured")
@@ -352,7 +381,7 @@ fn audit_of_an_untuned_host_flags_every_check_with_its_fix() {
     assert!(
         get("kthreads-on-measured")
             .fix
-            .starts_with("for p in 15; do taskset -pc 0 $p; done")
+            .starts_with("now: for p in 15; do taskset -pc 0 $p; done")
     );
 }
 
@@ -368,17 +397,16 @@ fn audit_flags_isolation_settings_that_contradict_each_other() {
     put(r, "sys/devices/system/cpu/isolated", "1-2");
     put(r, "sys/devices/system/cpu/nohz_full", "2-3");
     let f = run_audit(r);
-    let isolation: Vec<_> = ids(&f).into_iter().take(6).collect();
-    assert_eq!(
-        isolation,
-        vec![
+    has_all(
+        &f,
+        &[
             ("isolated-partial", Warn),
             ("nohz-full-partial", Warn),
             ("rcu-nocbs-missing", Warn),
             ("nohz-full-without-rcu-nocbs", Warn),
             ("isolated-not-nohz-full", Warn),
             ("isolcpus-not-in-force", Bad),
-        ]
+        ],
     );
 }
 
@@ -427,7 +455,9 @@ fn audit_of_an_empty_tree_marks_every_check_unreadable() {
     assert!(f.len() >= 20, "{:?}", ids(&f));
     for x in &f {
         assert_eq!(x.severity, Info, "{x:?}");
-        let marked = x.value.starts_with("unreadable: ") || x.id == "tuned-absent";
+        // No cpufreq directory reads as "no cpufreq driver", which is info too.
+        let marked =
+            x.value.starts_with("unreadable: ") || x.id == "tuned-absent" || x.id == "cpufreq-none";
         assert!(marked, "{x:?}");
     }
 }
@@ -448,7 +478,7 @@ fn audit_json_from_a_root_lists_the_findings() {
     let expected = run_audit(dir.path());
     assert_eq!(findings.len(), expected.len());
     for (j, f) in findings.iter().zip(&expected) {
-        assert_eq!(j["id"], f.id.as_str());
+        assert_eq!(j["id"], f.id.to_string());
         assert_eq!(
             j["severity"],
             serde_json::to_value(f.severity).expect("json")
@@ -478,7 +508,7 @@ fn audit_table_groups_findings_by_area() {
         "memory",
         "watchdogs",
         "irq-affinity-includes-measured",
-        "cpupower -c 2 idle-set -D 3",
+        "idle-states-deep",
         "sysctl -w vm.stat_interval=10",
     ] {
         assert!(text.contains(part), "{part:?} missing from\n{text}");
@@ -522,9 +552,10 @@ fn audit_as_nobody_marks_what_it_cannot_read() {
         "isolated-",
         "nohz-full-",
         "irqbalance-",
-        "governor-",
-        "turbo-",
-        "idle-states-",
+        // A guest without a cpufreq driver has neither: the host owns the frequency.
+        "governor-|cpufreq-none",
+        "turbo-|cpufreq-none",
+        "idle-states-|idle-haltpoll",
         "smt-",
         "thp-",
         "swap-",
@@ -543,7 +574,9 @@ fn audit_as_nobody_marks_what_it_cannot_read() {
         "tuned-",
     ] {
         assert!(
-            ids.iter().any(|i| i.starts_with(check)),
+            check
+                .split('|')
+                .any(|c| ids.iter().any(|i| i.starts_with(c))),
             "no {check}* in {ids:?}"
         );
     }
@@ -576,7 +609,7 @@ fn every_result_file_carries_the_audit_of_its_measured_cpus() {
         audit
             .findings
             .iter()
-            .any(|f| f.id.starts_with("clocksource"))
+            .any(|f| f.id.to_string().starts_with("clocksource"))
     );
     // It survives the round trip a report or compare will make.
     let again =

@@ -584,7 +584,10 @@ fn audit_differences(a: &ResultFile, b: &ResultFile) -> Vec<String> {
     for f in &fa.findings {
         if let Some(g) = fb.findings.iter().find(|g| g.id == f.id)
             && (g.severity != f.severity
-                || (g.value != f.value && !VOLATILE_FINDINGS.iter().any(|v| f.id.starts_with(v))))
+                || (g.value != f.value
+                    && !VOLATILE_FINDINGS
+                        .iter()
+                        .any(|v| f.id.to_string().starts_with(v))))
         {
             out.push(format!(
                 "audit {}: '{}' became '{}'",
