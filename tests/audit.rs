@@ -616,3 +616,54 @@ fn every_result_file_carries_the_audit_of_its_measured_cpus() {
         jitterscope::report::ResultFile::parse(&serde_json::to_string(&r).unwrap()).unwrap();
     assert_eq!(again.host.audit, r.host.audit);
 }
+
+/// Issue 18: the counters see a busy CPU's local timer tick at CONFIG_HZ. One thread
+/// spins on the measured CPU for about a second between two snapshots; without
+/// nohz_full a busy CPU takes the tick every 1/HZ, so LOC rises by about HZ per second.
+/// The band is 0.8 to 2 × HZ × elapsed: below, because a tick that falls while the
+/// hypervisor has descheduled the vCPU is not replayed (up to 20 % stolen is allowed);
+/// above, because LOC counts every local APIC timer interrupt, and hrtimers other than
+/// the tick (timers of other tasks, the scheduler's) expire on that CPU too.
+#[test]
+fn counters_see_the_local_timer_tick_of_a_busy_cpu_at_config_hz() {
+    use jitterscope::system::counters;
+    use jitterscope::system::kernel::KernelConfig;
+    let test = "counters_see_the_local_timer_tick_of_a_busy_cpu_at_config_hz";
+    let Some((cpu, _)) = crate::util::two_cpus() else {
+        return crate::util::skip(test, "needs two usable CPUs");
+    };
+    let Some(hz) = KernelConfig::read(Path::new("/")).hz() else {
+        return crate::util::skip(test, "no kernel config to read CONFIG_HZ from");
+    };
+    let nohz = fs::read_to_string("/sys/devices/system/cpu/nohz_full").unwrap_or_default();
+    if CpuList::parse_kernel(nohz.trim()).is_ok_and(|l| l.contains(cpu)) {
+        return crate::util::skip(test, "the CPU is nohz_full: a busy CPU has no tick");
+    }
+    let _lock = crate::util::measuring();
+    let cpus = CpuList::from_cpus(vec![cpu]);
+    let spin = || {
+        std::thread::spawn(move || {
+            jitterscope::engine::sched::pin_to(cpu).expect("pin");
+            let end = std::time::Instant::now() + std::time::Duration::from_millis(1000);
+            let mut n = 0u64;
+            while std::time::Instant::now() < end {
+                n = std::hint::black_box(n + 1);
+            }
+        })
+        .join()
+        .expect("spinner")
+    };
+    let ((), delta) = counters::around(&cpus, spin);
+    let delta = delta.expect("snapshots");
+    let loc = delta.interrupts_on("LOC", cpu) as f64;
+    let secs = delta.elapsed_ns as f64 / 1e9;
+    let expected = f64::from(hz) * secs;
+    eprintln!("LOC on CPU {cpu}: {loc} in {secs:.3} s; CONFIG_HZ={hz} gives {expected:.0}");
+    assert!(
+        (0.8 * expected..=2.0 * expected).contains(&loc),
+        "LOC {loc} outside 0.8-2 × {expected:.0}; delta: {:?}",
+        delta.interrupts.iter().take(5).collect::<Vec<_>>()
+    );
+    assert_eq!(delta.steal.len(), 1);
+    assert!(delta.steal[0].total_ms >= 800, "{:?}", delta.steal);
+}
