@@ -685,7 +685,7 @@ fn audit_fixture(case: &str) -> AuditReport {
     serde_json::from_slice(&out.stdout).expect("an audit report")
 }
 
-fn the<'a>(r: &'a AuditReport, id: FindingId) -> &'a Finding {
+fn the(r: &AuditReport, id: FindingId) -> &Finding {
     r.findings
         .iter()
         .find(|f| f.id == id)
