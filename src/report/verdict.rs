@@ -63,8 +63,8 @@ impl Cause {
                 F::NohzFullUnsupported,
                 F::IsolatedNotNohzFull,
             ],
+            // hypervisor-present is info (context, not a fix) and so never matched.
             Cause::LongStall => &[
-                F::HypervisorPresent,
                 F::StealTime,
                 F::IdleHaltpoll,
                 F::HaltpollNoPoll,
