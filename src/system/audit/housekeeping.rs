@@ -196,7 +196,11 @@ fn kthreads(h: &Host) -> Finding {
         if allowed.intersect(&h.measured).is_empty() || (allowed.len() < 2 && !irq_thread) {
             continue;
         }
-        hits.push(format!("{comm} ({pid}: {allowed})"));
+        // kworkers last: they are many, and follow the workqueue masks.
+        hits.push((
+            comm.starts_with("kworker"),
+            format!("{comm} ({pid}: {allowed})"),
+        ));
         if flags & PF_NO_SETAFFINITY != 0 || irq_thread {
             stuck.push(comm);
         } else if let Ok(p) = pid.parse::<u32>() {
@@ -213,6 +217,8 @@ fn kthreads(h: &Host) -> Finding {
         )
         .why(why);
     }
+    hits.sort_by_key(|h| h.0);
+    let hits: Vec<String> = hits.into_iter().map(|h| h.1).collect();
     let shown = hits.len().min(12);
     let more = if hits.len() > shown {
         format!(" and {} more", hits.len() - shown)
