@@ -561,8 +561,9 @@ fn config_differences(a: &ResultFile, b: &ResultFile) -> Vec<String> {
 }
 
 /// Findings whose value moves from run to run on an unchanged host (steal time grows,
-/// kernel threads come and go): only a change of severity is flagged for them.
-const VOLATILE_FINDINGS: [&str; 2] = ["steal", "kthreads"];
+/// kernel threads come and go, IRQ and softirq counts rise): only a change of severity
+/// is flagged for them.
+const VOLATILE_FINDINGS: [&str; 4] = ["steal", "kthreads", "irq-", "softirqs-"];
 
 /// Audit findings whose value or severity changed.
 fn audit_differences(a: &ResultFile, b: &ResultFile) -> Vec<String> {
