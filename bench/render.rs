@@ -141,6 +141,7 @@ fn noise_entry(cpu: usize) -> NoiseEntry {
         involuntary_switches: 0,
         voluntary_switches: 0,
         migrations: Some(0),
+        tid: None,
     };
     NoiseEntry {
         cpu,

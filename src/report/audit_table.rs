@@ -51,7 +51,7 @@ fn table(rows: &[&Finding]) -> Table {
             f.fix.as_str()
         };
         t.add_row(vec![
-            f.id.clone(),
+            f.id.to_string(),
             f.severity.to_string(),
             f.value.clone(),
             f.why.clone(),

@@ -559,8 +559,9 @@ fn config_differences(a: &ResultFile, b: &ResultFile) -> Vec<String> {
 }
 
 /// Findings whose value moves from run to run on an unchanged host (steal time grows,
-/// kernel threads come and go): only a change of severity is flagged for them.
-const VOLATILE_FINDINGS: [&str; 2] = ["steal", "kthreads"];
+/// kernel threads come and go, IRQ and softirq counts rise): only a change of severity
+/// is flagged for them.
+const VOLATILE_FINDINGS: [&str; 4] = ["steal", "kthreads", "irq-", "softirqs-"];
 
 /// Audit findings whose value or severity changed.
 fn audit_differences(a: &ResultFile, b: &ResultFile) -> Vec<String> {
@@ -582,7 +583,10 @@ fn audit_differences(a: &ResultFile, b: &ResultFile) -> Vec<String> {
     for f in &fa.findings {
         if let Some(g) = fb.findings.iter().find(|g| g.id == f.id)
             && (g.severity != f.severity
-                || (g.value != f.value && !VOLATILE_FINDINGS.iter().any(|v| f.id.starts_with(v))))
+                || (g.value != f.value
+                    && !VOLATILE_FINDINGS
+                        .iter()
+                        .any(|v| f.id.to_string().starts_with(v))))
         {
             out.push(format!(
                 "audit {}: '{}' became '{}'",

@@ -381,7 +381,7 @@ pub fn audit_table(a: &AuditReport) -> Option<Table> {
     let rows = bad
         .iter()
         .map(|f| {
-            let cells = [f.severity.to_string(), f.area.to_string(), f.id.clone()];
+            let cells = [f.severity.to_string(), f.area.to_string(), f.id.to_string()];
             let rest = [f.value.clone(), f.why.clone(), f.fix.clone()];
             cells.into_iter().chain(rest).collect()
         })

@@ -25,7 +25,7 @@ use crate::probes::noise::NoiseEntry;
 use crate::probes::pingpong::PingpongEntry;
 use crate::probes::timer::TimerEntry;
 use crate::report::ResultFile;
-use crate::system::audit::{Finding, Severity};
+use crate::system::audit::{Finding, FindingId, Severity};
 
 /// Tick periods of the usual CONFIG_HZ values, ns.
 const TICK_PERIODS_NS: [(u64, u32); 4] = [
@@ -41,7 +41,7 @@ const TICK_MIN_EVENTS: usize = 20;
 /// Shortest interruption counted as a long stall.
 pub const LONG_STALL_NS: u64 = 50_000;
 
-/// What a cause is, and the audit ids (prefixes) whose fixes address it.
+/// What a cause is, and the audit findings whose fixes address it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Cause {
     Tick,
@@ -50,23 +50,52 @@ pub enum Cause {
 }
 
 impl Cause {
-    fn finding_prefixes(self) -> &'static [&'static str] {
+    /// Every cause, for tests and for walking them all.
+    pub const ALL: [Cause; 3] = [Cause::Tick, Cause::LongStall, Cause::Other];
+
+    /// The findings that address this cause, most specific first (of equal severity the
+    /// first listed is the fix named).
+    pub fn findings(self) -> &'static [FindingId] {
+        use FindingId as F;
         match self {
             // isolcpus alone leaves the tick running: only nohz_full stops it.
-            Cause::Tick => &["nohz-full"],
-            Cause::LongStall => &["hypervisor", "steal", "smt", "idle-states", "nmi-watchdog"],
+            Cause::Tick => &[
+                F::NohzFullMissing,
+                F::NohzFullPartial,
+                F::NohzFullUnsupported,
+                F::IsolatedNotNohzFull,
+            ],
+            // hypervisor-present is info (context, not a fix) and so never matched.
+            Cause::LongStall => &[
+                F::StealTime,
+                F::IdleHaltpoll,
+                F::HaltpollNoPoll,
+                F::PmQosUnset,
+                F::SmtActive,
+                F::IdleStatesDeep,
+                F::NmiWatchdogOn,
+            ],
             Cause::Other => &[
-                "irq-on-measured",
-                "isolated",
-                "isolcpus",
-                "irqbalance",
-                "kthreads",
-                "rcu-nocbs",
-                "workqueue",
-                "timer-migration",
-                "irq-affinity",
-                "soft-watchdog",
-                "stat-interval",
+                F::IrqOnMeasuredCpus,
+                F::IrqManagedOnMeasured,
+                F::IsolatedMissing,
+                F::IsolatedPartial,
+                F::IsolcpusNotInForce,
+                F::ManagedIrqNotIsolated,
+                F::IrqbalanceRunning,
+                F::KthreadsOnMeasured,
+                F::RcuNocbsMissing,
+                F::RcuNocbsPartial,
+                F::NohzFullWithoutRcuNocbs,
+                F::WorkqueueOnMeasured,
+                F::WorkqueuesOnMeasured,
+                F::WritebackOnMeasured,
+                F::TimerMigrationOn,
+                F::IrqAffinityIncludesMeasured,
+                F::SoftWatchdogOn,
+                F::StatIntervalShort,
+                F::KsmRunning,
+                F::DamonRunning,
             ],
         }
     }
@@ -305,12 +334,11 @@ fn matching<'a>(cause: Cause, findings: &[&'a Finding]) -> Vec<&'a Finding> {
         .iter()
         .copied()
         .filter(|f| matches!(f.severity, Severity::Warn | Severity::Bad))
-        .filter(|f| cause.finding_prefixes().iter().any(|p| f.id.starts_with(p)))
+        .filter(|f| cause.findings().contains(&f.id))
         .collect();
     // Worst first; of equal severity, the finding most specific to the cause (the
-    // prefixes are listed in that order: nohz_full before isolation for the tick).
-    let prefixes = cause.finding_prefixes();
-    let rank = |f: &Finding| prefixes.iter().position(|p| f.id.starts_with(p));
+    // findings are listed in that order: nohz_full before isolation for the tick).
+    let rank = |f: &Finding| cause.findings().iter().position(|id| *id == f.id);
     v.sort_by_key(|f| (std::cmp::Reverse(f.severity), rank(f)));
     v
 }
@@ -326,24 +354,22 @@ fn ranked_fixes(splits: &[(usize, Split)], findings: &[&Finding]) -> Vec<Fix> {
     ];
     causes.sort_by_key(|c| std::cmp::Reverse(c.1));
     let mut fixes: Vec<Fix> = Vec::new();
-    let mut used: Vec<&str> = Vec::new();
+    let mut used: Vec<FindingId> = Vec::new();
     for (cause, ns) in causes {
         if ns == 0 || total == 0 {
             continue;
         }
         if let Some(f) = matching(cause, findings)
             .into_iter()
-            .find(|f| !used.contains(&f.id.as_str()))
+            .find(|f| !used.contains(&f.id))
         {
-            used.push(&f.id);
+            used.push(f.id);
             fixes.push(fix_of(f, Some(ns as f64 / total as f64)));
         }
     }
     let mut rest: Vec<&&Finding> = findings
         .iter()
-        .filter(|f| {
-            matches!(f.severity, Severity::Warn | Severity::Bad) && !used.contains(&f.id.as_str())
-        })
+        .filter(|f| matches!(f.severity, Severity::Warn | Severity::Bad) && !used.contains(&f.id))
         .collect();
     rest.sort_by_key(|f| std::cmp::Reverse(f.severity));
     fixes.extend(rest.into_iter().map(|f| fix_of(f, None)));
@@ -353,7 +379,7 @@ fn ranked_fixes(splits: &[(usize, Split)], findings: &[&Finding]) -> Vec<Fix> {
 
 fn fix_of(f: &Finding, share: Option<f64>) -> Fix {
     Fix {
-        finding: f.id.clone(),
+        finding: f.id.to_string(),
         fix: f.fix.clone(),
         share,
     }
@@ -503,12 +529,13 @@ mod tests {
 
     fn finding(id: &str, severity: Severity) -> Finding {
         Finding {
-            id: id.into(),
+            id: id.parse().expect("a finding id"),
             area: crate::system::audit::Area::Isolation,
             severity,
             value: String::new(),
             why: String::new(),
             fix: format!("fix {id}"),
+            remedies: Vec::new(),
         }
     }
 

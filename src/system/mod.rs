@@ -2,6 +2,9 @@
 //! the machine and settings that produced it.
 
 pub mod audit;
+pub mod counters;
+pub mod finding_id;
+pub mod kernel;
 
 use serde::{Deserialize, Serialize};
 
