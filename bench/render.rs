@@ -200,5 +200,6 @@ fn run() -> RunInfo {
         degraded: vec![],
         warnings: vec![],
         peak_rss_kib: 0,
+        counters: None,
     }
 }

@@ -1057,3 +1057,32 @@ fn every_finding_the_verdict_names_is_produced_at_warn_or_bad() {
         }
     }
 }
+
+/// Issue 18: a measuring run stores the counters' deltas on its measured CPUs, and a busy
+/// run's local timer count rises by about CONFIG_HZ a second (the band of the test above).
+#[test]
+fn issue18_a_run_stores_its_counter_deltas() {
+    use jitterscope::system::kernel::KernelConfig;
+    let test = "issue18_a_run_stores_its_counter_deltas";
+    let Some((cpu, _)) = crate::util::two_cpus() else {
+        return crate::util::skip(test, "needs two usable CPUs");
+    };
+    let Some(hz) = KernelConfig::read(Path::new("/")).hz() else {
+        return crate::util::skip(test, "no kernel config to read CONFIG_HZ from");
+    };
+    let nohz = fs::read_to_string("/sys/devices/system/cpu/nohz_full").unwrap_or_default();
+    if CpuList::parse_kernel(nohz.trim()).is_ok_and(|l| l.contains(cpu)) {
+        return crate::util::skip(test, "the CPU is nohz_full: a busy CPU has no tick");
+    }
+    let _lock = crate::util::measuring();
+    let r = crate::util::json_result(&["noise", "-D", "1s", "-a", &cpu.to_string()]);
+    let delta = r.run.counters.expect("the run's counters are stored");
+    assert_eq!(delta.cpus, CpuList::from_cpus(vec![cpu]));
+    let loc = delta.interrupts_on("LOC", cpu) as f64;
+    let expected = f64::from(hz) * delta.elapsed_ns as f64 / 1e9;
+    assert!(
+        (0.8 * expected..=2.0 * expected).contains(&loc),
+        "LOC {loc} outside 0.8-2 × {expected:.0}"
+    );
+    assert_eq!(delta.steal.len(), 1, "steal over the run, per measured CPU");
+}

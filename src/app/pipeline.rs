@@ -18,6 +18,7 @@ use crate::report::gate::Gate;
 use crate::report::result::{Privileges, RunCpus};
 use crate::report::{ProbeEntry, ResultFile, RunInfo};
 use crate::system::HostInfo;
+use crate::system::counters;
 
 use super::Ending;
 use super::output::{Warnings, emit};
@@ -312,7 +313,9 @@ pub fn execute(
         warnings: pre.warnings.clone(),
         degraded: pre.degraded.clone(),
     };
+    let before = counters::snapshot(&cpus.measured);
     let measured = m.measure(&mut ctx)?;
+    let delta = before.and_then(|b| counters::diff(&b, &counters::snapshot(&cpus.measured)?));
     let (warnings, degraded) = (ctx.warnings, ctx.degraded);
     if late {
         pre.announce(sink);
@@ -323,7 +326,8 @@ pub fn execute(
         cpus: &cpus,
         req,
     };
-    let info = facts.run_info(&measured, degraded, warnings, sink);
+    let mut info = facts.run_info(&measured, degraded, warnings, sink);
+    info.counters = delta.ok();
     let limit = measured.limit_exceeded;
     let result = ResultFile::new(pre.host, info, measured.entries);
     emit(&result, &m.settings().save, || m.text(&result))?;
@@ -443,6 +447,7 @@ impl RunFacts<'_> {
             degraded: degraded.iter().map(Degraded::to_record).collect(),
             warnings,
             peak_rss_kib: sched::peak_rss_kib(),
+            counters: None,
         }
     }
 }

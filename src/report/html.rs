@@ -602,6 +602,7 @@ mod tests {
             }],
             warnings: vec![],
             peak_rss_kib: 0,
+            counters: None,
         };
         let r = ResultFile::new(host, run, vec![crate::report::ProbeEntry::Unknown]);
         let page = result_page(&[("r.json".into(), r)]).unwrap();

@@ -78,6 +78,11 @@ pub struct RunInfo {
     pub warnings: Vec<String>,
     /// Peak resident memory of the jitterscope process.
     pub peak_rss_kib: u64,
+    /// What the kernel's counters on the measured CPUs did over the run: interrupts per
+    /// IRQ and vector, softirqs, steal and kernel threads' CPU time (absent when they
+    /// could not be read, and in results from before they were recorded).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub counters: Option<crate::system::counters::CounterDelta>,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]

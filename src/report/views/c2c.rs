@@ -462,6 +462,7 @@ mod tests {
             degraded: vec![],
             warnings: vec![],
             peak_rss_kib: 0,
+            counters: None,
         };
         let probes = entries
             .into_iter()
