@@ -170,6 +170,7 @@ fn noise_entry(cpu: usize) -> NoiseEntry {
         series,
         largest,
         events: None,
+        attribution: None,
     }
 }
 

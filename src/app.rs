@@ -20,6 +20,7 @@ pub mod report;
 pub mod selftest;
 pub mod syscalls;
 pub mod timer;
+pub mod tracing;
 pub mod work;
 
 /// How a command ended, for the exit code.

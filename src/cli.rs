@@ -209,6 +209,11 @@ pub struct NoiseArgs {
     #[arg(long, value_name = "N", default_value_t = 0, value_parser = parse_event_log)]
     pub event_log: usize,
 
+    /// Attribute each interruption to its causes from kernel trace events (root and
+    /// tracefs): IRQs, softirqs, vectors, NMIs, tasks, and what no event covers.
+    #[arg(long)]
+    pub trace: bool,
+
     /// Exit 1 (after saving) if a figure of any CPU is above this limit: p50, p90, p99,
     /// p99.9, p99.99, max or mean with a time unit (p99=50us, max=1ms), lost (lost=0.5%, the share of time
     /// interrupted) or rate (rate=100/s). Repeat for

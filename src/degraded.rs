@@ -37,6 +37,8 @@ pub enum Degraded {
     /// /dev/cpu_dma_latency could not be set: CPUs may enter idle states whose exit
     /// latency adds to every wake-up.
     DmaLatencyNotSet { reason: String },
+    /// `--trace` was asked for but no trace could be made: the gaps are not attributed.
+    TraceUnavailable { reason: String },
 }
 
 impl Degraded {
@@ -52,6 +54,7 @@ impl Degraded {
             Degraded::VirtualMachine { .. } => "virtual-machine",
             Degraded::CoordinatorShares => "coordinator-shares-cpu",
             Degraded::DmaLatencyNotSet { .. } => "dma-latency-not-set",
+            Degraded::TraceUnavailable { .. } => "trace-unavailable",
         }
     }
 
@@ -133,6 +136,11 @@ impl fmt::Display for Degraded {
                  C-states whose exit latency adds to each wake-up. Run as root, or pass \
                  --no-dma-latency to measure that on purpose"
             ),
+            Degraded::TraceUnavailable { reason } => write!(
+                f,
+                "no kernel trace ({reason}): the gaps are not attributed to their causes, and \
+                 any cause named is inferred. Run as root on a kernel with tracefs"
+            ),
         }
     }
 }
@@ -142,7 +150,7 @@ impl fmt::Display for Degraded {
 pub struct DegradedRecord {
     /// A stable identifier: sched-refused, mlock-failed, tsc-not-invariant,
     /// clocksource-not-tsc, tsc-frequency-mismatch, no-cycle-counter, virtual-machine,
-    /// coordinator-shares-cpu, dma-latency-not-set.
+    /// coordinator-shares-cpu, dma-latency-not-set, trace-unavailable.
     pub kind: String,
     /// Cause and fix, in words.
     pub message: String,

@@ -14,18 +14,38 @@ use crate::report::{ProbeEntry, ResultFile};
 use super::Ending;
 use super::output::{Warnings, clock_line, interrupted_mark};
 use super::pipeline::{Ctx, Measure, Measured, RunSettings, execute};
+use super::tracing;
 
 /// A noise run, described.
 pub struct NoiseCommand {
     pub settings: RunSettings,
     pub cfg: NoiseConfig,
+    /// Attribute each gap to kernel trace events (`--trace`).
+    pub trace: bool,
 }
+
+/// Gaps kept with their timestamps per CPU when tracing and no `--event-log` was given:
+/// attribution needs every gap's place on the counter.
+pub const TRACE_EVENT_LOG: usize = 200_000;
 
 impl NoiseCommand {
     /// A checked command.
     pub fn new(settings: RunSettings, cfg: NoiseConfig) -> anyhow::Result<NoiseCommand> {
         cfg.validate()?;
-        Ok(NoiseCommand { settings, cfg })
+        Ok(NoiseCommand {
+            settings,
+            cfg,
+            trace: false,
+        })
+    }
+
+    /// The same, with gaps attributed to kernel trace events.
+    pub fn traced(mut self) -> NoiseCommand {
+        self.trace = true;
+        if self.cfg.event_log == 0 {
+            self.cfg.event_log = TRACE_EVENT_LOG;
+        }
+        self
     }
 
     pub fn from_args(args: &NoiseArgs) -> anyhow::Result<NoiseCommand> {
@@ -39,7 +59,11 @@ impl NoiseCommand {
             gates: args.fail_above.clone(),
             ..RunSettings::from_args(&args.run)?
         };
-        NoiseCommand::new(settings, cfg)
+        let cmd = NoiseCommand::new(settings, cfg)?;
+        Ok(match args.trace {
+            true => cmd.traced(),
+            false => cmd,
+        })
     }
 }
 
@@ -63,8 +87,20 @@ impl Measure for NoiseCommand {
             priospread: false,
             setup_timeout: self.cfg.warmup + Duration::from_secs(10),
         };
-        let run = noise::run(&self.cfg, &plan, &ctx.host.clock, ctx.stop)
-            .context("the noise run failed")?;
+        let (clock, stop) = (&ctx.host.clock, ctx.stop);
+        let run = || noise::run(&self.cfg, &plan, clock, stop);
+        let (run, collected) = match self.trace {
+            true => {
+                let steal = tracing::Steal::start(&ctx.cpus.measured);
+                let (run, c) = tracing::traced(ctx, run);
+                (run, c.map(|c| (c, steal.finish())))
+            }
+            false => (run(), None),
+        };
+        let mut run = run.context("the noise run failed")?;
+        if let (Some((c, steal)), Some(w)) = (&collected, run.outcome.window) {
+            tracing::attribute_noise(&mut run.entries, c, clock.scale, w.start, steal);
+        }
         Ok(Measured {
             entries: run
                 .entries
@@ -81,14 +117,16 @@ impl Measure for NoiseCommand {
 
     fn text(&self, r: &ResultFile) -> String {
         format!(
-            "noise: CPUs {} for {:.3} s{}, threshold {} ns, {}\n{}\n{}",
+            "noise: CPUs {} for {:.3} s{}, threshold {} ns, {}{}\n{}\n{}{}",
             r.run.cpus.measured,
             r.run.actual_duration_ns as f64 / 1e9,
             interrupted_mark(r),
             self.cfg.threshold_ns,
             self.settings.sched,
+            if self.trace { ", traced" } else { "" },
             clock_line(r),
-            crate::report::views::noise::noise_tables(r)
+            crate::report::views::noise::noise_tables(r),
+            crate::report::views::attribution::noise_attribution(r, 5),
         )
     }
 }

@@ -139,6 +139,10 @@ pub struct NoiseEntry {
     /// The largest interruptions, largest first.
     pub largest: Vec<EventOut>,
     pub events: Option<EventLogRecord>,
+    /// What the gaps were made of, from kernel trace events (`--trace`); absent
+    /// without a trace.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub attribution: Option<crate::stats::causes::Attribution>,
 }
 
 /// Everything one worker hands back.
@@ -428,6 +432,7 @@ fn to_entry(
             .map(|e| event_out(scale, start, e))
             .collect(),
         events,
+        attribution: None,
         summary,
     }
 }

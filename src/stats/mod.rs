@@ -4,6 +4,7 @@
 //! one measuring thread, records in O(1) without allocating, and keeps a fixed memory
 //! footprint however long the run.
 
+pub mod causes;
 pub mod events;
 pub mod histogram;
 pub mod series;

@@ -22,6 +22,7 @@ use crate::report::dist::{Dist, SeriesView};
 use crate::report::figure::Figure;
 use crate::report::{ProbeEntry, ResultFile};
 
+pub mod attribution;
 pub mod c2c;
 pub mod noise;
 pub mod pingpong;

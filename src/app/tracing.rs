@@ -1,0 +1,156 @@
+//! `--trace`: the app's side of attribution. It starts a tracefs session on the measured
+//! CPUs, drains it from a thread on the housekeeping CPU while the probe runs, and hands
+//! the probe's gaps and the trace's events to `trace::attribute`. Probes know nothing of
+//! it; without root or tracefs it says so once (`trace-unavailable`) and the run goes on.
+
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicBool, Ordering};
+
+use crate::degraded::Degraded;
+use crate::engine::clock::Scale;
+use crate::engine::cpu::CpuList;
+use crate::engine::sched;
+use crate::probes::noise::NoiseEntry;
+use crate::trace::attribute::{self, Context, Gap};
+use crate::trace::event::Kind;
+use crate::trace::reader::{self, Collected};
+use crate::trace::session::TraceSession;
+use crate::trace::symbols::Symbols;
+
+use super::pipeline::Ctx;
+
+/// Per-CPU trace buffer: a few seconds of a busy CPU's events even if the reader lags.
+pub const BUFFER_KIB: u64 = 4096;
+/// Gaps that start this close on two CPUs are flagged as coincident.
+pub const COINCIDENCE_NS: u64 = 5_000;
+/// How many of the largest gaps are broken down.
+pub const TOP: usize = 10;
+
+/// Runs `measure` with a trace of `cpus` read from the housekeeping CPU; `None` for the
+/// trace when it could not be made (recorded as a degradation).
+pub fn traced<T: Send>(
+    ctx: &mut Ctx<'_>,
+    measure: impl FnOnce() -> T + Send,
+) -> (T, Option<Collected>) {
+    let mut session = match TraceSession::start(&ctx.cpus.measured, BUFFER_KIB) {
+        Ok(s) => s,
+        Err(e) => {
+            ctx.degrade(Degraded::TraceUnavailable {
+                reason: e.to_string(),
+            });
+            return (measure(), None);
+        }
+    };
+    let done = AtomicBool::new(false);
+    let housekeeping = ctx.cpus.housekeeping.first();
+    let (out, collected) = std::thread::scope(|s| {
+        let reader = s.spawn(|| {
+            // Off the measured CPUs, or reading would be noise there.
+            if let Some(cpu) = housekeeping {
+                let _ = sched::pin_to(cpu);
+            }
+            reader::collect(&session, &done)
+        });
+        let out = measure();
+        done.store(true, Ordering::Relaxed);
+        (out, reader.join())
+    });
+    session.close();
+    match collected {
+        Ok(Ok(c)) => (out, Some(c)),
+        Ok(Err(e)) => {
+            ctx.degrade(Degraded::TraceUnavailable {
+                reason: e.to_string(),
+            });
+            (out, None)
+        }
+        Err(_) => {
+            ctx.degrade(Degraded::TraceUnavailable {
+                reason: "the trace reader panicked".into(),
+            });
+            (out, None)
+        }
+    }
+}
+
+/// Work and hrtimer functions' names, for the addresses the trace holds.
+fn symbols_for(c: &Collected) -> HashMap<u64, String> {
+    let addrs = c.per_cpu.values().flatten().filter_map(|e| match e.kind {
+        Kind::WorkStart { function } | Kind::HrtimerEntry { function } => Some(function),
+        _ => None,
+    });
+    Symbols::load().names(addrs)
+}
+
+/// Each noise entry's gaps, attributed to the trace's events on its CPU.
+pub fn attribute_noise(
+    entries: &mut [NoiseEntry],
+    c: &Collected,
+    scale: Scale,
+    run_start: u64,
+    steal: &HashMap<usize, u64>,
+) {
+    let symbols = symbols_for(c);
+    let mut starts = Vec::new();
+    for e in entries.iter_mut() {
+        let Some(log) = &e.events else { continue };
+        let min_step = scale.to_ticks(e.loop_period.min_ns.round() as u64);
+        let gaps: Vec<(Gap, u64)> = (log.start_tsc.iter().zip(&log.duration_ns))
+            .map(|(&s, &d)| {
+                let end = s + scale.to_ticks(d) + min_step;
+                (Gap { start: s, end }, d)
+            })
+            .collect();
+        starts.push(gaps.iter().map(|g| g.0.start).collect::<Vec<u64>>());
+        let empty = Vec::new();
+        let events = c.per_cpu.get(&e.cpu).unwrap_or(&empty);
+        let cx = Context {
+            names: &c.decoder.names,
+            symbols: &symbols,
+            scale,
+            run_start,
+            measurer: e.thread.tid.unwrap_or(0),
+            top: TOP,
+            quiet_at_gap_start: true,
+        };
+        let mut a = attribute::attribute(&gaps, events, &cx);
+        a.unattributed_gaps = e.interruptions.saturating_sub(gaps.len() as u64);
+        a.steal_ns = steal.get(&e.cpu).copied();
+        a.events_read = c.read.get(&e.cpu).copied().unwrap_or(0);
+        a.events_lost = c.lost.get(&e.cpu).copied().unwrap_or(0);
+        a.coincidence_window_ns = COINCIDENCE_NS;
+        e.attribution = Some(a);
+    }
+    let counts = attribute::coincident(&starts, scale.to_ticks(COINCIDENCE_NS));
+    let with_logs = entries.iter_mut().filter(|e| e.events.is_some());
+    for (e, n) in with_logs.zip(counts) {
+        if let Some(a) = &mut e.attribution {
+            a.coincident_gaps = n;
+        }
+    }
+}
+
+/// Steal per CPU, in ns, between two reads of /proc/stat.
+pub struct Steal(Option<crate::system::counters::Snapshot>, CpuList);
+
+impl Steal {
+    pub fn start(cpus: &CpuList) -> Steal {
+        Steal(crate::system::counters::snapshot(cpus).ok(), cpus.clone())
+    }
+
+    pub fn finish(self) -> HashMap<usize, u64> {
+        let Steal(Some(before), cpus) = self else {
+            return HashMap::new();
+        };
+        let after = crate::system::counters::snapshot(&cpus);
+        let delta = after.and_then(|a| crate::system::counters::diff(&before, &a));
+        delta
+            .map(|d| {
+                d.steal
+                    .iter()
+                    .map(|s| (s.cpu, s.steal_ms * 1_000_000))
+                    .collect()
+            })
+            .unwrap_or_default()
+    }
+}

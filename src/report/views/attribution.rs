@@ -1,0 +1,118 @@
+//! The causes of each CPU's gaps, as measured from kernel trace events: a cause table
+//! per CPU, then the largest gaps broken down, one line per part. Plain text that fits
+//! 100 columns; causes too long for their column are cut with "…".
+
+use crate::probes::noise::NoiseEntry;
+use crate::report::ResultFile;
+use crate::stats::causes::{Attribution, CauseKind, GapBreakdown};
+
+/// Every traced noise entry's causes, and its `top` largest gaps broken down.
+pub fn noise_attribution(r: &ResultFile, top: usize) -> String {
+    let mut out = String::new();
+    for e in r.entries::<NoiseEntry>() {
+        if let Some(a) = &e.attribution {
+            out.push('\n');
+            out.push_str(&cause_table(e.cpu, a));
+            out.push_str(&top_gaps(e.cpu, a, top));
+        }
+    }
+    out
+}
+
+/// µs with one decimal: "12.3".
+fn us(ns: u64) -> String {
+    format!("{:.1}", ns as f64 / 1e3)
+}
+
+fn cut(s: &str, n: usize) -> String {
+    match s.chars().count() > n {
+        true => format!("{}…", s.chars().take(n - 1).collect::<String>()),
+        false => s.to_string(),
+    }
+}
+
+/// "Causes of CPU 1's 1234 gaps (12.3 ms), measured from kernel trace events".
+pub fn cause_table(cpu: usize, a: &Attribution) -> String {
+    let mut t = format!(
+        "Causes of CPU {cpu}'s {} gaps ({} µs interrupted), measured from kernel trace events\n",
+        a.gaps,
+        us(a.interrupted_ns)
+    );
+    t.push_str(&format!(
+        "{:<46} {:>6} {:>10} {:>6} {:>9} {:>9} {:>8}\n",
+        "cause", "gaps", "total µs", "share", "median µs", "max µs", "period"
+    ));
+    for c in &a.causes {
+        let period = c
+            .period_ns
+            .map_or(String::new(), |p| format!("{:.2} ms", p as f64 / 1e6));
+        t.push_str(&format!(
+            "{:<46} {:>6} {:>10} {:>5.1}% {:>9} {:>9} {:>8}\n",
+            cut(&c.cause, 46),
+            c.gaps,
+            us(c.total_ns),
+            c.share_pct,
+            us(c.median_ns),
+            us(c.max_ns),
+            period
+        ));
+    }
+    let mut notes = Vec::new();
+    if let Some(s) = a.steal_ns {
+        notes.push(format!("steal over the run {} µs (/proc/stat)", us(s)));
+    }
+    if a.coincident_gaps > 0 {
+        notes.push(format!(
+            "{} gaps began within {} µs of one on another CPU (SMI, hypervisor, stop_machine \
+             or TLB shootdown)",
+            a.coincident_gaps,
+            a.coincidence_window_ns / 1000
+        ));
+    }
+    if a.unattributed_gaps > 0 {
+        notes.push(format!("{} gaps not in the event log", a.unattributed_gaps));
+    }
+    if a.events_lost > 0 {
+        notes.push(format!(
+            "{} trace events lost: gaps then may show more unaccounted time",
+            a.events_lost
+        ));
+    }
+    for n in notes {
+        t.push_str(&format!("  {n}\n"));
+    }
+    t
+}
+
+/// The `n` largest gaps, each with its parts.
+pub fn top_gaps(cpu: usize, a: &Attribution, n: usize) -> String {
+    let mut t = String::new();
+    for (i, g) in a.top.iter().take(n).enumerate() {
+        if i == 0 {
+            t.push_str(&format!("Largest gaps on CPU {cpu}, part by part\n"));
+        }
+        t.push_str(&gap_lines(g));
+    }
+    t
+}
+
+fn gap_lines(g: &GapBreakdown) -> String {
+    let mut t = format!(
+        "  {} µs at {:.6} s (TSC {})\n",
+        us(g.duration_ns),
+        g.start_ns as f64 / 1e9,
+        g.start_tsc
+    );
+    for p in &g.parts {
+        let at = match p.kind {
+            CauseKind::Unaccounted => "in all".to_string(),
+            _ => format!("+{} µs", us(p.offset_ns)),
+        };
+        t.push_str(&format!(
+            "    {at:>12} {:>9} µs  {}\n",
+            us(p.duration_ns),
+            cut(&p.cause, 70)
+        ));
+    }
+    t
+}

@@ -1,0 +1,96 @@
+//! What a CPU's gaps were made of, as measured from kernel trace events: the data the
+//! result stores per entry (`attribution`). `trace::attribute` computes it; this module
+//! only holds it, so that probes' entries can carry it without knowing about tracing.
+
+use serde::{Deserialize, Serialize};
+
+/// The kind of a cause.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum CauseKind {
+    /// A hard IRQ handler, by number and name.
+    Irq,
+    /// A softirq, by vector (TIMER, NET_RX, RCU, …).
+    Softirq,
+    /// An interrupt vector without an IRQ number: the local timer (the tick), a
+    /// reschedule or function-call IPI, irq_work, …
+    Vector,
+    Nmi,
+    /// Another task ran on the CPU (comm:pid, its policy; a kworker with its work).
+    Task,
+    /// The part no event covers: entry and exit overhead and, on a VM, the hypervisor;
+    /// on bare metal, SMIs and the hardware.
+    Unaccounted,
+}
+
+/// One row of a CPU's cause table.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct CauseRow {
+    pub kind: CauseKind,
+    /// "irq 36 virtio1-req.0", "softirq RCU", "vector local_timer",
+    /// "task kworker/1:1:57 (SCHED_OTHER nice 0) vmstat_update", "unaccounted".
+    pub cause: String,
+    /// Gaps it took time in.
+    pub gaps: u64,
+    pub total_ns: u64,
+    /// Of the interrupted time of every attributed gap; the rows add up to 100.
+    pub share_pct: f64,
+    /// Its time per gap it appears in.
+    pub median_ns: u64,
+    pub max_ns: u64,
+    /// The interval its gaps recur at, when most of them recur at one.
+    pub period_ns: Option<u64>,
+}
+
+/// One part of a gap.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Part {
+    pub kind: CauseKind,
+    pub cause: String,
+    /// From the gap's start.
+    pub offset_ns: u64,
+    pub duration_ns: u64,
+}
+
+/// A gap and what it was made of, in time order.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct GapBreakdown {
+    /// Since the run's start, and on the counter.
+    pub start_ns: u64,
+    pub start_tsc: u64,
+    pub duration_ns: u64,
+    pub parts: Vec<Part>,
+}
+
+/// A CPU's attribution.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Attribution {
+    /// How it was measured, in words.
+    pub method: String,
+    /// Gaps attributed, and their interrupted time.
+    pub gaps: u64,
+    pub interrupted_ns: u64,
+    /// Largest total first; the unaccounted row is among them.
+    pub causes: Vec<CauseRow>,
+    /// The largest gaps, each broken down.
+    pub top: Vec<GapBreakdown>,
+    /// Gaps that began within `coincidence_window_ns` of a gap on another measured CPU:
+    /// the signature of an SMI, a hypervisor stall, stop_machine or a TLB shootdown.
+    pub coincident_gaps: u64,
+    pub coincidence_window_ns: u64,
+    /// Gaps the event log did not keep (so they could not be attributed).
+    pub unattributed_gaps: u64,
+    /// The CPU's steal time over the run (/proc/stat), beside the unaccounted time.
+    pub steal_ns: Option<u64>,
+    /// Trace events read on this CPU, and lost (overwritten before they were read, or
+    /// beyond what is kept): gaps while events were lost may show more unaccounted time.
+    pub events_read: u64,
+    pub events_lost: u64,
+}
+
+impl Attribution {
+    /// The row of a kind of cause with the most time, if any.
+    pub fn top_of(&self, kind: CauseKind) -> Option<&CauseRow> {
+        self.causes.iter().find(|c| c.kind == kind)
+    }
+}

@@ -1,0 +1,561 @@
+//! Attribution: gaps × events → net time per cause. Pure: no I/O, so it is tested on
+//! made-up event lists and can be fuzzed.
+//!
+//! The events of one CPU are walked in time order, keeping what runs there: the task
+//! (from sched_switch) and a stack of interrupt contexts (hard IRQs, softirqs, vectors,
+//! NMIs). Between two events, the innermost context is the cause; with none, another
+//! task is; the measuring thread itself is no cause. That gives a timeline of segments,
+//! and each gap takes the parts of them it overlaps: net (exclusive) time per cause, an
+//! IRQ inside a softirq inside another task's slice counted once, where it ran. What no
+//! segment covers is `unaccounted`, reported as such and never spread over the rest.
+
+use std::collections::HashMap;
+
+use crate::engine::clock::Scale;
+use crate::stats::causes::{Attribution, CauseKind, CauseRow, GapBreakdown, Part};
+
+use super::event::{Event, Kind, NameId, Names, Task, policy_words, softirq_name};
+
+/// A gap on the counter: [start, end) ticks.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Gap {
+    pub start: u64,
+    pub end: u64,
+}
+
+/// What ran, as a key.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+enum Cause {
+    Irq(u32, NameId),
+    Softirq(u32),
+    Vector(NameId),
+    Nmi,
+    Task(Task, Option<u64>),
+}
+
+/// A stretch of the timeline with one cause.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct Segment {
+    start: u64,
+    end: u64,
+    cause: Cause,
+}
+
+/// How to name things and where the run began.
+pub struct Context<'a> {
+    pub names: &'a Names,
+    /// Work and hrtimer functions' names by address.
+    pub symbols: &'a HashMap<u64, String>,
+    pub scale: Scale,
+    /// The run's first tick, for the breakdowns' start times.
+    pub run_start: u64,
+    /// The thread whose gaps these are: its own time is no cause.
+    pub measurer: u32,
+    /// How many of the largest gaps to break down.
+    pub top: usize,
+    /// The measuring thread ran at each gap's start with no context open (a noise
+    /// loop's gaps); false for intervals such as a timer's deadline to its wake-up.
+    pub quiet_at_gap_start: bool,
+}
+
+/// The timeline of one CPU's events: who had the CPU, segment by segment. At each of
+/// `quiet` the measuring thread is known to run with no interrupt context open (a gap's
+/// start is its loop's last counter read): an entry whose exit was not seen cannot leak
+/// past it.
+fn timeline(events: &[Event], measurer: u32, scale: Scale, quiet: &[u64]) -> Vec<Segment> {
+    // An NMI is stamped when its handler ends: its start is `delta_ns` earlier.
+    let mut evs: Vec<(u64, Step)> = Vec::with_capacity(events.len() + quiet.len() + 8);
+    evs.extend(quiet.iter().map(|&q| (q, Step::Quiet)));
+    for e in events {
+        match e.kind {
+            Kind::Nmi { delta_ns, .. } => {
+                evs.push((e.ts.saturating_sub(scale.to_ticks(delta_ns)), Step::NmiIn));
+                evs.push((e.ts, Step::NmiOut));
+            }
+            k => evs.push((e.ts, Step::Event(k))),
+        }
+    }
+    // Stable: at one instant a quiet point comes first, then the events stamped there.
+    evs.sort_by_key(|(ts, _)| *ts);
+    let mut out: Vec<Segment> = Vec::new();
+    let mut stack: Vec<Cause> = Vec::new();
+    let mut task: Option<Task> = None;
+    let mut work: Option<u64> = None;
+    let mut last = evs.first().map_or(0, |e| e.0);
+    for (ts, step) in evs {
+        let current = stack.last().copied().or_else(|| {
+            task.filter(|t| t.pid != measurer)
+                .map(|t| Cause::Task(t, work))
+        });
+        if let Some(cause) = current.filter(|_| ts > last) {
+            match out.last_mut() {
+                Some(s) if s.cause == cause && s.end == last => s.end = ts,
+                _ => out.push(Segment {
+                    start: last,
+                    end: ts,
+                    cause,
+                }),
+            }
+        }
+        last = last.max(ts);
+        match step {
+            Step::Quiet => {
+                stack.clear();
+                task = task.filter(|t| t.pid == measurer);
+                work = None;
+            }
+            step => apply(step, &mut stack, &mut task, &mut work),
+        }
+    }
+    out
+}
+
+#[derive(Debug, Clone, Copy)]
+enum Step {
+    Event(Kind),
+    NmiIn,
+    NmiOut,
+    /// The measuring thread runs, no context open.
+    Quiet,
+}
+
+fn apply(step: Step, stack: &mut Vec<Cause>, task: &mut Option<Task>, work: &mut Option<u64>) {
+    let pop = |stack: &mut Vec<Cause>, want: &dyn Fn(&Cause) -> bool| {
+        // An exit whose entry came before the trace began matches nothing.
+        if let Some(i) = stack.iter().rposition(want) {
+            stack.truncate(i);
+        }
+    };
+    match step {
+        Step::NmiIn => stack.push(Cause::Nmi),
+        Step::NmiOut => pop(stack, &|c| *c == Cause::Nmi),
+        Step::Quiet => {}
+        Step::Event(k) => match k {
+            Kind::IrqEntry { irq, name } => stack.push(Cause::Irq(irq, name)),
+            Kind::IrqExit { irq } => pop(stack, &|c| matches!(c, Cause::Irq(i, _) if *i == irq)),
+            Kind::SoftirqEntry { vec } => stack.push(Cause::Softirq(vec)),
+            Kind::SoftirqExit { vec } => pop(stack, &|c| *c == Cause::Softirq(vec)),
+            Kind::VectorEntry { name } => stack.push(Cause::Vector(name)),
+            Kind::VectorExit { name } => pop(stack, &|c| *c == Cause::Vector(name)),
+            // Interrupt contexts end before a task switch: any still open lost its exit.
+            Kind::Switch { next, .. } => {
+                *task = Some(next);
+                *work = None;
+                stack.clear();
+            }
+            Kind::WorkStart { function } => *work = Some(function),
+            Kind::WorkEnd => *work = None,
+            Kind::Nmi { .. }
+            | Kind::Wakeup { .. }
+            | Kind::HrtimerEntry { .. }
+            | Kind::HrtimerExit => {}
+        },
+    }
+}
+
+/// Each gap's net ticks per cause, in time order of the parts.
+fn split(gap: Gap, segments: &[Segment]) -> Vec<(Cause, u64, u64)> {
+    let first = segments.partition_point(|s| s.end <= gap.start);
+    segments[first..]
+        .iter()
+        .take_while(|s| s.start < gap.end)
+        .filter_map(|s| {
+            let (a, b) = (s.start.max(gap.start), s.end.min(gap.end));
+            (b > a).then_some((s.cause, a, b - a))
+        })
+        .collect()
+}
+
+impl Context<'_> {
+    fn kind(&self, c: Cause) -> CauseKind {
+        match c {
+            Cause::Irq(..) => CauseKind::Irq,
+            Cause::Softirq(_) => CauseKind::Softirq,
+            Cause::Vector(_) => CauseKind::Vector,
+            Cause::Nmi => CauseKind::Nmi,
+            Cause::Task(..) => CauseKind::Task,
+        }
+    }
+
+    fn label(&self, c: Cause) -> String {
+        match c {
+            Cause::Irq(irq, name) => format!("irq {irq} {}", self.names.get(name)),
+            Cause::Softirq(v) => format!("softirq {}", softirq_name(v)),
+            Cause::Vector(name) => format!("vector {}", self.names.get(name)),
+            Cause::Nmi => "nmi".to_string(),
+            Cause::Task(t, work) => {
+                let base = format!(
+                    "task {}:{} ({})",
+                    self.names.get(t.comm),
+                    t.pid,
+                    policy_words(t.prio)
+                );
+                match work.and_then(|w| self.symbols.get(&w)) {
+                    Some(f) => format!("{base} {f}"),
+                    None => base,
+                }
+            }
+        }
+    }
+}
+
+/// Attributes `gaps` (sorted by start, each with its interrupted time in ns) of one CPU
+/// to its `events` (in time order).
+pub fn attribute(gaps: &[(Gap, u64)], events: &[Event], cx: &Context<'_>) -> Attribution {
+    let quiet: Vec<u64> = match cx.quiet_at_gap_start {
+        true => gaps.iter().map(|g| g.0.start).collect(),
+        false => Vec::new(),
+    };
+    let segments = timeline(events, cx.measurer, cx.scale, &quiet);
+    let mut per_cause: HashMap<Cause, Vec<(u64, u64)>> = HashMap::new(); // (gap start, ns)
+    let mut unaccounted: Vec<(u64, u64)> = Vec::new();
+    let mut interrupted = 0u64;
+    let mut breakdowns: Vec<(u64, GapBreakdown)> = Vec::new();
+    for &(gap, duration_ns) in gaps {
+        interrupted += duration_ns;
+        let parts = split(gap, &segments);
+        let mut covered = 0u64;
+        let mut per_gap: HashMap<Cause, u64> = HashMap::new();
+        for &(cause, _, ticks) in &parts {
+            // Never more than the gap's own interrupted time.
+            let ns = cx.scale.to_ns(ticks).min(duration_ns - covered);
+            covered += ns;
+            *per_gap.entry(cause).or_default() += ns;
+        }
+        for (cause, ns) in per_gap {
+            per_cause.entry(cause).or_default().push((gap.start, ns));
+        }
+        let rest = duration_ns - covered;
+        if rest > 0 {
+            unaccounted.push((gap.start, rest));
+        }
+        breakdowns.push((
+            duration_ns,
+            self_breakdown(cx, gap, duration_ns, &parts, rest),
+        ));
+    }
+    let mut causes: Vec<CauseRow> = per_cause
+        .into_iter()
+        .map(|(c, v)| row(cx.kind(c), cx.label(c), &v, interrupted, cx.scale))
+        .collect();
+    if !unaccounted.is_empty() {
+        let label = "unaccounted (no event: entry and exit, the hypervisor, SMIs)";
+        causes.push(row(
+            CauseKind::Unaccounted,
+            label.into(),
+            &unaccounted,
+            interrupted,
+            cx.scale,
+        ));
+    }
+    causes.sort_by(|a, b| b.total_ns.cmp(&a.total_ns).then(a.cause.cmp(&b.cause)));
+    breakdowns.sort_by(|a, b| b.0.cmp(&a.0).then(a.1.start_tsc.cmp(&b.1.start_tsc)));
+    Attribution {
+        method: "kernel trace events on the loop's own counter (x86-tsc): net time per cause \
+                 inside each gap"
+            .into(),
+        gaps: gaps.len() as u64,
+        interrupted_ns: interrupted,
+        causes,
+        top: breakdowns.into_iter().take(cx.top).map(|b| b.1).collect(),
+        coincident_gaps: 0,
+        coincidence_window_ns: 0,
+        unattributed_gaps: 0,
+        steal_ns: None,
+        events_read: 0,
+        events_lost: 0,
+    }
+}
+
+/// A gap's parts in time order, with what no event covered at its end.
+fn self_breakdown(
+    cx: &Context<'_>,
+    gap: Gap,
+    duration_ns: u64,
+    parts: &[(Cause, u64, u64)],
+    rest: u64,
+) -> GapBreakdown {
+    let mut out: Vec<Part> = parts
+        .iter()
+        .map(|&(c, at, ticks)| Part {
+            kind: cx.kind(c),
+            cause: cx.label(c),
+            offset_ns: cx.scale.to_ns(at - gap.start),
+            duration_ns: cx.scale.to_ns(ticks),
+        })
+        .collect();
+    if rest > 0 {
+        out.push(Part {
+            kind: CauseKind::Unaccounted,
+            cause: "unaccounted".into(),
+            offset_ns: 0,
+            duration_ns: rest,
+        });
+    }
+    GapBreakdown {
+        start_ns: cx.scale.to_ns(gap.start.saturating_sub(cx.run_start)),
+        start_tsc: gap.start,
+        duration_ns,
+        parts: out,
+    }
+}
+
+/// A cause's row from its (gap start, ns) pairs.
+fn row(kind: CauseKind, cause: String, v: &[(u64, u64)], all: u64, scale: Scale) -> CauseRow {
+    let mut ns: Vec<u64> = v.iter().map(|x| x.1).collect();
+    ns.sort_unstable();
+    let total: u64 = ns.iter().sum();
+    let mut starts: Vec<u64> = v.iter().map(|x| x.0).collect();
+    starts.sort_unstable();
+    CauseRow {
+        kind,
+        cause,
+        gaps: v.len() as u64,
+        total_ns: total,
+        share_pct: match all {
+            0 => 0.0,
+            a => total as f64 * 100.0 / a as f64,
+        },
+        median_ns: ns.get(ns.len() / 2).copied().unwrap_or(0),
+        max_ns: ns.last().copied().unwrap_or(0),
+        period_ns: period(&starts).map(|t| scale.to_ns(t)),
+    }
+}
+
+/// The interval most of `starts` (sorted ticks) recur at: the median gap between
+/// successive ones, when at least half of the intervals lie within 5 % of it.
+pub fn period(starts: &[u64]) -> Option<u64> {
+    if starts.len() < 5 {
+        return None;
+    }
+    let mut d: Vec<u64> = starts.windows(2).map(|w| w[1] - w[0]).collect();
+    d.sort_unstable();
+    let m = d[d.len() / 2];
+    let near = d.iter().filter(|&&x| x.abs_diff(m) * 20 <= m).count();
+    (near * 2 >= d.len() && m > 0).then_some(m)
+}
+
+/// For each CPU's gaps (sorted starts), how many begin within `window` ticks of a gap
+/// on another CPU.
+pub fn coincident(starts_by_cpu: &[Vec<u64>], window: u64) -> Vec<u64> {
+    starts_by_cpu
+        .iter()
+        .enumerate()
+        .map(|(i, mine)| {
+            mine.iter()
+                .filter(|&&s| {
+                    starts_by_cpu.iter().enumerate().any(|(j, other)| {
+                        j != i && {
+                            let k = other.partition_point(|&o| o + window < s);
+                            other.get(k).is_some_and(|&o| o <= s + window)
+                        }
+                    })
+                })
+                .count() as u64
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const ME: u32 = 100;
+
+    fn task(names: &mut Names, comm: &str, pid: u32, prio: i32) -> Task {
+        Task {
+            pid,
+            comm: names.intern(comm),
+            prio,
+        }
+    }
+
+    fn ev(ts: u64, kind: Kind) -> Event {
+        Event { ts, kind }
+    }
+
+    fn cx<'a>(names: &'a Names, symbols: &'a HashMap<u64, String>) -> Context<'a> {
+        Context {
+            names,
+            symbols,
+            scale: Scale::from_hz(1e9),
+            run_start: 0,
+            measurer: ME,
+            top: 3,
+            quiet_at_gap_start: true,
+        }
+    }
+
+    /// A holder preempts the loop; inside its slice an IRQ runs, and inside the IRQ's
+    /// softirq-free stretch a tick vector: each counted once, where it ran.
+    #[test]
+    fn nested_causes_are_counted_once_and_the_rest_is_unaccounted() {
+        let mut names = Names::default();
+        let me = task(&mut names, "measure-cpu1", ME, 98);
+        let holder = task(&mut names, "js-holder", 7, 97);
+        let eth = names.intern("eth0");
+        let timer = names.intern("local_timer");
+        let events = vec![
+            ev(
+                1000,
+                Kind::Switch {
+                    prev: me,
+                    prev_state: 0,
+                    next: holder,
+                },
+            ),
+            ev(1200, Kind::IrqEntry { irq: 30, name: eth }),
+            ev(1300, Kind::VectorEntry { name: timer }),
+            ev(1350, Kind::VectorExit { name: timer }),
+            ev(1400, Kind::IrqExit { irq: 30 }),
+            ev(
+                2000,
+                Kind::Switch {
+                    prev: holder,
+                    prev_state: 0,
+                    next: me,
+                },
+            ),
+        ];
+        let symbols = HashMap::new();
+        // The gap runs from 990 to 2010: 10 ticks each side belong to no event.
+        let gaps = [(
+            Gap {
+                start: 990,
+                end: 2010,
+            },
+            1020,
+        )];
+        let a = attribute(&gaps, &events, &cx(&names, &symbols));
+        let get = |k: CauseKind| a.top_of(k).map_or(0, |r| r.total_ns);
+        assert_eq!(get(CauseKind::Task), 200 + 600);
+        assert_eq!(get(CauseKind::Irq), 100 + 50);
+        assert_eq!(get(CauseKind::Vector), 50);
+        assert_eq!(get(CauseKind::Unaccounted), 20);
+        let shares: f64 = a.causes.iter().map(|c| c.share_pct).sum();
+        assert!((shares - 100.0).abs() < 1e-9, "{shares}");
+        let top = &a.causes[0];
+        assert_eq!(top.cause, "task js-holder:7 (real-time 2)");
+        let parts = &a.top[0].parts;
+        assert_eq!(parts[0].offset_ns, 10);
+        assert_eq!(parts.last().unwrap().kind, CauseKind::Unaccounted);
+    }
+
+    /// Contexts that began before the gap and end inside it, or span it, are clipped;
+    /// an NMI counts from its start, `delta_ns` before its stamp.
+    #[test]
+    fn contexts_are_clipped_to_the_gap_and_nmis_start_before_their_stamp() {
+        let names = Names::default();
+        let events = vec![
+            ev(100, Kind::SoftirqEntry { vec: 9 }),
+            ev(
+                700,
+                Kind::Nmi {
+                    delta_ns: 100,
+                    handler: 0,
+                },
+            ),
+            ev(900, Kind::SoftirqExit { vec: 9 }),
+        ];
+        let symbols = HashMap::new();
+        let gaps = [(
+            Gap {
+                start: 500,
+                end: 1000,
+            },
+            500,
+        )];
+        let interval = Context {
+            quiet_at_gap_start: false,
+            ..cx(&names, &symbols)
+        };
+        let a = attribute(&gaps, &events, &interval);
+        let rcu = a.causes.iter().find(|c| c.cause == "softirq RCU").unwrap();
+        assert_eq!(rcu.total_ns, 300); // 500-600 and 700-900
+        assert_eq!(a.top_of(CauseKind::Nmi).unwrap().total_ns, 100);
+        assert_eq!(a.top_of(CauseKind::Unaccounted).unwrap().total_ns, 100);
+    }
+
+    #[test]
+    fn a_kworker_is_named_with_its_work_and_periods_are_found() {
+        let mut names = Names::default();
+        let me = task(&mut names, "measure-cpu1", ME, 120);
+        let kw = task(&mut names, "kworker/1:1", 57, 120);
+        let mut symbols = HashMap::new();
+        symbols.insert(0xf00, "vmstat_update".to_string());
+        let mut events = Vec::new();
+        let mut gaps = Vec::new();
+        for i in 0..6u64 {
+            let t = 10_000 + i * 4_000_000;
+            events.push(ev(
+                t,
+                Kind::Switch {
+                    prev: me,
+                    prev_state: 0,
+                    next: kw,
+                },
+            ));
+            events.push(ev(t + 10, Kind::WorkStart { function: 0xf00 }));
+            events.push(ev(t + 500, Kind::WorkEnd));
+            events.push(ev(
+                t + 600,
+                Kind::Switch {
+                    prev: kw,
+                    prev_state: 1,
+                    next: me,
+                },
+            ));
+            gaps.push((
+                Gap {
+                    start: t,
+                    end: t + 600,
+                },
+                600,
+            ));
+        }
+        let a = attribute(&gaps, &events, &cx(&names, &symbols));
+        let work = a
+            .causes
+            .iter()
+            .find(|c| c.cause.ends_with("vmstat_update"))
+            .unwrap();
+        assert_eq!(work.gaps, 6);
+        assert_eq!(work.period_ns, Some(4_000_000));
+        assert_eq!(period(&[0, 10, 20]), None, "too few to call it periodic");
+    }
+
+    /// An entry whose exit was lost stays open only until the loop is seen running again.
+    #[test]
+    fn an_entry_without_its_exit_does_not_leak_into_later_gaps() {
+        let mut names = Names::default();
+        let csf = names.intern("call_function_single");
+        let events = vec![ev(100, Kind::VectorEntry { name: csf })];
+        let symbols = HashMap::new();
+        let gaps = [
+            (
+                Gap {
+                    start: 90,
+                    end: 150,
+                },
+                60,
+            ),
+            (
+                Gap {
+                    start: 1000,
+                    end: 1100,
+                },
+                100,
+            ),
+        ];
+        let a = attribute(&gaps, &events, &cx(&names, &symbols));
+        let v = a.top_of(CauseKind::Vector).unwrap();
+        assert_eq!((v.gaps, v.total_ns), (1, 50));
+        assert_eq!(a.top_of(CauseKind::Unaccounted).unwrap().total_ns, 10 + 100);
+    }
+
+    #[test]
+    fn coincident_gaps_are_counted_per_cpu() {
+        let starts = vec![vec![100, 5_000, 9_000], vec![103, 7_000], vec![]];
+        assert_eq!(coincident(&starts, 5), vec![1, 1, 0]);
+    }
+}

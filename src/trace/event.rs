@@ -1,0 +1,410 @@
+//! The trace events attribution uses, decoded from raw records with the kernel's own
+//! formats, and stamped on the trace clock (the TSC with `x86-tsc`).
+//!
+//! Strings (task names, IRQ names, vector names) are interned once per run in `Names`,
+//! so an event stays a few dozen bytes.
+
+use std::collections::HashMap;
+
+use serde::{Deserialize, Serialize};
+
+use super::format::{EventFormat, Field, read_i64, read_str, read_u64};
+
+/// The events enabled, as "system:event" names. `irq_vectors` entries and exits are
+/// found by suffix; every one the kernel has is enabled.
+pub const EVENTS: &[&str] = &[
+    "irq:irq_handler_entry",
+    "irq:irq_handler_exit",
+    "irq:softirq_entry",
+    "irq:softirq_exit",
+    "nmi:nmi_handler",
+    "sched:sched_switch",
+    "sched:sched_wakeup",
+    "workqueue:workqueue_execute_start",
+    "workqueue:workqueue_execute_end",
+    "timer:hrtimer_expire_entry",
+    "timer:hrtimer_expire_exit",
+];
+
+/// The softirq vectors, by number.
+pub const SOFTIRQS: [&str; 10] = [
+    "HI", "TIMER", "NET_TX", "NET_RX", "BLOCK", "IRQ_POLL", "TASKLET", "SCHED", "HRTIMER", "RCU",
+];
+
+/// An interned string.
+pub type NameId = u32;
+
+/// Interned strings of one run.
+#[derive(Debug, Default, Clone)]
+pub struct Names {
+    list: Vec<String>,
+    index: HashMap<String, NameId>,
+}
+
+impl Names {
+    pub fn intern(&mut self, s: &str) -> NameId {
+        if let Some(&id) = self.index.get(s) {
+            return id;
+        }
+        let id = self.list.len() as NameId;
+        self.list.push(s.to_string());
+        self.index.insert(s.to_string(), id);
+        id
+    }
+
+    pub fn get(&self, id: NameId) -> &str {
+        self.list.get(id as usize).map_or("?", String::as_str)
+    }
+}
+
+/// A task as sched_switch names it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct Task {
+    pub pid: u32,
+    pub comm: NameId,
+    /// The kernel's priority: 0–99 real-time (99 − rt priority), 100–139 normal
+    /// (120 + nice), −1 deadline.
+    pub prio: i32,
+}
+
+/// What happened.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Kind {
+    IrqEntry {
+        irq: u32,
+        name: NameId,
+    },
+    IrqExit {
+        irq: u32,
+    },
+    SoftirqEntry {
+        vec: u32,
+    },
+    SoftirqExit {
+        vec: u32,
+    },
+    /// An `irq_vectors` entry or exit: the vector's name ("local_timer", "reschedule", …).
+    VectorEntry {
+        name: NameId,
+    },
+    VectorExit {
+        name: NameId,
+    },
+    /// An NMI handler that ran `delta_ns` before this stamp.
+    Nmi {
+        delta_ns: u64,
+        handler: u64,
+    },
+    Switch {
+        prev: Task,
+        prev_state: i64,
+        next: Task,
+    },
+    Wakeup {
+        task: Task,
+        target_cpu: i32,
+        waker_pid: u32,
+    },
+    WorkStart {
+        function: u64,
+    },
+    WorkEnd,
+    HrtimerEntry {
+        function: u64,
+    },
+    HrtimerExit,
+}
+
+/// One event on one CPU.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Event {
+    /// On the trace clock (TSC ticks with `x86-tsc`).
+    pub ts: u64,
+    pub kind: Kind,
+}
+
+/// How one event id decodes.
+#[derive(Debug, Clone)]
+enum Shape {
+    IrqEntry {
+        irq: Field,
+        name: Field,
+    },
+    IrqExit {
+        irq: Field,
+    },
+    Softirq {
+        vec: Field,
+        entry: bool,
+    },
+    Vector {
+        name: NameId,
+        entry: bool,
+    },
+    Nmi {
+        handler: Field,
+        delta: Field,
+    },
+    Switch(Box<SwitchFields>),
+    Wakeup {
+        comm: Field,
+        pid: Field,
+        prio: Field,
+        target: Field,
+        common_pid: Field,
+    },
+    WorkStart {
+        function: Field,
+    },
+    WorkEnd,
+    HrtimerEntry {
+        function: Field,
+    },
+    HrtimerExit,
+}
+
+#[derive(Debug, Clone)]
+struct SwitchFields {
+    prev_comm: Field,
+    prev_pid: Field,
+    prev_prio: Field,
+    prev_state: Field,
+    next_comm: Field,
+    next_pid: Field,
+    next_prio: Field,
+}
+
+/// Decodes raw records of the formats it was built from.
+#[derive(Debug, Default)]
+pub struct Decoder {
+    shapes: HashMap<u16, Shape>,
+    pub names: Names,
+}
+
+impl Decoder {
+    /// A decoder for these formats; events it does not know are skipped when decoding.
+    pub fn new(formats: &[EventFormat]) -> Decoder {
+        let mut d = Decoder::default();
+        for f in formats {
+            if let Some(shape) = d.shape_of(f) {
+                d.shapes.insert(f.id, shape);
+            }
+        }
+        d
+    }
+
+    fn shape_of(&mut self, f: &EventFormat) -> Option<Shape> {
+        let g = |n: &str| f.field(n).cloned();
+        Some(match f.name.as_str() {
+            "irq:irq_handler_entry" => Shape::IrqEntry {
+                irq: g("irq")?,
+                name: g("name")?,
+            },
+            "irq:irq_handler_exit" => Shape::IrqExit { irq: g("irq")? },
+            "irq:softirq_entry" => Shape::Softirq {
+                vec: g("vec")?,
+                entry: true,
+            },
+            "irq:softirq_exit" => Shape::Softirq {
+                vec: g("vec")?,
+                entry: false,
+            },
+            "nmi:nmi_handler" => Shape::Nmi {
+                handler: g("handler")?,
+                delta: g("delta_ns")?,
+            },
+            "sched:sched_switch" => Shape::Switch(Box::new(SwitchFields {
+                prev_comm: g("prev_comm")?,
+                prev_pid: g("prev_pid")?,
+                prev_prio: g("prev_prio")?,
+                prev_state: g("prev_state")?,
+                next_comm: g("next_comm")?,
+                next_pid: g("next_pid")?,
+                next_prio: g("next_prio")?,
+            })),
+            "sched:sched_wakeup" => Shape::Wakeup {
+                comm: g("comm")?,
+                pid: g("pid")?,
+                prio: g("prio")?,
+                target: g("target_cpu")?,
+                common_pid: g("common_pid")?,
+            },
+            "workqueue:workqueue_execute_start" => Shape::WorkStart {
+                function: g("function")?,
+            },
+            "workqueue:workqueue_execute_end" => Shape::WorkEnd,
+            "timer:hrtimer_expire_entry" => Shape::HrtimerEntry {
+                function: g("function")?,
+            },
+            "timer:hrtimer_expire_exit" => Shape::HrtimerExit,
+            n => {
+                let v = n.strip_prefix("irq_vectors:")?;
+                let (name, entry) = match (v.strip_suffix("_entry"), v.strip_suffix("_exit")) {
+                    (Some(b), _) => (b, true),
+                    (_, Some(b)) => (b, false),
+                    _ => return None,
+                };
+                Shape::Vector {
+                    name: self.names.intern(name),
+                    entry,
+                }
+            }
+        })
+    }
+
+    /// The event in a record, if it is one of ours and well formed.
+    pub fn decode(&mut self, ts: u64, data: &[u8]) -> Option<Event> {
+        let id = read_u64(data, 0, 2)? as u16;
+        let Decoder { shapes, names } = self;
+        let shape = shapes.get(&id)?;
+        let u = |f: &Field| read_u64(data, f.offset, f.size);
+        let i = |f: &Field| read_i64(data, f);
+        let kind = match shape {
+            Shape::IrqEntry { irq, name } => {
+                let (irq, name) = (u(irq)? as u32, read_str(data, name)?.to_string());
+                Kind::IrqEntry {
+                    irq,
+                    name: names.intern(&name),
+                }
+            }
+            Shape::IrqExit { irq } => Kind::IrqExit {
+                irq: u(irq)? as u32,
+            },
+            Shape::Softirq { vec, entry: true } => Kind::SoftirqEntry {
+                vec: u(vec)? as u32,
+            },
+            Shape::Softirq { vec, entry: false } => Kind::SoftirqExit {
+                vec: u(vec)? as u32,
+            },
+            Shape::Vector { name, entry: true } => Kind::VectorEntry { name: *name },
+            Shape::Vector { name, entry: false } => Kind::VectorExit { name: *name },
+            Shape::Nmi { handler, delta } => Kind::Nmi {
+                delta_ns: i(delta)?.max(0) as u64,
+                handler: u(handler)?,
+            },
+            Shape::Switch(s) => {
+                let (pc, nc) = (
+                    read_str(data, &s.prev_comm)?.to_string(),
+                    read_str(data, &s.next_comm)?.to_string(),
+                );
+                Kind::Switch {
+                    prev: Task {
+                        pid: i(&s.prev_pid)? as u32,
+                        comm: names.intern(&pc),
+                        prio: i(&s.prev_prio)? as i32,
+                    },
+                    prev_state: i(&s.prev_state)?,
+                    next: Task {
+                        pid: i(&s.next_pid)? as u32,
+                        comm: names.intern(&nc),
+                        prio: i(&s.next_prio)? as i32,
+                    },
+                }
+            }
+            Shape::Wakeup {
+                comm,
+                pid,
+                prio,
+                target,
+                common_pid,
+            } => {
+                let (comm, pid, prio, target, waker) = (
+                    read_str(data, comm)?.to_string(),
+                    i(pid)? as u32,
+                    i(prio)? as i32,
+                    i(target)? as i32,
+                    i(common_pid)? as u32,
+                );
+                Kind::Wakeup {
+                    task: Task {
+                        pid,
+                        comm: names.intern(&comm),
+                        prio,
+                    },
+                    target_cpu: target,
+                    waker_pid: waker,
+                }
+            }
+            Shape::WorkStart { function } => Kind::WorkStart {
+                function: u(function)?,
+            },
+            Shape::WorkEnd => Kind::WorkEnd,
+            Shape::HrtimerEntry { function } => Kind::HrtimerEntry {
+                function: u(function)?,
+            },
+            Shape::HrtimerExit => Kind::HrtimerExit,
+        };
+        Some(Event { ts, kind })
+    }
+}
+
+/// A task's policy and priority in words, from the kernel's priority.
+pub fn policy_words(prio: i32) -> String {
+    match prio {
+        p if p < 0 => "SCHED_DEADLINE".into(),
+        p if p < 100 => format!("real-time {}", 99 - p),
+        p => format!("SCHED_OTHER nice {}", p - 120),
+    }
+}
+
+/// A softirq vector's name.
+pub fn softirq_name(vec: u32) -> String {
+    SOFTIRQS
+        .get(vec as usize)
+        .map_or_else(|| format!("softirq {vec}"), |s| s.to_string())
+}
+
+/// What the result says about the trace itself.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct TraceFacts {
+    /// The trace clock used ("x86-tsc": the loop's own counter).
+    pub clock: String,
+    /// Events enabled, and those this kernel lacks.
+    pub events: Vec<String>,
+    pub missing_events: Vec<String>,
+    /// Events read, and lost (overwritten before they were read, or beyond what is kept).
+    pub events_read: u64,
+    pub events_lost: u64,
+    /// The per-CPU buffer, KiB.
+    pub buffer_kib: u64,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::trace::format::parse_event_format;
+
+    #[test]
+    fn a_switch_record_decodes_with_its_tasks() {
+        let text = "ID: 7\n\
+            \tfield:unsigned short common_type;\toffset:0;\tsize:2;\tsigned:0;\n\
+            \tfield:char prev_comm[16];\toffset:8;\tsize:16;\tsigned:0;\n\
+            \tfield:pid_t prev_pid;\toffset:24;\tsize:4;\tsigned:1;\n\
+            \tfield:int prev_prio;\toffset:28;\tsize:4;\tsigned:1;\n\
+            \tfield:long prev_state;\toffset:32;\tsize:8;\tsigned:1;\n\
+            \tfield:char next_comm[16];\toffset:40;\tsize:16;\tsigned:0;\n\
+            \tfield:pid_t next_pid;\toffset:56;\tsize:4;\tsigned:1;\n\
+            \tfield:int next_prio;\toffset:60;\tsize:4;\tsigned:1;\n";
+        let f = parse_event_format("sched:sched_switch", text).unwrap();
+        let mut d = Decoder::new(&[f]);
+        let mut rec = vec![0u8; 64];
+        rec[0..2].copy_from_slice(&7u16.to_le_bytes());
+        rec[8..20].copy_from_slice(b"measure-cpu1");
+        rec[24..28].copy_from_slice(&42i32.to_le_bytes());
+        rec[28..32].copy_from_slice(&98i32.to_le_bytes());
+        rec[40..49].copy_from_slice(b"js-holder");
+        rec[56..60].copy_from_slice(&43i32.to_le_bytes());
+        rec[60..64].copy_from_slice(&97i32.to_le_bytes());
+        let e = d.decode(5, &rec).unwrap();
+        let Kind::Switch { prev, next, .. } = e.kind else {
+            panic!("{e:?}")
+        };
+        assert_eq!((prev.pid, next.pid, next.prio), (42, 43, 97));
+        assert_eq!(d.names.get(next.comm), "js-holder");
+        assert_eq!(policy_words(next.prio), "real-time 2");
+        assert_eq!(policy_words(120), "SCHED_OTHER nice 0");
+        // An id it does not know is skipped.
+        rec[0..2].copy_from_slice(&8u16.to_le_bytes());
+        assert!(d.decode(5, &rec).is_none());
+    }
+}

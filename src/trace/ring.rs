@@ -1,0 +1,170 @@
+//! One ring-buffer page, as `trace_pipe_raw` hands it over: a timestamp, a commit count
+//! (with the missed-events flags), then compressed records. Each record has a 32-bit
+//! header (type_len: 5 bits, time_delta: 27 bits): type_len 1–28 is a record of that many
+//! 4-byte words, 0 a longer one whose length follows, 29 padding, 30 a time extension and
+//! 31 an absolute timestamp (the kernel's `events/header_event` says the same).
+
+use super::format::{PageLayout, read_u64};
+
+const PADDING: u32 = 29;
+const TIME_EXTEND: u32 = 30;
+const TIME_STAMP: u32 = 31;
+/// Commit flags: events were lost before this page, and their count is stored after it.
+const MISSED_EVENTS: u64 = 1 << 31;
+const MISSED_STORED: u64 = 1 << 30;
+/// An absolute timestamp carries the low 59 bits.
+const ABS_BITS: u64 = (1 << 59) - 1;
+
+/// One record of a page: its timestamp on the trace clock and its payload.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Record<'a> {
+    pub ts: u64,
+    pub data: &'a [u8],
+}
+
+/// What a page held.
+#[derive(Debug, Default, PartialEq, Eq)]
+pub struct Page<'a> {
+    pub records: Vec<Record<'a>>,
+    /// Events lost before this page: `Some(n)` when counted, `Some(0)` when lost but not
+    /// counted, `None` when none were lost.
+    pub missed: Option<u64>,
+    /// The page was cut short by a malformed record.
+    pub malformed: bool,
+}
+
+/// Parses one page into `out` (its records), returning what it said about lost events.
+pub fn parse_page<'a>(page: &'a [u8], layout: &PageLayout) -> Page<'a> {
+    let mut out = Page::default();
+    let (Some(mut ts), Some(commit)) = (
+        read_u64(page, layout.timestamp_offset, 8),
+        read_u64(page, layout.commit_offset, layout.commit_size),
+    ) else {
+        out.malformed = true;
+        return out;
+    };
+    let len = (commit & !(MISSED_EVENTS | MISSED_STORED) & 0xffff_ffff) as usize;
+    let start = layout.data_offset;
+    let Some(data) = page.get(start..start + len) else {
+        out.malformed = true;
+        return out;
+    };
+    if commit & MISSED_EVENTS != 0 {
+        let stored = (commit & MISSED_STORED != 0)
+            .then(|| read_u64(page, start + len, layout.commit_size))
+            .flatten();
+        out.missed = Some(stored.unwrap_or(0));
+    }
+    let mut at = 0usize;
+    while at + 4 <= data.len() {
+        let head = u32::from_le_bytes(data[at..at + 4].try_into().unwrap_or([0; 4]));
+        let (type_len, delta) = (head & 0x1f, u64::from(head >> 5));
+        let word = |i: usize| -> Option<u64> {
+            data.get(at + 4 + 4 * i..at + 8 + 4 * i)
+                .map(|b| u64::from(u32::from_le_bytes(b.try_into().unwrap_or([0; 4]))))
+        };
+        match type_len {
+            PADDING => match (delta, word(0)) {
+                // A null padding event: nothing more on this page.
+                (0, _) | (_, None) => break,
+                (_, Some(n)) => at += 4 + n as usize,
+            },
+            TIME_EXTEND => {
+                let Some(hi) = word(0) else { break };
+                ts += delta | (hi << 27);
+                at += 8;
+            }
+            TIME_STAMP => {
+                let Some(hi) = word(0) else { break };
+                ts = (ts & !ABS_BITS) | ((delta | (hi << 27)) & ABS_BITS);
+                at += 8;
+            }
+            0 => {
+                let Some(n) = word(0) else { break };
+                let n = n as usize;
+                ts += delta;
+                let Some(payload) = data.get(at + 8..at + 4 + n) else {
+                    out.malformed = true;
+                    break;
+                };
+                out.records.push(Record { ts, data: payload });
+                at += 4 + n.max(4);
+            }
+            words => {
+                ts += delta;
+                let end = at + 4 + 4 * words as usize;
+                let Some(payload) = data.get(at + 4..end) else {
+                    out.malformed = true;
+                    break;
+                };
+                out.records.push(Record { ts, data: payload });
+                at = end;
+            }
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A page with the given commit flags and record bytes.
+    fn page(ts: u64, flags: u64, body: &[u8]) -> Vec<u8> {
+        let mut p = vec![0u8; 4096];
+        p[0..8].copy_from_slice(&ts.to_le_bytes());
+        p[8..16].copy_from_slice(&(body.len() as u64 | flags).to_le_bytes());
+        p[16..16 + body.len()].copy_from_slice(body);
+        p
+    }
+
+    fn head(type_len: u32, delta: u32) -> [u8; 4] {
+        (type_len | (delta << 5)).to_le_bytes()
+    }
+
+    #[test]
+    fn records_extends_and_stamps_give_each_record_its_time() {
+        let mut body = Vec::new();
+        // A 2-word record 10 ticks after the page's stamp.
+        body.extend(head(2, 10));
+        body.extend([1, 2, 3, 4, 5, 6, 7, 8]);
+        // A time extension of 5 + (1 << 27).
+        body.extend(head(TIME_EXTEND, 5));
+        body.extend(1u32.to_le_bytes());
+        // A long record (type_len 0): its length word counts itself.
+        body.extend(head(0, 1));
+        body.extend(12u32.to_le_bytes());
+        body.extend([9u8; 8]);
+        // An absolute stamp, then a 1-word record at it.
+        body.extend(head(TIME_STAMP, 7));
+        body.extend(0u32.to_le_bytes());
+        body.extend(head(1, 0));
+        body.extend([0xaa; 4]);
+        let p = page(1000, 0, &body);
+        let got = parse_page(&p, &PageLayout::DEFAULT);
+        assert!(!got.malformed);
+        assert_eq!(got.missed, None);
+        let times: Vec<u64> = got.records.iter().map(|r| r.ts).collect();
+        assert_eq!(times, vec![1010, 1010 + 5 + (1 << 27) + 1, 7]);
+        assert_eq!(got.records[0].data, &[1, 2, 3, 4, 5, 6, 7, 8]);
+        assert_eq!(got.records[1].data, &[9u8; 8]);
+        assert_eq!(got.records[2].data, &[0xaa; 4]);
+    }
+
+    #[test]
+    fn lost_events_are_reported_and_padding_ends_the_page() {
+        let mut body = Vec::new();
+        body.extend(head(1, 3));
+        body.extend([1u8; 4]);
+        body.extend(head(PADDING, 0));
+        body.extend([0u8; 4]);
+        let mut p = page(0, MISSED_EVENTS | MISSED_STORED, &body);
+        let at = 16 + body.len();
+        p[at..at + 8].copy_from_slice(&42u64.to_le_bytes());
+        let got = parse_page(&p, &PageLayout::DEFAULT);
+        assert_eq!(got.missed, Some(42));
+        assert_eq!(got.records.len(), 1);
+        let truncated = parse_page(&p[..10], &PageLayout::DEFAULT);
+        assert!(truncated.malformed);
+    }
+}
