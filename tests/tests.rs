@@ -29,4 +29,5 @@ mod signals;
 mod syscalls;
 mod timer_cli;
 mod timer_truth;
+mod trace;
 mod work;

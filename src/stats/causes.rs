@@ -32,6 +32,10 @@ pub struct CauseRow {
     pub cause: String,
     /// Gaps it took time in.
     pub gaps: u64,
+    /// Times it ran inside those gaps (one interrupt, one time slice): a long gap can
+    /// hold several ticks.
+    #[serde(default)]
+    pub occurrences: u64,
     pub total_ns: u64,
     /// Of the interrupted time of every attributed gap; the rows add up to 100.
     pub share_pct: f64,

@@ -28,17 +28,21 @@ pub struct Gap {
 enum Cause {
     Irq(u32, NameId),
     Softirq(u32),
-    Vector(NameId),
+    /// A vector, with the hrtimer callback it ran when one did (the tick's is
+    /// tick_nohz_handler or tick_sched_timer).
+    Vector(NameId, Option<u64>),
     Nmi,
     Task(Task, Option<u64>),
 }
 
-/// A stretch of the timeline with one cause.
+/// A stretch of the timeline with one cause; `instance` tells one run of a cause (one
+/// interrupt, one time slice) from the next.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 struct Segment {
     start: u64,
     end: u64,
     cause: Cause,
+    instance: u64,
 }
 
 /// How to name things and where the run began.
@@ -62,7 +66,16 @@ pub struct Context<'a> {
 /// `quiet` the measuring thread is known to run with no interrupt context open (a gap's
 /// start is its loop's last counter read): an entry whose exit was not seen cannot leak
 /// past it.
-fn timeline(events: &[Event], measurer: u32, scale: Scale, quiet: &[u64]) -> Vec<Segment> {
+///
+/// A vector is named by the hrtimer it ran; by the tick's when it ran several, `is_tick`
+/// saying which callbacks are the tick's.
+fn timeline(
+    events: &[Event],
+    measurer: u32,
+    scale: Scale,
+    quiet: &[u64],
+    is_tick: &dyn Fn(u64) -> bool,
+) -> Vec<Segment> {
     // An NMI is stamped when its handler ends: its start is `delta_ns` earlier.
     let mut evs: Vec<(u64, Step)> = Vec::with_capacity(events.len() + quiet.len() + 8);
     evs.extend(quiet.iter().map(|&q| (q, Step::Quiet)));
@@ -79,21 +92,30 @@ fn timeline(events: &[Event], measurer: u32, scale: Scale, quiet: &[u64]) -> Vec
     evs.sort_by_key(|(ts, _)| *ts);
     let mut out: Vec<Segment> = Vec::new();
     let mut stack: Vec<Cause> = Vec::new();
+    // Where each open context's segments begin (for naming a vector by its hrtimer),
+    // and its instance.
+    let mut opened: Vec<(usize, u64)> = Vec::new();
     let mut task: Option<Task> = None;
     let mut work: Option<u64> = None;
+    let (mut instances, mut slice) = (0u64, 0u64);
     let mut last = evs.first().map_or(0, |e| e.0);
     for (ts, step) in evs {
-        let current = stack.last().copied().or_else(|| {
-            task.filter(|t| t.pid != measurer)
-                .map(|t| Cause::Task(t, work))
-        });
-        if let Some(cause) = current.filter(|_| ts > last) {
+        let current = match (stack.last(), opened.last()) {
+            (Some(c), Some(o)) => Some((*c, o.1)),
+            _ => task
+                .filter(|t| t.pid != measurer)
+                .map(|t| (Cause::Task(t, work), slice)),
+        };
+        if let Some((cause, instance)) = current.filter(|_| ts > last) {
             match out.last_mut() {
-                Some(s) if s.cause == cause && s.end == last => s.end = ts,
+                Some(s) if s.cause == cause && s.instance == instance && s.end == last => {
+                    s.end = ts
+                }
                 _ => out.push(Segment {
                     start: last,
                     end: ts,
                     cause,
+                    instance,
                 }),
             }
         }
@@ -104,7 +126,35 @@ fn timeline(events: &[Event], measurer: u32, scale: Scale, quiet: &[u64]) -> Vec
                 task = task.filter(|t| t.pid == measurer);
                 work = None;
             }
-            step => apply(step, &mut stack, &mut task, &mut work),
+            Step::Event(Kind::HrtimerEntry { function }) => {
+                let top = stack.last().copied().zip(opened.last().map(|o| o.0));
+                if let Some((Cause::Vector(name, was), from)) = top
+                    && (was.is_none() || (is_tick(function) && !was.is_some_and(is_tick)))
+                {
+                    let (old, new) = (
+                        Cause::Vector(name, was),
+                        Cause::Vector(name, Some(function)),
+                    );
+                    for seg in out[from..].iter_mut().filter(|s| s.cause == old) {
+                        seg.cause = new;
+                    }
+                    if let Some(top) = stack.last_mut() {
+                        *top = new;
+                    }
+                }
+            }
+            step => {
+                if let Step::Event(Kind::Switch { .. }) = step {
+                    instances += 1;
+                    slice = instances;
+                }
+                apply(step, &mut stack, &mut task, &mut work)
+            }
+        }
+        opened.truncate(stack.len());
+        while opened.len() < stack.len() {
+            instances += 1;
+            opened.push((out.len(), instances));
         }
     }
     out
@@ -135,8 +185,10 @@ fn apply(step: Step, stack: &mut Vec<Cause>, task: &mut Option<Task>, work: &mut
             Kind::IrqExit { irq } => pop(stack, &|c| matches!(c, Cause::Irq(i, _) if *i == irq)),
             Kind::SoftirqEntry { vec } => stack.push(Cause::Softirq(vec)),
             Kind::SoftirqExit { vec } => pop(stack, &|c| *c == Cause::Softirq(vec)),
-            Kind::VectorEntry { name } => stack.push(Cause::Vector(name)),
-            Kind::VectorExit { name } => pop(stack, &|c| *c == Cause::Vector(name)),
+            Kind::VectorEntry { name } => stack.push(Cause::Vector(name, None)),
+            Kind::VectorExit { name } => {
+                pop(stack, &|c| matches!(c, Cause::Vector(n, _) if *n == name))
+            }
             // Interrupt contexts end before a task switch: any still open lost its exit.
             Kind::Switch { next, .. } => {
                 *task = Some(next);
@@ -153,15 +205,15 @@ fn apply(step: Step, stack: &mut Vec<Cause>, task: &mut Option<Task>, work: &mut
     }
 }
 
-/// Each gap's net ticks per cause, in time order of the parts.
-fn split(gap: Gap, segments: &[Segment]) -> Vec<(Cause, u64, u64)> {
+/// Each gap's parts: (cause, instance, start tick, ticks), in time order.
+fn split(gap: Gap, segments: &[Segment]) -> Vec<(Cause, u64, u64, u64)> {
     let first = segments.partition_point(|s| s.end <= gap.start);
     segments[first..]
         .iter()
         .take_while(|s| s.start < gap.end)
         .filter_map(|s| {
             let (a, b) = (s.start.max(gap.start), s.end.min(gap.end));
-            (b > a).then_some((s.cause, a, b - a))
+            (b > a).then_some((s.cause, s.instance, a, b - a))
         })
         .collect()
 }
@@ -171,7 +223,7 @@ impl Context<'_> {
         match c {
             Cause::Irq(..) => CauseKind::Irq,
             Cause::Softirq(_) => CauseKind::Softirq,
-            Cause::Vector(_) => CauseKind::Vector,
+            Cause::Vector(..) => CauseKind::Vector,
             Cause::Nmi => CauseKind::Nmi,
             Cause::Task(..) => CauseKind::Task,
         }
@@ -181,7 +233,10 @@ impl Context<'_> {
         match c {
             Cause::Irq(irq, name) => format!("irq {irq} {}", self.names.get(name)),
             Cause::Softirq(v) => format!("softirq {}", softirq_name(v)),
-            Cause::Vector(name) => format!("vector {}", self.names.get(name)),
+            Cause::Vector(name, f) => match f.and_then(|f| self.symbols.get(&f)) {
+                Some(f) => format!("vector {}: {f}", self.names.get(name)),
+                None => format!("vector {}", self.names.get(name)),
+            },
             Cause::Nmi => "nmi".to_string(),
             Cause::Task(t, work) => {
                 let base = format!(
@@ -206,8 +261,10 @@ pub fn attribute(gaps: &[(Gap, u64)], events: &[Event], cx: &Context<'_>) -> Att
         true => gaps.iter().map(|g| g.0.start).collect(),
         false => Vec::new(),
     };
-    let segments = timeline(events, cx.measurer, cx.scale, &quiet);
+    let is_tick = |f: u64| cx.symbols.get(&f).is_some_and(|n| n.starts_with("tick_"));
+    let segments = timeline(events, cx.measurer, cx.scale, &quiet, &is_tick);
     let mut per_cause: HashMap<Cause, Vec<(u64, u64)>> = HashMap::new(); // (gap start, ns)
+    let mut runs: HashMap<Cause, std::collections::HashSet<u64>> = HashMap::new();
     let mut unaccounted: Vec<(u64, u64)> = Vec::new();
     let mut interrupted = 0u64;
     let mut breakdowns: Vec<(u64, GapBreakdown)> = Vec::new();
@@ -216,7 +273,8 @@ pub fn attribute(gaps: &[(Gap, u64)], events: &[Event], cx: &Context<'_>) -> Att
         let parts = split(gap, &segments);
         let mut covered = 0u64;
         let mut per_gap: HashMap<Cause, u64> = HashMap::new();
-        for &(cause, _, ticks) in &parts {
+        for &(cause, instance, _, ticks) in &parts {
+            runs.entry(cause).or_default().insert(instance);
             // Never more than the gap's own interrupted time.
             let ns = cx.scale.to_ns(ticks).min(duration_ns - covered);
             covered += ns;
@@ -236,7 +294,11 @@ pub fn attribute(gaps: &[(Gap, u64)], events: &[Event], cx: &Context<'_>) -> Att
     }
     let mut causes: Vec<CauseRow> = per_cause
         .into_iter()
-        .map(|(c, v)| row(cx.kind(c), cx.label(c), &v, interrupted, cx.scale))
+        .map(|(c, v)| {
+            let mut r = row(cx.kind(c), cx.label(c), &v, interrupted, cx.scale);
+            r.occurrences = runs.get(&c).map_or(0, |s| s.len() as u64);
+            r
+        })
         .collect();
     if !unaccounted.is_empty() {
         let label = "unaccounted (no event: entry and exit, the hypervisor, SMIs)";
@@ -272,12 +334,12 @@ fn self_breakdown(
     cx: &Context<'_>,
     gap: Gap,
     duration_ns: u64,
-    parts: &[(Cause, u64, u64)],
+    parts: &[(Cause, u64, u64, u64)],
     rest: u64,
 ) -> GapBreakdown {
     let mut out: Vec<Part> = parts
         .iter()
-        .map(|&(c, at, ticks)| Part {
+        .map(|&(c, _, at, ticks)| Part {
             kind: cx.kind(c),
             cause: cx.label(c),
             offset_ns: cx.scale.to_ns(at - gap.start),
@@ -311,6 +373,7 @@ fn row(kind: CauseKind, cause: String, v: &[(u64, u64)], all: u64, scale: Scale)
         kind,
         cause,
         gaps: v.len() as u64,
+        occurrences: v.len() as u64,
         total_ns: total,
         share_pct: match all {
             0 => 0.0,
@@ -551,6 +614,33 @@ mod tests {
         let v = a.top_of(CauseKind::Vector).unwrap();
         assert_eq!((v.gaps, v.total_ns), (1, 50));
         assert_eq!(a.top_of(CauseKind::Unaccounted).unwrap().total_ns, 10 + 100);
+    }
+
+    /// A vector that ran an hrtimer is named by it: the tick apart from other timers.
+    #[test]
+    fn a_vector_is_named_by_the_hrtimer_it_ran() {
+        let mut names = Names::default();
+        let lt = names.intern("local_timer");
+        let mut symbols = HashMap::new();
+        symbols.insert(0xabc, "tick_nohz_handler".to_string());
+        let events = vec![
+            ev(100, Kind::VectorEntry { name: lt }),
+            ev(110, Kind::HrtimerEntry { function: 0xabc }),
+            ev(150, Kind::HrtimerExit),
+            ev(160, Kind::VectorExit { name: lt }),
+        ];
+        let gaps = [(
+            Gap {
+                start: 95,
+                end: 170,
+            },
+            75,
+        )];
+        let a = attribute(&gaps, &events, &cx(&names, &symbols));
+        let v = a.top_of(CauseKind::Vector).unwrap();
+        assert_eq!(v.cause, "vector local_timer: tick_nohz_handler");
+        assert_eq!(v.total_ns, 60);
+        assert_eq!(v.occurrences, 1);
     }
 
     #[test]

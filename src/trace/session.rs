@@ -18,6 +18,9 @@ pub const MOUNT_POINT: &str = "/sys/kernel/tracing";
 pub const CLOCK: &str = "x86-tsc";
 /// Instances of ours start with this.
 pub const PREFIX: &str = "jitterscope-";
+/// The source name of a tracefs mount we make, so that one left by a killed run is
+/// known as ours and removed by the next.
+pub const MOUNT_SOURCE: &str = "jitterscope";
 
 /// Why there is no trace.
 #[derive(Debug, thiserror::Error)]
@@ -71,8 +74,9 @@ impl TraceSession {
         if !rustix::process::geteuid().is_root() {
             return Err(TraceError::NotRoot);
         }
-        let (root, mounted) = match super::tracefs_root() {
-            Some(r) => (r, false),
+        let (root, mounted) = match tracefs_mount() {
+            // Left by a run that was killed: ours to remove when done.
+            Some((r, source)) => (r, source == MOUNT_SOURCE),
             None => (mount()?, true),
         };
         let mut s = TraceSession {
@@ -170,7 +174,8 @@ impl TraceSession {
         }
         self.closed = true;
         remove_instance(&self.dir);
-        if self.mounted {
+        // Not while another run of ours still uses it.
+        if self.mounted && live_instances(&self.root) == 0 {
             let _ = rustix::mount::unmount(&self.root, rustix::mount::UnmountFlags::empty());
         }
     }
@@ -182,11 +187,36 @@ impl Drop for TraceSession {
     }
 }
 
-/// Mounts tracefs at its usual place.
+/// The first tracefs mount and its source ("nodev", or ours).
+fn tracefs_mount() -> Option<(PathBuf, String)> {
+    let mounts = std::fs::read_to_string("/proc/self/mounts").ok()?;
+    let root = super::tracefs_in_mounts(&mounts)?;
+    let source = mounts.lines().find_map(|l| {
+        let mut f = l.split_whitespace();
+        let (src, _dir, fs) = (f.next()?, f.next()?, f.next()?);
+        (fs == "tracefs").then(|| src.to_string())
+    })?;
+    Some((root, source))
+}
+
+/// Instances of ours whose process still runs.
+fn live_instances(root: &Path) -> usize {
+    let stale = stale_instances(root);
+    std::fs::read_dir(root.join("instances"))
+        .map(|d| {
+            d.filter_map(|e| e.ok())
+                .filter(|e| e.file_name().to_string_lossy().starts_with(PREFIX))
+                .filter(|e| !stale.contains(&e.path()))
+                .count()
+        })
+        .unwrap_or(0)
+}
+
+/// Mounts tracefs at its usual place, under a source name of our own.
 fn mount() -> Result<PathBuf, TraceError> {
     let at = Path::new(MOUNT_POINT);
     rustix::mount::mount(
-        "nodev",
+        MOUNT_SOURCE,
         at,
         "tracefs",
         rustix::mount::MountFlags::empty(),
