@@ -62,9 +62,15 @@ fn main() {
         setup(cpu_a);
         let max_rounds = 40_000_000usize;
         let mut rtt = vec![0u32; max_rounds];
-        let deadline = clock::now() + clock.scale.to_ticks(Duration::from_secs_f64(secs).as_nanos() as u64);
+        let deadline = clock::now()
+            + clock
+                .scale
+                .to_ticks(Duration::from_secs_f64(secs).as_nanos() as u64);
         // A tenth of the rounds, first, are a warm-up and are not kept.
-        let warmup = clock::now() + clock.scale.to_ticks(Duration::from_secs_f64(secs / 10.0).as_nanos() as u64);
+        let warmup = clock::now()
+            + clock
+                .scale
+                .to_ticks(Duration::from_secs_f64(secs / 10.0).as_nanos() as u64);
         let mut k = 1u64;
         let mut n = 0usize;
         loop {
@@ -85,7 +91,12 @@ fn main() {
         let kept = &mut rtt[..n];
         kept.sort_unstable();
         let q = |f: f64| kept[((n - 1) as f64 * f) as usize] as f64 * tick_ns;
-        (n, q(0.0), q(0.5), [q(0.1), q(0.25), q(0.75), q(0.9), q(0.99)])
+        (
+            n,
+            q(0.0),
+            q(0.5),
+            [q(0.1), q(0.25), q(0.75), q(0.9), q(0.99)],
+        )
     });
     let (n, min, median, [p10, p25, p75, p90, p99]) = a.join().unwrap();
     b.join().unwrap();
