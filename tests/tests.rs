@@ -14,6 +14,7 @@ mod ground_truth;
 mod histogram_interop;
 mod html_page;
 mod main_job;
+mod memory;
 mod nonroot;
 mod pingpong;
 mod plots;
