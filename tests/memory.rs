@@ -99,11 +99,7 @@ fn noise_peak_rss_stays_under_the_limit() {
     }
     let two = format!("{},{}", cpus[0], cpus[1]);
     // --force: on a 2-CPU machine no housekeeping CPU is left (SCHED_OTHER, so harmless).
-    let kib = peak_rss_kib(
-        time,
-        &bin,
-        &["noise", "-a", &two, "--force", "-D", "500ms"],
-    );
+    let kib = peak_rss_kib(time, &bin, &["noise", "-a", &two, "--force", "-D", "500ms"]);
     eprintln!("noise on CPUs {two}: peak RSS {kib} KiB (limit {LIMIT_TWO_KIB} KiB)");
     assert!(
         kib <= LIMIT_TWO_KIB,
