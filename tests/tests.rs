@@ -17,6 +17,7 @@ mod help;
 mod histogram_interop;
 mod html_page;
 mod main_job;
+mod memory;
 mod nonroot;
 mod pingpong;
 mod plots;

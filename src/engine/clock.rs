@@ -60,6 +60,32 @@ pub fn now_rdtscp() -> u64 {
     0
 }
 
+/// Whether this CPU has RDTSCP (CPUID 0x8000_0001, EDX bit 27). False off x86-64.
+pub fn has_rdtscp() -> bool {
+    #[cfg(target_arch = "x86_64")]
+    // SAFETY: cpuid has no preconditions on x86-64 (the intrinsic is safe from Rust 1.89,
+    // unsafe before: hence the allow). Leaf 0x8000_0000 says which extended leaves exist
+    // before 0x8000_0001 is read.
+    #[allow(unused_unsafe)]
+    unsafe {
+        use core::arch::x86_64::__cpuid;
+        __cpuid(0x8000_0000).eax >= 0x8000_0001 && __cpuid(0x8000_0001).edx & (1 << 27) != 0
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    false
+}
+
+/// Stamps an event the thread has just seen (a load that returned) or is about to cause
+/// (a store that follows): RDTSCP where `rdtscp` is true, which waits for the load before
+/// it and whose value a later store depends on, so one instruction orders both edges;
+/// otherwise the fenced read. Costs one counter read, where `now_ordered` costs a read
+/// and two fences: on the pingpong's critical path that difference is most of the gap
+/// to a bare loop (bench/pingpong_floor.sh).
+#[inline(always)]
+pub fn now_edge(rdtscp: bool) -> u64 {
+    if rdtscp { now_rdtscp() } else { now_ordered() }
+}
+
 /// CLOCK_MONOTONIC in ns (through the vDSO).
 pub fn monotonic_ns() -> u64 {
     let ts = rustix::time::clock_gettime(rustix::time::ClockId::Monotonic);
