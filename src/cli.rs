@@ -602,6 +602,11 @@ pub struct MainArgs {
     #[arg(long, value_name = "DIR")]
     pub out_dir: Option<PathBuf>,
 
+    /// Infer the causes of the noise from its timing instead of measuring them from
+    /// kernel trace events (which, as root, is the default).
+    #[arg(long)]
+    pub no_trace: bool,
+
     /// The CPU left unmeasured for the coordinator and the progress display [default: the
     /// lowest allowed CPU].
     #[arg(long, value_name = "CPU")]

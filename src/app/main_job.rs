@@ -129,7 +129,14 @@ impl Step {
                     event_log: EVENT_LOG,
                     ..NoiseConfig::default()
                 };
-                Box::new(NoiseCommand::new(settings, cfg)?)
+                let cmd = NoiseCommand::new(settings, cfg)?;
+                // As root, the causes are measured from kernel trace events; without
+                // root they are inferred, and the verdict says so.
+                let root = rustix::process::geteuid().is_root();
+                Box::new(match root && !args.no_trace {
+                    true => cmd.traced(),
+                    false => cmd,
+                })
             }
             Step::Timer(_) => Box::new(TimerCommand::new(
                 settings,

@@ -65,16 +65,10 @@ impl Cause {
                 F::NohzFullUnsupported,
                 F::IsolatedNotNohzFull,
             ],
-            // hypervisor-present is info (context, not a fix) and so never matched.
-            Cause::LongStall => &[
-                F::StealTime,
-                F::IdleHaltpoll,
-                F::HaltpollNoPoll,
-                F::PmQosUnset,
-                F::SmtActive,
-                F::IdleStatesDeep,
-                F::NmiWatchdogOn,
-            ],
+            // hypervisor-present is info (context, not a fix) and so never matched. The
+            // idle-state findings are not here: noise is measured on a CPU that never
+            // idles, so they cannot remove it (they matter for timer wake-ups).
+            Cause::LongStall => &[F::StealTime, F::SmtActive, F::NmiWatchdogOn],
             Cause::Other => &[
                 F::IrqOnMeasuredCpus,
                 F::IrqManagedOnMeasured,
@@ -109,6 +103,9 @@ pub struct Split {
     pub other_ns: u64,
     /// The tick period found, ns, and its HZ.
     pub tick: Option<(u64, u32)>,
+    /// Measured from kernel trace events (`--trace`), not inferred from the gaps'
+    /// timing; then `long_ns` is the unaccounted time (on a VM, mostly the hypervisor).
+    pub measured: bool,
 }
 
 impl Split {
@@ -229,9 +226,13 @@ pub fn verdict(r: &ResultFile) -> Verdict {
             r.run.degraded.len()
         ));
     }
+    let hz = config_hz(&findings);
+    let judged: Vec<(usize, Split)> = (splits.iter())
+        .map(|(c, s)| (*c, without_foreign_tick(s, hz)))
+        .collect();
     Verdict {
         lines,
-        fixes: ranked_fixes(&splits, &findings),
+        fixes: ranked_fixes(&judged, &findings),
     }
 }
 
@@ -250,9 +251,58 @@ fn coverage(e: &NoiseEntry) -> Option<String> {
 }
 
 fn entry_split(e: &NoiseEntry) -> Option<Split> {
+    if let Some(a) = &e.attribution {
+        return Some(measured_split(a)).filter(|s| s.total() > 0);
+    }
     let log = e.events.as_ref()?;
     let s = split(&log.start_ns, &log.duration_ns);
     (s.total() > 0).then_some(s)
+}
+
+/// The causes as the trace measured them: the tick is the local timer vector running the
+/// tick's hrtimer; what no event covered is set where long stalls go.
+fn measured_split(a: &crate::stats::causes::Attribution) -> Split {
+    use crate::stats::causes::CauseKind;
+    let is_tick =
+        |c: &&crate::stats::causes::CauseRow| c.cause.starts_with("vector local_timer: tick_");
+    let tick_row = a.causes.iter().find(is_tick);
+    let tick_ns: u64 = a.causes.iter().filter(is_tick).map(|c| c.total_ns).sum();
+    let long_ns: u64 = (a.causes.iter())
+        .filter(|c| c.kind == CauseKind::Unaccounted)
+        .map(|c| c.total_ns)
+        .sum();
+    Split {
+        tick_ns,
+        long_ns,
+        other_ns: a.interrupted_ns.saturating_sub(tick_ns + long_ns),
+        tick: tick_row
+            .and_then(|r| r.period_ns)
+            .filter(|p| *p > 0)
+            .map(|p| (p, (1e9 / p as f64).round() as u32)),
+        measured: true,
+    }
+}
+
+/// The split with a "tick" that is not this kernel's (another HZ) counted as other
+/// noise: the guest's nohz_full could not remove it.
+fn without_foreign_tick(s: &Split, hz: Option<u32>) -> Split {
+    match (s.tick, hz) {
+        (Some((_, h)), Some(hz)) if hz.abs_diff(h) * 50 > hz => Split {
+            other_ns: s.other_ns + s.tick_ns,
+            tick_ns: 0,
+            tick: None,
+            ..s.clone()
+        },
+        _ => s.clone(),
+    }
+}
+
+/// CONFIG_HZ as the audit read it, from its hz-tick finding ("CONFIG_HZ=250: …").
+fn config_hz(findings: &[&Finding]) -> Option<u32> {
+    findings.iter().find_map(|f| {
+        let v = f.value.strip_prefix("CONFIG_HZ=")?;
+        v.split(|c: char| !c.is_ascii_digit()).next()?.parse().ok()
+    })
 }
 
 /// The noisiest and quietest CPU, by the share of time lost.
@@ -288,28 +338,50 @@ fn dominant(
     hypervisor: Option<&str>,
 ) -> Vec<String> {
     let mut out = Vec::new();
+    let hz = config_hz(findings);
     for (cpu, s) in splits {
         let total = s.total() as f64;
+        // A train one "tick" apart that is not this kernel's tick is not the tick: on a
+        // VM it is most likely the host's.
+        let tick = s
+            .tick
+            .filter(|(_, h)| hz.is_none_or(|hz| hz.abs_diff(*h) * 50 <= hz));
+        let (tick_ns, other_ns) = match (s.tick, tick) {
+            (Some(_), None) => (0, s.other_ns + s.tick_ns),
+            _ => (s.tick_ns, s.other_ns),
+        };
         let parts = [
-            (Cause::Tick, s.tick_ns),
+            (Cause::Tick, tick_ns),
             (Cause::LongStall, s.long_ns),
-            (Cause::Other, s.other_ns),
+            (Cause::Other, other_ns),
         ];
         let (cause, ns) = parts
             .into_iter()
             .fold(parts[0], |m, p| if p.1 > m.1 { p } else { m });
         let share = ns as f64 / total * 100.0;
-        let what = match (cause, s.tick, hypervisor) {
-            (Cause::Tick, Some((p, hz)), _) => format!(
+        let how = match s.measured {
+            true => "measured from kernel trace events",
+            false => "inferred from the gaps' timing, not traced",
+        };
+        let what = match (cause, tick, hypervisor, s.measured) {
+            (Cause::Tick, Some((p, hz)), _, _) => format!(
                 "is interrupted every {}: the timer tick (HZ={hz}), {share:.0} % of its lost time",
                 duration_words(p)
             ),
-            (Cause::LongStall, _, Some(h)) => format!(
+            (Cause::LongStall, _, Some(h), true) => format!(
+                "loses most time ({share:.0} %) where no kernel event ran: entry and exit, and \
+                 the {h} hypervisor holding the vCPU"
+            ),
+            (Cause::LongStall, _, None, true) => format!(
+                "loses most time ({share:.0} %) where no kernel event ran: entry and exit, SMIs \
+                 or the hardware"
+            ),
+            (Cause::LongStall, _, Some(h), false) => format!(
                 "loses most time ({share:.0} %) to stalls of {} or more: likely the {h} \
                  hypervisor descheduling the vCPU",
                 duration_words(LONG_STALL_NS)
             ),
-            (Cause::LongStall, _, None) => format!(
+            (Cause::LongStall, _, None, false) => format!(
                 "loses most time ({share:.0} %) to stalls of {} or more (long IRQ handlers, \
                  SMIs or kernel work)",
                 duration_words(LONG_STALL_NS)
@@ -319,11 +391,19 @@ fn dominant(
                  (device IRQs, softirqs, kernel threads)"
             ),
         };
+        let not_tick = match (s.tick, tick, hz) {
+            (Some((p, _)), None, Some(hz)) => format!(
+                " A train every {} is not this kernel's tick (CONFIG_HZ={hz}); on a VM it is \
+                 most likely the host's.",
+                duration_words(p)
+            ),
+            _ => String::new(),
+        };
         let why = match matching(cause, findings).first() {
             Some(f) => format!("; audit {}: {}", f.id, f.why),
             None => String::new(),
         };
-        out.push(format!("CPU {cpu} {what}{why}."));
+        out.push(format!("CPU {cpu} {what} ({how}){why}.{not_tick}"));
     }
     out
 }
@@ -550,6 +630,20 @@ mod tests {
             finding("governor-performance", Severity::Ok),
         ];
         let refs: Vec<&Finding> = f.iter().collect();
+        // Issue 13: a 1 ms train on a kernel of CONFIG_HZ=250 is not its tick.
+        let foreign = Split {
+            tick_ns: 700,
+            long_ns: 0,
+            other_ns: 300,
+            tick: Some((1_000_000, 1000)),
+            measured: false,
+        };
+        let judged = without_foreign_tick(&foreign, Some(250));
+        assert_eq!(
+            (judged.tick_ns, judged.other_ns, judged.tick),
+            (0, 1000, None)
+        );
+        assert_eq!(without_foreign_tick(&foreign, Some(1000)), foreign);
         let splits = [(
             1,
             Split {
@@ -557,6 +651,7 @@ mod tests {
                 long_ns: 0,
                 other_ns: 300,
                 tick: Some((1_000_000, 1000)),
+                measured: false,
             },
         )];
         let fixes = ranked_fixes(&splits, &refs);
