@@ -8,6 +8,7 @@ pub mod compare_view;
 pub mod export;
 pub mod gnuplot;
 pub mod html;
+pub mod interval_log;
 pub mod pingpong_table;
 pub mod plot;
 pub mod ptp_table;
