@@ -14,6 +14,7 @@ mod ground_truth;
 mod histogram_interop;
 mod html_page;
 mod main_job;
+mod monitor;
 mod nonroot;
 mod pingpong;
 mod plots;

@@ -18,7 +18,8 @@ pub struct TagSeries {
     pub first_s: f64,
     pub last_s: f64,
     pub merged: Histogram<u64>,
-    /// The largest interval maximum (ns) and when that interval started (s).
+    /// The largest interval maximum (ns, exact where the log's max column is) and when
+    /// that interval started (s).
     pub worst_ns: u64,
     pub worst_at_s: f64,
     /// Per interval: start (s) and max (ns), in order.
@@ -54,7 +55,12 @@ pub fn parse(bytes: &[u8]) -> Result<IntervalLogFile, String> {
                 let tag = iv.tag().map_or("(untagged)", |t| t.as_str()).to_string();
                 let start = iv.start_timestamp().as_secs_f64();
                 let end = start + iv.duration().as_secs_f64();
-                let max = h.max();
+                // The interval's max column is exact (ms, jHiccup's unit); the decoded
+                // histogram's max is only the top of its bucket.
+                let max = match iv.max() {
+                    m if m > 0.0 => ((m * 1e6).round() as u64).min(h.max()),
+                    _ => h.max(),
+                };
                 let s = out.tags.entry(tag).or_insert_with(|| TagSeries {
                     intervals: 0,
                     first_s: start,
@@ -116,7 +122,7 @@ pub fn table(name: &str, log: &IntervalLogFile) -> String {
             q(0.5),
             q(0.99),
             q(0.999),
-            us(h.max()),
+            us(s.worst_ns),
             format!("{:.0}", s.worst_at_s),
         ]);
     }

@@ -122,7 +122,7 @@ impl IntervalLog {
         hist: &LatencyHistogram,
     ) -> Result<(), LogError> {
         let line = format!(
-            "Tag=cpu{cpu},{:.3},{:.3},{:.3},{}\n",
+            "Tag=cpu{cpu},{:.3},{:.3},{:.6},{}\n",
             (epoch_s(start) - self.base_s).max(0.0),
             length_s,
             hist.max_ns().unwrap_or(0) as f64 / 1e6,
