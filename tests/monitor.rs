@@ -832,3 +832,58 @@ fn bad_monitor_input_is_one_line_and_exit_2() {
         ],
     ]);
 }
+
+#[test]
+fn a_noise_sweep_runs_on_the_named_cpu_and_sees_the_timer_preempt_it() {
+    let name = "a_noise_sweep_runs_on_the_named_cpu_and_sees_the_timer_preempt_it";
+    let Some((cpu, hk)) = util::two_cpus() else {
+        skip(name, "needs two CPUs: one measured, one for the server");
+        return;
+    };
+    if !is_root() || util::fifo_available().is_err() {
+        skip(name, "needs SCHED_FIFO for the timer threads (root)");
+        return;
+    }
+    let _m = util::measuring();
+    let (cpu_s, hk_s) = (cpu.to_string(), hk.to_string());
+    let mon = Monitor::start(&[
+        "-a",
+        &cpu_s,
+        "--housekeeping",
+        &hk_s,
+        "-D",
+        "20s",
+        "--noise-every",
+        "1s",
+        "--noise-for",
+        "500ms",
+        "--noise-cpus",
+        &cpu_s,
+    ]);
+    // One sweep: from 1 s to about 1.6 s (with its 100 ms warm-up).
+    std::thread::sleep(Duration::from_millis(2200));
+    let (_, body) = get(mon.addr, "/metrics").unwrap();
+    let (code, err) = mon.terminate();
+    assert_eq!(code, Some(0));
+    assert!(
+        err.contains("noise sweeps of 500ms every 1s on CPUs"),
+        "announced: {err}"
+    );
+    let c = format!("{{cpu=\"{cpu}\"}}");
+    let sweeps = sample(&body, &format!("jitterscope_noise_sweeps_total{c}")).unwrap();
+    let sampled = sample(
+        &body,
+        &format!("jitterscope_noise_sampled_seconds_total{c}"),
+    )
+    .unwrap();
+    let gaps = sample(&body, &format!("jitterscope_noise_interruptions_total{c}")).unwrap();
+    let lost = sample(&body, &format!("jitterscope_noise_lost_seconds_total{c}")).unwrap();
+    assert_eq!(sweeps, 1.0, "{body}");
+    assert!((0.45..=0.6).contains(&sampled), "spun {sampled} s");
+    // Ground truth: the SCHED_FIFO timer thread wakes every 1 ms on that CPU and takes it
+    // from the SCHED_OTHER spinner each time: about 500 gaps in 0.5 s.
+    assert!(gaps >= 400.0, "{gaps} interruptions in {sampled} s");
+    assert!(lost > 0.0 && lost < sampled, "lost {lost} s");
+    // No spinner on the housekeeping CPU.
+    assert!(!body.contains(&format!("jitterscope_noise_sweeps_total{{cpu=\"{hk}\"}}")));
+}

@@ -48,6 +48,10 @@ pub fn run(
         priospread: false,
         setup_timeout: s.cfg.warmup + Duration::from_secs(10),
     };
+    // Between sweeps too, this thread keeps off the measured CPUs.
+    if !housekeeping.is_empty() {
+        let _ = crate::engine::sched::set_affinity(housekeeping);
+    }
     let mut next = Instant::now() + s.every;
     while !stop.load(Ordering::Relaxed) {
         if Instant::now() < next {
