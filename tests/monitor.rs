@@ -880,9 +880,12 @@ fn a_noise_sweep_runs_on_the_named_cpu_and_sees_the_timer_preempt_it() {
     let lost = sample(&body, &format!("jitterscope_noise_lost_seconds_total{c}")).unwrap();
     assert_eq!(sweeps, 1.0, "{body}");
     assert!((0.45..=0.6).contains(&sampled), "spun {sampled} s");
-    // Ground truth: the SCHED_FIFO timer thread wakes every 1 ms on that CPU and takes it
-    // from the SCHED_OTHER spinner each time: about 500 gaps in 0.5 s.
-    assert!(gaps >= 400.0, "{gaps} interruptions in {sampled} s");
+    // The SCHED_FIFO timer thread wakes every 1 ms on that CPU and takes it from the
+    // SCHED_OTHER spinner each time: about 500 gaps in 0.5 s on a quiet CPU (2 000 with the
+    // tick and the rest, here). Other SCHED_OTHER work sharing the CPU (tests that do not
+    // measure, builds) merges neighbouring gaps into one, so the floor is loose.
+    eprintln!("noise sweep: {gaps} interruptions, {lost} s lost in {sampled} s");
+    assert!(gaps >= 100.0, "{gaps} interruptions in {sampled} s");
     assert!(lost > 0.0 && lost < sampled, "lost {lost} s");
     // No spinner on the housekeeping CPU.
     assert!(!body.contains(&format!("jitterscope_noise_sweeps_total{{cpu=\"{hk}\"}}")));

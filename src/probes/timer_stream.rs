@@ -359,8 +359,11 @@ mod tests {
         assert_eq!(h.late_handoffs(), 1);
         assert_eq!(end.start_ns, full.end_ns);
         assert!(end.end_ns >= base + 2 * c.handoff_ns);
-        // Every deadline up to the end was either woken for or counted as skipped.
-        let deadlines = full.hist.count() + end.hist.count() + full.overruns + end.overruns;
-        assert!((2_500..=2_510).contains(&deadlines), "{deadlines}");
+        // Every deadline up to the last wake-up was either woken for or counted as
+        // skipped, once (a stall at the end may carry the last wake-up past the end).
+        let accounted = full.hist.count() + end.hist.count() + full.overruns + end.overruns;
+        let due = (end.end_ns - base) / c.interval_ns;
+        assert_eq!(accounted, due, "deadlines accounted for vs due");
+        assert!(accounted >= 2_500);
     }
 }
