@@ -107,6 +107,9 @@ pub enum Command {
     /// Set saved runs side by side: the same probe and CPU in each, the change from the
     /// first run, a verdict per row, and overlaid plots.
     Compare(CompareArgs),
+    /// Always-on timer latency (and optional noise sweeps) served as Prometheus /
+    /// OpenMetrics on --listen, with an HdrHistogram interval log; runs until SIGTERM.
+    Monitor(MonitorArgs),
 }
 
 /// `-a` for the commands that measure a set of CPUs.
@@ -740,6 +743,8 @@ pub struct TimeFlag {
     pub bare: Bare,
     /// Why a bare number means that: the tool whose habit it keeps.
     pub why: &'static str,
+    /// Other arguments the flag needs, for the test that parses it.
+    pub needs: &'static [&'static str],
 }
 
 /// Every flag that takes a time, with what a bare number means. Every one also takes a
@@ -752,6 +757,7 @@ pub const TIME_FLAGS: &[TimeFlag] = &[
         id: "duration",
         bare: Bare::Seconds,
         why: "cyclictest's and oslat's -D",
+        needs: &[],
     },
     TimeFlag {
         commands: &["run"],
@@ -759,6 +765,7 @@ pub const TIME_FLAGS: &[TimeFlag] = &[
         id: "step_time",
         bare: Bare::Seconds,
         why: "a duration, as -D",
+        needs: &[],
     },
     TimeFlag {
         commands: &["noise", "timer", "pingpong"],
@@ -766,6 +773,7 @@ pub const TIME_FLAGS: &[TimeFlag] = &[
         id: "warmup",
         bare: Bare::Seconds,
         why: "a duration, as -D",
+        needs: &[],
     },
     TimeFlag {
         commands: &["c2c"],
@@ -773,6 +781,7 @@ pub const TIME_FLAGS: &[TimeFlag] = &[
         id: "preheat",
         bare: Bare::Seconds,
         why: "a duration, as -D",
+        needs: &[],
     },
     TimeFlag {
         commands: &["noise"],
@@ -780,6 +789,7 @@ pub const TIME_FLAGS: &[TimeFlag] = &[
         id: "threshold",
         bare: Bare::Micros,
         why: "oslat's and rtla osnoise's -T",
+        needs: &[],
     },
     TimeFlag {
         commands: &["timer"],
@@ -787,6 +797,7 @@ pub const TIME_FLAGS: &[TimeFlag] = &[
         id: "interval",
         bare: Bare::Micros,
         why: "cyclictest's -i",
+        needs: &[],
     },
     TimeFlag {
         commands: &["timer"],
@@ -794,6 +805,7 @@ pub const TIME_FLAGS: &[TimeFlag] = &[
         id: "distance",
         bare: Bare::Micros,
         why: "cyclictest's -d",
+        needs: &[],
     },
     TimeFlag {
         commands: &["timer"],
@@ -801,6 +813,7 @@ pub const TIME_FLAGS: &[TimeFlag] = &[
         id: "stop_above",
         bare: Bare::Micros,
         why: "cyclictest's -b",
+        needs: &[],
     },
     TimeFlag {
         commands: &["timer"],
@@ -808,6 +821,7 @@ pub const TIME_FLAGS: &[TimeFlag] = &[
         id: "spikes",
         bare: Bare::Micros,
         why: "cyclictest's --spike",
+        needs: &[],
     },
     TimeFlag {
         commands: &["timer"],
@@ -815,6 +829,7 @@ pub const TIME_FLAGS: &[TimeFlag] = &[
         id: "dma_latency",
         bare: Bare::Micros,
         why: "cyclictest's --latency (whole µs only)",
+        needs: &[],
     },
     TimeFlag {
         commands: &["timer"],
@@ -822,6 +837,7 @@ pub const TIME_FLAGS: &[TimeFlag] = &[
         id: "timer_slack",
         bare: Bare::Nanos,
         why: "the kernel's unit (prctl PR_SET_TIMERSLACK)",
+        needs: &[],
     },
     TimeFlag {
         commands: &["queue"],
@@ -829,6 +845,7 @@ pub const TIME_FLAGS: &[TimeFlag] = &[
         id: "interval",
         bare: Bare::Micros,
         why: "timer's -i",
+        needs: &[],
     },
     TimeFlag {
         commands: &["pingpong", "work"],
@@ -836,6 +853,7 @@ pub const TIME_FLAGS: &[TimeFlag] = &[
         id: "pause",
         bare: Bare::Nanos,
         why: "pauses are ns long",
+        needs: &[],
     },
     TimeFlag {
         commands: &["work"],
@@ -843,6 +861,63 @@ pub const TIME_FLAGS: &[TimeFlag] = &[
         id: "ns",
         bare: Bare::Nanos,
         why: "its name",
+        needs: &[],
+    },
+    TimeFlag {
+        commands: &["monitor"],
+        flag: "-i/--interval",
+        id: "interval",
+        bare: Bare::Micros,
+        why: "cyclictest's -i",
+        needs: &[],
+    },
+    TimeFlag {
+        commands: &["monitor"],
+        flag: "-D/--duration",
+        id: "duration",
+        bare: Bare::Seconds,
+        why: "as for the other commands",
+        needs: &[],
+    },
+    TimeFlag {
+        commands: &["monitor"],
+        flag: "--noise-threshold",
+        id: "noise_threshold",
+        bare: Bare::Micros,
+        why: "noise's -T",
+        needs: &[],
+    },
+    TimeFlag {
+        commands: &["monitor"],
+        flag: "--noise-every",
+        id: "noise_every",
+        bare: Bare::Seconds,
+        why: "a duration, as -D",
+        needs: &["--noise-cpus", "1"],
+    },
+    TimeFlag {
+        commands: &["monitor"],
+        flag: "--noise-for",
+        id: "noise_for",
+        bare: Bare::Seconds,
+        why: "a duration, as -D",
+        needs: &[],
+    },
+    TimeFlag {
+        commands: &["monitor"],
+        flag: "--log-interval",
+        id: "log_interval",
+        bare: Bare::Seconds,
+        why: "a duration, as -D",
+        needs: &[],
+    },
+    TimeFlag {
+        commands: &["monitor"],
+        flag: "--audit-every",
+        id: "audit_every",
+        bare: Bare::Seconds,
+        why: "a duration, as -D",
+        needs: &[],
     },
 ];
 
@@ -1080,6 +1155,107 @@ fn parse_event_log(s: &str) -> Result<usize, String> {
     parse_count(s, 0, 10_000_000, "a count (16 bytes each per CPU)")
 }
 
+/// `jitterscope monitor`.
+#[derive(Debug, Clone, Args)]
+pub struct MonitorArgs {
+    /// CPUs to measure [default: every online, allowed CPU but one housekeeping CPU].
+    #[arg(short = 'a', long = "cpus", value_name = "LIST")]
+    pub cpus: Option<String>,
+
+    /// The CPU left for the HTTP server and the bookkeeping [default: the lowest
+    /// allowed CPU].
+    #[arg(long, value_name = "CPU")]
+    pub housekeeping: Option<usize>,
+
+    /// Real-time priority 1-99 of the timer threads; implies --policy fifo.
+    #[arg(short = 'p', long, value_name = "PRIO", value_parser = clap::value_parser!(u8).range(1..=99))]
+    pub priority: Option<u8>,
+
+    /// Scheduling policy of the timer threads: other, fifo or rr [default: fifo at
+    /// priority 1 as root, other otherwise].
+    #[arg(long, value_name = "POLICY", value_parser = parse_policy)]
+    pub policy: Option<Policy>,
+
+    /// Timer interval in µs (or with a unit), from 10 µs to 1 s.
+    #[arg(short = 'i', long, value_name = "US", default_value = "1000", value_parser = parse_interval)]
+    pub interval: u64,
+
+    /// Stop after this long [default: run until SIGTERM or Ctrl-C].
+    #[arg(short = 'D', long, value_name = "DURATION", value_parser = parse_duration)]
+    pub duration: Option<Duration>,
+
+    /// Where to serve /metrics. A non-loopback address exposes the metrics to anyone
+    /// who can reach it.
+    #[arg(long, value_name = "ADDR:PORT", default_value = "127.0.0.1:9464")]
+    pub listen: std::net::SocketAddr,
+
+    /// Count wake-ups later than each of these (up to 4, comma-separated; µs when bare).
+    #[arg(long, value_name = "LIST", default_value = "100us,1ms", value_parser = parse_us_list)]
+    pub late_above: UsList,
+
+    /// Write an HdrHistogram interval log (jHiccup's format) in DIR.
+    #[arg(long, value_name = "DIR")]
+    pub log_dir: Option<PathBuf>,
+
+    /// One interval-log entry per CPU this often (whole seconds).
+    #[arg(long, value_name = "DURATION", default_value = "60s", value_parser = parse_duration)]
+    pub log_interval: Duration,
+
+    /// Rotate the interval log when it grows past this many MiB.
+    #[arg(long, value_name = "MIB", default_value_t = 64,
+          value_parser = clap::value_parser!(u64).range(1..=65536))]
+    pub log_max_mib: u64,
+
+    /// How many rotated logs to keep (.1 … .N).
+    #[arg(long, value_name = "N", default_value_t = 4,
+          value_parser = clap::value_parser!(u32).range(1..=100))]
+    pub log_keep: u32,
+
+    /// Sweep for OS noise this often, on --noise-cpus only (a spinner at SCHED_OTHER).
+    #[arg(long, value_name = "DURATION", value_parser = parse_duration, requires = "noise_cpus")]
+    pub noise_every: Option<Duration>,
+
+    /// How long each noise sweep spins.
+    #[arg(long, value_name = "DURATION", default_value = "5s", value_parser = parse_duration)]
+    pub noise_for: Duration,
+
+    /// The CPUs noise sweeps may spin on (measured CPUs only); required with
+    /// --noise-every, so that no spinner runs on a CPU nobody named.
+    #[arg(long, value_name = "LIST", requires = "noise_every")]
+    pub noise_cpus: Option<String>,
+
+    /// A noise sweep counts gaps longer than this (ns when bare).
+    #[arg(long, value_name = "TIME", default_value = "1us", value_parser = parse_noise_threshold)]
+    pub noise_threshold: u64,
+
+    /// Run the tuning audit again this often, so that a changed host shows.
+    #[arg(long, value_name = "DURATION", default_value = "10m", value_parser = parse_duration)]
+    pub audit_every: Duration,
+
+    /// Do not lock memory (page faults may then land inside the measurement).
+    #[arg(long)]
+    pub no_mlock: bool,
+
+    /// Allow the timer threads on every CPU, leaving none for the server.
+    #[arg(long)]
+    pub force: bool,
+}
+
+/// A list of times in ns, as `--late-above` gives it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct UsList(pub Vec<u64>);
+
+fn parse_us_list(s: &str) -> Result<UsList, String> {
+    let items: Result<Vec<u64>, String> = s.split(',').map(parse_us).collect();
+    let items = items?;
+    match items.len() {
+        1..=4 => Ok(UsList(items)),
+        n => Err(format!(
+            "expected 1 to 4 comma-separated times, got {n} in '{s}'"
+        )),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -1092,9 +1268,10 @@ mod tests {
         for f in TIME_FLAGS {
             for cmd in f.commands {
                 let flag = f.flag.split('/').next_back().unwrap();
-                let argv = ["jitterscope", cmd, flag, "3"];
+                let mut argv = vec!["jitterscope", cmd, flag, "3"];
+                argv.extend_from_slice(f.needs);
                 let m = Cli::command()
-                    .try_get_matches_from(argv)
+                    .try_get_matches_from(&argv)
                     .unwrap_or_else(|e| {
                         panic!("{argv:?}: {e}");
                     });

@@ -17,8 +17,10 @@ fn main() -> ExitCode {
         Ok(cli) => cli,
         Err(e) => return usage_error(e, &argv),
     };
-    let stop = match install_signal_handlers() {
-        Ok(stop) => stop,
+    // monitor runs until SIGTERM, and SIGHUP asks it to reopen its log (logrotate).
+    let monitor = matches!(cli.command, Some(Command::Monitor(_)));
+    let (stop, reopen) = match install_signal_handlers(monitor) {
+        Ok(flags) => flags,
         Err(e) => return fail(anyhow::anyhow!("cannot install signal handlers: {e}")),
     };
     let outcome = match cli.command {
@@ -37,11 +39,12 @@ fn main() -> ExitCode {
         Some(Command::Completions(args)) => completions(args.shell),
         Some(Command::Man) => man_page(),
         Some(Command::Run(args)) => app::main_job::run(&args, &argv, &stop),
+        Some(Command::Monitor(args)) => app::monitor::run(&args, &argv, &stop, &reopen),
         None => app::main_job::run(&MainArgs::default(), &argv, &stop),
     };
     match outcome {
         // A signal that came while saving or printing still makes this an interrupted run.
-        Ok(Ending::Completed) if stop.load(std::sync::atomic::Ordering::Relaxed) => {
+        Ok(Ending::Completed) if !monitor && stop.load(std::sync::atomic::Ordering::Relaxed) => {
             ExitCode::from(130)
         }
         Ok(Ending::Completed) => ExitCode::SUCCESS,
@@ -78,7 +81,10 @@ fn man_page() -> anyhow::Result<Ending> {
 /// SIGINT, SIGTERM and SIGHUP set the stop flag: the run ends cleanly, saves and prints.
 /// A second SIGINT or SIGTERM exits at once; SIGHUP (a dropped terminal) never counts as
 /// the first of those, so it cannot turn a later Ctrl-C into an exit without saving.
-fn install_signal_handlers() -> std::io::Result<Arc<AtomicBool>> {
+/// For `monitor` (`hup_reopens`), SIGHUP sets the second flag instead: reopen the logs.
+fn install_signal_handlers(
+    hup_reopens: bool,
+) -> std::io::Result<(Arc<AtomicBool>, Arc<AtomicBool>)> {
     use signal_hook::consts::{SIGHUP, SIGINT, SIGTERM};
     use signal_hook::flag;
     let stop = Arc::new(AtomicBool::new(false));
@@ -88,8 +94,10 @@ fn install_signal_handlers() -> std::io::Result<Arc<AtomicBool>> {
         flag::register(sig, Arc::clone(&asked_to_stop))?;
         flag::register(sig, Arc::clone(&stop))?;
     }
-    flag::register(SIGHUP, Arc::clone(&stop))?;
-    Ok(stop)
+    let reopen = Arc::new(AtomicBool::new(false));
+    let on_hup = if hup_reopens { &reopen } else { &stop };
+    flag::register(SIGHUP, Arc::clone(on_hup))?;
+    Ok((stop, reopen))
 }
 
 /// clap's errors, cut to one line, with clap's own suggestion or, for a flag of a peer

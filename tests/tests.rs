@@ -18,6 +18,7 @@ mod histogram_interop;
 mod html_page;
 mod main_job;
 mod memory;
+mod monitor;
 mod nonroot;
 mod pingpong;
 mod plots;

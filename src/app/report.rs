@@ -18,6 +18,9 @@ pub fn run(args: &ReportArgs) -> anyhow::Result<Ending> {
     if args.buckets && !matches!(args.format, ReportFormat::Csv) {
         anyhow::bail!("--buckets applies to --format csv only");
     }
+    if let Some(text) = interval_logs(args)? {
+        return deliver(&text, args.output.as_deref());
+    }
     let results = read_all(&args.results)?;
     let dir = || output_dir(args.format, args.output.as_deref());
     let text = match args.format {
@@ -36,6 +39,32 @@ pub fn run(args: &ReportArgs) -> anyhow::Result<Ending> {
 
 fn plots(results: &[Loaded], dir: &Path, format: plot::Format) -> anyhow::Result<Vec<PathBuf>> {
     plot::write_all(&plot::result_plots(results)?, dir, format)
+}
+
+/// HdrHistogram interval logs (`monitor --log-dir`) instead of result files: a table per
+/// log. `None` when the first file is not one.
+fn interval_logs(args: &ReportArgs) -> anyhow::Result<Option<String>> {
+    use crate::report::interval_log;
+    let read = |p: &Path| std::fs::read(p).with_context(|| format!("cannot read {}", p.display()));
+    let Some(first) = args.results.first() else {
+        return Ok(None);
+    };
+    if !interval_log::looks_like(&read(first)?) {
+        return Ok(None);
+    }
+    if !matches!(args.format, ReportFormat::Table) {
+        anyhow::bail!(
+            "{}: an interval log is shown as a table only",
+            first.display()
+        );
+    }
+    let mut text = String::new();
+    for p in &args.results {
+        let log =
+            interval_log::parse(&read(p)?).map_err(|e| anyhow::anyhow!("{}: {e}", p.display()))?;
+        text.push_str(&interval_log::table(&p.display().to_string(), &log));
+    }
+    Ok(Some(text))
 }
 
 /// Reads every file before anything is written: one bad file fails the whole command,

@@ -9,4 +9,5 @@ pub mod queue;
 pub mod record;
 pub mod syscalls;
 pub mod timer;
+pub mod timer_stream;
 pub mod work;

@@ -11,6 +11,7 @@ pub mod figure;
 pub mod gate;
 pub mod gnuplot;
 pub mod html;
+pub mod interval_log;
 pub mod plot;
 pub mod result;
 pub mod table;
