@@ -647,6 +647,11 @@ pub struct SelftestArgs {
     /// About 3 s instead of about 10 s, with fewer holds (a miss then weighs more).
     #[arg(long)]
     pub quick: bool,
+
+    /// Also save the checks with the host's facts as JSON to FILE (atomically), to attach
+    /// to a bug report.
+    #[arg(short = 'o', long, value_name = "FILE")]
+    pub output: Option<PathBuf>,
 }
 
 /// `jitterscope compare`.

@@ -14,11 +14,13 @@ use std::process::Command;
 
 use crate::util;
 
-/// Peak RSS limits in KiB: two measured CPUs, one measured CPU (measured here 6.0-6.1 MiB
-/// and 5.3-5.5 MiB with the release profile of Cargo.toml; 7.5-7.6 and 6.8-7.0 MiB before
-/// it). The margin is about 0.4 MiB.
-const LIMIT_TWO_KIB: u64 = 6_656;
-const LIMIT_ONE_KIB: u64 = 5_888;
+/// Peak RSS limits in KiB: two measured CPUs, one measured CPU. Measured here 6.9-7.1 MiB
+/// and 6.3-6.4 MiB with the release profile of Cargo.toml once monitor's HTTP stack and
+/// the tracing code were linked in (6.0-6.1 and 5.3-5.5 before them; 7.5-7.6 and 6.8-7.0
+/// before the profile). The margin is about 0.4 MiB. These guard against regressions;
+/// they are above issue 15's targets (4.5 and 4.0 MiB), which this build does not meet.
+const LIMIT_TWO_KIB: u64 = 7_500;
+const LIMIT_ONE_KIB: u64 = 6_900;
 
 fn gnu_time() -> Option<&'static str> {
     let path = "/usr/bin/time";

@@ -21,7 +21,9 @@ fn selftest_passes_here() {
         return;
     }
     let _m = measuring();
-    let out = jitterscope(&["selftest"]);
+    let dir = tempfile::tempdir().unwrap();
+    let saved = dir.path().join("selftest.json");
+    let out = jitterscope(&["selftest", "-o", saved.to_str().unwrap()]);
     let text = String::from_utf8_lossy(&out.stdout);
     eprintln!("{text}");
     assert_eq!(
@@ -38,6 +40,10 @@ fn selftest_passes_here() {
         );
     }
     assert!(text.contains("all checks passed"));
+    let record: jitterscope::app::selftest::SelftestRecord =
+        serde_json::from_str(&std::fs::read_to_string(&saved).unwrap()).unwrap();
+    assert_eq!(record.checks.len(), 4);
+    assert!(!record.host.kernel_release.is_empty());
 }
 
 #[test]

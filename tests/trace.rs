@@ -255,26 +255,24 @@ fn issue13_tick_truth_and_coverage_through_noise_trace() {
         .iter()
         .find(|c| c.cause.starts_with("vector local_timer: tick_"))
         .unwrap_or_else(|| panic!("the tick is there: {:?}", a.causes));
-    // With NO_HZ_IDLE the tick stops while the CPU idles (when the fair server has
-    // throttled the loop and nothing else runs): that time does not count.
-    let idle_ns: u64 = (a.causes.iter())
-        .filter(|c| c.cause.starts_with("task swapper/"))
-        .map(|c| c.total_ns)
-        .sum();
-    let secs = (r.run.actual_duration_ns - idle_ns) as f64 / 1e9;
-    let rate = tick.occurrences as f64 / secs;
-    eprintln!(
-        "tick: {} times in {} gaps over {secs:.3} s not idle: {rate:.1}/s, CONFIG_HZ={hz}; \
-         period {:?}",
-        tick.occurrences, tick.gaps, tick.period_ns
-    );
-    assert!(
-        (rate - f64::from(hz)).abs() <= f64::from(hz) * 0.02,
-        "{rate}/s against HZ={hz}"
-    );
+    // The tick's rate from its period, and its count: never above HZ (beyond 2 %), and
+    // below it only by the time the CPU idled, when NO_HZ_IDLE may stop it (after the
+    // fair server throttled the loop and nothing else ran).
+    let secs = r.run.actual_duration_ns as f64 / 1e9;
+    let count_rate = tick.occurrences as f64 / secs;
     let period = tick.period_ns.expect("the tick has a period");
-    let want = 1e9 / f64::from(hz);
-    assert!((period as f64 - want).abs() <= want * 0.02, "{period} ns");
+    let rate = 1e9 / period as f64;
+    eprintln!(
+        "tick: {} times in {} gaps over {secs:.3} s ({count_rate:.1}/s), period {period} ns \
+         ({rate:.1}/s), CONFIG_HZ={hz}",
+        tick.occurrences, tick.gaps
+    );
+    let hz = f64::from(hz);
+    assert!((rate - hz).abs() <= hz * 0.02, "{rate}/s against HZ={hz}");
+    assert!(
+        (0.9 * hz..=1.02 * hz).contains(&count_rate),
+        "{count_rate}/s against HZ={hz}"
+    );
     assert!(our_instances().is_empty());
     assert_eq!(tracing_state(), before);
 }

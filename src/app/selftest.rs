@@ -140,6 +140,9 @@ pub fn run(args: &SelftestArgs, stop: &AtomicBool) -> anyhow::Result<Ending> {
         }
     }
     checks.push(safety_check(threads_before));
+    if let Some(path) = &args.output {
+        save(path, &clock, &universe, &checks)?;
+    }
     print_table(&checks);
     let interrupted = stop.load(Ordering::Relaxed);
     Ok(match checks.iter().any(|c| c.outcome == Outcome::Fail) {
@@ -504,6 +507,34 @@ fn safety_check(threads_before: Option<usize>) -> Check {
         false => Outcome::Fail,
     };
     Check::new("safety", outcome, figures)
+}
+
+/// What a saved selftest holds: the host's facts and the checks.
+#[derive(Debug, Serialize, Deserialize)]
+pub struct SelftestRecord {
+    /// "jitterscope-selftest/1".
+    pub schema: String,
+    pub tool_version: String,
+    pub host: crate::system::HostInfo,
+    pub checks: Vec<Check>,
+}
+
+/// Saves the checks beside the host's facts, atomically.
+fn save(
+    path: &std::path::Path,
+    clock: &ClockInfo,
+    universe: &CpuUniverse,
+    checks: &[Check],
+) -> anyhow::Result<()> {
+    let record = SelftestRecord {
+        schema: "jitterscope-selftest/1".into(),
+        tool_version: env!("CARGO_PKG_VERSION").into(),
+        host: crate::system::HostInfo::collect(clock.clone(), universe.online.clone()),
+        checks: checks.to_vec(),
+    };
+    let text = serde_json::to_string_pretty(&record)?;
+    crate::report::result::write_atomic(path, text.as_bytes())
+        .with_context(|| format!("cannot write {}", path.display()))
 }
 
 /// This process's threads, from /proc/self/status.
