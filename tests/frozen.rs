@@ -18,11 +18,15 @@ use jitterscope::report::views::Kind;
 use jitterscope::report::{ResultFile, audit_table, plot, verdict};
 use jitterscope::stats::LatencyHistogram;
 
-use crate::util::{FROZEN, frozen, jitterscope, skip, stderr_lines};
+use crate::util::{FROZEN, frozen, skip, stderr_lines};
 
-/// `jitterscope ARGS`, which must succeed; its stdout.
+/// `jitterscope ARGS` with `COLUMNS=100`, which must succeed; its stdout.
 fn run_ok(args: &[&str]) -> String {
-    let out = jitterscope(args);
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_jitterscope"))
+        .args(args)
+        .env("COLUMNS", "100")
+        .output()
+        .expect("the binary runs");
     assert_eq!(
         out.status.code(),
         Some(0),

@@ -9,6 +9,7 @@ use anyhow::Context;
 
 use crate::cli::{ReportArgs, ReportFormat};
 use crate::report::export::{self, Loaded};
+use crate::report::table::{Layout, wrap};
 use crate::report::{ResultFile, gnuplot, html, plot, views};
 
 use super::Ending;
@@ -94,20 +95,28 @@ fn tables(results: &[Loaded]) -> String {
     out
 }
 
-/// One line naming the file, host and run, then the degradations.
+/// The file, host and run, wrapped to the layout's width, then the command on a line of
+/// its own (whole, ready to paste), then the degradations.
 fn file_header(path: &Path, r: &ResultFile) -> String {
     let (h, run) = (&r.host, &r.run);
-    let mut out = format!(
-        "== {}: {} ({}, {}), started {}: {}\n",
+    let width = Layout::current().wrap_width();
+    let head = format!(
+        "== {}: {} ({}, {}), started {}",
         path.display(),
         h.hostname,
         h.kernel_release,
         h.cpu_model,
         run.start_time,
-        run.command_line.join(" "),
+    );
+    let mut out = format!(
+        "{}\n  {}\n",
+        wrap(&head, width, "   "),
+        run.command_line.join(" ")
     );
     for d in &run.degraded {
-        out.push_str(&format!("degraded: {}\n", d.message));
+        let line = format!("degraded: {}", d.message);
+        out.push_str(&wrap(&line, width, "  "));
+        out.push('\n');
     }
     out
 }

@@ -10,6 +10,7 @@ use std::path::Path;
 
 use maud::{DOCTYPE, Markup, PreEscaped, html};
 
+use crate::report::dist::UNCONFIRMED_NOTE;
 use crate::report::export::{self, Dist, Loaded};
 use crate::report::{ResultFile, plot};
 use crate::system::HostInfo;
@@ -425,20 +426,10 @@ fn summary_tables(dists: &[Dist]) -> Vec<Table> {
         .collect()
 }
 
-const SUMMARY_HEADERS: [&str; 9] = [
-    "key",
-    "metric",
-    "count",
-    "min (ns)",
-    "p50 (ns)",
-    "p90 (ns)",
-    "p99 (ns)",
-    "p99.9 (ns)",
-    "max (ns)",
-];
-
 fn summary_table(probe: &str, dists: &[&Dist]) -> Table {
-    let mut headers: Vec<String> = SUMMARY_HEADERS.map(String::from).to_vec();
+    let u = export::unit_of(probe);
+    let mut headers: Vec<String> = ["key", "metric", "cpu", "count"].map(String::from).to_vec();
+    headers.extend(export::TIME_COLUMNS.iter().map(|c| u.header(c)));
     // The kinds whose entries have a rate (noise) get its two columns.
     let noise = dists.iter().any(|d| d.rate_per_s.is_some());
     if noise {
@@ -447,7 +438,9 @@ fn summary_table(probe: &str, dists: &[&Dist]) -> Table {
     let rows: Vec<Vec<String>> = dists
         .iter()
         .map(|d| {
-            let mut row = summary_row(d);
+            let mut row = vec![d.key.clone(), d.metric_label(), d.cpu.clone()];
+            row.push(d.summary.count.to_string());
+            row.extend(export::time_cells(&d.summary, u));
             if let (true, Some(rate), Some(pct)) = (noise, d.rate_per_s, d.interrupted_pct) {
                 row.push(format!("{rate:.1}"));
                 row.push(format!("{pct:.4}"));
@@ -457,22 +450,11 @@ fn summary_table(probe: &str, dists: &[&Dist]) -> Table {
         .collect();
     let untrusted = dists.iter().any(|d| !d.trusted);
     Table {
-        caption: format!("{probe}: summary (values in ns)"),
+        caption: format!("{probe}: summary (times in {})", u.name()),
         headers,
         rows,
-        note: untrusted.then(|| {
-            "* the TSC check could not confirm these counter-stamp figures (one_way_valid \
-             is false); half the round trip is the safer one-way figure."
-                .into()
-        }),
+        note: untrusted.then(|| UNCONFIRMED_NOTE.to_string()),
     }
-}
-
-fn summary_row(d: &Dist) -> Vec<String> {
-    let metric = format!("{}{}", d.metric, if d.trusted { "" } else { " *" });
-    let mut row = vec![d.key.clone(), metric];
-    row.extend(crate::report::export::count_and_quantiles(d.summary));
-    row
 }
 
 /// Every plot of one file as a figure, and why some or all are missing: the page still

@@ -20,6 +20,7 @@ use crate::probes::timer::TimerEntry;
 use crate::probes::work::WorkEntry;
 use crate::report::dist::{Dist, SeriesView};
 use crate::report::figure::Figure;
+use crate::report::table::{Unit, hidden_note};
 use crate::report::{ProbeEntry, ResultFile};
 
 pub mod c2c;
@@ -68,6 +69,24 @@ impl Kind {
             Kind::Work => "work",
             Kind::Syscalls => "syscalls",
             Kind::Ptp => "ptp",
+        }
+    }
+
+    /// The kind whose entries `probe` (their JSON tag) names.
+    pub fn of_probe(probe: &str) -> Option<Kind> {
+        Kind::ALL.into_iter().find(|k| k.name() == probe)
+    }
+
+    /// The unit of this kind's times in every table of every format (terminal,
+    /// Markdown, HTML, `compare`): µs for what runs from µs to ms (noise's
+    /// interruptions, timer wake-ups), ns for what starts at tens of ns (a queue's
+    /// transit, pingpong, c2c, work, syscalls, ptp). The CSV exports are one table of
+    /// every kind, in ns, as their headers say.
+    pub fn unit(self) -> Unit {
+        match self {
+            Kind::Noise | Kind::Timer => Unit::Us,
+            Kind::Pingpong | Kind::C2c | Kind::Queue | Kind::Work | Kind::Syscalls => Unit::Ns,
+            Kind::Ptp => Unit::Ns,
         }
     }
 
@@ -171,6 +190,7 @@ fn figures_of<T: KindView>(r: &ResultFile) -> Vec<Figure> {
 /// The tables of every kind the result holds, in [`Kind::ALL`]'s order, then a note of
 /// the entries of a newer kind that were skipped.
 pub fn tables(r: &ResultFile) -> String {
+    crate::report::table::reset_hidden();
     let mut parts: Vec<String> = Kind::ALL.iter().filter_map(|k| k.tables(r)).collect();
     let unknown = r.probes.iter().filter(|e| e.view().is_none()).count();
     if unknown > 0 {
@@ -181,6 +201,14 @@ pub fn tables(r: &ResultFile) -> String {
     let mut out = String::new();
     for p in parts {
         out.push_str(p.trim_end());
+        out.push('\n');
+    }
+    if let Some(note) = hidden_note() {
+        out.push_str(&crate::report::table::wrap(
+            &note,
+            crate::report::table::Layout::current().wrap_width(),
+            "",
+        ));
         out.push('\n');
     }
     out
