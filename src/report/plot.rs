@@ -109,6 +109,11 @@ impl Plot {
         encode_png(&rgb, (w, h)).map_err(|r| self.draw_error(r))
     }
 
+    /// Whether the plot is a time series (the page shows those first).
+    pub fn is_series(&self) -> bool {
+        matches!(self.chart, Chart::Series { .. })
+    }
+
     /// Width and height in pixels: a heat map grows with its CPU count.
     pub fn size(&self) -> (u32, u32) {
         match &self.chart {

@@ -214,6 +214,39 @@ pub fn tables(r: &ResultFile) -> String {
     out
 }
 
+/// Each series entry's `n` largest events (noise interruptions, timer wake-ups), largest
+/// first, with when they began: what `report --top N` prints.
+pub fn largest_events(r: &ResultFile, n: usize) -> String {
+    let mut out = String::new();
+    for s in r.probes.iter().filter_map(|e| e.view()?.series()) {
+        let u = Kind::of_probe(s.probe).map_or(Unit::Ns, Kind::unit);
+        let mut t = crate::report::table::Tab::new(&[
+            crate::report::table::core("#"),
+            crate::report::table::core("at (s)"),
+            crate::report::table::core(u.header("duration")),
+        ])
+        .compact();
+        let mut events: Vec<_> = s.largest.iter().collect();
+        events.sort_by_key(|e| std::cmp::Reverse(e.duration_ns));
+        for (i, e) in events.iter().take(n).enumerate() {
+            t.row(vec![
+                (i + 1).to_string(),
+                format!("{:.6}", e.start_ns as f64 / 1e9),
+                u.cell(Some(e.duration_ns)),
+            ]);
+        }
+        out.push_str(&format!(
+            "{} CPU {}: the {} largest of {} kept ({})\n{t}\n",
+            s.probe,
+            s.cpu,
+            n.min(events.len()),
+            events.len(),
+            s.gap
+        ));
+    }
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
