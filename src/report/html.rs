@@ -239,11 +239,22 @@ pub fn result_page(results: &[Loaded]) -> anyhow::Result<Page> {
         if let Some(v) = stored_or_main_verdict(r) {
             page.sections.push(verdict_section(&named("Verdict"), &v));
         }
-        let events = largest_tables(r);
-        if !series.is_empty() || !events.is_empty() {
+        if !series.is_empty() {
             page.sections.push(Section {
                 heading: named("Over time, per CPU"),
                 figures: series,
+                ..Section::default()
+            });
+        }
+        let events = largest_tables(r);
+        if !events.is_empty() {
+            page.sections.push(Section {
+                heading: named("Largest events"),
+                text: vec![
+                    "Each entry's largest events, when each began (seconds from the start of \
+                     the run, and the counter's value, the timebase of x86-tsc traces)."
+                        .into(),
+                ],
                 tables: events,
                 ..Section::default()
             });
