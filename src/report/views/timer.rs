@@ -79,9 +79,9 @@ fn tables(entries: &[&TimerEntry]) -> String {
     }
     let same = entries.iter().all(|e| e.corrected.summary == e.summary);
     let corrected = if same {
-        "Corrected for coordinated omission: the same (no wake-up came a whole interval \
-         late, so none was hidden)\n"
-            .to_string()
+        let same = "Corrected for coordinated omission: the same (no wake-up came a whole \
+                    interval late, so none was hidden)";
+        format!("{}\n", wrap(same, Layout::current().wrap_width(), "  "))
     } else {
         let head = [core("CPU"), core("count")];
         let mut c = Tab::new(&[&head[..], &distribution_cols(u)[..]].concat());
