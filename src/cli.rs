@@ -136,6 +136,10 @@ pub struct SaveArgs {
     /// Print no table.
     #[arg(short = 'q', long)]
     pub quiet: bool,
+
+    /// Every table column, whatever the terminal's width (the files always hold them).
+    #[arg(long)]
+    pub wide: bool,
 }
 
 impl SaveArgs {
@@ -582,6 +586,14 @@ pub struct ReportArgs {
     /// csv: one row per histogram bucket instead of one per entry.
     #[arg(long)]
     pub buckets: bool,
+
+    /// table: every column, whatever the terminal's width (the files always hold them).
+    #[arg(long)]
+    pub wide: bool,
+
+    /// table: also list each entry's N largest events with their times (noise, timer).
+    #[arg(long, value_name = "N")]
+    pub top: Option<usize>,
 }
 
 /// `jitterscope run`, and a bare `jitterscope`.
@@ -674,6 +686,10 @@ pub struct CompareArgs {
     /// directory to write the files into (required).
     #[arg(short = 'o', long = "output", value_name = "PATH")]
     pub output: Option<PathBuf>,
+
+    /// table: every column, whatever the terminal's width (the files always hold them).
+    #[arg(long)]
+    pub wide: bool,
 }
 
 /// `jitterscope audit`.

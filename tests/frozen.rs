@@ -18,11 +18,15 @@ use jitterscope::report::views::Kind;
 use jitterscope::report::{ResultFile, audit_table, plot, verdict};
 use jitterscope::stats::LatencyHistogram;
 
-use crate::util::{FROZEN, frozen, jitterscope, skip, stderr_lines};
+use crate::util::{FROZEN, frozen, skip, stderr_lines};
 
-/// `jitterscope ARGS`, which must succeed; its stdout.
+/// `jitterscope ARGS` with `COLUMNS=100`, which must succeed; its stdout.
 fn run_ok(args: &[&str]) -> String {
-    let out = jitterscope(args);
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_jitterscope"))
+        .args(args)
+        .env("COLUMNS", "100")
+        .output()
+        .expect("the binary runs");
     assert_eq!(
         out.status.code(),
         Some(0),
@@ -339,4 +343,53 @@ fn compare_with_a_worse_copy() {
     }
     let html = run_ok(&["compare", a, b, "--format", "html"]).replace(tmp_s, "[TMP]");
     insta::assert_snapshot!("compare_html", without_svg(&html));
+}
+
+/// Issue 16, item 6: a main job's stored verdict is what `report` prints (not one made
+/// again), it survives the round trip, and a file without one (the fixture, as older
+/// versions wrote it) still gets the verdict made from the file.
+#[test]
+fn report_prints_the_stored_verdict() {
+    let mut r = frozen();
+    assert!(r.verdict.is_none(), "the fixture predates stored verdicts");
+    let made = verdict::verdict(&r);
+    let without = run_ok(&["report", FROZEN]);
+    assert!(without.contains(&made.lines[0]), "{without}");
+    let mut stored = made.clone();
+    stored
+        .lines
+        .insert(0, "A stored line no analysis would write.".into());
+    r.verdict = Some(stored.clone());
+    let tmp = tempfile::tempdir().unwrap();
+    let path = tmp.path().join("main.json");
+    r.write_atomic(&path).unwrap();
+    // serde_json may round a share's last bit: the words and fixes read back, the
+    // shares to 1e-12.
+    let back = ResultFile::read(&path).unwrap().verdict.expect("stored");
+    assert_eq!(back.lines, stored.lines);
+    for (a, b) in back.fixes.iter().zip(&stored.fixes) {
+        assert_eq!((&a.finding, &a.fix), (&b.finding, &b.fix));
+        assert!((a.share.unwrap() - b.share.unwrap()).abs() < 1e-12);
+    }
+    let with = run_ok(&["report", path.to_str().unwrap()]);
+    assert!(
+        with.contains("A stored line no analysis would write."),
+        "{with}"
+    );
+    for f in &made.fixes {
+        // Each fix on a line of its own, whole, ready to paste.
+        assert!(with.lines().any(|l| l.trim() == f.fix), "{}", f.fix);
+    }
+    let html = run_ok(&["report", path.to_str().unwrap(), "--format", "html"]);
+    let at = |s: &str| html.find(s).unwrap_or_else(|| panic!("{s} missing"));
+    assert!(at("A stored line no analysis would write.") < at("<h2>Over time, per CPU</h2>"));
+    assert!(at("<h2>Over time, per CPU</h2>") < at("<h2>Measurements</h2>"));
+    assert!(at("<h2>Measurements</h2>") < at("<h2>Distributions</h2>"));
+    assert!(at("<h2>Distributions</h2>") < at("<h2>Run, host and audit</h2>"));
+    // --top: the largest events with their times.
+    let top = run_ok(&["report", FROZEN, "--top", "3"]);
+    assert!(
+        top.contains("noise CPU 1: the 3 largest of 64 kept"),
+        "{top}"
+    );
 }

@@ -70,7 +70,7 @@ fn check_result(out: &Path, prefix: &str, r: &ResultFile) {
             d.probe, d.key, d.metric
         )));
         check_percentiles(&with_ext(&base, "-percentiles.dat"), &d);
-        check_histogram(&with_ext(&base, "-histogram.dat"), d.summary);
+        check_histogram(&with_ext(&base, "-histogram.dat"), &d.summary);
     }
     for e in &r.probes {
         if let Some(n) = e.get::<NoiseEntry>() {
@@ -128,7 +128,7 @@ fn check_percentiles(path: &Path, d: &Dist) {
         header,
         "# value_us percentile count_at_or_below 1/(1-percentile)"
     );
-    let s = d.summary;
+    let s = &d.summary;
     let named = [
         (0.9, s.p90_ns),
         (0.99, s.p99_ns),

@@ -116,10 +116,10 @@ fn assert_content(html: &str, results: &[PathBuf], figures: usize) {
     for p in results {
         let r = ResultFile::read(p).unwrap();
         if r.probes.iter().any(|e| e.get::<NoiseEntry>().is_some()) {
-            captions.push("noise: summary (values in ns)");
+            captions.push("noise: summary (times in µs)");
         }
         if r.probes.iter().any(|e| e.get::<TimerEntry>().is_some()) {
-            captions.push("timer: summary (values in ns)");
+            captions.push("timer: summary (times in µs)");
         }
         assert!(html.contains(&escape(&r.host.hostname)), "hostname");
         assert!(html.contains(&escape(&r.host.cpu_model)), "CPU model");
@@ -130,7 +130,7 @@ fn assert_content(html: &str, results: &[PathBuf], figures: usize) {
     for caption in captions {
         assert!(html.contains(caption), "{caption}");
     }
-    assert!(html.contains("interruptions/s") && html.contains("p99.9 (ns)"));
+    assert!(html.contains("interruptions/s") && html.contains("p99.9 (µs)"));
     assert_eq!(html.matches("<figure>").count(), figures);
     if figures == 0 {
         eprintln!("{TEST}: the plotter drew no plots; the SVG checks are vacuous");

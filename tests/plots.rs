@@ -203,7 +203,12 @@ fn svg_report_draws_every_plot_with_units_and_ticks() {
     let mut expected = BTreeMap::new();
     for path in f.files() {
         let prefix = format!("{}-", path.file_stem().unwrap().to_string_lossy());
-        expected.extend(counts(&read(path), &prefix));
+        let mut of_file = counts(&read(path), &prefix);
+        // A timer's corrected latency is drawn in its measured latency's plots (a line
+        // each); only overlays of runs keep it apart.
+        of_file
+            .retain(|name, _| !name.contains("timer-cpu") || !name.contains("-latency-corrected-"));
+        expected.extend(of_file);
     }
     let names: BTreeSet<String> = expected.keys().cloned().collect();
     assert_eq!(names_in(&dir, "svg", &listed), names);

@@ -5,6 +5,7 @@
 mod injector;
 mod util;
 
+mod agreement;
 mod audit;
 mod bad_input;
 mod c2c;

@@ -203,7 +203,7 @@ fn sigint_prints_the_summary_and_saves() {
     assert_eq!(out.status.code(), Some(130));
     let text = String::from_utf8_lossy(&out.stdout);
     assert!(
-        text.contains("(interrupted)") && text.contains("p99.99 (µs)"),
+        text.contains("(interrupted)") && text.contains("p99.9 (µs)"),
         "{text}"
     );
     let r = ResultFile::read(&path).unwrap();

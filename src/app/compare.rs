@@ -6,6 +6,7 @@ use std::path::{Path, PathBuf};
 use crate::cli::{CompareArgs, ReportFormat};
 use crate::report::compare::{self, Comparison, Run};
 use crate::report::export::{self, Loaded};
+use crate::report::table::Layout;
 use crate::report::{compare_view, gnuplot, html, plot};
 
 use super::Ending;
@@ -52,7 +53,9 @@ pub fn run(args: &CompareArgs) -> anyhow::Result<Ending> {
         .collect();
     let dir = || output_dir(args.format, args.output.as_deref());
     let text = match args.format {
-        ReportFormat::Table => compare_view::table(&c, &paths),
+        ReportFormat::Table => {
+            Layout::terminal(args.wide).scoped(|| compare_view::table(&c, &paths))
+        }
         ReportFormat::Markdown => compare_view::markdown(&c, &paths),
         ReportFormat::Csv => compare_view::csv(&c),
         ReportFormat::Hdr => export::hdr_log(&relabelled(&loaded, &labels))?,
@@ -135,6 +138,7 @@ fn page(c: &Comparison, runs: &[Run<'_>], paths: &[String]) -> html::Page {
                 Ok(html::Figure {
                     caption: p.title.clone(),
                     svg: p.svg()?,
+                    series: p.is_series(),
                 })
             })
             .collect::<anyhow::Result<Vec<_>>>()

@@ -23,7 +23,7 @@ use crate::engine::sched::{self, Policy, SchedRequest};
 use crate::probes::noise::{NoiseConfig, NoiseEntry};
 use crate::probes::pingpong::{self, Mechanism};
 use crate::probes::timer::{TimerConfig, TimerEntry};
-use crate::report::{ResultFile, html, verdict};
+use crate::report::{ResultFile, verdict};
 
 use super::Ending;
 use super::noise::NoiseCommand;
@@ -211,8 +211,10 @@ pub fn run(args: &MainArgs, argv: &[String], stop: &AtomicBool) -> anyhow::Resul
         warn(w);
     }
     let v = verdict::verdict(&merged);
+    // Stored, so that `report` shows the verdict this run printed.
+    merged.verdict = Some(v.clone());
     let to = Destinations::of(args, &merged, &out_dir);
-    let page = save(&merged, &v, &to)?;
+    let page = save(&merged, &to)?;
     let saved = match page {
         Ok(()) => format!("Saved {} and {}", to.json.display(), to.page.display()),
         Err(e) => {
@@ -223,8 +225,10 @@ pub fn run(args: &MainArgs, argv: &[String], stop: &AtomicBool) -> anyhow::Resul
     if args.save.json_on_stdout() {
         super::report::write_stdout(&format!("{}\n", merged.to_json()))?;
     } else if !args.save.quiet {
-        let tables = super::report::probe_tables(&merged);
-        super::report::write_stdout(&format!("{tables}\n{}\n{saved}\n", verdict::text(&v)))?;
+        let layout = crate::report::table::Layout::terminal(args.save.wide);
+        let (tables, v) =
+            layout.scoped(|| (super::report::probe_tables(&merged), verdict::text(&v)));
+        super::report::write_stdout(&format!("{tables}\n{v}\n{saved}\n"))?;
     }
     Ok(
         match (merged.run.interrupted, gate(&merged, &args.fail_above)) {
@@ -517,45 +521,12 @@ impl Destinations {
 
 /// Saves the result, then the page. A page that cannot be made is the page's failure
 /// only: the result is saved first.
-fn save(
-    r: &ResultFile,
-    v: &verdict::Verdict,
-    to: &Destinations,
-) -> anyhow::Result<anyhow::Result<()>> {
+fn save(r: &ResultFile, to: &Destinations) -> anyhow::Result<anyhow::Result<()>> {
     r.write_atomic(&to.json)?;
+    // The page leads with the stored verdict (`html::result_page`).
     Ok(write_page(r, Some(&to.json), &to.page, |p| {
         p.title = format!("jitterscope: {}", r.host.hostname);
-        p.sections.insert(0, verdict_section(v));
     }))
-}
-
-fn verdict_section(v: &verdict::Verdict) -> html::Section {
-    let rows = v
-        .fixes
-        .iter()
-        .enumerate()
-        .map(|(i, f)| {
-            vec![
-                (i + 1).to_string(),
-                f.fix.clone(),
-                f.finding.clone(),
-                verdict::share_words(f.share),
-            ]
-        })
-        .collect();
-    html::Section {
-        heading: "Verdict".into(),
-        text: v.lines.clone(),
-        tables: vec![html::Table {
-            caption: "Top fixes, ranked by the share of measured noise they would remove".into(),
-            headers: ["#", "fix", "audit finding", "share"]
-                .map(String::from)
-                .to_vec(),
-            rows,
-            note: None,
-        }],
-        ..Default::default()
-    }
 }
 
 /// `2026-11-22T23:50:12Z` → `20261122T235012Z`.

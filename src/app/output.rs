@@ -57,7 +57,8 @@ pub fn emit(result: &ResultFile, to: &SaveArgs, text: impl Fn() -> String) -> an
     let printed = if to.json_on_stdout() {
         writeln!(out, "{}", result.to_json())
     } else if !to.quiet {
-        write!(out, "{}", text())
+        let text = crate::report::table::Layout::terminal(to.wide).scoped(text);
+        write!(out, "{text}")
     } else {
         Ok(())
     };

@@ -9,7 +9,8 @@ use anyhow::Context;
 
 use crate::cli::{ReportArgs, ReportFormat};
 use crate::report::export::{self, Loaded};
-use crate::report::{ResultFile, gnuplot, html, plot, views};
+use crate::report::table::{Layout, wrap};
+use crate::report::{ResultFile, gnuplot, html, plot, verdict, views};
 
 use super::Ending;
 
@@ -24,7 +25,7 @@ pub fn run(args: &ReportArgs) -> anyhow::Result<Ending> {
     let results = read_all(&args.results)?;
     let dir = || output_dir(args.format, args.output.as_deref());
     let text = match args.format {
-        ReportFormat::Table => tables(&results),
+        ReportFormat::Table => Layout::terminal(args.wide).scoped(|| tables(&results, args.top)),
         ReportFormat::Markdown => export::markdown(&results),
         ReportFormat::Csv if args.buckets => export::csv_buckets(&results)?,
         ReportFormat::Csv => export::csv_summary(&results),
@@ -112,31 +113,59 @@ fn format_name(f: ReportFormat) -> String {
         .map_or_else(String::new, |v| v.get_name().to_string())
 }
 
-/// The probes' own terminal tables, file after file.
-fn tables(results: &[Loaded]) -> String {
+/// The probes' own terminal tables, file after file, each followed by its verdict (a
+/// main job's) and, with `--top N`, its N largest events.
+fn tables(results: &[Loaded], top: Option<usize>) -> String {
     let mut out = String::new();
     for (path, r) in results {
         out.push_str(&file_header(path, r));
         out.push_str(&probe_tables(r));
+        if let Some(v) = verdict_of(r) {
+            out.push('\n');
+            out.push_str(&verdict::text(&v));
+        }
+        if let Some(n) = top {
+            out.push('\n');
+            out.push_str(&views::largest_events(r, n));
+        }
         out.push('\n');
     }
     out
 }
 
-/// One line naming the file, host and run, then the degradations.
+/// The verdict a main job stored; for a main job's file from before verdicts were
+/// stored, the same verdict made now from the file. `None` for a single command's file.
+pub fn verdict_of(r: &ResultFile) -> Option<verdict::Verdict> {
+    if let Some(v) = &r.verdict {
+        return Some(v.clone());
+    }
+    // `jitterscope` alone or `jitterscope run …`: the main job.
+    let sub = r.run.command_line.get(1).map(String::as_str);
+    matches!(sub, None | Some("run")).then(|| verdict::verdict(r))
+}
+
+/// The file, host and run, wrapped to the layout's width, then the command on a line of
+/// its own (whole, ready to paste), then the degradations.
 fn file_header(path: &Path, r: &ResultFile) -> String {
     let (h, run) = (&r.host, &r.run);
-    let mut out = format!(
-        "== {}: {} ({}, {}), started {}: {}\n",
+    let width = Layout::current().wrap_width();
+    let head = format!(
+        "== {}: {} ({}, {}), started {}",
         path.display(),
         h.hostname,
         h.kernel_release,
         h.cpu_model,
         run.start_time,
-        run.command_line.join(" "),
+    );
+    let mut out = format!(
+        "{}\n  {}\n",
+        wrap(&head, width, "   "),
+        run.command_line.join(" ")
     );
     for d in &run.degraded {
-        out.push_str(&format!("degraded: {}\n", d.message));
+        let line = format!("degraded: {}", d.message);
+        out.push_str(&wrap(&line, width, "  "));
+        out.push('\n');
     }
     out
 }

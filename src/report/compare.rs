@@ -64,10 +64,22 @@ pub struct Row {
     pub probe: &'static str,
     pub key: String,
     pub metric: &'static str,
+    /// False when any run's figures are unconfirmed (the row is then never judged).
+    pub trusted: bool,
     /// Per run; None where the run has no such entry.
     pub figures: Vec<Option<Figures>>,
     /// Per run against the baseline; None for the baseline and where either is missing.
     pub judgements: Vec<Option<Judgement>>,
+}
+
+impl Row {
+    /// The metric as every table shows it: starred when unconfirmed.
+    pub fn metric_label(&self) -> String {
+        match self.trusted {
+            true => self.metric.to_string(),
+            false => format!("{}{}", self.metric, crate::report::dist::UNCONFIRMED_MARK),
+        }
+    }
 }
 
 /// The figures shown per run.
@@ -88,6 +100,8 @@ pub enum Verdict {
     Worse,
     NoClearDifference,
     Mixed,
+    /// The figures are unconfirmed (pingpong's one-way halved round trip): no verdict.
+    NotJudged,
 }
 
 impl Verdict {
@@ -97,6 +111,7 @@ impl Verdict {
             Verdict::Worse => "worse",
             Verdict::NoClearDifference => "no clear difference",
             Verdict::Mixed => "mixed",
+            Verdict::NotJudged => "not judged",
         }
     }
 }
@@ -198,13 +213,14 @@ fn row(key: &str, dists: &[Option<&Dist<'_>>], runs: &[Run<'_>]) -> Result<Row, 
         probe: d0.probe,
         key: key.to_string(),
         metric: d0.metric,
+        trusted: dists.iter().flatten().all(|d| d.trusted),
         figures,
         judgements,
     })
 }
 
 fn figures_of(d: &Dist<'_>) -> Figures {
-    let s = d.summary;
+    let s = &d.summary;
     Figures {
         count: s.count,
         p50_ns: s.p50_ns,
@@ -229,9 +245,9 @@ fn judge(
 ) -> Judgement {
     if !a.trusted || !b.trusted {
         return Judgement {
-            verdict: Verdict::NoClearDifference,
-            basis: "not judged: the one-way figures are unconfirmed (the TSC check failed); \
-                    judge the round trip"
+            verdict: Verdict::NotJudged,
+            basis: "the one-way figures are unconfirmed (the TSC check failed), so they are \
+                    the round trip halved: judge the rtt row"
                 .into(),
         };
     }

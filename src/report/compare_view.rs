@@ -1,46 +1,77 @@
 //! The ways of showing a `Comparison`: a terminal table, Markdown, CSV and an HTML page.
 //!
-//! Table, Markdown and HTML share one grid: a row per distribution and run, the figures
-//! of later runs followed by their change from the baseline, and the verdict. The basis of
-//! each verdict follows the grid, then the method.
+//! Table, Markdown and HTML share one grid per probe kind, its times in the kind's unit
+//! (`Kind::unit`, as `report` shows them): a row per distribution and run, the figures of
+//! later runs followed by their change from the baseline, and the verdict. The terminal
+//! leaves out the wide-only columns (count, p99.9, rate) unless `--wide`, and wraps its
+//! text to the width. The basis of each verdict follows the grids, then the method. The
+//! CSV is one table of every kind in ns, as its headers say; its `trusted` column is
+//! false where the other formats star the metric (`one-way*`), and such a row's verdict
+//! is `not judged`.
 
 use std::fmt::Write as _;
 
 use crate::report::compare::{Comparison, Figures, Judgement, Row, change_words, method, relative};
-use crate::report::export::csv_field;
+use crate::report::dist::UNCONFIRMED_NOTE;
+use crate::report::export::{csv_field, unit_of};
 use crate::report::html;
-use crate::report::table::new_table;
+use crate::report::table::{Col, Layout, Tab, Unit, core, hidden_note, reset_hidden, wide, wrap};
 
-const HEADERS: [&str; 11] = [
-    "probe",
-    "entry",
-    "metric",
-    "run",
-    "verdict",
-    "count",
-    "p50 (ns)",
-    "p99 (ns)",
-    "p99.9 (ns)",
-    "max (ns)",
-    "rate (/s)",
-];
+/// One column of the grid: its name (with the unit for times) and whether the terminal
+/// shows it without `--wide`.
+struct Column {
+    name: String,
+    core: bool,
+}
 
-/// The grid's rows, as text.
-fn grid(c: &Comparison) -> Vec<Vec<String>> {
-    let mut out = Vec::new();
+/// The grid's columns for rows of one probe kind, times in the kind's unit.
+fn columns(u: Unit, rates: bool) -> Vec<Column> {
+    let c = |name: String, core: bool| Column { name, core };
+    let mut v = vec![
+        c("entry".into(), true),
+        c("metric".into(), true),
+        c("run".into(), true),
+        c("verdict".into(), true),
+        c("count".into(), false),
+        c(u.header("p50"), true),
+        c(u.header("p99"), true),
+        c(u.header("p99.9"), false),
+        c(u.header("max"), true),
+    ];
+    if rates {
+        v.push(c("rate (/s)".into(), false));
+    }
+    v
+}
+
+/// The rows of each probe kind, in the order the kinds first appear: one table each, in
+/// the kind's unit.
+fn by_kind(c: &Comparison) -> Vec<(&'static str, Vec<&Row>)> {
+    let mut out: Vec<(&'static str, Vec<&Row>)> = Vec::new();
     for row in &c.rows {
+        match out.iter_mut().find(|(p, _)| *p == row.probe) {
+            Some((_, rows)) => rows.push(row),
+            None => out.push((row.probe, vec![row])),
+        }
+    }
+    out
+}
+
+/// One kind's grid: its columns and its rows as text, a row per distribution and run.
+fn grid(c: &Comparison, probe: &str, rows: &[&Row]) -> (Vec<Column>, Vec<Vec<String>>) {
+    let u = unit_of(probe);
+    let rates = rows
+        .iter()
+        .any(|r| r.figures.iter().flatten().any(|f| f.rate_per_s.is_some()));
+    let mut out = Vec::new();
+    for row in rows {
         let base = row.figures.first().copied().flatten();
         for (i, f) in row.figures.iter().enumerate() {
-            let head = if i == 0 {
-                vec![
-                    row.probe.to_string(),
-                    row.key.clone(),
-                    row.metric.to_string(),
-                ]
+            let mut cells = if i == 0 {
+                vec![row.key.clone(), row.metric_label()]
             } else {
-                vec![String::new(); 3]
+                vec![String::new(); 2]
             };
-            let mut cells = head;
             cells.push(c.labels[i].clone());
             // The verdict before the figures: on a narrow screen it must not scroll away.
             cells.push(
@@ -48,33 +79,30 @@ fn grid(c: &Comparison) -> Vec<Vec<String>> {
                     .as_ref()
                     .map_or_else(String::new, |j| j.verdict.words().to_string()),
             );
-            cells.extend(figure_cells(
-                f.as_ref(),
-                if i == 0 { None } else { base.as_ref() },
-            ));
+            let mut figures =
+                figure_cells(f.as_ref(), if i == 0 { None } else { base.as_ref() }, u);
+            if !rates {
+                figures.pop();
+            }
+            cells.extend(figures);
             out.push(cells);
         }
     }
-    out
+    (columns(u, rates), out)
 }
 
-fn figure_cells(f: Option<&Figures>, base: Option<&Figures>) -> Vec<String> {
+fn figure_cells(f: Option<&Figures>, base: Option<&Figures>, u: Unit) -> Vec<String> {
     let Some(f) = f else {
-        return vec![
-            "absent".into(),
-            String::new(),
-            String::new(),
-            String::new(),
-            String::new(),
-            String::new(),
-        ];
+        let mut v = vec![String::new(); 6];
+        v[0] = "absent".into();
+        return v;
     };
     let with_change = |v: Option<f64>, b: Option<f64>, fmt: &dyn Fn(f64) -> String| match (v, b) {
         (Some(v), Some(b)) => format!("{} ({})", fmt(v), change_words(relative(b, v))),
         (Some(v), None) => fmt(v),
         (None, _) => "-".into(),
     };
-    let ns = |v: f64| format!("{v:.0}");
+    let time = |v: f64| u.cell(Some(v as u64));
     let rate = |v: f64| format!("{v:.1}");
     let pick = |g: fn(&Figures) -> Option<u64>| {
         (g(f).map(|v| v as f64), base.and_then(g).map(|v| v as f64))
@@ -87,7 +115,7 @@ fn figure_cells(f: Option<&Figures>, base: Option<&Figures>) -> Vec<String> {
         |f| f.max_ns,
     ] {
         let (v, b) = pick(g);
-        cells.push(with_change(v, b, &ns));
+        cells.push(with_change(v, b, &time));
     }
     cells.push(with_change(
         f.rate_per_s,
@@ -128,25 +156,45 @@ fn runs_line(c: &Comparison, paths: &[String]) -> String {
     format!("Baseline {}; runs: {}", c.labels[0], named.join(", "))
 }
 
-/// The terminal table.
+/// The terminal tables, one per probe kind, fitted to the layout's width: the wide-only
+/// columns left out and every line of text wrapped unless `--wide`.
 pub fn table(c: &Comparison, paths: &[String]) -> String {
-    let mut out = format!("{}\n", runs_line(c, paths));
+    reset_hidden();
+    let width = Layout::current().wrap_width();
+    let line = |text: &str, indent: &str| format!("{}\n", wrap(text, width, indent));
+    let mut out = line(&runs_line(c, paths), "  ");
     for d in &c.differences {
-        let _ = writeln!(out, "note: {d}");
+        out.push_str(&line(&format!("note: {d}"), "  "));
     }
-    let mut t = new_table(&HEADERS);
-    for r in grid(c) {
-        t.add_row(r);
+    let mut starred = false;
+    for (probe, rows) in by_kind(c) {
+        let (cols, grid) = grid(c, probe, &rows);
+        let spec: Vec<Col> = (cols.into_iter())
+            .map(|c| if c.core { core(c.name) } else { wide(c.name) })
+            .collect();
+        let mut t = Tab::new(&spec);
+        for r in grid {
+            t.row(r);
+        }
+        let _ = writeln!(out, "\n{probe}\n{t}");
+        starred |= rows.iter().any(|r| !r.trusted);
     }
-    let _ = writeln!(out, "{t}");
+    if starred {
+        out.push_str(&line(UNCONFIRMED_NOTE, "  "));
+    }
+    out.push('\n');
     for b in bases(c) {
-        let _ = writeln!(out, "- {b}");
+        out.push_str(&line(&format!("- {b}"), "  "));
     }
-    let _ = writeln!(out, "\n{}", method());
+    out.push('\n');
+    out.push_str(&line(&method(), ""));
+    if let Some(note) = hidden_note() {
+        out.push_str(&line(&note, ""));
+    }
     out
 }
 
-/// The same in Markdown.
+/// The same in Markdown, every column.
 pub fn markdown(c: &Comparison, paths: &[String]) -> String {
     let cell = |s: &str| s.replace('|', "\\|");
     let mut out = format!("## Comparison\n\n{}\n\n", cell(&runs_line(c, paths)));
@@ -156,13 +204,23 @@ pub fn markdown(c: &Comparison, paths: &[String]) -> String {
     if !c.differences.is_empty() {
         out.push('\n');
     }
-    let _ = writeln!(out, "| {} |", HEADERS.join(" | "));
-    let _ = writeln!(out, "|{}", "---|".repeat(HEADERS.len()));
-    for r in grid(c) {
-        let cells: Vec<String> = r.iter().map(|s| cell(s)).collect();
-        let _ = writeln!(out, "| {} |", cells.join(" | "));
+    let mut starred = false;
+    for (probe, rows) in by_kind(c) {
+        let (cols, grid) = grid(c, probe, &rows);
+        let names: Vec<&str> = cols.iter().map(|c| c.name.as_str()).collect();
+        let _ = writeln!(out, "### {probe}\n");
+        let _ = writeln!(out, "| {} |", names.join(" | "));
+        let _ = writeln!(out, "|{}", "---|".repeat(names.len()));
+        for r in grid {
+            let cells: Vec<String> = r.iter().map(|s| cell(s)).collect();
+            let _ = writeln!(out, "| {} |", cells.join(" | "));
+        }
+        out.push('\n');
+        starred |= rows.iter().any(|r| !r.trusted);
     }
-    out.push('\n');
+    if starred {
+        let _ = writeln!(out, "\\{UNCONFIRMED_NOTE}\n");
+    }
     for b in bases(c) {
         let _ = writeln!(out, "- {}", cell(&b));
     }
@@ -175,7 +233,8 @@ pub fn markdown(c: &Comparison, paths: &[String]) -> String {
 pub fn csv(c: &Comparison) -> String {
     let mut out = String::from(
         "probe,key,metric,run,baseline,count,p50_ns,p99_ns,p999_ns,max_ns,rate_per_s,\
-         p50_change_pct,p99_change_pct,p999_change_pct,max_change_pct,rate_change_pct,verdict,basis\n",
+         p50_change_pct,p99_change_pct,p999_change_pct,max_change_pct,rate_change_pct,trusted,\
+         verdict,basis\n",
     );
     for row in &c.rows {
         for (i, f) in row.figures.iter().enumerate() {
@@ -227,6 +286,7 @@ fn csv_row(c: &Comparison, row: &Row, i: usize, f: Option<&Figures>) -> String {
         None => fields.extend(std::iter::repeat_n(String::new(), 11)),
     }
     let j = row.judgements[i].as_ref();
+    fields.push(row.trusted.to_string());
     fields.push(j.map_or_else(String::new, |j| j.verdict.words().to_string()));
     fields.push(j.map_or_else(String::new, |j| j.basis.clone()));
     fields
@@ -248,16 +308,24 @@ pub fn page(
     warnings.extend(plot_error.map(|e| format!("plots left out: {e}")));
     // No line break inside "1182 (−39 %)".
     let keep = |cell: String| cell.replace(" (", "\u{a0}(").replace(" %", "\u{a0}%");
-    let rows = grid(c)
-        .into_iter()
-        .map(|r| r.into_iter().map(keep).collect())
-        .collect();
-    let table = html::Table {
-        caption: "Each later run against the baseline".into(),
-        headers: HEADERS.iter().map(|h| h.to_string()).collect(),
-        rows,
-        note: None,
-    };
+    let mut tables = Vec::new();
+    for (probe, rows) in by_kind(c) {
+        let (cols, grid) = grid(c, probe, &rows);
+        tables.push(html::Table {
+            caption: format!(
+                "{probe}: each later run against the baseline (times in {})",
+                unit_of(probe).name()
+            ),
+            headers: cols.into_iter().map(|c| c.name).collect(),
+            rows: (grid.into_iter())
+                .map(|r| r.into_iter().map(keep).collect())
+                .collect(),
+            note: rows
+                .iter()
+                .any(|r| !r.trusted)
+                .then(|| UNCONFIRMED_NOTE.to_string()),
+        });
+    }
     let mut basis = bases(c);
     basis.push(method());
     html::Page {
@@ -268,7 +336,7 @@ pub fn page(
             html::Section {
                 heading: "Verdicts".into(),
                 text: vec![runs_line(c, paths)],
-                tables: vec![table],
+                tables,
                 ..Default::default()
             },
             html::Section {

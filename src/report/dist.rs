@@ -4,6 +4,8 @@
 //! the exporters, `compare` and the figures read them. See `report::export` for how the
 //! keys and metrics of each kind read.
 
+use std::borrow::Cow;
+
 use serde::Serialize;
 
 use crate::probes::record::HistogramRecord;
@@ -19,10 +21,12 @@ pub struct Dist<'a> {
     pub metric: &'static str,
     /// The CPU, or the pair as `A,B`, or empty.
     pub cpu: String,
-    pub summary: &'a Summary,
-    pub histogram: Option<&'a HistogramRecord>,
+    /// The entry's own summary, or one derived from it (pingpong's round trip halved).
+    pub summary: Cow<'a, Summary>,
+    pub histogram: Option<Cow<'a, HistogramRecord>>,
     /// False only for pingpong's one-way figures when the TSC check could not confirm
-    /// them (`one_way_valid`): the probe's own table then shows the round trip halved.
+    /// them (`one_way_valid`): the figures are then the round trip halved, in every
+    /// output, marked [`UNCONFIRMED_MARK`] and never judged by `compare`.
     pub trusted: bool,
     /// The entry's per-interval series (noise, and timer's measured latency).
     pub series: Option<SeriesView<'a>>,
@@ -32,10 +36,26 @@ pub struct Dist<'a> {
     pub interrupted_pct: Option<f64>,
 }
 
+/// What marks an unconfirmed figure in every output that shows the metric's name.
+pub const UNCONFIRMED_MARK: &str = "*";
+
+/// The note that explains the mark, the same words in every output.
+pub const UNCONFIRMED_NOTE: &str = "* the round trip halved: the TSC check could not confirm \
+the two CPUs' counter stamps (one_way_valid is false), so the one-way figure is half the \
+round trip, and compare does not judge it.";
+
 impl Dist<'_> {
+    /// The metric as every table shows it: starred when unconfirmed.
+    pub fn metric_label(&self) -> String {
+        match self.trusted {
+            true => self.metric.to_string(),
+            false => format!("{}{UNCONFIRMED_MARK}", self.metric),
+        }
+    }
+
     /// The histogram decoded, if the entry has one; an error names the entry.
     pub fn decode_histogram(&self) -> Result<Option<hdrhistogram::Histogram<u64>>, String> {
-        let Some(rec) = self.histogram else {
+        let Some(rec) = self.histogram.as_deref() else {
             return Ok(None);
         };
         LatencyHistogram::decode_base64(&rec.data)
@@ -80,14 +100,57 @@ impl Entry {
             key: self.key.clone(),
             metric,
             cpu: self.cpu.clone(),
-            summary,
-            histogram,
+            summary: Cow::Borrowed(summary),
+            histogram: histogram.map(Cow::Borrowed),
             trusted: true,
             series: None,
             rate_per_s: None,
             interrupted_pct: None,
         }
     }
+}
+
+/// A summary with every time halved (integer ns, rounded down): the round trip halved.
+/// The count is the round trips'.
+pub(crate) fn halved(s: &Summary) -> Summary {
+    let h = |v: Option<u64>| v.map(|v| v / 2);
+    Summary {
+        count: s.count,
+        min_ns: h(s.min_ns),
+        p20_ns: h(s.p20_ns),
+        p50_ns: h(s.p50_ns),
+        p80_ns: h(s.p80_ns),
+        p90_ns: h(s.p90_ns),
+        p99_ns: h(s.p99_ns),
+        p999_ns: h(s.p999_ns),
+        p9999_ns: h(s.p9999_ns),
+        max_ns: h(s.max_ns),
+        mean_ns: s.mean_ns.map(|m| m / 2.0),
+        sum_ns: s.sum_ns / 2,
+        mad_ns: h(s.mad_ns),
+        clamped: s.clamped,
+    }
+}
+
+/// A histogram with every value halved, for the plots and the HdrHistogram log of the
+/// round trip halved; `None` when the record does not decode (the exporters then name
+/// the entry when they decode the original).
+pub(crate) fn halved_histogram(rec: &HistogramRecord) -> Option<HistogramRecord> {
+    use base64::Engine as _;
+    use hdrhistogram::serialization::{Serializer as _, V2DeflateSerializer};
+    let h = LatencyHistogram::decode_base64(&rec.data).ok()?;
+    let mut half = hdrhistogram::Histogram::<u64>::new_from(&h);
+    for v in h.iter_recorded() {
+        half.saturating_record_n(v.value_iterated_to() / 2, v.count_at_value());
+    }
+    let mut bytes = Vec::new();
+    V2DeflateSerializer::new()
+        .serialize(&half, &mut bytes)
+        .ok()?;
+    Some(HistogramRecord {
+        data: base64::engine::general_purpose::STANDARD.encode(bytes),
+        ..rec.clone()
+    })
 }
 
 /// An entry's series: the largest gap (and the total) of each interval of the run.

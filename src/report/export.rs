@@ -32,8 +32,13 @@
 //! break is quoted with its quotes doubled. Units are in the headers (`_ns`). Absent
 //! statistics (nothing recorded) are empty fields. `cpu` is the CPU, or a pair as `A,B`
 //! (quoted), or empty (ptp). The last column, `trusted`, is `false` only for pingpong's
-//! one-way figures when the TSC check could not confirm them (`one_way_valid`); Markdown
-//! stars them, and the HdrHistogram log has no place for the flag. With `--buckets` each
+//! one-way figures when the TSC check could not confirm them (`one_way_valid`): that row
+//! then holds the round trip halved, as every other output does, which they mark by
+//! starring the metric (`one-way*`); the CSV keeps the metric plain, so that rows of two
+//! runs still join on it, and says so in `trusted`. The CSV is one table of every kind,
+//! in ns, as its headers say; Markdown and HTML tables are per kind, in the kind's unit
+//! (`Kind::unit`: µs for noise, timer and queue, ns for the rest), as the terminal's are.
+//! With `--buckets` each
 //! non-empty bucket is a row `file,probe,key,metric,value_ns,count`, where `value_ns` is
 //! the bucket's highest equivalent value (what HdrHistogram's iterators report).
 //!
@@ -67,7 +72,9 @@ use std::path::{Path, PathBuf};
 
 use crate::probes::record::HistogramRecord;
 use crate::report::ResultFile;
-use crate::report::dist::tag_safe;
+use crate::report::dist::{UNCONFIRMED_NOTE, tag_safe};
+use crate::report::table::Unit;
+use crate::report::views::Kind;
 use crate::stats::{LatencyHistogram, Summary};
 
 pub use crate::report::dist::{Dist, serde_name};
@@ -150,7 +157,7 @@ pub fn csv_summary(results: &[Loaded]) -> String {
 }
 
 fn summary_fields(file: &str, d: &Dist) -> Vec<String> {
-    let s = d.summary;
+    let s = &d.summary;
     vec![
         d.probe.to_string(),
         file.to_string(),
@@ -184,7 +191,9 @@ pub fn csv_buckets(results: &[Loaded]) -> Result<String, ExportError> {
     for (path, r) in results {
         let file = file_name(path);
         for d in distributions(r).0 {
-            let Some(h) = d.histogram else { continue };
+            let Some(h) = d.histogram.as_deref() else {
+                continue;
+            };
             let hist = decode(&file, &d, h)?;
             for v in hist.iter_recorded() {
                 let row = [
@@ -271,49 +280,49 @@ fn md_file(out: &mut String, path: &Path, r: &ResultFile) {
 
 fn md_table<'a>(out: &mut String, probe: &str, dists: impl Iterator<Item = &'a Dist<'a>>) {
     let mut untrusted = false;
+    let u = unit_of(probe);
     let _ = writeln!(out, "### {probe}\n");
-    out.push_str(
-        "| key | metric | cpu | count | min (ns) | p50 (ns) | p90 (ns) | p99 (ns) \
-         | p99.9 (ns) | max (ns) | mean (ns) | MAD (ns) |\n\
-         |---|---|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|\n",
-    );
+    let heads: Vec<String> = ["key", "metric", "cpu", "count"]
+        .map(String::from)
+        .into_iter()
+        .chain(TIME_COLUMNS.iter().map(|c| u.header(c)))
+        .collect();
+    let _ = writeln!(out, "| {} |", heads.join(" | "));
+    let _ = writeln!(out, "|---|---|---|{}", "--:|".repeat(heads.len() - 3));
     for d in dists {
-        let s = d.summary;
-        let mut cells = vec![
-            md_cell(&d.key),
-            format!("{}{}", d.metric, if d.trusted { "" } else { "*" }),
-            md_cell(&d.cpu),
-        ];
-        cells.extend(count_and_quantiles(s));
-        cells.push(s.mean_ns.map_or_else(|| "-".into(), |v| format!("{v:.1}")));
-        cells.push(dash(s.mad_ns));
+        let mut cells = vec![md_cell(&d.key), d.metric_label(), md_cell(&d.cpu)];
+        cells.push(d.summary.count.to_string());
+        cells.extend(time_cells(&d.summary, u));
         let _ = writeln!(out, "| {} |", cells.join(" | "));
         untrusted |= !d.trusted;
     }
     out.push('\n');
     if untrusted {
-        out.push_str(
-            "\\* the TSC check could not confirm these counter-stamp figures \
-             (`one_way_valid` is false); half the round trip is the safer one-way figure.\n\n",
-        );
+        let _ = writeln!(out, "\\{}\n", UNCONFIRMED_NOTE);
     }
 }
 
-fn dash(v: Option<u64>) -> String {
-    v.map_or_else(|| "-".into(), |v| v.to_string())
+/// The unit of a probe kind's tables (`Kind::unit`); ns for a kind this version does
+/// not know.
+pub fn unit_of(probe: &str) -> Unit {
+    Kind::of_probe(probe).map_or(Unit::Ns, Kind::unit)
 }
 
-/// count, min, p50, p90, p99, p99.9 and max as table cells (ns; `-` when absent): the
-/// columns every summary table shares.
-pub fn count_and_quantiles(s: &Summary) -> [String; 7] {
-    [
-        s.count.to_string(),
-        dash(s.min_ns),
-        dash(s.p50_ns),
-        dash(s.p90_ns),
-        dash(s.p99_ns),
-        dash(s.p999_ns),
-        dash(s.max_ns),
+/// The time columns of every summary table (Markdown, HTML), each headed with its
+/// table's unit: `min (µs)`, ….
+pub const TIME_COLUMNS: [&str; 8] = ["min", "p50", "p90", "p99", "p99.9", "max", "mean", "MAD"];
+
+/// A summary's [`TIME_COLUMNS`] cells in `unit`.
+pub fn time_cells(s: &Summary, u: Unit) -> Vec<String> {
+    vec![
+        u.cell(s.min_ns),
+        u.cell(s.p50_ns),
+        u.cell(s.p90_ns),
+        u.cell(s.p99_ns),
+        u.cell(s.p999_ns),
+        u.cell(s.max_ns),
+        u.cell_f(s.mean_ns),
+        u.cell(s.mad_ns),
     ]
 }
 
@@ -403,7 +412,9 @@ fn hdr_file(
     let file = file_name(path);
     let length = r.run.actual_duration_ns as f64 / 1e9;
     for d in distributions(r).0 {
-        let Some(h) = d.histogram else { continue };
+        let Some(h) = d.histogram.as_deref() else {
+            continue;
+        };
         // Decoded only to check the payload and read its max: the log carries it as is.
         let hist = decode(&file, &d, h)?;
         let max_ms = hist.max() as f64 / 1e6;

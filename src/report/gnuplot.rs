@@ -6,7 +6,7 @@
 //! `…-percentiles.dat`, HdrHistogram's latency by percentile (value, percentile, count at
 //! or below, 1/(1−p); drawn on a log x axis labelled 0 %, 90 %, 99 %, …; the last row is
 //! the maximum, placed at 1/(1−p) = count), and `…-histogram.dat`, counts in log-spaced
-//! bins, ten per decade (both axes log). Per noise or timer entry: `…-series.dat`, the
+//! bins, fifty per decade (both axes log). Per noise or timer entry: `…-series.dat`, the
 //! largest gap of each interval over the run, with the entry's largest events beside it
 //! in `…-series-largest.dat`. Per c2c mode: `c2c-heatmap.dat`, the CPU × CPU matrix of
 //! median one-way latency (NaN where no pair was measured). Every data file is whitespace

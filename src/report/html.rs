@@ -10,6 +10,7 @@ use std::path::Path;
 
 use maud::{DOCTYPE, Markup, PreEscaped, html};
 
+use crate::report::dist::UNCONFIRMED_NOTE;
 use crate::report::export::{self, Dist, Loaded};
 use crate::report::{ResultFile, plot};
 use crate::system::HostInfo;
@@ -49,6 +50,8 @@ pub struct Figure {
     pub caption: String,
     /// A complete `<svg>` element.
     pub svg: String,
+    /// A time series (shown before the tables), not a distribution.
+    pub series: bool,
 }
 
 /// The embedded style sheet: the page must need nothing else.
@@ -206,8 +209,10 @@ fn inline_svg(svg: &str) -> &str {
 // ---------------------------------------------------------------------------------------
 // The page of saved results
 
-/// The page of one or more results: host facts, degradations, the audit's findings,
-/// summary tables and every plot.
+/// The page of one or more results. Per file, in the order a reader needs them: the
+/// verdict (a main job's, stored or made now), the per-CPU time series with the largest
+/// events, the measurement tables, the distributions, then the run, the host and the
+/// audit's findings.
 pub fn result_page(results: &[Loaded]) -> anyhow::Result<Page> {
     let mut page = Page {
         title: "jitterscope report".into(),
@@ -221,15 +226,130 @@ pub fn result_page(results: &[Loaded]) -> anyhow::Result<Page> {
             page.warnings
                 .push(format!("{file}: degraded: {}", d.message));
         }
-        let mut s = file_section(path, r);
         let (figures, failure) = figures(loaded);
         if let Some(why) = failure {
             page.warnings.push(format!("{file}: {why}"));
         }
-        s.figures = figures;
-        page.sections.push(s);
+        let (series, distributions): (Vec<Figure>, Vec<Figure>) =
+            figures.into_iter().partition(|f| f.series);
+        let named = |what: &str| match results.len() {
+            1 => what.to_string(),
+            _ => format!("{file}: {what}"),
+        };
+        if let Some(v) = stored_or_main_verdict(r) {
+            page.sections.push(verdict_section(&named("Verdict"), &v));
+        }
+        if !series.is_empty() {
+            page.sections.push(Section {
+                heading: named("Over time, per CPU"),
+                figures: series,
+                ..Section::default()
+            });
+        }
+        let events = largest_tables(r);
+        if !events.is_empty() {
+            page.sections.push(Section {
+                heading: named("Largest events"),
+                text: vec![
+                    "Each entry's largest events, when each began (seconds from the start of \
+                     the run, and the counter's value, the timebase of x86-tsc traces)."
+                        .into(),
+                ],
+                tables: events,
+                ..Section::default()
+            });
+        }
+        page.sections.push(measurements(&named("Measurements"), r));
+        if !distributions.is_empty() {
+            page.sections.push(Section {
+                heading: named("Distributions"),
+                text: vec![
+                    "Percentiles on log axes, HdrHistogram's style: the x axis runs to the \
+                     nines the sample count resolves, the y axis spans the whole range, so \
+                     that p50 and p99 stand apart under a long tail."
+                        .into(),
+                ],
+                figures: distributions,
+                ..Section::default()
+            });
+        }
+        page.sections
+            .push(host_section(&named("Run, host and audit"), path, r));
     }
     Ok(page)
+}
+
+/// A main job's verdict: the one stored, or for an older main-job file one made now.
+fn stored_or_main_verdict(r: &ResultFile) -> Option<crate::report::verdict::Verdict> {
+    if let Some(v) = &r.verdict {
+        return Some(v.clone());
+    }
+    let sub = r.run.command_line.get(1).map(String::as_str);
+    matches!(sub, None | Some("run")).then(|| crate::report::verdict::verdict(r))
+}
+
+/// The verdict's sentences and its top fixes.
+fn verdict_section(heading: &str, v: &crate::report::verdict::Verdict) -> Section {
+    use crate::report::verdict::share_words;
+    let rows = (v.fixes.iter().enumerate())
+        .map(|(i, f)| {
+            let cells = [(i + 1).to_string(), f.fix.clone(), f.finding.clone()];
+            cells.into_iter().chain([share_words(f.share)]).collect()
+        })
+        .collect();
+    Section {
+        heading: heading.into(),
+        text: v.lines.clone(),
+        tables: vec![Table {
+            caption: "Top fixes, ranked by the share of measured noise they would remove".into(),
+            headers: ["#", "fix", "audit finding", "share"]
+                .map(String::from)
+                .to_vec(),
+            rows,
+            note: None,
+        }],
+        ..Section::default()
+    }
+}
+
+/// Each series entry's largest events, largest first, with when each began.
+fn largest_tables(r: &ResultFile) -> Vec<Table> {
+    let mut out = Vec::new();
+    for s in r.probes.iter().filter_map(|e| e.view()?.series()) {
+        if s.largest.is_empty() {
+            continue;
+        }
+        let u = export::unit_of(s.probe);
+        let mut events: Vec<_> = s.largest.iter().collect();
+        events.sort_by_key(|e| std::cmp::Reverse(e.duration_ns));
+        out.push(Table {
+            caption: format!(
+                "{} CPU {}: the {} largest events ({}), largest first",
+                s.probe,
+                s.cpu,
+                events.len(),
+                s.gap
+            ),
+            headers: vec![
+                "#".into(),
+                "at (s from the start)".into(),
+                u.header("duration"),
+                "TSC at start".into(),
+            ],
+            rows: (events.iter().enumerate())
+                .map(|(i, e)| {
+                    vec![
+                        (i + 1).to_string(),
+                        format!("{:.6}", e.start_ns as f64 / 1e9),
+                        u.cell(Some(e.duration_ns)),
+                        e.start_tsc.to_string(),
+                    ]
+                })
+                .collect(),
+            note: None,
+        });
+    }
+    out
 }
 
 fn subtitle(results: &[Loaded]) -> String {
@@ -239,11 +359,29 @@ fn subtitle(results: &[Loaded]) -> String {
     }
 }
 
-/// One file's section, without its figures.
-fn file_section(path: &Path, r: &ResultFile) -> Section {
+/// The summary tables, one per probe kind, and what was left out.
+fn measurements(heading: &str, r: &ResultFile) -> Section {
+    let mut text: Vec<String> = r.run.warnings.clone();
+    let (dists, unknown) = export::distributions(r);
+    if unknown > 0 {
+        text.push(format!(
+            "{unknown} entries of a probe kind this version does not know were skipped \
+             (a newer jitterscope wrote them)."
+        ));
+    }
+    Section {
+        heading: heading.into(),
+        text,
+        tables: summary_tables(&dists),
+        ..Section::default()
+    }
+}
+
+/// The run's and host's facts, then the audit's findings.
+fn host_section(heading: &str, path: &Path, r: &ResultFile) -> Section {
     let mut facts = run_facts(path, r);
     facts.extend(host_facts(&r.host));
-    let mut text: Vec<String> = r.run.warnings.clone();
+    let mut text = Vec::new();
     let mut tables = Vec::new();
     match &r.host.audit {
         Some(a) => match audit_table(a) {
@@ -255,16 +393,8 @@ fn file_section(path: &Path, r: &ResultFile) -> Section {
         },
         None => text.push("This file holds no audit of the host.".into()),
     }
-    let (dists, unknown) = export::distributions(r);
-    tables.extend(summary_tables(&dists));
-    if unknown > 0 {
-        text.push(format!(
-            "{unknown} entries of a probe kind this version does not know were skipped \
-             (a newer jitterscope wrote them)."
-        ));
-    }
     Section {
-        heading: path.display().to_string(),
+        heading: heading.into(),
         facts,
         text,
         tables,
@@ -425,20 +555,10 @@ fn summary_tables(dists: &[Dist]) -> Vec<Table> {
         .collect()
 }
 
-const SUMMARY_HEADERS: [&str; 9] = [
-    "key",
-    "metric",
-    "count",
-    "min (ns)",
-    "p50 (ns)",
-    "p90 (ns)",
-    "p99 (ns)",
-    "p99.9 (ns)",
-    "max (ns)",
-];
-
 fn summary_table(probe: &str, dists: &[&Dist]) -> Table {
-    let mut headers: Vec<String> = SUMMARY_HEADERS.map(String::from).to_vec();
+    let u = export::unit_of(probe);
+    let mut headers: Vec<String> = ["key", "metric", "cpu", "count"].map(String::from).to_vec();
+    headers.extend(export::TIME_COLUMNS.iter().map(|c| u.header(c)));
     // The kinds whose entries have a rate (noise) get its two columns.
     let noise = dists.iter().any(|d| d.rate_per_s.is_some());
     if noise {
@@ -447,7 +567,9 @@ fn summary_table(probe: &str, dists: &[&Dist]) -> Table {
     let rows: Vec<Vec<String>> = dists
         .iter()
         .map(|d| {
-            let mut row = summary_row(d);
+            let mut row = vec![d.key.clone(), d.metric_label(), d.cpu.clone()];
+            row.push(d.summary.count.to_string());
+            row.extend(export::time_cells(&d.summary, u));
             if let (true, Some(rate), Some(pct)) = (noise, d.rate_per_s, d.interrupted_pct) {
                 row.push(format!("{rate:.1}"));
                 row.push(format!("{pct:.4}"));
@@ -457,22 +579,11 @@ fn summary_table(probe: &str, dists: &[&Dist]) -> Table {
         .collect();
     let untrusted = dists.iter().any(|d| !d.trusted);
     Table {
-        caption: format!("{probe}: summary (values in ns)"),
+        caption: format!("{probe}: summary (times in {})", u.name()),
         headers,
         rows,
-        note: untrusted.then(|| {
-            "* the TSC check could not confirm these counter-stamp figures (one_way_valid \
-             is false); half the round trip is the safer one-way figure."
-                .into()
-        }),
+        note: untrusted.then(|| UNCONFIRMED_NOTE.to_string()),
     }
-}
-
-fn summary_row(d: &Dist) -> Vec<String> {
-    let metric = format!("{}{}", d.metric, if d.trusted { "" } else { " *" });
-    let mut row = vec![d.key.clone(), metric];
-    row.extend(crate::report::export::count_and_quantiles(d.summary));
-    row
 }
 
 /// Every plot of one file as a figure, and why some or all are missing: the page still
@@ -487,6 +598,7 @@ fn figures(loaded: &Loaded) -> (Vec<Figure>, Option<String>) {
     for p in plots {
         match p.svg() {
             Ok(svg) => figures.push(Figure {
+                series: p.is_series(),
                 caption: p.title,
                 svg,
             }),
@@ -547,6 +659,7 @@ mod tests {
         page.sections[0].figures.push(Figure {
             caption: "latency (ns) <x>".into(),
             svg: format!("<?xml version=\"1.0\"?>\n{svg}"),
+            series: false,
         });
         let out = render(&page);
         assert!(out.contains(&format!("<figure>{svg}<figcaption>")), "{out}");

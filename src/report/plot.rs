@@ -7,7 +7,11 @@
 //! - `…-percentiles`: HdrHistogram's "latency by percentile". The x axis is 1/(1−p) on a
 //!   log scale (`figure::percentile_x`), ticked at 0 %, 90 %, 99 %, 99.9 % … ([`percentile_label`]);
 //!   the curve ends at the maximum, placed at 1/(1−p) = count.
-//! - `…-histogram`: counts (log scale) in log-spaced bins, ten per decade of latency.
+//! - `…-histogram`: counts (log scale) in log-spaced bins, fifty per decade of latency
+//!   (`figure::BINS_PER_DECADE`). A timer entry's measured and corrected latency share
+//!   one percentile plot and one histogram, a line each. Percentile plots have a log y axis.
+//!   Tick labels on log axes are 1, 2 and 5 times a power of ten at most, so none overlap;
+//!   lines of an overlay differ in dash (solid, dashed, dotted) as well as colour.
 //!
 //! Per noise or timer entry, `…-series`: the largest gap of each interval over the run
 //! (x in seconds), with the entry's largest events marked. Per c2c mode, `c2c-heatmap`: the
@@ -109,6 +113,11 @@ impl Plot {
         encode_png(&rgb, (w, h)).map_err(|r| self.draw_error(r))
     }
 
+    /// Whether the plot is a time series (the page shows those first).
+    pub fn is_series(&self) -> bool {
+        matches!(self.chart, Chart::Series { .. })
+    }
+
     /// Width and height in pixels: a heat map grows with its CPU count.
     pub fn size(&self) -> (u32, u32) {
         match &self.chart {
@@ -170,7 +179,66 @@ fn encode_png(rgb: &[u8], (w, h): (u32, u32)) -> Result<Vec<u8>, String> {
 /// (numbered when stems repeat).
 pub fn result_plots(results: &[Loaded]) -> Result<Vec<Plot>, PlotError> {
     let figures = describe::result_figures(results).map_err(PlotError::Data)?;
-    Ok(figures.iter().map(Plot::of).collect())
+    Ok(corrected_overlaid(figures).iter().map(Plot::of).collect())
+}
+
+/// What a timer's two latency lines are called when drawn in one plot.
+pub const MEASURED: &str = "measured";
+pub const CORRECTED: &str = "corrected for coordinated omission";
+
+/// Each timer entry's corrected latency drawn over its measured latency, in one
+/// percentile plot and one histogram, instead of two of each: the correction shows as
+/// the gap between the lines. (The gnuplot data keep one file per distribution.)
+fn corrected_overlaid(mut figures: Vec<Figure>) -> Vec<Figure> {
+    let id = |f: &Figure| match &f.chart {
+        figure::Chart::Percentiles { dist, .. } => Some((0, dist.clone())),
+        figure::Chart::Histogram { dist, .. } => Some((1, dist.clone())),
+        _ => None,
+    };
+    let mut i = 0;
+    while i < figures.len() {
+        let corrected =
+            id(&figures[i]).filter(|(_, d)| d.probe == "timer" && d.metric == "latency-corrected");
+        let Some((kind, c)) = corrected else {
+            i += 1;
+            continue;
+        };
+        let measured = figures.iter().position(|f| {
+            id(f).is_some_and(|(k, d)| {
+                k == kind && d.probe == "timer" && d.metric == "latency" && d.key == c.key
+            }) && f.source == figures[i].source
+        });
+        let Some(m) = measured else {
+            i += 1;
+            continue;
+        };
+        let gone = figures.remove(i);
+        let target = if m > i { m - 1 } else { m };
+        match (&mut figures[target].chart, gone.chart) {
+            (
+                figure::Chart::Percentiles { lines, .. },
+                figure::Chart::Percentiles { lines: more, .. },
+            ) => {
+                relabel(lines, MEASURED);
+                lines.extend(more.into_iter().map(|l| l.labelled(CORRECTED)));
+            }
+            (
+                figure::Chart::Histogram { lines, .. },
+                figure::Chart::Histogram { lines: more, .. },
+            ) => {
+                relabel(lines, MEASURED);
+                lines.extend(more.into_iter().map(|l| l.labelled(CORRECTED)));
+            }
+            _ => {}
+        }
+    }
+    figures
+}
+
+fn relabel<T>(lines: &mut [figure::Line<T>], label: &str) {
+    for l in lines.iter_mut().filter(|l| l.label.is_empty()) {
+        l.label = label.to_string();
+    }
 }
 
 /// The runs overlaid (see `describe::overlay_figures`), a labelled line per run.
@@ -370,7 +438,25 @@ fn colour(i: usize) -> RGBColor {
 
 type Area<DB> = DrawingArea<DB, Shift>;
 
-/// Draws `lines` on `chart`, labelled for a legend when there is more than one.
+/// How the `i`-th line of a plot is drawn, so that lines that lie on one another (two
+/// identical runs) still tell apart: solid, dashed, dotted, then solid again.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub enum Dash {
+    Solid,
+    Dashed,
+    Dotted,
+}
+
+pub fn dash(i: usize) -> Dash {
+    match i % 3 {
+        0 => Dash::Solid,
+        1 => Dash::Dashed,
+        _ => Dash::Dotted,
+    }
+}
+
+/// Draws `lines` on `chart`, each in its colour and dash ([`dash`]), labelled for a
+/// legend when there is more than one.
 fn draw_lines<'a, DB, X, Y>(
     chart: &mut ChartContext<'a, DB, Cartesian2d<X, Y>>,
     lines: impl Iterator<Item = (String, Vec<(X::ValueType, Y::ValueType)>)>,
@@ -384,12 +470,29 @@ where
 {
     for (i, (label, points)) in lines.enumerate() {
         let c = colour(i);
-        let s = chart
-            .draw_series(LineSeries::new(points, c.stroke_width(2)))
-            .map_err(de)?;
+        let style = c.stroke_width(2);
+        let d = dash(i);
+        let s = match d {
+            Dash::Solid => chart.draw_series(LineSeries::new(points, style)),
+            Dash::Dashed => chart.draw_series(DashedLineSeries::new(points, 9, 6, style)),
+            Dash::Dotted => chart.draw_series(DashedLineSeries::new(points, 2, 5, style)),
+        }
+        .map_err(de)?;
         if !label.is_empty() {
             s.label(label).legend(move |(x, y)| {
-                PathElement::new(vec![(x, y), (x + 20, y)], c.stroke_width(2))
+                let pts: Vec<(i32, i32)> = match d {
+                    Dash::Solid => vec![(x, y), (x + 24, y)],
+                    Dash::Dashed => vec![(x, y), (x + 9, y)],
+                    Dash::Dotted => vec![(x, y), (x + 2, y)],
+                };
+                let second = match d {
+                    Dash::Solid => vec![(x + 24, y), (x + 24, y)],
+                    Dash::Dashed => vec![(x + 15, y), (x + 24, y)],
+                    Dash::Dotted => vec![(x + 7, y), (x + 9, y)],
+                };
+                EmptyElement::at((0, 0))
+                    + PathElement::new(pts, style)
+                    + PathElement::new(second, style)
             });
         }
     }
@@ -428,9 +531,22 @@ fn draw_percentiles<DB: DrawingBackend>(
     // Whole decades, so that every tick is a percentile label.
     let decades = (max_x(lines).ceil() as u32).max(1);
     let x = 0.0..f64::from(decades);
-    let y_top = (max_y(lines) / unit.ns * 1.05).max(1.0);
+    // A log y axis, as HdrHistogram plots latency: p50 and p99 stay apart under a tail
+    // thousands of times longer. The floor is below the lowest value (0 ns sits on it).
+    let low = lines
+        .iter()
+        .flat_map(|l| l.points.iter().map(|p| p.1))
+        .filter(|&y| y > 0.0)
+        .fold(f64::INFINITY, f64::min);
+    let y_low = if low.is_finite() {
+        low / unit.ns / 1.5
+    } else {
+        0.5 / unit.ns
+    };
+    let y_top = (max_y(lines) / unit.ns * 1.5).max(y_low * 10.0);
+    let y_decades = (y_top / y_low).log10();
     let mut chart = chart_on(area, 70)
-        .build_cartesian_2d(x, 0.0..y_top)
+        .build_cartesian_2d(x, (y_low..y_top).log_scale())
         .map_err(de)?;
     chart
         .configure_mesh()
@@ -438,12 +554,16 @@ fn draw_percentiles<DB: DrawingBackend>(
         .y_desc(y_desc)
         .x_labels(decades as usize + 1)
         .x_label_formatter(&percentile_tick)
-        .y_label_formatter(&|y| fmt_num(*y))
+        .y_label_formatter(&|y| log_label(*y, y_decades))
+        // Every sub-decade tick as a light line makes grey bands on a log axis.
+        .light_line_style(TRANSPARENT)
         .label_style((FONT, 13))
         .draw()
         .map_err(de)?;
     let scaled = lines.iter().map(|l| {
-        let pts = l.points.iter().map(|&(x, y)| (x, y / unit.ns)).collect();
+        let pts = (l.points.iter())
+            .map(|&(x, y)| (x, (y / unit.ns).max(y_low)))
+            .collect();
         (l.label.clone(), pts)
     });
     draw_lines(&mut chart, scaled)?;
@@ -451,6 +571,23 @@ fn draw_percentiles<DB: DrawingBackend>(
         draw_legend(&mut chart, SeriesLabelPosition::UpperLeft)?;
     }
     Ok(())
+}
+
+/// A tick label on a log axis spanning `decades`: only 1, 2 and 5 times a power of ten
+/// (only powers of ten beyond five decades), so that labels never crowd into one another
+/// ("700800 9001000"); the grid keeps every tick.
+fn log_label(v: f64, decades: f64) -> String {
+    if v <= 0.0 {
+        return String::new();
+    }
+    let mantissa = v / 10f64.powf(v.log10().floor());
+    let near = |m: f64| (mantissa - m).abs() < 1e-6 * m || (mantissa - m * 10.0).abs() < 1e-5;
+    let keep = match decades {
+        d if d > 5.0 => near(1.0),
+        d if d > 2.5 => near(1.0) || near(3.0),
+        _ => near(1.0) || near(2.0) || near(5.0),
+    };
+    if keep { fmt_num(v) } else { String::new() }
 }
 
 fn draw_histogram<DB: DrawingBackend>(
@@ -466,12 +603,15 @@ fn draw_histogram<DB: DrawingBackend>(
     let mut chart = chart_on(area, 60)
         .build_cartesian_2d((lo..hi).log_scale(), (floor..top).log_scale())
         .map_err(de)?;
+    let (x_decades, y_decades) = ((hi / lo).log10(), (top / floor).log10());
     chart
         .configure_mesh()
         .x_desc(x_desc)
         .y_desc("count")
-        .x_label_formatter(&|x| fmt_num(*x))
-        .y_label_formatter(&|y| fmt_num(*y))
+        .x_label_formatter(&|x| log_label(*x, x_decades))
+        .y_label_formatter(&|y| log_label(*y, y_decades))
+        // Every sub-decade tick as a light line makes grey bands on a log axis.
+        .light_line_style(TRANSPARENT)
         .label_style((FONT, 13))
         .draw()
         .map_err(de)?;

@@ -55,6 +55,10 @@ pub struct ResultFile {
     pub host: HostInfo,
     pub run: RunInfo,
     pub probes: Vec<ProbeEntry>,
+    /// The main job's verdict and top fixes, as it printed them; absent from the results
+    /// of single commands and of versions before it was stored.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub verdict: Option<crate::report::verdict::Verdict>,
 }
 
 /// `run`: how this result was produced.
@@ -126,6 +130,7 @@ impl ResultFile {
             host,
             run,
             probes,
+            verdict: None,
         }
     }
 

@@ -183,7 +183,7 @@ fn tick_period(starts: &[u64]) -> Option<(u64, u32)> {
 }
 
 /// One ranked fix.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct Fix {
     pub finding: String,
     pub fix: String,
@@ -191,8 +191,8 @@ pub struct Fix {
     pub share: Option<f64>,
 }
 
-/// The verdict.
-#[derive(Debug, Clone, Default, PartialEq)]
+/// The verdict, as the main job stores it in its result (`verdict`).
+#[derive(Debug, Clone, Default, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct Verdict {
     /// Plain sentences, most important first.
     pub lines: Vec<String>,
@@ -507,11 +507,16 @@ pub fn duration_words(ns: u64) -> String {
     }
 }
 
-/// The verdict as text, fixes numbered.
+/// The verdict as text, fixes numbered: each line wrapped to the current layout's width
+/// (`report::table::Layout`), each fix on a line of its own and never broken, so that a
+/// command in it can be pasted as it is.
 pub fn text(v: &Verdict) -> String {
+    let width = crate::report::table::Layout::current().wrap_width();
+    let wrap = |l: &str| crate::report::table::wrap(&format!("  {l}"), width, "    ");
     let mut out = String::from("Verdict\n");
     for l in &v.lines {
-        out.push_str(&format!("  {l}\n"));
+        out.push_str(&wrap(l));
+        out.push('\n');
     }
     if v.fixes.is_empty() {
         out.push_str("  The audit found nothing to fix on the measured CPUs.\n");
@@ -519,13 +524,9 @@ pub fn text(v: &Verdict) -> String {
     }
     out.push_str("Top fixes\n");
     for (i, f) in v.fixes.iter().enumerate() {
-        out.push_str(&format!(
-            "  {}. {} [{}: {}]\n",
-            i + 1,
-            f.fix,
-            f.finding,
-            share_words(f.share)
-        ));
+        let head = format!("{}. {} ({}):", i + 1, f.finding, share_words(f.share));
+        out.push_str(&wrap(&head));
+        out.push_str(&format!("\n     {}\n", f.fix));
     }
     out
 }

@@ -14,7 +14,7 @@ use crate::probes::c2c::C2cEntry;
 use crate::report::ResultFile;
 use crate::report::dist::{Dist, Entry, serde_name};
 use crate::report::figure::{Chart, Figure, Heatmap, file_safe};
-use crate::report::table::new_table;
+use crate::report::table::{Layout, Tab, core, new_table, wide};
 use crate::report::views::{EntryView, Kind, KindView};
 
 impl EntryView for C2cEntry {
@@ -183,9 +183,13 @@ pub fn c2c_tables(r: &ResultFile, grouped: bool) -> String {
         true => "grouped by locality: node, package, core, SMT siblings side by side",
         false => "by CPU number",
     };
-    let mut out = format!(
+    let what = format!(
         "Median one-way latency (ns): median over samples of (sample time) / (2 × round \
-         trips); rows and columns {order}\n{}\n\nMinimum one-way latency (ns)\n{}\n",
+         trips); rows and columns {order}"
+    );
+    let mut out = format!(
+        "{}\n{}\n\nMinimum one-way latency (ns)\n{}\n",
+        crate::report::table::wrap(&what, Layout::current().wrap_width(), "  "),
         m.table(|c| c.median_ns),
         m.table(|c| c.min_ns),
     );
@@ -213,19 +217,20 @@ fn locality_table(m: &Matrix) -> String {
             by.entry(cell.locality).or_default().push(*cell);
         }
     }
-    let mut t = new_table(&[
-        "locality",
-        "pairs",
-        "lowest min (ns)",
-        "lowest median (ns)",
-        "median of medians (ns)",
-        "highest median (ns)",
+    let h = |w: &str| Kind::C2c.unit().header(w);
+    let mut t = Tab::new(&[
+        core("locality"),
+        core("pairs"),
+        core(h("lowest min")),
+        core(h("lowest median")),
+        wide(h("median of medians")),
+        core(h("highest median")),
     ]);
     for (loc, cells) in &by {
         let mut meds: Vec<f64> = cells.iter().filter_map(|c| c.median_ns).collect();
         meds.sort_by(f64::total_cmp);
         let min = cells.iter().filter_map(|c| c.min_ns).min_by(f64::total_cmp);
-        t.add_row(vec![
+        t.row(vec![
             loc.to_string(),
             cells.len().to_string(),
             ns(min),
@@ -239,17 +244,18 @@ fn locality_table(m: &Matrix) -> String {
 
 /// One row per pair with its distribution.
 fn pair_table(entries: &[&C2cEntry]) -> String {
-    let mut t = new_table(&[
-        "pair",
-        "locality",
-        "samples",
-        "min (ns)",
-        "median (ns)",
-        "p90 (ns)",
-        "p99 (ns)",
-        "max (ns)",
-        "MAD (ns)",
-        "invol. sw",
+    let h = |w: &str| Kind::C2c.unit().header(w);
+    let mut t = Tab::new(&[
+        core("pair"),
+        core("locality"),
+        core("samples"),
+        core(h("min")),
+        core(h("median")),
+        wide(h("p90")),
+        core(h("p99")),
+        core(h("max")),
+        wide(h("MAD")),
+        wide("invol. sw"),
     ]);
     for e in entries {
         let s = &e.summary;
@@ -258,7 +264,7 @@ fn pair_table(entries: &[&C2cEntry]) -> String {
             false => e.samples.to_string(),
         };
         let switches = e.thread_a.involuntary_switches + e.thread_b.involuntary_switches;
-        t.add_row(vec![
+        t.row(vec![
             format!("{}-{}", e.cpu_a, e.cpu_b),
             e.locality.to_string(),
             samples,

@@ -20,6 +20,7 @@ use crate::probes::timer::TimerEntry;
 use crate::probes::work::WorkEntry;
 use crate::report::dist::{Dist, SeriesView};
 use crate::report::figure::Figure;
+use crate::report::table::{Unit, hidden_note};
 use crate::report::{ProbeEntry, ResultFile};
 
 pub mod attribution;
@@ -69,6 +70,24 @@ impl Kind {
             Kind::Work => "work",
             Kind::Syscalls => "syscalls",
             Kind::Ptp => "ptp",
+        }
+    }
+
+    /// The kind whose entries `probe` (their JSON tag) names.
+    pub fn of_probe(probe: &str) -> Option<Kind> {
+        Kind::ALL.into_iter().find(|k| k.name() == probe)
+    }
+
+    /// The unit of this kind's times in every table of every format (terminal,
+    /// Markdown, HTML, `compare`): µs for what runs from µs to ms (noise's
+    /// interruptions, timer wake-ups), ns for what starts at tens of ns (a queue's
+    /// transit, pingpong, c2c, work, syscalls, ptp). The CSV exports are one table of
+    /// every kind, in ns, as their headers say.
+    pub fn unit(self) -> Unit {
+        match self {
+            Kind::Noise | Kind::Timer => Unit::Us,
+            Kind::Pingpong | Kind::C2c | Kind::Queue | Kind::Work | Kind::Syscalls => Unit::Ns,
+            Kind::Ptp => Unit::Ns,
         }
     }
 
@@ -172,6 +191,7 @@ fn figures_of<T: KindView>(r: &ResultFile) -> Vec<Figure> {
 /// The tables of every kind the result holds, in [`Kind::ALL`]'s order, then a note of
 /// the entries of a newer kind that were skipped.
 pub fn tables(r: &ResultFile) -> String {
+    crate::report::table::reset_hidden();
     let mut parts: Vec<String> = Kind::ALL.iter().filter_map(|k| k.tables(r)).collect();
     let unknown = r.probes.iter().filter(|e| e.view().is_none()).count();
     if unknown > 0 {
@@ -183,6 +203,47 @@ pub fn tables(r: &ResultFile) -> String {
     for p in parts {
         out.push_str(p.trim_end());
         out.push('\n');
+    }
+    if let Some(note) = hidden_note() {
+        out.push_str(&crate::report::table::wrap(
+            &note,
+            crate::report::table::Layout::current().wrap_width(),
+            "",
+        ));
+        out.push('\n');
+    }
+    out
+}
+
+/// Each series entry's `n` largest events (noise interruptions, timer wake-ups), largest
+/// first, with when they began: what `report --top N` prints.
+pub fn largest_events(r: &ResultFile, n: usize) -> String {
+    let mut out = String::new();
+    for s in r.probes.iter().filter_map(|e| e.view()?.series()) {
+        let u = Kind::of_probe(s.probe).map_or(Unit::Ns, Kind::unit);
+        let mut t = crate::report::table::Tab::new(&[
+            crate::report::table::core("#"),
+            crate::report::table::core("at (s)"),
+            crate::report::table::core(u.header("duration")),
+        ])
+        .compact();
+        let mut events: Vec<_> = s.largest.iter().collect();
+        events.sort_by_key(|e| std::cmp::Reverse(e.duration_ns));
+        for (i, e) in events.iter().take(n).enumerate() {
+            t.row(vec![
+                (i + 1).to_string(),
+                format!("{:.6}", e.start_ns as f64 / 1e9),
+                u.cell(Some(e.duration_ns)),
+            ]);
+        }
+        out.push_str(&format!(
+            "{} CPU {}: the {} largest of {} kept ({})\n{t}\n",
+            s.probe,
+            s.cpu,
+            n.min(events.len()),
+            events.len(),
+            s.gap
+        ));
     }
     out
 }

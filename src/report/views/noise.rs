@@ -5,7 +5,7 @@ use crate::probes::noise::NoiseEntry;
 use crate::report::ResultFile;
 use crate::report::dist::SeriesView;
 use crate::report::dist::{Dist, Entry};
-use crate::report::table::{new_table, policy_cell, us};
+use crate::report::table::{Tab, core, policy_cell, wide};
 use crate::report::views::{EntryView, Kind, KindView};
 
 impl EntryView for NoiseEntry {
@@ -48,62 +48,67 @@ pub fn noise_tables(r: &ResultFile) -> String {
 }
 
 fn tables(entries: &[&NoiseEntry]) -> String {
-    let mut rate = new_table(&[
-        "CPU",
-        "policy",
-        "runtime (s)",
-        "interruptions",
-        "rate (/s)",
-        "interrupted (µs)",
-        "(%)",
-        "loop min/med (ns)",
-        "thresh. (ns)",
-        "invol. sw",
-        "migr.",
+    let u = Kind::Noise.unit();
+    let mut rate = Tab::new(&[
+        core("CPU"),
+        core("policy"),
+        core("runtime (s)"),
+        core("interruptions"),
+        core("rate (/s)"),
+        core(u.header("interrupted")),
+        core("(%)"),
+        wide(u.header("loop min/med")),
+        wide(u.header("threshold")),
+        wide("invol. sw"),
+        wide("migr."),
     ]);
+    // The loop period is tens of ns: three decimals of µs keep it.
+    let loop_us = |ns: f64| format!("{:.3}", ns / 1e3);
     for e in entries {
-        rate.add_row(vec![
+        rate.row(vec![
             e.cpu.to_string(),
             policy_cell(e.thread.policy, e.thread.priority),
             format!("{:.3}", e.runtime_ns as f64 / 1e9),
             e.interruptions.to_string(),
             format!("{:.1}", e.rate_per_s),
-            format!("{:.2}", e.interrupted_ns as f64 / 1e3),
+            u.cell(Some(e.interrupted_ns)),
             format!("{:.4}", e.interrupted_pct),
             format!(
-                "{:.1} / {:.1}",
-                e.loop_period.min_ns, e.loop_period.median_ns
+                "{} / {}",
+                loop_us(e.loop_period.min_ns),
+                loop_us(e.loop_period.median_ns)
             ),
-            e.config.threshold_ns.to_string(),
+            u.cell(Some(e.config.threshold_ns)),
             e.thread.involuntary_switches.to_string(),
             e.thread.migrations.map_or("-".into(), |m| m.to_string()),
         ]);
     }
-    let mut dist = new_table(&[
-        "CPU",
-        "min (µs)",
-        "p20 (µs)",
-        "p50 (µs)",
-        "p80 (µs)",
-        "p90 (µs)",
-        "p99 (µs)",
-        "p99.9 (µs)",
-        "max (µs)",
-        "MAD (µs)",
+    let h = |w: &str| u.header(w);
+    let mut dist = Tab::new(&[
+        core("CPU"),
+        core(h("min")),
+        wide(h("p20")),
+        core(h("p50")),
+        wide(h("p80")),
+        core(h("p90")),
+        core(h("p99")),
+        core(h("p99.9")),
+        core(h("max")),
+        wide(h("MAD")),
     ]);
     for e in entries {
         let s = &e.summary;
-        dist.add_row(vec![
+        dist.row(vec![
             e.cpu.to_string(),
-            us(s.min_ns),
-            us(s.p20_ns),
-            us(s.p50_ns),
-            us(s.p80_ns),
-            us(s.p90_ns),
-            us(s.p99_ns),
-            us(s.p999_ns),
-            us(s.max_ns),
-            us(s.mad_ns),
+            u.cell(s.min_ns),
+            u.cell(s.p20_ns),
+            u.cell(s.p50_ns),
+            u.cell(s.p80_ns),
+            u.cell(s.p90_ns),
+            u.cell(s.p99_ns),
+            u.cell(s.p999_ns),
+            u.cell(s.max_ns),
+            u.cell(s.mad_ns),
         ]);
     }
     format!("{rate}\n\nInterruption durations\n{dist}\n")

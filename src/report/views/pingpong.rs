@@ -3,10 +3,11 @@
 
 use crate::probes::pingpong::{OneWayBasis, PingpongEntry};
 use crate::report::ResultFile;
-use crate::report::dist::{Dist, Entry, serde_name};
-use crate::report::table::new_table;
+use std::borrow::Cow;
+
+use crate::report::dist::{Dist, Entry, UNCONFIRMED_NOTE, halved, halved_histogram, serde_name};
+use crate::report::table::{Layout, Tab, core, wide, wrap};
 use crate::report::views::{EntryView, Kind, KindView};
-use crate::stats::Summary;
 
 impl EntryView for PingpongEntry {
     fn kind(&self) -> Kind {
@@ -25,10 +26,16 @@ impl EntryView for PingpongEntry {
         let en = Entry::new("pingpong", key, format!("{},{}", self.cpu_a, self.cpu_b));
         let (rtt, ow) = (&self.rtt, &self.one_way);
         out.push(en.dist("rtt", &rtt.summary, &rtt.histogram));
-        let one_way = en.dist("one-way", &ow.summary, &ow.histogram);
-        out.push(Dist {
-            trusted: self.one_way_valid,
-            ..one_way
+        // Unconfirmed counter stamps are not shown anywhere: every output shows the
+        // round trip halved instead, starred, so that one row means one figure.
+        out.push(match self.one_way_basis {
+            OneWayBasis::Tsc => en.dist("one-way", &ow.summary, &ow.histogram),
+            OneWayBasis::RttHalf => Dist {
+                summary: Cow::Owned(halved(&rtt.summary)),
+                histogram: halved_histogram(&rtt.histogram).map(Cow::Owned),
+                trusted: false,
+                ..en.dist("one-way", &rtt.summary, &rtt.histogram)
+            },
         });
     }
 }
@@ -39,65 +46,55 @@ impl KindView for PingpongEntry {
     }
 }
 
-const COLUMNS: [&str; 10] = [
-    "mechanism",
-    "latency",
-    "count",
-    "min (ns)",
-    "p50 (ns)",
-    "p90 (ns)",
-    "p99 (ns)",
-    "p99.9 (ns)",
-    "max (ns)",
-    "MAD (ns)",
-];
-
-fn ns(v: Option<u64>) -> String {
-    v.map_or_else(|| "-".into(), |v| v.to_string())
-}
-
-/// A summary's cells, each value divided by `div` (2 for the round trip halved).
-fn cells(s: &Summary, div: u64) -> Vec<String> {
-    let d = |v: Option<u64>| ns(v.map(|v| v / div));
-    vec![
-        s.count.to_string(),
-        d(s.min_ns),
-        d(s.p50_ns),
-        d(s.p90_ns),
-        d(s.p99_ns),
-        d(s.p999_ns),
-        d(s.max_ns),
-        d(s.mad_ns),
-    ]
-}
-
-/// One table, two rows per mechanism: the round trip, then the one-way latency (from the
-/// counters when their agreement supports it, else the round trip halved, starred).
+/// One table, two rows per mechanism: the round trip (`rtt`), then the one-way latency
+/// (from the counters when their agreement supports it, else the round trip halved,
+/// starred): the rows of every export, from the same distributions.
 pub fn pingpong_table(r: &ResultFile) -> String {
     let entries: Vec<&PingpongEntry> = r.entries().collect();
-    let mut t = new_table(&COLUMNS);
+    let u = Kind::Pingpong.unit();
+    let h = |w: &str| u.header(w);
     // Two rows a mechanism: rules between rows would double the table's height.
-    let style = t.style().row_separator(comfy_table::LineStyle::none());
-    t.load_style(style);
+    let mut t = Tab::new(&[
+        core("mechanism"),
+        wide("CPUs"),
+        core("metric"),
+        core("count"),
+        core(h("min")),
+        core(h("p50")),
+        wide(h("p90")),
+        core(h("p99")),
+        core(h("p99.9")),
+        core(h("max")),
+        wide(h("MAD")),
+    ])
+    .compact();
     let mut starred = false;
     let mut negative = Vec::new();
     for e in &entries {
-        let mut row = vec![e.mechanism.to_string(), "round trip".into()];
-        row.extend(cells(&e.rtt.summary, 1));
-        t.add_row(row);
-        let mut row = vec![String::new()];
-        match e.one_way_basis {
-            OneWayBasis::Tsc => {
-                row.push("one-way".into());
-                row.extend(cells(&e.one_way.summary, 1));
-            }
-            OneWayBasis::RttHalf => {
-                starred = true;
-                row.push("one-way*".into());
-                row.extend(cells(&e.rtt.summary, 2));
-            }
+        let mut dists = Vec::new();
+        e.dists(&mut dists);
+        for (i, d) in dists.iter().enumerate() {
+            let s = &d.summary;
+            let name = if i == 0 {
+                e.mechanism.to_string()
+            } else {
+                String::new()
+            };
+            starred |= !d.trusted;
+            t.row(vec![
+                name,
+                d.cpu.clone(),
+                d.metric_label(),
+                s.count.to_string(),
+                u.cell(s.min_ns),
+                u.cell(s.p50_ns),
+                u.cell(s.p90_ns),
+                u.cell(s.p99_ns),
+                u.cell(s.p999_ns),
+                u.cell(s.max_ns),
+                u.cell(s.mad_ns),
+            ]);
         }
-        t.add_row(row);
         if e.one_way_negative > 0 {
             negative.push(format!("{} ({})", e.mechanism, e.one_way_negative));
         }
@@ -114,16 +111,20 @@ pub fn pingpong_table(r: &ResultFile) -> String {
             (_, true) => format!("they agree within {} ns", skew.bound_ns),
             (_, false) => format!("they differ by at least {} ns", skew.bound_ns),
         };
-        text.push_str(&format!(
-            "* the round trip halved: the two CPUs' counters could not be shown to agree \
-             within 10 % of the one-way figure ({bound})\n"
-        ));
+        let note = format!(
+            "{UNCONFIRMED_NOTE} The counters could not be shown to agree within 10 % of \
+             the one-way figure ({bound})."
+        );
+        text.push_str(&wrap(&note, Layout::current().wrap_width(), "  "));
+        text.push('\n');
     }
     if !negative.is_empty() {
-        text.push_str(&format!(
-            "one-way readings below 0, counted as 0 (counters out of step): {}\n",
+        let note = format!(
+            "one-way readings below 0, counted as 0 (counters out of step): {}",
             negative.join(", ")
-        ));
+        );
+        text.push_str(&wrap(&note, Layout::current().wrap_width(), "  "));
+        text.push('\n');
     }
     text
 }

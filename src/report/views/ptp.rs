@@ -5,7 +5,7 @@
 use crate::probes::ptp::{MethodResult, MethodStatus, PtpEntry, errno_name};
 use crate::report::ResultFile;
 use crate::report::dist::{Dist, Entry, serde_name};
-use crate::report::table::new_table;
+use crate::report::table::{Col, Tab, core, wide};
 use crate::report::views::{EntryView, Kind, KindView};
 
 impl EntryView for PtpEntry {
@@ -30,18 +30,22 @@ impl KindView for PtpEntry {
     }
 }
 
-const COLUMNS: [&str; 10] = [
-    "method",
-    "supported",
-    "samples",
-    "offset\nmin (ns)",
-    "offset\np50 (ns)",
-    "offset\nmax (ns)",
-    "window\np50 (ns)",
-    "window\np99 (ns)",
-    "cost\np50 (ns)",
-    "cost\np99 (ns)",
-];
+/// The columns, in ns (the kind's unit): the offset's spread and the p99s with `--wide`.
+fn columns() -> Vec<Col> {
+    let h = |w: &str| Kind::Ptp.unit().header(w);
+    vec![
+        core("method"),
+        core("supported"),
+        core("samples"),
+        wide(h("offset\nmin")),
+        core(h("offset\np50")),
+        wide(h("offset\nmax")),
+        core(h("window\np50")),
+        wide(h("window\np99")),
+        core(h("cost\np50")),
+        wide(h("cost\np99")),
+    ]
+}
 
 /// TAI − UTC since 2017: the offset of a PHC kept on TAI from CLOCK_REALTIME.
 const TAI_UTC_NS: i64 = 37_000_000_000;
@@ -97,12 +101,10 @@ pub fn ptp_table(r: &ResultFile) -> String {
     let mut notes = Vec::new();
     for e in &entries {
         text.push_str(&format!("{}\n", device_cell(e)));
-        let mut t = new_table(&COLUMNS);
         // Four rows a device: rules between them would double the table's height.
-        let style = t.style().row_separator(comfy_table::LineStyle::none());
-        t.load_style(style);
+        let mut t = Tab::new(&columns()).compact();
         for m in &e.methods {
-            t.add_row(row(m));
+            t.row(row(m));
             if m.status == MethodStatus::Failed {
                 let after = format!("after {} samples", m.samples);
                 let why = m.error.as_deref().unwrap_or("unknown error");

@@ -1,10 +1,10 @@
-//! The `queue` tables: the producer's line, then transit and inter-message time per
+//! The `queue` tables: the producer's line, then transit and inter-message time (ns) per
 //! consumer to the 99.9999th percentile, then the journal.
 
 use crate::probes::queue::{LatencyRecord, QueueEntry};
 use crate::report::ResultFile;
 use crate::report::dist::{Dist, Entry};
-use crate::report::table::{new_table, policy_cell, us};
+use crate::report::table::{Col, Layout, Tab, Unit, core, policy_cell, us, wide, wrap};
 use crate::report::views::{EntryView, Kind, KindView};
 
 impl EntryView for QueueEntry {
@@ -32,34 +32,38 @@ fn queue_entries(r: &ResultFile) -> Vec<&QueueEntry> {
 }
 
 /// The columns after the row's names.
-const COLUMNS: [&str; 11] = [
-    "count",
-    "min (µs)",
-    "p50 (µs)",
-    "p90 (µs)",
-    "p99 (µs)",
-    "p99.9 (µs)",
-    "p99.99 (µs)",
-    "p99.999 (µs)",
-    "p99.9999 (µs)",
-    "max (µs)",
-    "mean (µs)",
-];
+/// The figure columns, in µs (the kind's unit): the deep tail only with `--wide`.
+fn columns(u: Unit) -> Vec<Col> {
+    let h = |w: &str| u.header(w);
+    vec![
+        core("count"),
+        core(h("min")),
+        core(h("p50")),
+        wide(h("p90")),
+        core(h("p99")),
+        core(h("p99.9")),
+        wide(h("p99.99")),
+        wide(h("p99.999")),
+        wide(h("p99.9999")),
+        core(h("max")),
+        wide(h("mean")),
+    ]
+}
 
-fn figures(l: &LatencyRecord) -> Vec<String> {
+fn figures(l: &LatencyRecord, u: Unit) -> Vec<String> {
     let s = &l.summary;
     vec![
         s.count.to_string(),
-        us(s.min_ns),
-        us(s.p50_ns),
-        us(s.p90_ns),
-        us(s.p99_ns),
-        us(s.p999_ns),
-        us(s.p9999_ns),
-        us(l.p99999_ns),
-        us(l.p999999_ns),
-        us(s.max_ns),
-        s.mean_ns.map_or("-".into(), |m| format!("{:.2}", m / 1e3)),
+        u.cell(s.min_ns),
+        u.cell(s.p50_ns),
+        u.cell(s.p90_ns),
+        u.cell(s.p99_ns),
+        u.cell(s.p999_ns),
+        u.cell(s.p9999_ns),
+        u.cell(l.p99999_ns),
+        u.cell(l.p999999_ns),
+        u.cell(s.max_ns),
+        u.cell_f(s.mean_ns),
     ]
 }
 
@@ -70,9 +74,9 @@ pub fn queue_tables(r: &ResultFile) -> String {
         return String::new();
     };
     let p = &first.producer;
-    let mut out = format!(
+    let producer = format!(
         "producer on CPU {} ({}): {} published after {} warm-up, {} late (latest {} µs \
-         late), {} waits for a full ring, {:.3} s measured\n\n",
+         late), {} waits for a full ring, {:.3} s measured",
         p.cpu,
         policy_cell(p.thread.policy, p.thread.priority),
         p.published,
@@ -82,8 +86,18 @@ pub fn queue_tables(r: &ResultFile) -> String {
         p.full_ring_waits,
         p.measured_ns as f64 / 1e9,
     );
-    let head = ["consumer", "CPU", "policy", "latency"];
-    let mut t = new_table(&[&head[..], &COLUMNS[..]].concat());
+    let mut out = format!(
+        "{}\n\n",
+        wrap(&producer, Layout::current().wrap_width(), "  ")
+    );
+    let u = Kind::Queue.unit();
+    let head = [
+        core("consumer"),
+        core("CPU"),
+        wide("policy"),
+        core("latency"),
+    ];
+    let mut t = Tab::new(&[&head[..], &columns(u)[..]].concat());
     for e in &entries {
         for (name, l) in [("transit", &e.transit), ("inter-message", &e.inter_message)] {
             let mut row = vec![
@@ -92,8 +106,8 @@ pub fn queue_tables(r: &ResultFile) -> String {
                 policy_cell(e.thread.policy, e.thread.priority),
                 name.to_string(),
             ];
-            row.extend(figures(l));
-            t.add_row(row);
+            row.extend(figures(l, u));
+            t.row(row);
         }
     }
     out.push_str(&format!("{t}\n"));

@@ -3,7 +3,7 @@
 use crate::probes::syscalls::{SyscallEntry, Via};
 use crate::report::ResultFile;
 use crate::report::dist::{Dist, Entry};
-use crate::report::table::new_table;
+use crate::report::table::{Tab, core, wide};
 use crate::report::views::{EntryView, Kind, KindView};
 
 impl EntryView for SyscallEntry {
@@ -27,10 +27,6 @@ impl KindView for SyscallEntry {
     }
 }
 
-fn ns(v: Option<u64>) -> String {
-    v.map_or_else(|| "-".into(), |v| v.to_string())
-}
-
 fn via(v: Via) -> &'static str {
     match v {
         Via::Instruction => "instruction",
@@ -44,31 +40,32 @@ fn via(v: Via) -> &'static str {
 /// Each call's cost per call: min, median, p99 and max, with how it got there.
 pub fn syscalls_table(r: &ResultFile) -> String {
     let entries: Vec<&SyscallEntry> = r.entries().collect();
-    let mut t = new_table(&[
-        "call",
-        "via",
-        "batch",
-        "samples",
-        "min (ns)",
-        "p50 (ns)",
-        "p99 (ns)",
-        "max (ns)",
-        "mean (ns)",
-    ]);
-    let style = t.style().row_separator(comfy_table::LineStyle::none());
-    t.load_style(style);
+    let u = Kind::Syscalls.unit();
+    let h = |w: &str| u.header(w);
+    let mut t = Tab::new(&[
+        core("call"),
+        core("via"),
+        wide("batch"),
+        core("samples"),
+        core(h("min")),
+        core(h("p50")),
+        core(h("p99")),
+        core(h("max")),
+        core(h("mean")),
+    ])
+    .compact();
     for e in &entries {
         let s = &e.summary;
-        t.add_row(vec![
+        t.row(vec![
             e.call.to_string(),
             via(e.via).to_string(),
             e.batch.to_string(),
             e.samples.to_string(),
-            ns(s.min_ns),
-            ns(s.p50_ns),
-            ns(s.p99_ns),
-            ns(s.max_ns),
-            s.mean_ns.map_or("-".into(), |m| format!("{m:.1}")),
+            u.cell(s.min_ns),
+            u.cell(s.p50_ns),
+            u.cell(s.p99_ns),
+            u.cell(s.max_ns),
+            u.cell_f(s.mean_ns),
         ]);
     }
     let mut text = format!("{t}\n");

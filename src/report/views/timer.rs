@@ -6,7 +6,9 @@ use crate::probes::timer::{LiveSnapshot, TimerEntry};
 use crate::report::ResultFile;
 use crate::report::dist::SeriesView;
 use crate::report::dist::{Dist, Entry};
-use crate::report::table::{DISTRIBUTION, distribution, new_table, policy_cell};
+use crate::report::table::{
+    Layout, Tab, core, distribution, distribution_cols, policy_cell, wide, wrap,
+};
 use crate::report::views::{EntryView, Kind, KindView};
 
 impl EntryView for TimerEntry {
@@ -54,37 +56,48 @@ pub fn timer_tables(r: &ResultFile) -> String {
 }
 
 fn tables(entries: &[&TimerEntry]) -> String {
-    let head = ["CPU", "policy", "interval (µs)", "wake-ups", "overruns"];
-    let mut t = new_table(&[&head[..], &DISTRIBUTION[..]].concat());
+    let u = Kind::Timer.unit();
+    let head = [
+        core("CPU"),
+        wide("policy"),
+        wide(u.header("interval")),
+        core("wake-ups"),
+        core("overruns"),
+    ];
+    let mut t = Tab::new(&[&head[..], &distribution_cols(u)[..]].concat());
     for e in entries {
         let s = &e.summary;
         let mut row = vec![
             e.cpu.to_string(),
             policy_cell(e.thread.policy, e.thread.priority),
-            format!("{}", e.config.interval_ns as f64 / 1e3),
+            u.cell(Some(e.config.interval_ns)),
             e.wakeups.to_string(),
             e.overruns.to_string(),
         ];
-        row.extend(distribution(s));
-        t.add_row(row);
+        row.extend(distribution(s, u));
+        t.row(row);
     }
     let same = entries.iter().all(|e| e.corrected.summary == e.summary);
     let corrected = if same {
-        "Corrected for coordinated omission: the same (no wake-up came a whole interval \
-         late, so none was hidden)\n"
-            .to_string()
+        let same = "Corrected for coordinated omission: the same (no wake-up came a whole \
+                    interval late, so none was hidden)";
+        format!("{}\n", wrap(same, Layout::current().wrap_width(), "  "))
     } else {
-        let mut c = new_table(&[&["CPU", "count"][..], &DISTRIBUTION[..]].concat());
+        let head = [core("CPU"), core("count")];
+        let mut c = Tab::new(&[&head[..], &distribution_cols(u)[..]].concat());
         for e in entries {
             let mut row = vec![e.cpu.to_string(), e.corrected.summary.count.to_string()];
-            row.extend(distribution(&e.corrected.summary));
-            c.add_row(row);
+            row.extend(distribution(&e.corrected.summary, u));
+            c.row(row);
         }
-        format!(
+        let what = wrap(
             "Corrected for coordinated omission: one wake-up added back for each deadline a \
              stall skipped, with the latency it would have had (HdrHistogram's \
-             expected-interval correction)\n{c}\n"
-        )
+             expected-interval correction)",
+            Layout::current().wrap_width(),
+            "",
+        );
+        format!("{what}\n{c}\n")
     };
     format!("Wake-up latency\n{t}\n\n{corrected}")
 }

@@ -4,7 +4,7 @@
 use crate::probes::work::{Role, WorkEntry};
 use crate::report::ResultFile;
 use crate::report::dist::{Dist, Entry, serde_name};
-use crate::report::table::new_table;
+use crate::report::table::{Layout, Tab, core, wide, wrap};
 use crate::report::views::{EntryView, Kind, KindView};
 
 impl EntryView for WorkEntry {
@@ -25,48 +25,45 @@ impl KindView for WorkEntry {
     }
 }
 
-fn ns(v: Option<u64>) -> String {
-    v.map_or_else(|| "-".into(), |v| v.to_string())
-}
-
 /// Each run's distribution, the baseline under its action.
 pub fn work_table(r: &ResultFile) -> String {
     let entries: Vec<&WorkEntry> = r.entries().collect();
-    let mut t = new_table(&[
-        "run",
-        "what",
-        "samples",
-        "min (ns)",
-        "p50 (ns)",
-        "p90 (ns)",
-        "p99 (ns)",
-        "p99.9 (ns)",
-        "p99.99 (ns)",
-        "max (ns)",
-        "mean (ns)",
-        "MAD (ns)",
-    ]);
-    let style = t.style().row_separator(comfy_table::LineStyle::none());
-    t.load_style(style);
+    let u = Kind::Work.unit();
+    let h = |w: &str| u.header(w);
+    let mut t = Tab::new(&[
+        core("run"),
+        core("what"),
+        core("samples"),
+        core(h("min")),
+        core(h("p50")),
+        wide(h("p90")),
+        core(h("p99")),
+        core(h("p99.9")),
+        wide(h("p99.99")),
+        core(h("max")),
+        wide(h("mean")),
+        wide(h("MAD")),
+    ])
+    .compact();
     for e in &entries {
         let s = &e.summary;
         let what = match e.role {
             Role::Action => e.action.clone(),
             Role::Baseline => format!("baseline {}", e.action),
         };
-        t.add_row(vec![
+        t.row(vec![
             e.run.to_string(),
             what,
             e.samples.to_string(),
-            ns(s.min_ns),
-            ns(s.p50_ns),
-            ns(s.p90_ns),
-            ns(s.p99_ns),
-            ns(s.p999_ns),
-            ns(s.p9999_ns),
-            ns(s.max_ns),
-            s.mean_ns.map_or("-".into(), |m| format!("{m:.1}")),
-            ns(s.mad_ns),
+            u.cell(s.min_ns),
+            u.cell(s.p50_ns),
+            u.cell(s.p90_ns),
+            u.cell(s.p99_ns),
+            u.cell(s.p999_ns),
+            u.cell(s.p9999_ns),
+            u.cell(s.max_ns),
+            u.cell_f(s.mean_ns),
+            u.cell(s.mad_ns),
         ]);
     }
     let mut text = format!("{t}\n");
@@ -79,8 +76,8 @@ pub fn work_table(r: &ResultFile) -> String {
             ),
             None => String::new(),
         };
-        text.push_str(&format!(
-            "udp-send to {}{}: {} datagrams sent (warm-up included), {} send errors{received}\n",
+        let line = format!(
+            "udp-send to {}{}: {} datagrams sent (warm-up included), {} send errors{received}",
             u.dest,
             if u.loopback_sink {
                 " (the tool's loopback sink)"
@@ -89,7 +86,9 @@ pub fn work_table(r: &ResultFile) -> String {
             },
             u.sent,
             u.send_errors,
-        ));
+        );
+        text.push_str(&wrap(&line, Layout::current().wrap_width(), "  "));
+        text.push('\n');
     }
     text
 }
