@@ -251,8 +251,8 @@ impl TimerCommand {
             (None, _) => "/dev/cpu_dma_latency left alone".to_string(),
         };
         format!(
-            "timer: CPUs {} for {:.3} s{}, interval {} µs{spread}, {} {mode}, {}, {}\n\
-             {dma}\n{}",
+            "timer: CPUs {} for {:.3} s{}, interval {} µs{spread}, {} {mode}\n\
+             {}, {}; {dma}\n{}",
             r.run.cpus.measured,
             r.run.actual_duration_ns as f64 / 1e9,
             interrupted_mark(r),
