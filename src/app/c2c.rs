@@ -132,18 +132,12 @@ impl Measure for C2cCommand {
         }
         self.pairs = pairs.len();
         self.skipped = run.pairs_skipped;
-        Ok(Measured {
-            entries: run
-                .entries
-                .into_iter()
-                .map(|e| ProbeEntry::C2c(Box::new(e)))
-                .collect(),
-            outcome: run.outcome,
-            requested: plan.duration,
-            mlock: plan.mlock,
-            actual: None,
-            limit_exceeded: false,
-        })
+        Ok(Measured::of_plan(
+            run.entries,
+            ProbeEntry::C2c,
+            run.outcome,
+            &plan,
+        ))
     }
 
     fn text(&self, r: &ResultFile) -> String {

@@ -101,18 +101,12 @@ impl Measure for NoiseCommand {
         if let (Some((c, steal)), Some(w)) = (&collected, run.outcome.window) {
             tracing::attribute_noise(&mut run.entries, c, clock.scale, w.start, steal);
         }
-        Ok(Measured {
-            entries: run
-                .entries
-                .into_iter()
-                .map(|e| ProbeEntry::Noise(Box::new(e)))
-                .collect(),
-            outcome: run.outcome,
-            requested: plan.duration,
-            mlock: plan.mlock,
-            actual: None,
-            limit_exceeded: false,
-        })
+        Ok(Measured::of_plan(
+            run.entries,
+            ProbeEntry::Noise,
+            run.outcome,
+            &plan,
+        ))
     }
 
     fn text(&self, r: &ResultFile) -> String {

@@ -277,6 +277,26 @@ pub struct Measured {
     pub limit_exceeded: bool,
 }
 
+impl Measured {
+    /// A run that measured what `plan` asked for: its duration requested, its memory
+    /// locking; `wrap` makes each probe entry a result entry (`ProbeEntry::Noise`, …).
+    pub fn of_plan<T>(
+        entries: Vec<T>,
+        wrap: fn(Box<T>) -> ProbeEntry,
+        outcome: RunOutcome<()>,
+        plan: &crate::engine::run::RunPlan,
+    ) -> Measured {
+        Measured {
+            entries: entries.into_iter().map(|e| wrap(Box::new(e))).collect(),
+            outcome,
+            requested: plan.duration,
+            mlock: plan.mlock,
+            actual: None,
+            limit_exceeded: false,
+        }
+    }
+}
+
 /// Runs a kind: placement, safety, announcement, measuring, the result, saving and
 /// printing. Returns the result (for the main job) and how the run ended.
 pub fn execute(

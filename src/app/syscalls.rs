@@ -72,18 +72,12 @@ impl Measure for SyscallsCommand {
         };
         let run = syscalls::run(&self.cfg, &plan, &ctx.host.clock, ctx.stop)
             .context("the syscalls run failed")?;
-        Ok(Measured {
-            entries: run
-                .entries
-                .into_iter()
-                .map(|e| ProbeEntry::Syscalls(Box::new(e)))
-                .collect(),
-            outcome: run.outcome,
-            requested: plan.duration,
-            mlock: plan.mlock,
-            actual: None,
-            limit_exceeded: false,
-        })
+        Ok(Measured::of_plan(
+            run.entries,
+            ProbeEntry::Syscalls,
+            run.outcome,
+            &plan,
+        ))
     }
 
     fn text(&self, r: &ResultFile) -> String {

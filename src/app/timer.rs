@@ -201,16 +201,8 @@ impl Measure for TimerCommand {
             say_stopped(b, self.cfg.stop_above_ns.unwrap_or(0), tracefs.as_deref());
         }
         Ok(Measured {
-            entries: run
-                .entries
-                .into_iter()
-                .map(|e| ProbeEntry::Timer(Box::new(e)))
-                .collect(),
-            outcome: run.outcome,
-            requested: plan.duration,
-            mlock: plan.mlock,
-            actual: None,
             limit_exceeded: stopped_by.is_some(),
+            ..Measured::of_plan(run.entries, ProbeEntry::Timer, run.outcome, &plan)
         })
     }
 

@@ -64,16 +64,8 @@ impl Measure for WorkCommand {
         let run = work::run(&self.cfg, &plan, &ctx.host.clock, &sink_cpus, ctx.stop)
             .context("the work run failed")?;
         Ok(Measured {
-            entries: run
-                .entries
-                .into_iter()
-                .map(|e| ProbeEntry::Work(Box::new(e)))
-                .collect(),
-            outcome: run.outcome,
             requested: self.settings.duration.unwrap_or_default(),
-            mlock: plan.mlock,
-            actual: None,
-            limit_exceeded: false,
+            ..Measured::of_plan(run.entries, ProbeEntry::Work, run.outcome, &plan)
         })
     }
 
