@@ -150,3 +150,24 @@ fn completions_load_in_bash_and_the_man_page_renders() {
         Err(_) => skip("the_man_page_renders", "man (man-db) is not installed"),
     }
 }
+
+/// Issue 16: with COLUMNS=100 the audit fits 100 columns, except a command to paste,
+/// which stands whole on a line of its own.
+#[test]
+fn the_audit_fits_100_columns_and_commands_stand_alone() {
+    let out = std::process::Command::new(crate::util::bin())
+        .arg("audit")
+        .env("COLUMNS", "100")
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0));
+    let text = stdout(&out);
+    for line in text.lines().filter(|l| l.chars().count() > 100) {
+        // A pasted command is indented ten spaces under its "now:" or "at boot:" label.
+        assert!(
+            line.starts_with("          ") && !line.trim().contains(": "),
+            "{line}"
+        );
+    }
+    assert!(text.contains("need attention"), "{text}");
+}

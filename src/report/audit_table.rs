@@ -1,15 +1,14 @@
-//! The audit's findings as text: one table per area, worst findings first within it,
-//! with the value seen, why it matters and the exact fix.
+//! The audit's findings as text that fits the terminal (100 columns when not one): one
+//! section per area, worst findings first, each a short block: severity, id and the value
+//! seen; why it matters, wrapped; and its fixes, each saying where it applies, with every
+//! command and boot option on a line of its own, whole, ready to paste.
 
-use comfy_table::{ContentArrangement, Table, presets};
+use crate::report::table::{Layout, wrap};
+use crate::system::audit::{AuditReport, Finding, Remedy, Severity};
 
-use crate::system::audit::{AuditReport, Finding, Severity};
-
-/// Wide enough for a fix command on one or two lines.
-const WIDTH: u16 = 160;
-
-/// Every area's table, then a one-line count by severity.
+/// Every area's findings, then counts that keep "needs attention" apart from "info".
 pub fn render(r: &AuditReport) -> String {
+    let width = Layout::current().wrap_width();
     let hk = if r.housekeeping.is_empty() {
         "none".to_string()
     } else {
@@ -25,11 +24,15 @@ pub fn render(r: &AuditReport) -> String {
     for area in areas {
         let mut rows: Vec<&Finding> = r.findings.iter().filter(|f| f.area == area).collect();
         rows.sort_by_key(|f| std::cmp::Reverse(f.severity));
-        out.push_str(&format!("\n{area}\n{}\n", table(&rows)));
+        out.push_str(&format!("\n{area}\n"));
+        for f in rows {
+            out.push_str(&block(f, width));
+        }
     }
     let count = |s: Severity| r.findings.iter().filter(|f| f.severity == s).count();
     out.push_str(&format!(
-        "\n{} bad, {} warn, {} info, {} ok\n",
+        "\n{} need attention ({} bad, {} warn); {} for information; {} ok\n",
+        count(Severity::Bad) + count(Severity::Warn),
         count(Severity::Bad),
         count(Severity::Warn),
         count(Severity::Info),
@@ -38,25 +41,66 @@ pub fn render(r: &AuditReport) -> String {
     out
 }
 
-fn table(rows: &[&Finding]) -> Table {
-    let mut t = Table::new();
-    t.load_style(presets::UTF8_HORIZONTAL_ONLY);
-    t.set_content_arrangement(ContentArrangement::Dynamic);
-    t.set_width(WIDTH);
-    t.set_header(["id", "severity", "value", "why", "fix"]);
-    for f in rows {
-        let fix = if f.fix.is_empty() {
-            "-"
-        } else {
-            f.fix.as_str()
-        };
-        t.add_row(vec![
-            f.id.to_string(),
-            f.severity.to_string(),
-            f.value.clone(),
-            f.why.clone(),
-            fix.to_string(),
-        ]);
+/// One finding's block.
+fn block(f: &Finding, width: Option<usize>) -> String {
+    let mut b = wrap(
+        &format!("  {:<4}  {}: {}", f.severity.to_string(), f.id, f.value),
+        width,
+        "        ",
+    );
+    b.push('\n');
+    if !f.why.is_empty() {
+        b.push_str(&wrap(
+            &format!("        why: {}", f.why),
+            width,
+            "             ",
+        ));
+        b.push('\n');
     }
-    t
+    for r in &f.remedies {
+        b.push_str(&remedy(r, width));
+    }
+    if f.remedies.is_empty() && !f.fix.is_empty() {
+        b.push_str(&wrap(
+            &format!("        fix: {}", f.fix),
+            width,
+            "             ",
+        ));
+        b.push('\n');
+    }
+    b
+}
+
+/// A remedy: where it applies, then what to paste on a line of its own.
+fn remedy(r: &Remedy, width: Option<usize>) -> String {
+    let note = |label: &str, text: &str| {
+        format!(
+            "{}\n",
+            wrap(&format!("        {label}: {text}"), width, "          ")
+        )
+    };
+    let paste = |line: &str| format!("          {line}\n");
+    match r {
+        Remedy::Runtime { command, .. } => format!("        now:\n{}", paste(command)),
+        Remedy::Boot { options, how } => {
+            format!("{}{}", note("at boot", how), paste(&options.join(" ")))
+        }
+        Remedy::KernelBuild {
+            config,
+            options,
+            how,
+        } => {
+            let mut t = note(
+                "kernel build",
+                &format!("this kernel lacks {} ({how})", config.join(" ")),
+            );
+            if !options.is_empty() {
+                t.push_str(&note("then boot with", ""));
+                t.push_str(&paste(&options.join(" ")));
+            }
+            t
+        }
+        Remedy::Host { what } => note("on the host, not this guest", what),
+        Remedy::Manual { what } => note("by hand", what),
+    }
 }
