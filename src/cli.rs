@@ -316,6 +316,17 @@ pub struct TimerArgs {
     #[arg(short = 'h', long, value_name = "US", value_parser = parse_histogram_us)]
     pub histogram: Option<usize>,
 
+    /// Split each late wake-up into what ran between its deadline and its waking, from
+    /// kernel trace events (root and tracefs): idle (the IRQ delay), interrupts, the
+    /// thread that held the CPU, and what no event covers.
+    #[arg(long)]
+    pub trace: bool,
+
+    /// With --trace: the wake-ups at or above this (µs) are split [default: each
+    /// thread's p99].
+    #[arg(long, value_name = "US", value_parser = parse_us, requires = "trace")]
+    pub trace_above: Option<u64>,
+
     /// Print help.
     #[arg(long, action = clap::ArgAction::Help)]
     pub help: Option<bool>,

@@ -369,3 +369,87 @@ fn issue13_without_root_the_run_goes_on_and_says_why() {
         .unwrap();
     assert!(e.attribution.is_none());
 }
+
+/// Timer truth: with a hold injected on the timer's CPU, the late wake-ups' breakdown
+/// names the holding thread as what held the CPU past their deadlines.
+#[test]
+fn issue13_timer_truth_the_holder_blocks_the_late_wakeups() {
+    let Some((cpu, _)) = can_trace("issue13_timer_truth") else {
+        return;
+    };
+    let _m = measuring();
+    let (clock, _) = ClockInfo::detect();
+    let done = AtomicBool::new(false);
+    let ready = Barrier::new(2);
+    let (out, holds) = std::thread::scope(|s| {
+        let holder = std::thread::Builder::new()
+            .name("js-holder".into())
+            .spawn_scoped(s, || {
+                let schedule = Schedule {
+                    cpu,
+                    priority: 2,
+                    period: Duration::from_micros(20_011),
+                    busy: Duration::from_micros(1_500),
+                    run_for: Duration::from_secs(5),
+                    count: usize::MAX,
+                };
+                inject(schedule, &ready, &done, &clock)
+            })
+            .unwrap();
+        ready.wait();
+        let out = crate::util::jitterscope(&[
+            "timer",
+            "--trace",
+            "--trace-above",
+            "500us",
+            "-a",
+            &cpu.to_string(),
+            "-p",
+            "1",
+            "-i",
+            "1000",
+            "-D",
+            "1500ms",
+            "--no-dma-latency",
+            "--json",
+        ]);
+        done.store(true, Ordering::Relaxed);
+        (out, holder.join().unwrap())
+    });
+    assert_eq!(out.status.code(), Some(0), "{:?}", stderr_lines(&out));
+    let r = ResultFile::parse(&String::from_utf8_lossy(&out.stdout)).unwrap();
+    let t = r
+        .entries::<jitterscope::probes::timer::TimerEntry>()
+        .next()
+        .unwrap();
+    let a = t.attribution.as_ref().expect("attributed");
+    // Holds made while the timer ran (it starts a little after the holder).
+    let spikes = t.spikes.as_ref().expect("every wake-up kept");
+    let start = spikes.start_tsc.first().copied().unwrap_or(0);
+    let end = spikes.start_tsc.last().copied().unwrap_or(0);
+    let made = (holds.iter())
+        .filter(|h| h.start >= start && h.end <= end)
+        .count();
+    let holder = a
+        .causes
+        .iter()
+        .find(|c| c.cause.starts_with("task js-holder:"));
+    eprintln!(
+        "{made} holds; the holder's row: {holder:?}; top causes: {:?}",
+        a.causes
+            .iter()
+            .map(|c| (&c.cause, c.gaps, c.total_ns))
+            .take(4)
+            .collect::<Vec<_>>()
+    );
+    let holder = holder.expect("the holder is named");
+    // Each 1.5 ms hold covers a deadline of the 1 ms timer and makes it late by most of
+    // the hold: the holder is what held the CPU past it.
+    assert!(made >= 40, "{made} holds");
+    assert!(
+        holder.gaps * 10 >= made as u64 * 8,
+        "{} of {made}",
+        holder.gaps
+    );
+    assert!(holder.median_ns >= 400_000, "{holder:?}");
+}

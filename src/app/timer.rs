@@ -21,6 +21,7 @@ use crate::trace::BreakTracer;
 use super::Ending;
 use super::output::{Warnings, clock_line, interrupted_mark};
 use super::pipeline::{CpuUse, Ctx, Measure, Measured, RunSettings, execute};
+use super::tracing;
 
 /// What /dev/cpu_dma_latency should hold while measuring.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -39,7 +40,14 @@ pub struct TimerCommand {
     pub dma: DmaLatency,
     /// The value /dev/cpu_dma_latency held before the run, once set.
     dma_before: Option<i32>,
+    /// Attribute the late wake-ups to kernel trace events (`--trace`), those at or
+    /// above this (None: each thread's p99).
+    pub trace: Option<Option<u64>>,
 }
+
+/// Wake-ups kept with their timestamps per thread when tracing: the late ones are
+/// picked from them once the run's p99 is known.
+pub const TRACE_SPIKES: usize = 200_000;
 
 impl TimerCommand {
     /// A checked command. The number of threads is only known once the CPUs are placed,
@@ -72,6 +80,7 @@ impl TimerCommand {
             priospread,
             dma,
             dma_before: None,
+            trace: None,
         })
     }
 
@@ -105,7 +114,16 @@ impl TimerCommand {
             gates: args.fail_above.clone(),
             ..RunSettings::from_args(&args.run)?
         };
-        TimerCommand::new(settings, cfg, args.priospread, dma)
+        let mut cmd = TimerCommand::new(settings, cfg, args.priospread, dma)?;
+        if args.trace {
+            cmd.trace = Some(args.trace_above);
+            // Every wake-up's deadline and lateness, for picking the late ones after.
+            if cmd.cfg.spikes_above_ns.is_none() {
+                cmd.cfg.spikes_above_ns = Some(0);
+                cmd.cfg.spike_capacity = TRACE_SPIKES;
+            }
+        }
+        Ok(cmd)
     }
 
     /// How long the runner's window is: `-D`; with `-l` alone until the loops are done,
@@ -185,15 +203,16 @@ impl Measure for TimerCommand {
         let mut draw = |snaps: &[LiveSnapshot]| live.draw(snaps);
         let show_live = !self.settings.save.quiet && std::io::stderr().is_terminal();
         let on_tick = show_live.then_some((LIVE_EVERY, &mut draw as timer::OnTick<'_>));
-        let run = timer::run(
-            &self.cfg,
-            &plan,
-            &ctx.host.clock,
-            ctx.stop,
-            &tracer,
-            on_tick,
-        )
-        .context("the timer run failed")?;
+        let (cfg, clock, stop) = (&self.cfg, &ctx.host.clock, ctx.stop);
+        let run_it = || timer::run(cfg, &plan, clock, stop, &tracer, on_tick);
+        let (run, collected) = match self.trace {
+            Some(_) => tracing::traced(ctx, run_it),
+            None => (run_it(), None),
+        };
+        let mut run = run.context("the timer run failed")?;
+        if let (Some(c), Some(w), Some(above)) = (&collected, run.outcome.window, self.trace) {
+            tracing::attribute_timer(&mut run.entries, c, clock.scale, w.start, above);
+        }
         let stopped_by = run.stopped_by();
         self.dma_before = dma_guard.as_ref().and_then(|g| g.previous_us);
         drop(dma_guard);
@@ -218,6 +237,7 @@ impl Measure for TimerCommand {
             text.push('\n');
             text.push_str(&crate::report::views::timer::timer_buckets(r));
         }
+        text.push_str(&crate::report::views::attribution::timer_attribution(r, 5));
         text
     }
 }

@@ -28,10 +28,7 @@ pub const TOP: usize = 10;
 
 /// Runs `measure` with a trace of `cpus` read from the housekeeping CPU; `None` for the
 /// trace when it could not be made (recorded as a degradation).
-pub fn traced<T: Send>(
-    ctx: &mut Ctx<'_>,
-    measure: impl FnOnce() -> T + Send,
-) -> (T, Option<Collected>) {
+pub fn traced<T>(ctx: &mut Ctx<'_>, measure: impl FnOnce() -> T) -> (T, Option<Collected>) {
     let mut session = match TraceSession::start(&ctx.cpus.measured, BUFFER_KIB) {
         Ok(s) => s,
         Err(e) => {
@@ -127,6 +124,54 @@ pub fn attribute_noise(
         if let Some(a) = &mut e.attribution {
             a.coincident_gaps = n;
         }
+    }
+}
+
+/// The late wake-ups of each timer entry (the spikes at or above `above_ns`, or above the
+/// entry's p99 when none is given), from deadline to waking, attributed to the trace's
+/// events on its CPU: the time the CPU idled before the timer's interrupt (the IRQ delay
+/// from idle), interrupts and softirqs, the thread that held the CPU (blocking), and what
+/// no event covers (the wake-up path and the hypervisor).
+pub fn attribute_timer(
+    entries: &mut [crate::probes::timer::TimerEntry],
+    c: &Collected,
+    scale: Scale,
+    run_start: u64,
+    above_ns: Option<u64>,
+) {
+    let symbols = symbols_for(c);
+    for e in entries.iter_mut() {
+        let Some(log) = &e.spikes else { continue };
+        let floor = above_ns.or(e.summary.p99_ns).unwrap_or(0);
+        let gaps: Vec<(Gap, u64)> = (log.start_tsc.iter().zip(&log.duration_ns))
+            .filter(|(_, d)| **d >= floor)
+            .map(|(&s, &d)| {
+                let end = s + scale.to_ticks(d);
+                (Gap { start: s, end }, d)
+            })
+            .collect();
+        let empty = Vec::new();
+        let events = c.per_cpu.get(&e.cpu).unwrap_or(&empty);
+        let cx = Context {
+            names: &c.decoder.names,
+            symbols: &symbols,
+            scale,
+            run_start,
+            measurer: e.thread.tid.unwrap_or(0),
+            top: TOP,
+            // The thread sleeps until its deadline: whatever ran then is the delay's.
+            quiet_at_gap_start: false,
+        };
+        let mut a = attribute::attribute(&gaps, events, &cx);
+        a.method = format!(
+            "kernel trace events on the counter (x86-tsc): each wake-up at or above {} µs \
+             late, from its deadline to its waking, split by what ran",
+            floor as f64 / 1e3
+        );
+        a.unattributed_gaps = log.dropped;
+        a.events_read = c.read.get(&e.cpu).copied().unwrap_or(0);
+        a.events_lost = c.lost.get(&e.cpu).copied().unwrap_or(0);
+        e.attribution = Some(a);
     }
 }
 

@@ -392,6 +392,10 @@ pub struct TimerEntry {
     pub histogram_1us: Option<BucketHistogram>,
     /// Set on the entry of the thread whose wake-up stopped the run.
     pub stopped_run: Option<BreakRecord>,
+    /// What made the late wake-ups late, from kernel trace events (`--trace`): each
+    /// wake-up's deadline to its waking, split by cause; absent without a trace.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub attribution: Option<crate::stats::causes::Attribution>,
 }
 
 /// The whole probe's outcome.
@@ -841,6 +845,7 @@ fn to_entry(
             overflows: r.overflows,
         }),
         stopped_run: stopped_by.filter(|b| b.cpu == w.cpu),
+        attribution: None,
     }
 }
 

@@ -98,6 +98,8 @@ fn timeline(
     let mut task: Option<Task> = None;
     let mut work: Option<u64> = None;
     let (mut instances, mut slice) = (0u64, 0u64);
+    // Where each task's last wake-up fell in the timeline.
+    let mut woken_at: HashMap<u32, usize> = HashMap::new();
     let mut last = evs.first().map_or(0, |e| e.0);
     for (ts, step) in evs {
         let current = match (stack.last(), opened.last()) {
@@ -143,8 +145,25 @@ fn timeline(
                     }
                 }
             }
+            Step::Event(Kind::Wakeup { task: woken, .. }) => {
+                // A new stretch begins here, so that it can be given to the woken task.
+                instances += 1;
+                slice = instances;
+                woken_at.insert(woken.pid, out.len());
+            }
             step => {
-                if let Step::Event(Kind::Switch { .. }) = step {
+                if let Step::Event(Kind::Switch { prev, .. }) = step {
+                    // Some kernels record no sched_switch out of idle (none was seen on
+                    // 6.18 in a KVM guest): a task switching out while the idle task is
+                    // thought to run came in after its wake-up, so the idle time since
+                    // then was the task's.
+                    if task.is_some_and(|t| t.pid == 0) && prev.pid != 0 {
+                        let from = woken_at.get(&prev.pid).copied().unwrap_or(out.len());
+                        let idle = |c: &Cause| matches!(c, Cause::Task(t, _) if t.pid == 0);
+                        for seg in out[from..].iter_mut().filter(|s| idle(&s.cause)) {
+                            seg.cause = Cause::Task(prev, None);
+                        }
+                    }
                     instances += 1;
                     slice = instances;
                 }
@@ -238,7 +257,10 @@ impl Context<'_> {
                 None => format!("vector {}", self.names.get(name)),
             },
             Cause::Nmi => "nmi".to_string(),
+            // pid 0 is the idle task: the CPU slept (on a VM, halted and left to the host).
+            Cause::Task(t, _) if t.pid == 0 => format!("idle ({})", self.names.get(t.comm)),
             Cause::Task(t, work) => {
+                let work = work.filter(|_| self.names.get(t.comm).starts_with("kworker"));
                 let base = format!(
                     "task {}:{} ({})",
                     self.names.get(t.comm),
@@ -641,6 +663,69 @@ mod tests {
         assert_eq!(v.cause, "vector local_timer: tick_nohz_handler");
         assert_eq!(v.total_ns, 60);
         assert_eq!(v.occurrences, 1);
+    }
+
+    /// No switch out of idle is recorded on some kernels: a task that switches out while
+    /// the CPU is thought idle ran since its wake-up.
+    #[test]
+    fn a_task_woken_from_idle_owns_the_time_since_its_wakeup() {
+        let mut names = Names::default();
+        let idle = task(&mut names, "swapper/1", 0, 120);
+        let holder = task(&mut names, "js-holder", 7, 97);
+        let me = task(&mut names, "measure-cpu1", ME, 98);
+        let events = vec![
+            ev(
+                100,
+                Kind::Switch {
+                    prev: me,
+                    prev_state: 1,
+                    next: idle,
+                },
+            ),
+            ev(
+                200,
+                Kind::Wakeup {
+                    task: holder,
+                    target_cpu: 1,
+                    waker_pid: 0,
+                },
+            ),
+            ev(
+                1200,
+                Kind::Switch {
+                    prev: holder,
+                    prev_state: 1,
+                    next: me,
+                },
+            ),
+        ];
+        let symbols = HashMap::new();
+        let interval = Context {
+            quiet_at_gap_start: false,
+            ..cx(&names, &symbols)
+        };
+        let gaps = [(
+            Gap {
+                start: 150,
+                end: 1250,
+            },
+            1100,
+        )];
+        let a = attribute(&gaps, &events, &interval);
+        let h = a
+            .causes
+            .iter()
+            .find(|c| c.cause.starts_with("task js-holder"))
+            .unwrap();
+        assert_eq!(h.total_ns, 1000);
+        assert_eq!(
+            a.causes
+                .iter()
+                .find(|c| c.cause.starts_with("idle"))
+                .unwrap()
+                .total_ns,
+            50
+        );
     }
 
     #[test]

@@ -19,6 +19,26 @@ pub fn noise_attribution(r: &ResultFile, top: usize) -> String {
     out
 }
 
+/// Every traced timer entry's causes of lateness, and its `top` latest wake-ups.
+pub fn timer_attribution(r: &ResultFile, top: usize) -> String {
+    let mut out = String::new();
+    for e in r.entries::<crate::probes::timer::TimerEntry>() {
+        if let Some(a) = &e.attribution {
+            let title = format!(
+                "What made CPU {}'s {} latest wake-ups late ({} µs in all), measured from \
+                 kernel trace events",
+                e.cpu,
+                a.gaps,
+                us(a.interrupted_ns)
+            );
+            out.push('\n');
+            out.push_str(&cause_table_titled(&title, a));
+            out.push_str(&top_gaps(e.cpu, a, top));
+        }
+    }
+    out
+}
+
 /// µs with one decimal: "12.3".
 fn us(ns: u64) -> String {
     format!("{:.1}", ns as f64 / 1e3)
@@ -33,11 +53,17 @@ fn cut(s: &str, n: usize) -> String {
 
 /// "Causes of CPU 1's 1234 gaps (12.3 ms), measured from kernel trace events".
 pub fn cause_table(cpu: usize, a: &Attribution) -> String {
-    let mut t = format!(
-        "Causes of CPU {cpu}'s {} gaps ({} µs interrupted), measured from kernel trace events\n",
+    let title = format!(
+        "Causes of CPU {cpu}'s {} gaps ({} µs interrupted), measured from kernel trace events",
         a.gaps,
         us(a.interrupted_ns)
     );
+    cause_table_titled(&title, a)
+}
+
+/// The table under its title.
+fn cause_table_titled(title: &str, a: &Attribution) -> String {
+    let mut t = format!("{title}\n");
     t.push_str(&format!(
         "{:<46} {:>6} {:>10} {:>6} {:>9} {:>9} {:>8}\n",
         "cause", "gaps", "total µs", "share", "median µs", "max µs", "period"
