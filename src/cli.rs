@@ -568,16 +568,6 @@ pub enum ReportFormat {
     Html,
 }
 
-impl ReportFormat {
-    /// Formats that write several files, into the directory -o names.
-    pub fn writes_a_directory(self) -> bool {
-        matches!(
-            self,
-            ReportFormat::Gnuplot | ReportFormat::Svg | ReportFormat::Png
-        )
-    }
-}
-
 /// `jitterscope report`.
 #[derive(Debug, Clone, Args)]
 pub struct ReportArgs {

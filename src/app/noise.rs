@@ -90,16 +90,12 @@ impl Measure for NoiseCommand {
         let (clock, stop) = (&ctx.host.clock, ctx.stop);
         let run = || noise::run(&self.cfg, &plan, clock, stop);
         let (run, collected) = match self.trace {
-            true => {
-                let steal = tracing::Steal::start(&ctx.cpus.measured);
-                let (run, c) = tracing::traced(ctx, run);
-                (run, c.map(|c| (c, steal.finish())))
-            }
+            true => tracing::traced(ctx, run),
             false => (run(), None),
         };
         let mut run = run.context("the noise run failed")?;
-        if let (Some((c, steal)), Some(w)) = (&collected, run.outcome.window) {
-            tracing::attribute_noise(&mut run.entries, c, clock.scale, w.start, steal);
+        if let (Some(c), Some(w)) = (&collected, run.outcome.window) {
+            tracing::attribute_noise(&mut run.entries, c, clock.scale, w.start);
         }
         Ok(Measured::of_plan(
             run.entries,

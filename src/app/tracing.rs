@@ -8,7 +8,6 @@ use std::sync::atomic::{AtomicBool, Ordering};
 
 use crate::degraded::Degraded;
 use crate::engine::clock::Scale;
-use crate::engine::cpu::CpuList;
 use crate::engine::sched;
 use crate::probes::noise::NoiseEntry;
 use crate::trace::attribute::{self, Context, Gap};
@@ -54,7 +53,15 @@ pub fn traced<T>(ctx: &mut Ctx<'_>, measure: impl FnOnce() -> T) -> (T, Option<C
     });
     session.close();
     match collected {
-        Ok(Ok(c)) => (out, Some(c)),
+        Ok(Ok(c)) => {
+            for (cpu, lost) in c.lost.iter().filter(|(_, n)| **n > 0) {
+                ctx.note(format!(
+                    "{lost} trace events were lost on CPU {cpu}: its gaps may show more \
+                     unaccounted time than there was"
+                ));
+            }
+            (out, Some(c))
+        }
         Ok(Err(e)) => {
             ctx.degrade(Degraded::TraceUnavailable {
                 reason: e.to_string(),
@@ -79,14 +86,42 @@ fn symbols_for(c: &Collected) -> HashMap<u64, String> {
     Symbols::load().names(addrs)
 }
 
-/// Each noise entry's gaps, attributed to the trace's events on its CPU.
-pub fn attribute_noise(
-    entries: &mut [NoiseEntry],
-    c: &Collected,
+/// Whose gaps are attributed: the CPU, its measuring thread, and the run's timebase.
+struct OnCpu {
+    cpu: usize,
+    tid: Option<u32>,
     scale: Scale,
     run_start: u64,
-    steal: &HashMap<usize, u64>,
-) {
+}
+
+impl OnCpu {
+    /// `gaps` attributed to the CPU's events, with the trace's own counts for the CPU.
+    fn attribute(
+        &self,
+        c: &Collected,
+        symbols: &HashMap<u64, String>,
+        gaps: &[(Gap, u64)],
+        quiet_at_gap_start: bool,
+    ) -> crate::stats::causes::Attribution {
+        let empty = Vec::new();
+        let cx = Context {
+            names: &c.decoder.names,
+            symbols,
+            scale: self.scale,
+            run_start: self.run_start,
+            measurer: self.tid.unwrap_or(0),
+            top: TOP,
+            quiet_at_gap_start,
+        };
+        let mut a = attribute::attribute(gaps, c.per_cpu.get(&self.cpu).unwrap_or(&empty), &cx);
+        a.events_read = c.read.get(&self.cpu).copied().unwrap_or(0);
+        a.events_lost = c.lost.get(&self.cpu).copied().unwrap_or(0);
+        a
+    }
+}
+
+/// Each noise entry's gaps, attributed to the trace's events on its CPU.
+pub fn attribute_noise(entries: &mut [NoiseEntry], c: &Collected, scale: Scale, run_start: u64) {
     let symbols = symbols_for(c);
     let mut starts = Vec::new();
     for e in entries.iter_mut() {
@@ -99,22 +134,15 @@ pub fn attribute_noise(
             })
             .collect();
         starts.push(gaps.iter().map(|g| g.0.start).collect::<Vec<u64>>());
-        let empty = Vec::new();
-        let events = c.per_cpu.get(&e.cpu).unwrap_or(&empty);
-        let cx = Context {
-            names: &c.decoder.names,
-            symbols: &symbols,
+        let on = OnCpu {
+            cpu: e.cpu,
+            tid: e.thread.tid,
             scale,
             run_start,
-            measurer: e.thread.tid.unwrap_or(0),
-            top: TOP,
-            quiet_at_gap_start: true,
         };
-        let mut a = attribute::attribute(&gaps, events, &cx);
+        // The loop ran at each gap's start.
+        let mut a = on.attribute(c, &symbols, &gaps, true);
         a.unattributed_gaps = e.interruptions.saturating_sub(gaps.len() as u64);
-        a.steal_ns = steal.get(&e.cpu).copied();
-        a.events_read = c.read.get(&e.cpu).copied().unwrap_or(0);
-        a.events_lost = c.lost.get(&e.cpu).copied().unwrap_or(0);
         a.coincidence_window_ns = COINCIDENCE_NS;
         e.attribution = Some(a);
     }
@@ -150,52 +178,20 @@ pub fn attribute_timer(
                 (Gap { start: s, end }, d)
             })
             .collect();
-        let empty = Vec::new();
-        let events = c.per_cpu.get(&e.cpu).unwrap_or(&empty);
-        let cx = Context {
-            names: &c.decoder.names,
-            symbols: &symbols,
+        let on = OnCpu {
+            cpu: e.cpu,
+            tid: e.thread.tid,
             scale,
             run_start,
-            measurer: e.thread.tid.unwrap_or(0),
-            top: TOP,
-            // The thread sleeps until its deadline: whatever ran then is the delay's.
-            quiet_at_gap_start: false,
         };
-        let mut a = attribute::attribute(&gaps, events, &cx);
+        // The thread sleeps until its deadline: whatever ran then is the delay's.
+        let mut a = on.attribute(c, &symbols, &gaps, false);
         a.method = format!(
             "kernel trace events on the counter (x86-tsc): each wake-up at or above {} µs \
              late, from its deadline to its waking, split by what ran",
             floor as f64 / 1e3
         );
         a.unattributed_gaps = log.dropped;
-        a.events_read = c.read.get(&e.cpu).copied().unwrap_or(0);
-        a.events_lost = c.lost.get(&e.cpu).copied().unwrap_or(0);
         e.attribution = Some(a);
-    }
-}
-
-/// Steal per CPU, in ns, between two reads of /proc/stat.
-pub struct Steal(Option<crate::system::counters::Snapshot>, CpuList);
-
-impl Steal {
-    pub fn start(cpus: &CpuList) -> Steal {
-        Steal(crate::system::counters::snapshot(cpus).ok(), cpus.clone())
-    }
-
-    pub fn finish(self) -> HashMap<usize, u64> {
-        let Steal(Some(before), cpus) = self else {
-            return HashMap::new();
-        };
-        let after = crate::system::counters::snapshot(&cpus);
-        let delta = after.and_then(|a| crate::system::counters::diff(&before, &a));
-        delta
-            .map(|d| {
-                d.steal
-                    .iter()
-                    .map(|s| (s.cpu, s.steal_ms * 1_000_000))
-                    .collect()
-            })
-            .unwrap_or_default()
     }
 }

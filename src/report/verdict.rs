@@ -299,8 +299,8 @@ fn without_foreign_tick(s: &Split, hz: Option<u32>) -> Split {
 
 /// CONFIG_HZ as the audit read it, from its hz-tick finding ("CONFIG_HZ=250: …").
 fn config_hz(findings: &[&Finding]) -> Option<u32> {
-    findings.iter().find_map(|f| {
-        let v = f.value.strip_prefix("CONFIG_HZ=")?;
+    let tick = findings.iter().find(|f| f.id == FindingId::HzTick)?;
+    tick.value.strip_prefix("CONFIG_HZ=").and_then(|v| {
         v.split(|c: char| !c.is_ascii_digit()).next()?.parse().ok()
     })
 }

@@ -84,8 +84,6 @@ pub struct Attribution {
     pub coincidence_window_ns: u64,
     /// Gaps the event log did not keep (so they could not be attributed).
     pub unattributed_gaps: u64,
-    /// The CPU's steal time over the run (/proc/stat), beside the unaccounted time.
-    pub steal_ns: Option<u64>,
     /// Trace events read on this CPU, and lost (overwritten before they were read, or
     /// beyond what is kept): gaps while events were lost may show more unaccounted time.
     pub events_read: u64,

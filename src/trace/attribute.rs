@@ -345,7 +345,6 @@ pub fn attribute(gaps: &[(Gap, u64)], events: &[Event], cx: &Context<'_>) -> Att
         coincident_gaps: 0,
         coincidence_window_ns: 0,
         unattributed_gaps: 0,
-        steal_ns: None,
         events_read: 0,
         events_lost: 0,
     }

@@ -6,8 +6,6 @@
 
 use std::collections::HashMap;
 
-use serde::{Deserialize, Serialize};
-
 use super::format::{EventFormat, Field, read_i64, read_str, read_u64};
 
 /// The events enabled, as "system:event" names. `irq_vectors` entries and exits are
@@ -352,21 +350,6 @@ pub fn softirq_name(vec: u32) -> String {
     SOFTIRQS
         .get(vec as usize)
         .map_or_else(|| format!("softirq {vec}"), |s| s.to_string())
-}
-
-/// What the result says about the trace itself.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct TraceFacts {
-    /// The trace clock used ("x86-tsc": the loop's own counter).
-    pub clock: String,
-    /// Events enabled, and those this kernel lacks.
-    pub events: Vec<String>,
-    pub missing_events: Vec<String>,
-    /// Events read, and lost (overwritten before they were read, or beyond what is kept).
-    pub events_read: u64,
-    pub events_lost: u64,
-    /// The per-CPU buffer, KiB.
-    pub buffer_kib: u64,
 }
 
 #[cfg(test)]

@@ -13,6 +13,7 @@ pub fn noise_attribution(r: &ResultFile, top: usize) -> String {
         if let Some(a) = &e.attribution {
             out.push('\n');
             out.push_str(&cause_table(e.cpu, a));
+            out.push_str(&steal_line(r, e.cpu));
             out.push_str(&top_gaps(e.cpu, a, top));
         }
     }
@@ -84,9 +85,6 @@ fn cause_table_titled(title: &str, a: &Attribution) -> String {
         ));
     }
     let mut notes = Vec::new();
-    if let Some(s) = a.steal_ns {
-        notes.push(format!("steal over the run {} µs (/proc/stat)", us(s)));
-    }
     if a.coincident_gaps > 0 {
         notes.push(format!(
             "{} gaps began within {} µs of one on another CPU (SMI, hypervisor, stop_machine \
@@ -108,6 +106,23 @@ fn cause_table_titled(title: &str, a: &Attribution) -> String {
         t.push_str(&format!("  {n}\n"));
     }
     t
+}
+
+/// The CPU's steal over the run, from the counters the run stored (/proc/stat), to set
+/// beside the unaccounted time.
+fn steal_line(r: &ResultFile, cpu: usize) -> String {
+    let steal = r
+        .run
+        .counters
+        .as_ref()
+        .and_then(|c| c.steal.iter().find(|s| s.cpu == cpu));
+    match steal {
+        Some(s) => format!(
+            "  steal over the run {} ms ({:.2} %, /proc/stat)\n",
+            s.steal_ms, s.steal_pct
+        ),
+        None => String::new(),
+    }
 }
 
 /// The `n` largest gaps, each with its parts.
