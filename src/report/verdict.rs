@@ -300,9 +300,9 @@ fn without_foreign_tick(s: &Split, hz: Option<u32>) -> Split {
 /// CONFIG_HZ as the audit read it, from its hz-tick finding ("CONFIG_HZ=250: …").
 fn config_hz(findings: &[&Finding]) -> Option<u32> {
     let tick = findings.iter().find(|f| f.id == FindingId::HzTick)?;
-    tick.value.strip_prefix("CONFIG_HZ=").and_then(|v| {
-        v.split(|c: char| !c.is_ascii_digit()).next()?.parse().ok()
-    })
+    tick.value
+        .strip_prefix("CONFIG_HZ=")
+        .and_then(|v| v.split(|c: char| !c.is_ascii_digit()).next()?.parse().ok())
 }
 
 /// The noisiest and quietest CPU, by the share of time lost.
