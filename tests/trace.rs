@@ -188,9 +188,20 @@ fn task_truth_attempt((cpu, hk): (usize, usize)) -> (usize, usize) {
             .filter(|p| p.cause.starts_with("task js-holder:"))
             .map(|p| p.duration_ns)
             .sum();
+        // The top cause over the hold's own stretch of the gap, matched by timestamp: a
+        // task the scheduler ran after the hold, in the same gap, is not the hold's.
+        let (from, to) = (
+            scale.to_ns(h.start.saturating_sub(g.start_tsc)),
+            scale.to_ns(h.end.saturating_sub(g.start_tsc)),
+        );
         let mut by_cause: HashMap<&str, u64> = HashMap::new();
-        for p in &g.parts {
-            *by_cause.entry(p.cause.as_str()).or_default() += p.duration_ns;
+        for p in g
+            .parts
+            .iter()
+            .filter(|p| p.kind != jitterscope::stats::causes::CauseKind::Unaccounted)
+        {
+            let (a, b) = (p.offset_ns.max(from), (p.offset_ns + p.duration_ns).min(to));
+            *by_cause.entry(p.cause.as_str()).or_default() += b.saturating_sub(a);
         }
         let top = by_cause
             .iter()
