@@ -184,16 +184,27 @@ fn task_truth_attempt((cpu, hk): (usize, usize)) -> (usize, usize) {
             continue;
         };
         let d = scale.to_ns(h.end - h.start);
-        let holder_ns: u64 = (g.parts.iter())
-            .filter(|p| p.cause.starts_with("task js-holder:"))
-            .map(|p| p.duration_ns)
-            .sum();
-        // The top cause over the hold's own stretch of the gap, matched by timestamp: a
-        // task the scheduler ran after the hold, in the same gap, is not the hold's.
+        // The hold's own stretch of the gap, matched by timestamp: a task the scheduler
+        // ran after the hold, in the same gap, is not the hold's; nor is the holder's next
+        // hold when a starved SCHED_OTHER loop saw several in one gap.
         let (from, to) = (
             scale.to_ns(h.start.saturating_sub(g.start_tsc)),
             scale.to_ns(h.end.saturating_sub(g.start_tsc)),
         );
+        // The holder's time is taken over that stretch widened by the tolerance, so
+        // that time given to it beyond the tolerance still counts against it.
+        let tol = d / 20 + 5_000;
+        let (wide_from, wide_to) = (from.saturating_sub(tol), to + tol);
+        let holder_ns: u64 = (g.parts.iter())
+            .filter(|p| p.cause.starts_with("task js-holder:"))
+            .map(|p| {
+                let (a, b) = (
+                    p.offset_ns.max(wide_from),
+                    (p.offset_ns + p.duration_ns).min(wide_to),
+                );
+                b.saturating_sub(a)
+            })
+            .sum();
         let mut by_cause: HashMap<&str, u64> = HashMap::new();
         for p in g
             .parts
@@ -208,7 +219,7 @@ fn task_truth_attempt((cpu, hk): (usize, usize)) -> (usize, usize) {
             .max_by_key(|x| x.1)
             .map(|x| *x.0)
             .unwrap_or("");
-        if top.starts_with("task js-holder:") && holder_ns.abs_diff(d) <= d / 20 + 5_000 {
+        if top.starts_with("task js-holder:") && holder_ns.abs_diff(d) <= tol {
             named += 1;
         } else {
             off.push((top.to_string(), holder_ns, d));
