@@ -55,7 +55,54 @@ fn check_result(json: &Path) -> ResultFile {
     );
     assert!(r.host.audit.is_some(), "the audit is stored");
     assert_eq!(r.run.command_line[1], "run");
+    issue15_the_verdict_names_each_figures_policy(&r);
     r
+}
+
+/// Issue 15: every figure the verdict quotes names the policy it was measured at, as its
+/// entry recorded it (the timer also its slack), so a SCHED_OTHER figure is never read as
+/// a real-time one.
+fn issue15_the_verdict_names_each_figures_policy(r: &ResultFile) {
+    use jitterscope::engine::sched::Policy;
+    let words = |t: &jitterscope::probes::record::ThreadRecord| match t.policy {
+        Policy::Other => "SCHED_OTHER".to_string(),
+        Policy::Fifo => format!("SCHED_FIFO {}", t.priority),
+        Policy::Rr => format!("SCHED_RR {}", t.priority),
+    };
+    let v = r.verdict.as_ref().expect("the verdict is stored");
+    let line = |needle: &str| {
+        (v.lines.iter())
+            .find(|l| l.contains(needle))
+            .unwrap_or_else(|| panic!("no verdict line with {needle:?}: {:?}", v.lines))
+            .clone()
+    };
+    let noise = line("% of its time to");
+    assert!(
+        r.entries::<NoiseEntry>()
+            .any(|e| noise.contains(&format!("(noise loop at {})", words(&e.thread)))),
+        "{noise}"
+    );
+    let timer = line("A timer thread");
+    let t = (r.entries::<TimerEntry>())
+        .find(|t| timer.contains(&format!("on CPU {} (", t.cpu)))
+        .expect("the quoted timer entry");
+    assert!(timer.contains(&words(&t.thread)), "{timer}");
+    // The slack as the kernel read it back: 1 ns as set, or 0 where the kernel gives
+    // real-time threads none.
+    let slack = t.config.timer_slack_ns.expect("the slack is recorded");
+    assert!(slack <= 1, "slack {slack} ns");
+    assert!(
+        timer.contains(&format!("timer slack {slack} ns")),
+        "{timer}"
+    );
+    if r.run.privileges.root {
+        // As root, as cyclictest is run.
+        assert!(timer.contains("(SCHED_FIFO 90, "), "{timer}");
+    }
+    for p in r.entries::<PingpongEntry>() {
+        let l = line(&format!("A {} round trip", p.mechanism));
+        assert!(l.contains(&format!("({})", words(&p.thread_a))), "{l}");
+    }
 }
 
 #[test]

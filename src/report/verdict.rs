@@ -21,8 +21,10 @@
 //! share is its cause's share. Findings no measured cause points to follow, bad before
 //! warn, with their share marked as not measured.
 
+use crate::engine::sched::Policy;
 use crate::probes::noise::NoiseEntry;
 use crate::probes::pingpong::PingpongEntry;
+use crate::probes::record::ThreadRecord;
 use crate::probes::timer::TimerEntry;
 use crate::report::ResultFile;
 use crate::system::audit::{Finding, FindingId, Severity};
@@ -315,11 +317,13 @@ fn extremes(noise: &[&NoiseEntry]) -> Vec<String> {
     };
     let describe = |e: &NoiseEntry| {
         format!(
-            "CPU {} lost {:.3} % of its time to {:.0} interruptions a second, the longest {}",
+            "CPU {} lost {:.3} % of its time to {:.0} interruptions a second, the longest {} \
+             (noise loop at {})",
             e.cpu,
             e.interrupted_pct,
             e.rate_per_s,
-            figure_words(e.summary.max_ns)
+            figure_words(e.summary.max_ns),
+            sched_words(&e.thread)
         )
     };
     if noise.len() == 1 {
@@ -473,15 +477,21 @@ fn other_probes(r: &ResultFile) -> Vec<String> {
         .max_by_key(|t| t.summary.max_ns.unwrap_or(0));
     if let Some(t) = worst_timer {
         out.push(format!(
-            "A timer thread on CPU {} woke up to {} late (p99 {}).",
+            "A timer thread on CPU {} ({}, {}) woke up to {} late (p99 {}).",
             t.cpu,
+            sched_words(&t.thread),
+            slack_words(t.config.timer_slack_ns),
             figure_words(t.summary.max_ns),
             figure_words(t.summary.p99_ns)
         ));
     }
     for p in r.entries::<PingpongEntry>() {
+        let sched = match (sched_words(&p.thread_a), sched_words(&p.thread_b)) {
+            (a, b) if a == b => a,
+            (a, b) => format!("{a} and {b}"),
+        };
         out.push(format!(
-            "A {} round trip between CPUs {} and {} takes {} (median), {} at p99.",
+            "A {} round trip between CPUs {} and {} ({sched}) takes {} (median), {} at p99.",
             p.mechanism,
             p.cpu_a,
             p.cpu_b,
@@ -490,6 +500,24 @@ fn other_probes(r: &ResultFile) -> Vec<String> {
         ));
     }
     out
+}
+
+/// The policy a figure was measured at, as the kernel's constants name it: a figure at
+/// SCHED_OTHER measures the scheduler's fairness as much as the host.
+fn sched_words(t: &ThreadRecord) -> String {
+    match t.policy {
+        Policy::Other => "SCHED_OTHER".into(),
+        Policy::Fifo => format!("SCHED_FIFO {}", t.priority),
+        Policy::Rr => format!("SCHED_RR {}", t.priority),
+    }
+}
+
+/// A timer thread's slack: up to this much of each wake-up's lateness is on purpose.
+fn slack_words(ns: Option<u64>) -> String {
+    match ns {
+        Some(ns) => format!("timer slack {}", duration_words(ns)),
+        None => "timer slack not recorded".into(),
+    }
 }
 
 /// A figure that may be absent (nothing recorded), in words with its unit.
