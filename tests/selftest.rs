@@ -39,10 +39,16 @@ fn selftest_passes_here() {
             "{check}: {text}"
         );
     }
+    // Tracing passes where tracefs can be used, and otherwise says why it skipped.
+    let tracing = text.lines().find(|l| l.contains("tracing")).unwrap();
+    match crate::util::tracefs_usable() {
+        true => assert!(tracing.trim_start().starts_with("pass"), "{text}"),
+        false => assert!(tracing.trim_start().starts_with("skip"), "{text}"),
+    }
     assert!(text.contains("all checks passed"));
     let record: jitterscope::app::selftest::SelftestRecord =
         serde_json::from_str(&std::fs::read_to_string(&saved).unwrap()).unwrap();
-    assert_eq!(record.checks.len(), 4);
+    assert_eq!(record.checks.len(), 5);
     assert!(!record.host.kernel_release.is_empty());
 }
 
@@ -68,4 +74,29 @@ fn a_broken_detector_fails_the_selftest_by_name() {
         .unwrap();
     assert!(failed.trim_start().starts_with("FAIL"), "{text}");
     assert!(text.contains("failed: noise detection"), "{text}");
+}
+
+/// Issue 15: with the trace's events dropped before attributing, the holds go unnamed
+/// and the tracing check fails by name.
+#[test]
+fn a_broken_attribution_fails_the_tracing_check_by_name() {
+    let test = "a_broken_attribution_fails_the_tracing_check_by_name";
+    if !can_run(test) {
+        return;
+    }
+    if !crate::util::tracefs_usable() {
+        return skip(test, "tracefs cannot be used here");
+    }
+    let _m = measuring();
+    let out = std::process::Command::new(crate::util::bin())
+        .args(["selftest", "--quick"])
+        .env(jitterscope::app::selftest::FAULT_ENV, "drop-trace-events")
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(out.status.code(), Some(1), "{text}");
+    let line = text.lines().find(|l| l.contains("tracing")).unwrap();
+    assert!(line.trim_start().starts_with("FAIL"), "{text}");
+    assert!(line.contains("0 of "), "{text}");
+    assert!(text.contains("failed: tracing"), "{text}");
 }

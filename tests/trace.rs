@@ -17,6 +17,7 @@ use jitterscope::trace::session::TraceSession;
 
 use crate::injector::{Schedule, inject};
 use crate::util::{fifo_available, fifo1_plan, is_root, measuring, skip, stderr_lines, two_cpus};
+use jitterscope::app::selftest::judge_holds;
 
 /// Root, SCHED_FIFO and two CPUs, or the reason to skip.
 fn can_trace(test: &str) -> Option<(usize, usize)> {
@@ -170,61 +171,12 @@ fn task_truth_attempt((cpu, hk): (usize, usize)) -> (usize, usize) {
     };
     let events = collected.per_cpu.get(&cpu).cloned().unwrap_or_default();
     let a = attribute::attribute(&gaps, &events, &cx);
-    let inside: Vec<_> = holds
-        .iter()
+    let inside: Vec<_> = (holds.into_iter())
         .filter(|h| h.start >= w.start && h.end <= w.deadline)
         .collect();
-    let mut named = 0;
-    let mut off = Vec::new();
-    for h in &inside {
-        // The breakdown of the gap that contains the hold.
-        let Some(g) = a.top.iter().find(|g| {
-            g.start_tsc <= h.start && g.start_tsc + scale.to_ticks(g.duration_ns + 200) >= h.end
-        }) else {
-            continue;
-        };
-        let d = scale.to_ns(h.end - h.start);
-        // The hold's own stretch of the gap, matched by timestamp: a task the scheduler
-        // ran after the hold, in the same gap, is not the hold's; nor is the holder's next
-        // hold when a starved SCHED_OTHER loop saw several in one gap.
-        let (from, to) = (
-            scale.to_ns(h.start.saturating_sub(g.start_tsc)),
-            scale.to_ns(h.end.saturating_sub(g.start_tsc)),
-        );
-        // The holder's time is taken over that stretch widened by the tolerance, so
-        // that time given to it beyond the tolerance still counts against it.
-        let tol = d / 20 + 5_000;
-        let (wide_from, wide_to) = (from.saturating_sub(tol), to + tol);
-        let holder_ns: u64 = (g.parts.iter())
-            .filter(|p| p.cause.starts_with("task js-holder:"))
-            .map(|p| {
-                let (a, b) = (
-                    p.offset_ns.max(wide_from),
-                    (p.offset_ns + p.duration_ns).min(wide_to),
-                );
-                b.saturating_sub(a)
-            })
-            .sum();
-        let mut by_cause: HashMap<&str, u64> = HashMap::new();
-        for p in g
-            .parts
-            .iter()
-            .filter(|p| p.kind != jitterscope::stats::causes::CauseKind::Unaccounted)
-        {
-            let (a, b) = (p.offset_ns.max(from), (p.offset_ns + p.duration_ns).min(to));
-            *by_cause.entry(p.cause.as_str()).or_default() += b.saturating_sub(a);
-        }
-        let top = by_cause
-            .iter()
-            .max_by_key(|x| x.1)
-            .map(|x| *x.0)
-            .unwrap_or("");
-        if top.starts_with("task js-holder:") && holder_ns.abs_diff(d) <= tol {
-            named += 1;
-        } else {
-            off.push((top.to_string(), holder_ns, d));
-        }
-    }
+    // Matched by timestamp and judged over each hold's own stretch of its gap.
+    let j = judge_holds(&inside, &a.top, "js-holder", scale);
+    let (named, off) = (j.named, j.misses);
     eprintln!(
         "{} holds in the window, {named} named with their time; events read {:?}, lost {:?}; \
          misses: {:?}",

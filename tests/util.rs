@@ -181,3 +181,14 @@ pub fn frozen_part(path: &std::path::Path, kinds: &[&str]) -> PathBuf {
     std::fs::write(path, serde_json::to_string_pretty(&v).unwrap()).unwrap();
     path.to_path_buf()
 }
+
+/// Whether a trace session of our own can be made here (root, and tracefs mounted or
+/// mountable): tried for real, then removed.
+pub fn tracefs_usable() -> bool {
+    use jitterscope::engine::cpu::CpuList;
+    use jitterscope::trace::session::TraceSession;
+    is_root()
+        && TraceSession::start(&CpuList::from_cpus(vec![0]), 64)
+            .map(|mut s| s.close())
+            .is_ok()
+}
