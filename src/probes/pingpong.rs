@@ -394,6 +394,11 @@ impl Channel {
 struct Shared<'c> {
     channel: &'c Channel,
     lanes: [Lane; 2],
+    /// The spinning mechanisms' question (AB) and answer (BA), two words on one cache
+    /// line: a round trip moves that one line there and back, as a bare ping-pong does.
+    /// One line per direction costs a second line's transfers, 70-80 ns more per round
+    /// trip on these VMs (bench/pingpong_floor.sh), which is the layout's, not the CPUs'.
+    spin_line: CachePadded<[AtomicU64; 2]>,
     /// Each thread's id, for signals.
     thread: [CachePadded<AtomicU64>; 2],
     /// Set by each thread as it leaves, so that its peer stops waiting for it.
@@ -405,6 +410,7 @@ impl<'c> Shared<'c> {
         Shared {
             channel,
             lanes: Default::default(),
+            spin_line: Default::default(),
             thread: Default::default(),
             gone: Default::default(),
         }
@@ -837,7 +843,7 @@ fn lead_spin(
     let pause = shared.channel.mechanism() == Mechanism::SpinPause;
     let pause_ticks = w.scale.to_ticks(cfg.pause_ns);
     let rdtscp = clock::has_rdtscp();
-    let (question, answer) = (&*shared.lanes[AB].stamp, &*shared.lanes[BA].stamp);
+    let (question, answer) = (&shared.spin_line[AB], &shared.spin_line[BA]);
     // Both slots start at 0 (a fresh `Shared` per mechanism), as in `lead`.
     let mut last_answer = 0;
     while another_round(cfg, out, leave) {
@@ -860,7 +866,7 @@ fn lead_spin(
 fn answer_spin(shared: &Shared<'_>, leave: &Leave<'_>) {
     let pause = shared.channel.mechanism() == Mechanism::SpinPause;
     let rdtscp = clock::has_rdtscp();
-    let (question, answer) = (&*shared.lanes[AB].stamp, &*shared.lanes[BA].stamp);
+    let (question, answer) = (&shared.spin_line[AB], &shared.spin_line[BA]);
     // Not a load of the slot: A may have asked already.
     let mut last = 0;
     while let Some(sent) = spin_for_change(question, last, leave, pause) {
