@@ -191,6 +191,11 @@ impl EventWindow {
     }
 }
 
+/// Interned names a follower keeps before it starts afresh: task names are interned as
+/// they come, and a host that names its threads by a counter would make them grow for
+/// as long as the monitor runs.
+pub const MAX_NAMES: usize = 50_000;
+
 /// Follows a trace for as long as it runs: each `pass` drains what the kernel holds into
 /// the windows (one per traced CPU, in the session's order). Read from one thread, which
 /// the caller keeps off the measured CPUs.
@@ -199,6 +204,7 @@ pub struct Follower {
     pipes: Vec<(usize, File)>,
     page: Vec<u8>,
     layout: PageLayout,
+    formats: Vec<super::format::EventFormat>,
     pub decoder: Decoder,
     pub windows: Vec<EventWindow>,
     /// Pages cut short by a malformed record.
@@ -217,13 +223,23 @@ impl Follower {
             pipes,
             page: vec![0u8; session.page_size],
             layout: session.layout,
+            formats: session.formats.clone(),
             decoder: Decoder::new(&session.formats),
             malformed_pages: 0,
         })
     }
 
-    /// Drains every buffer into its window.
+    /// Drains every buffer into its window. Past [`MAX_NAMES`] interned names it starts
+    /// afresh: a new decoder, and the windows (whose events name by the old one) emptied,
+    /// their events counted as lost.
     pub fn pass(&mut self) {
+        if self.decoder.names.len() > MAX_NAMES {
+            self.decoder = Decoder::new(&self.formats);
+            for w in &mut self.windows {
+                w.evicted += w.len() as u64;
+                w.events.clear();
+            }
+        }
         for ((_, f), w) in self.pipes.iter_mut().zip(&mut self.windows) {
             let d = drain_into(
                 f,

@@ -41,8 +41,10 @@ pub const OTHER: &str = "other";
 /// about 10 000 a second (its own timer's), a busy one 100 000, and the window must
 /// span about a second and a quarter (a second handed over, and the tick's lag).
 pub const WINDOW_EVENTS: usize = 131_072;
-/// Per-CPU kernel buffer: the tick drains it four times a second.
-pub const BUFFER_KIB: u64 = 4096;
+/// Per-CPU kernel buffer: the tick drains it four times a second, so 2 MiB holds a
+/// quarter of a second of a CPU making a few hundred thousand events a second (half of
+/// what a one-shot run takes: the monitor keeps it on every measured CPU for days).
+pub const BUFFER_KIB: u64 = 2048;
 /// Events kept before the last attributed wake-up, for the state they set up (which task
 /// runs, which context is open).
 const MARGIN_NS: u64 = 10_000_000;
