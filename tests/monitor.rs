@@ -1,7 +1,9 @@
 //! `jitterscope monitor`: a real Prometheus scrapes it and agrees with its interval log; an
 //! injected hold shows in the scraped max and the late counter; the endpoint survives
 //! many and malformed requests; SIGTERM and SIGHUP lose no interval; the deployment files
-//! check; `report` reads a long interval log.
+//! check; `report` reads a long interval log; with `--trace`, an injected holder's cause
+//! counters show its holds and no trace instance outlives SIGTERM, and without root the
+//! metrics say why there is no trace.
 //!
 //! Every network exchange is on loopback, bounded in count and time.
 
