@@ -1254,6 +1254,13 @@ pub struct MonitorArgs {
     #[arg(long, value_name = "DURATION", default_value = "10m", value_parser = parse_duration)]
     pub audit_every: Duration,
 
+    /// Attribute each wake-up later than the lowest --late-above limit to its causes
+    /// (IRQs, softirqs, the task that held the CPU, idle, unaccounted) from a kernel
+    /// trace of the measured CPUs, exported as jitterscope_cause_* counters. Needs root
+    /// and tracefs; without them it says so and measures on.
+    #[arg(long)]
+    pub trace: bool,
+
     /// Do not lock memory (page faults may then land inside the measurement).
     #[arg(long)]
     pub no_mlock: bool,

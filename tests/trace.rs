@@ -168,6 +168,7 @@ fn task_truth_attempt((cpu, hk): (usize, usize)) -> (usize, usize) {
         measurer: e.thread.tid.unwrap(),
         top: usize::MAX,
         quiet_at_gap_start: true,
+        naming: attribute::Naming::Full,
     };
     let events = collected.per_cpu.get(&cpu).cloned().unwrap_or_default();
     let a = attribute::attribute(&gaps, &events, &cx);

@@ -9,10 +9,16 @@
 //! and binds to loopback unless told otherwise. Optional noise sweeps (`sweep`) spin only
 //! on the CPUs named for them.
 //!
+//! With `--trace`, the late wake-ups are attributed to their causes from a kernel trace
+//! of the measured CPUs (`causes`), read by the bookkeeping; without root or tracefs it
+//! says so once and measures on.
+//!
 //! SIGTERM or Ctrl-C end it: the threads stop at their next wake-up, the last partial
-//! second and log interval are written, and it exits 0. SIGHUP reopens the log.
+//! second and log interval are written, the trace's instance is removed, and it exits 0.
+//! SIGHUP reopens the log.
 
 mod books;
+pub mod causes;
 pub mod log;
 pub mod metrics;
 mod server;
@@ -41,6 +47,7 @@ use super::output::warn;
 use super::pipeline::{CpuUse, check_safety, plan_cpus, sched_request};
 
 use books::Books;
+use causes::Tracer;
 use metrics::{ConfigLabels, FindingLabels, KindLabels, Metrics};
 
 /// How often the bookkeeping looks for finished seconds.
@@ -140,7 +147,7 @@ pub fn run(
     stop: &AtomicBool,
     reopen: &AtomicBool,
 ) -> anyhow::Result<Ending> {
-    let cfg = StreamConfig::new(args.interval, args.late_above.0.clone())
+    let mut cfg = StreamConfig::new(args.interval, args.late_above.0.clone())
         .map_err(|e| anyhow::anyhow!("-i/--late-above: {e}"))?;
     if args.log_interval.subsec_nanos() != 0 {
         bail!(
@@ -179,6 +186,16 @@ pub fn run(
         &host.cpus_online,
     );
     let mut degraded = degradations(req, &plan, &host, &problems);
+    // The trace before the threads: their first late wake-ups find it recording.
+    let trace = match args.trace {
+        true => Some(Tracer::start(&plan.measured, clock.scale)),
+        false => None,
+    };
+    if let Some(Err(e)) = &trace {
+        degraded.push(Degraded::TraceUnavailable {
+            reason: e.to_string(),
+        });
+    }
     for d in &degraded {
         warn(&d.to_string());
     }
@@ -207,6 +224,23 @@ pub fn run(
             .map_or(0.0, |d| d.as_secs_f64()),
     );
     metrics.set_audit(audit_labels(&audit));
+    let tracer = match trace {
+        None => {
+            metrics.set_trace("off", "");
+            None
+        }
+        Some(Err(e)) => {
+            metrics.set_trace("unavailable", causes::reason_label(&e));
+            None
+        }
+        Some(Ok(t)) => {
+            metrics.set_trace("on", "");
+            metrics.trace_cpus(plan.measured.cpus());
+            // The wake-ups the lowest late counter counts, so that the causes explain it.
+            cfg.log_above_ns = cfg.late_limits_ns.first().copied();
+            Some(t)
+        }
+    };
     let set_degraded = |d: &[Degraded]| {
         for x in d {
             metrics
@@ -229,6 +263,9 @@ pub fn run(
     };
     let log_path = log.as_ref().map(|l| l.path().to_path_buf());
     let mut books = Books::new(&cpus, &cfg.late_limits_ns, log, args.log_interval);
+    if let Some(t) = tracer {
+        books.trace(t);
+    }
 
     let why = match (args.policy, args.priority) {
         (None, None) if req.policy.is_realtime() => " (root's default; --policy other to change)",
@@ -255,6 +292,14 @@ pub fn run(
         },
         args.listen,
     );
+    if let Some(above) = cfg.log_above_ns {
+        eprintln!(
+            "jitterscope: monitor: tracing the causes of wake-ups later than {} µs on CPUs \
+             {} (a tracefs instance of ours, removed at exit)",
+            above as f64 / 1e3,
+            plan.measured
+        );
+    }
     if let Some(s) = &sweeps {
         eprintln!(
             "jitterscope: monitor: noise sweeps of {} every {} on CPUs {} (a SCHED_OTHER \
@@ -266,7 +311,7 @@ pub fn run(
     }
 
     server::spawn(listener, plan.housekeeping.clone(), Arc::clone(&metrics))?;
-    let handoffs = timer_stream::handoffs(cpus.len());
+    let handoffs = timer_stream::handoffs(cpus.len(), &cfg);
     let deadline = args.duration.map(|d| Instant::now() + d);
     let mut log_error: Option<String> = None;
     let mut next_audit = Instant::now() + args.audit_every;
@@ -325,9 +370,10 @@ pub fn run(
             let out = out.context("the timer threads failed")?;
             // The seconds handed over since the last tick, then each thread's last one.
             books.collect(&metrics, &handoffs).ok();
+            books.pass_trace(&metrics);
             for (i, w) in out.workers.into_iter().enumerate() {
                 if let Some(last) = w.value {
-                    if let Err(e) = books.absorb(&metrics, i, &last) {
+                    if let Err(e) = books.absorb(&metrics, i, &last, w.tid) {
                         say_log_error(&mut log_error, &e.to_string());
                     }
                     handoffs[i].give_first(last);
@@ -356,7 +402,9 @@ pub fn run(
         }
         Ok(())
     });
-    // Whatever ended the run, the last partial interval goes to the log.
+    // Whatever ended the run, the trace's instance goes (dropping `books` would do it
+    // too, on every way out) and the last partial interval goes to the log.
+    books.close_trace();
     books
         .flush_log()
         .map_err(|e| anyhow::anyhow!("the last interval was not logged: {e}"))?;

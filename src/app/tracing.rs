@@ -112,6 +112,7 @@ impl OnCpu {
             measurer: self.tid.unwrap_or(0),
             top: TOP,
             quiet_at_gap_start,
+            naming: attribute::Naming::Full,
         };
         let mut a = attribute::attribute(gaps, c.per_cpu.get(&self.cpu).unwrap_or(&empty), &cx);
         a.events_read = c.read.get(&self.cpu).copied().unwrap_or(0);

@@ -14,22 +14,33 @@
 //! has not come round yet leaves no spare: the thread then keeps filling the same
 //! interval (two seconds in one) and counts the late handoff, rather than wait, drop data
 //! or allocate. The hot loop's only syscall is the sleep (the clock read is the vDSO's).
+//!
+//! When the wake-ups are to be attributed (`monitor --trace`), each interval also logs
+//! every wake-up later than `log_above_ns`: where its deadline fell on the counter (the
+//! TSC, the trace's clock) and how late it came. The log is preallocated with the
+//! interval; a wake-up that finds it full is counted as dropped. That costs a late
+//! wake-up one counter read and one store, and a wake-up on time one comparison.
 
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
 
 use crossbeam_utils::CachePadded;
 use crossbeam_utils::atomic::AtomicCell;
 use rustix::time::{ClockId, Timespec};
 
-use crate::engine::clock::ClockInfo;
+use crate::engine::clock::{self, ClockInfo};
 use crate::engine::run::{self, Monitor, RunError, RunOutcome, RunPlan, Worker};
 use crate::stats::LatencyHistogram;
+use crate::stats::events::{Event, EventLog};
 
 /// How many late limits a thread counts exactly.
 pub const MAX_LIMITS: usize = 4;
 /// One handoff a second: the finest interval the coordinator (the 10 s maximum, the
 /// interval log) can see.
 pub const HANDOFF_NS: u64 = 1_000_000_000;
+/// How many late wake-ups one interval logs when asked to: two seconds' worth at the
+/// default 1 ms interval, so that even an interval that a late handoff stretched to two
+/// seconds keeps every wake-up of a CPU that is late all the time.
+pub const LATE_LOG_CAPACITY: usize = 2048;
 
 /// A validated configuration of the continuous timer.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -40,6 +51,9 @@ pub struct StreamConfig {
     pub late_limits_ns: Vec<u64>,
     /// How often a thread hands its interval over [`HANDOFF_NS`; shorter in tests].
     pub handoff_ns: u64,
+    /// Log each wake-up later than this (deadline on the counter, lateness) for
+    /// attribution; `None` logs nothing.
+    pub log_above_ns: Option<u64>,
 }
 
 /// A continuous-timer configuration that cannot be measured.
@@ -71,7 +85,16 @@ impl StreamConfig {
             interval_ns,
             late_limits_ns,
             handoff_ns: HANDOFF_NS,
+            log_above_ns: None,
         })
+    }
+
+    /// How many late wake-ups each interval can log.
+    pub fn late_log_capacity(&self) -> usize {
+        match self.log_above_ns {
+            Some(_) => LATE_LOG_CAPACITY,
+            None => 0,
+        }
     }
 
     /// The limits as the hot loop reads them: unused slots never match.
@@ -93,16 +116,26 @@ pub struct IntervalData {
     /// The interval on CLOCK_MONOTONIC, ns.
     pub start_ns: u64,
     pub end_ns: u64,
+    /// The wake-ups later than the configuration's `log_above_ns`, in time order: each
+    /// from its deadline (on the counter) for its lateness (ns). Those beyond its capacity
+    /// are counted as dropped.
+    pub late_log: EventLog,
 }
 
 impl IntervalData {
     pub fn new() -> IntervalData {
+        IntervalData::with_late_log(0)
+    }
+
+    /// An interval whose late-wake-up log holds `capacity` entries, allocated now.
+    pub fn with_late_log(capacity: usize) -> IntervalData {
         IntervalData {
             hist: LatencyHistogram::new(),
             late: [0; MAX_LIMITS],
             overruns: 0,
             start_ns: 0,
             end_ns: 0,
+            late_log: EventLog::new(capacity),
         }
     }
 
@@ -113,6 +146,7 @@ impl IntervalData {
         self.overruns = 0;
         self.start_ns = 0;
         self.end_ns = 0;
+        self.late_log.clear();
     }
 
     #[inline]
@@ -121,6 +155,17 @@ impl IntervalData {
         for (n, &l) in self.late.iter_mut().zip(limits) {
             *n += (lat > l) as u64;
         }
+    }
+
+    /// Logs a late wake-up seen at counter value `tsc`: its deadline was `lat` ns
+    /// earlier. A store into the preallocated log, or a count when it is full.
+    #[inline]
+    fn log_late(&mut self, lat: u64, tsc: u64, ticks_per_ns: f64) {
+        let late_ticks = (lat as f64 * ticks_per_ns) as u64;
+        self.late_log.push(Event {
+            start_ticks: tsc.saturating_sub(late_ticks),
+            duration_ns: lat,
+        });
     }
 }
 
@@ -143,16 +188,22 @@ pub struct Handoff {
     /// Boundaries at which no spare was there (the coordinator was late): the interval
     /// then spans more than one second.
     late_handoffs: AtomicU64,
+    /// The measuring thread's id, set before its loop (0 until then): attribution does
+    /// not count the thread's own time as a cause.
+    tid: AtomicU32,
 }
 
 impl Handoff {
-    /// Two intervals, allocated and touched now.
-    pub fn new() -> Handoff {
+    /// Two intervals, allocated and touched now, each with a late-wake-up log of
+    /// `late_log` entries.
+    pub fn new(late_log: usize) -> Handoff {
+        let interval = || AtomicCell::new(Some(Box::new(IntervalData::with_late_log(late_log))));
         Handoff {
-            first: AtomicCell::new(Some(Box::new(IntervalData::new()))),
+            first: interval(),
             ready: AtomicCell::new(None),
-            spare: AtomicCell::new(Some(Box::new(IntervalData::new()))),
+            spare: interval(),
             late_handoffs: AtomicU64::new(0),
+            tid: AtomicU32::new(0),
         }
     }
 
@@ -176,17 +227,25 @@ impl Handoff {
     pub fn late_handoffs(&self) -> u64 {
         self.late_handoffs.load(Ordering::Relaxed)
     }
+
+    /// The id of the thread measuring now (or last), 0 before one started.
+    pub fn tid(&self) -> u32 {
+        self.tid.load(Ordering::Relaxed)
+    }
 }
 
 impl Default for Handoff {
     fn default() -> Self {
-        Self::new()
+        Self::new(0)
     }
 }
 
-/// One handoff cell per measured CPU, in CPU order.
-pub fn handoffs(n: usize) -> Vec<CachePadded<Handoff>> {
-    (0..n).map(|_| CachePadded::new(Handoff::new())).collect()
+/// One handoff cell per measured CPU, in CPU order, with the late-wake-up logs `cfg`
+/// asks for.
+pub fn handoffs(n: usize, cfg: &StreamConfig) -> Vec<CachePadded<Handoff>> {
+    (0..n)
+        .map(|_| CachePadded::new(Handoff::new(cfg.late_log_capacity())))
+        .collect()
 }
 
 fn read_clock() -> u64 {
@@ -211,18 +270,20 @@ fn next_boundary(origin: u64, now: u64, every: u64) -> u64 {
     origin + ((now.saturating_sub(origin)) / every + 1) * every
 }
 
-/// The loop, from `base` (CLOCK_MONOTONIC) until `end_ns` or `stop`. Returns the interval
-/// being filled when it ended.
+/// The loop, from `base` (CLOCK_MONOTONIC) until `end_ns` or `stop`; `ticks_per_ns` is
+/// the counter's rate, for the late wake-ups' deadlines. Returns the interval being filled
+/// when it ended.
 fn cycle(
     cfg: &StreamConfig,
     h: &Handoff,
     mut active: Box<IntervalData>,
-    base: u64,
-    end_ns: u64,
+    (base, end_ns): (u64, u64),
+    ticks_per_ns: f64,
     stop: &AtomicBool,
 ) -> Box<IntervalData> {
     let interval = cfg.interval_ns;
     let limits = cfg.limits();
+    let log_above = cfg.log_above_ns.unwrap_or(u64::MAX);
     let mut next = base + interval;
     let mut boundary = base + cfg.handoff_ns;
     active.start_ns = base;
@@ -232,6 +293,9 @@ fn cycle(
         let now = read_clock();
         let lat = now.saturating_sub(next);
         active.record(lat, &limits);
+        if lat > log_above {
+            active.log_late(lat, clock::now(), ticks_per_ns);
+        }
         active.end_ns = now;
         next += interval;
         if now >= next {
@@ -281,8 +345,14 @@ pub fn run(
     let work = |w: &Worker<'_>| {
         let h = &handoffs[w.index];
         let mut active = h.first.take()?;
+        h.tid.store(
+            rustix::thread::gettid().as_raw_nonzero().get() as u32,
+            Ordering::Relaxed,
+        );
+        let ticks_per_ns = w.scale.hz() / 1e9;
         // Warm every path once (the histogram's counts were touched when allocated).
         active.record(cfg.interval_ns, &cfg.limits());
+        active.log_late(cfg.interval_ns, clock::now(), ticks_per_ns);
         active.clear_quick();
         let win = match w.ready_and_sleep() {
             Some(win) => win,
@@ -290,7 +360,14 @@ pub fn run(
         };
         let base = win.start_monotonic_ns;
         let end_ns = base + w.scale.to_ns(win.deadline - win.start + 1);
-        Some(cycle(cfg, h, active, base, end_ns, w.stop_flag()))
+        Some(cycle(
+            cfg,
+            h,
+            active,
+            (base, end_ns),
+            ticks_per_ns,
+            w.stop_flag(),
+        ))
     };
     run::run_monitored(plan, clock.scale, stop, work, Some(tick))
 }
@@ -301,6 +378,7 @@ impl IntervalData {
         self.hist.clear();
         self.late = [0; MAX_LIMITS];
         self.overruns = 0;
+        self.late_log.clear();
     }
 }
 
@@ -338,17 +416,52 @@ mod tests {
         assert_eq!(d.hist.count(), 6);
     }
 
+    /// Every wake-up above the log's limit is logged with its deadline on the counter,
+    /// in time order, until the log is full; the rest are counted, not lost silently.
+    #[test]
+    fn late_wakeups_are_logged_with_their_deadlines_until_the_log_is_full() {
+        let (info, _) = ClockInfo::detect();
+        let mut c = StreamConfig::new(1_000_000, vec![1_000_000]).unwrap();
+        c.log_above_ns = Some(0);
+        let h = Handoff::new(8);
+        let stop = AtomicBool::new(false);
+        let active = h.first.take().unwrap();
+        let (base, tsc0) = (read_clock(), clock::now());
+        let tpn = info.scale.hz() / 1e9;
+        let d = cycle(&c, &h, active, (base, base + 20_500_000), tpn, &stop);
+        let tsc1 = clock::now();
+        let log = d.late_log.events();
+        let woken = d.hist.count();
+        assert!(woken >= 15, "{woken} wake-ups");
+        assert_eq!(log.len(), 8);
+        assert_eq!(d.late_log.dropped(), woken - 8);
+        // A wake-up 0 ns late is not above the limit: none here is on the ns.
+        for w in log.windows(2) {
+            assert!(w[0].start_ticks < w[1].start_ticks, "{log:?}");
+        }
+        // The first deadline is one interval after the base, on the counter.
+        let first = info.scale.to_ns(log[0].start_ticks.saturating_sub(tsc0));
+        assert!(
+            (900_000..1_200_000).contains(&first),
+            "first deadline {first} ns after the start"
+        );
+        assert!(
+            log.iter()
+                .all(|e| e.start_ticks > tsc0 && e.start_ticks < tsc1)
+        );
+    }
+
     #[test]
     fn a_thread_hands_over_full_intervals_and_keeps_filling_when_no_spare_came() {
         let mut c = StreamConfig::new(100_000, vec![1_000_000]).unwrap();
         c.handoff_ns = 100_000_000;
-        let h = Handoff::new();
+        let h = Handoff::new(0);
         let stop = AtomicBool::new(false);
         let active = h.first.take().unwrap();
         let base = read_clock();
         // 250 ms of wake-ups without a coordinator: the first boundary hands the interval
         // over (the spare is there), the second finds no spare and keeps filling.
-        let end = cycle(&c, &h, active, base, base + 250_000_000, &stop);
+        let end = cycle(&c, &h, active, (base, base + 250_000_000), 1.0, &stop);
         let full = h.take_ready().expect("the first interval was handed over");
         assert!(full.end_ns >= base + c.handoff_ns);
         assert!(

@@ -60,6 +60,23 @@ pub struct Context<'a> {
     /// The measuring thread ran at each gap's start with no context open (a noise
     /// loop's gaps); false for intervals such as a timer's deadline to its wake-up.
     pub quiet_at_gap_start: bool,
+    /// How causes are named.
+    pub naming: Naming,
+}
+
+/// How causes are named: for a person reading one run, or for series a fleet graphs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Naming {
+    /// Everything that tells one run's causes apart: a task's pid and policy
+    /// (`task js-holder:7 (real-time 2)`), the idle task's name, what unaccounted means.
+    #[default]
+    Full,
+    /// Names that stay the same from one minute, one boot and one host to the next, so
+    /// that a counter labelled with them keeps one series: no pid (a kworker's changes
+    /// as the pool grows and shrinks), no policy, a kworker by its work alone
+    /// (`task kworker vmstat_update`, its pool number dropped), `idle`, `unaccounted`.
+    /// IRQs, softirqs and vectors are named as in `Full`: they are stable already.
+    Stable,
 }
 
 /// The timeline of one CPU's events: who had the CPU, segment by segment. At each of
@@ -176,6 +193,9 @@ fn timeline(
             opened.push((out.len(), instances));
         }
     }
+    // The measuring thread itself is no cause: idle time given to it above (it woke from
+    // idle with no switch recorded) is its wake-up path, which no event covers.
+    out.retain(|s| !matches!(s.cause, Cause::Task(t, _) if t.pid == measurer));
     out
 }
 
@@ -258,7 +278,22 @@ impl Context<'_> {
             },
             Cause::Nmi => "nmi".to_string(),
             // pid 0 is the idle task: the CPU slept (on a VM, halted and left to the host).
-            Cause::Task(t, _) if t.pid == 0 => format!("idle ({})", self.names.get(t.comm)),
+            Cause::Task(t, _) if t.pid == 0 => match self.naming {
+                Naming::Full => format!("idle ({})", self.names.get(t.comm)),
+                Naming::Stable => "idle".to_string(),
+            },
+            Cause::Task(t, work) if self.naming == Naming::Stable => {
+                let comm = self.names.get(t.comm);
+                let kworker = comm.starts_with("kworker/");
+                let base = match kworker {
+                    true => "task kworker".to_string(),
+                    false => format!("task {comm}"),
+                };
+                match work.filter(|_| kworker).and_then(|w| self.symbols.get(&w)) {
+                    Some(f) => format!("{base} {f}"),
+                    None => base,
+                }
+            }
             Cause::Task(t, work) => {
                 let work = work.filter(|_| self.names.get(t.comm).starts_with("kworker"));
                 let base = format!(
@@ -323,7 +358,10 @@ pub fn attribute(gaps: &[(Gap, u64)], events: &[Event], cx: &Context<'_>) -> Att
         })
         .collect();
     if !unaccounted.is_empty() {
-        let label = "unaccounted (no event: entry and exit, the hypervisor, SMIs)";
+        let label = match cx.naming {
+            Naming::Full => "unaccounted (no event: entry and exit, the hypervisor, SMIs)",
+            Naming::Stable => "unaccounted",
+        };
         causes.push(row(
             CauseKind::Unaccounted,
             label.into(),
@@ -467,6 +505,7 @@ mod tests {
             measurer: ME,
             top: 3,
             quiet_at_gap_start: true,
+            naming: Naming::Full,
         }
     }
 
@@ -724,6 +763,124 @@ mod tests {
                 .unwrap()
                 .total_ns,
             50
+        );
+    }
+
+    /// Stable names carry no pid, no policy and no kworker pool number.
+    #[test]
+    fn stable_names_leave_out_what_changes_from_one_minute_to_the_next() {
+        let mut names = Names::default();
+        let me = task(&mut names, "measure-cpu1", ME, 98);
+        let kw = task(&mut names, "kworker/1:2", 4242, 120);
+        let holder = task(&mut names, "js-holder", 7, 97);
+        let idle = task(&mut names, "swapper/1", 0, 120);
+        let mut symbols = HashMap::new();
+        symbols.insert(0xf00, "vmstat_update".to_string());
+        let switch = |ts, prev, next| {
+            ev(
+                ts,
+                Kind::Switch {
+                    prev,
+                    prev_state: 0,
+                    next,
+                },
+            )
+        };
+        let events = vec![
+            switch(100, me, kw),
+            ev(100, Kind::WorkStart { function: 0xf00 }),
+            ev(400, Kind::WorkEnd),
+            switch(400, kw, holder),
+            switch(700, holder, idle),
+            switch(800, idle, me),
+        ];
+        let cx = Context {
+            quiet_at_gap_start: false,
+            naming: Naming::Stable,
+            ..cx(&names, &symbols)
+        };
+        let gaps = [(
+            Gap {
+                start: 90,
+                end: 900,
+            },
+            810,
+        )];
+        let a = attribute(&gaps, &events, &cx);
+        let got: Vec<(&str, u64)> = (a.causes.iter())
+            .map(|c| (c.cause.as_str(), c.total_ns))
+            .collect();
+        assert_eq!(
+            got,
+            vec![
+                ("task js-holder", 300),
+                ("task kworker vmstat_update", 300),
+                ("unaccounted", 110),
+                ("idle", 100),
+            ]
+        );
+        assert_eq!(a.top[0].parts.last().unwrap().cause, "unaccounted");
+    }
+
+    /// The measuring thread woken from idle with no switch recorded: the time from its
+    /// wake-up to its waking is its own wake-up path, unaccounted, never a task's.
+    #[test]
+    fn the_measurer_woken_from_idle_is_no_cause_of_its_own_delay() {
+        let mut names = Names::default();
+        let idle = task(&mut names, "swapper/1", 0, 120);
+        let me = task(&mut names, "measure-cpu1", ME, 98);
+        let events = vec![
+            ev(
+                100,
+                Kind::Switch {
+                    prev: me,
+                    prev_state: 1,
+                    next: idle,
+                },
+            ),
+            ev(
+                1000,
+                Kind::Wakeup {
+                    task: me,
+                    target_cpu: 1,
+                    waker_pid: 0,
+                },
+            ),
+            ev(
+                1300,
+                Kind::Switch {
+                    prev: me,
+                    prev_state: 1,
+                    next: idle,
+                },
+            ),
+        ];
+        let symbols = HashMap::new();
+        let interval = Context {
+            quiet_at_gap_start: false,
+            ..cx(&names, &symbols)
+        };
+        // The deadline at 900, the clock read at 1200.
+        let gaps = [(
+            Gap {
+                start: 900,
+                end: 1200,
+            },
+            300,
+        )];
+        let a = attribute(&gaps, &events, &interval);
+        let got: Vec<(&str, u64)> = (a.causes.iter())
+            .map(|c| (c.cause.as_str(), c.total_ns))
+            .collect();
+        assert_eq!(
+            got,
+            vec![
+                (
+                    "unaccounted (no event: entry and exit, the hypervisor, SMIs)",
+                    200
+                ),
+                ("idle (swapper/1)", 100),
+            ]
         );
     }
 

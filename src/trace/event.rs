@@ -53,6 +53,15 @@ impl Names {
     pub fn get(&self, id: NameId) -> &str {
         self.list.get(id as usize).map_or("?", String::as_str)
     }
+
+    /// How many strings are interned.
+    pub fn len(&self) -> usize {
+        self.list.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.list.is_empty()
+    }
 }
 
 /// A task as sched_switch names it.

@@ -5,8 +5,13 @@
 //! Memory is bounded: at most `MAX_EVENTS_PER_CPU` events are kept per CPU (48 bytes
 //! each, about 48 MiB at most); later ones are counted as lost, as are events the kernel
 //! overwrote before they were read.
+//!
+//! A run without end (`monitor --trace`) follows the trace instead (`Follower`): each
+//! pass drains the buffers into a sliding window per CPU, bounded by count, from which
+//! the caller forgets what it has attributed; an event pushed out by the bound before
+//! that is counted as lost.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, VecDeque};
 use std::fs::File;
 use std::io::Read;
 use std::os::unix::fs::OpenOptionsExt;
@@ -14,6 +19,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 use super::event::{Decoder, Event};
+use super::format::PageLayout;
 use super::ring::parse_page;
 use super::session::{TraceError, TraceSession};
 
@@ -35,8 +41,8 @@ pub struct Collected {
     pub malformed_pages: u64,
 }
 
-/// Reads until `stop`, then stops recording and drains what is left.
-pub fn collect(session: &TraceSession, stop: &AtomicBool) -> Result<Collected, TraceError> {
+/// Each traced CPU's `trace_pipe_raw`, opened not to block.
+fn open_pipes(session: &TraceSession) -> Result<Vec<(usize, File)>, TraceError> {
     let mut pipes = Vec::new();
     for &cpu in session.cpus.cpus() {
         let path = session.pipe(cpu);
@@ -47,6 +53,12 @@ pub fn collect(session: &TraceSession, stop: &AtomicBool) -> Result<Collected, T
             .map_err(|source| TraceError::Io { path, source })?;
         pipes.push((cpu, f));
     }
+    Ok(pipes)
+}
+
+/// Reads until `stop`, then stops recording and drains what is left.
+pub fn collect(session: &TraceSession, stop: &AtomicBool) -> Result<Collected, TraceError> {
+    let mut pipes = open_pipes(session)?;
     let mut out = Collected {
         decoder: Decoder::new(&session.formats),
         ..Collected::default()
@@ -72,25 +84,202 @@ pub fn collect(session: &TraceSession, stop: &AtomicBool) -> Result<Collected, T
     Ok(out)
 }
 
-/// Reads one CPU's pages until none is ready.
-fn drain(cpu: usize, f: &mut File, page: &mut [u8], s: &TraceSession, out: &mut Collected) {
+/// What draining one CPU's pages counted.
+#[derive(Debug, Default, Clone, Copy)]
+struct Drained {
+    /// Records read, and events the pages said were lost before them.
+    read: u64,
+    missed: u64,
+    malformed_pages: u64,
+}
+
+/// Reads one CPU's pages until none is ready, handing each decoded event to `keep`.
+fn drain_into(
+    f: &mut File,
+    page: &mut [u8],
+    layout: &PageLayout,
+    decoder: &mut Decoder,
+    keep: &mut dyn FnMut(Event),
+) -> Drained {
+    let mut d = Drained::default();
     loop {
         let n = match f.read(page) {
-            Ok(0) | Err(_) => return,
+            Ok(0) | Err(_) => return d,
             Ok(n) => n,
         };
-        let parsed = parse_page(&page[..n], &s.layout);
-        let lost = out.lost.entry(cpu).or_default();
-        *lost += parsed.missed.unwrap_or(0);
-        out.malformed_pages += u64::from(parsed.malformed);
-        let events = out.per_cpu.entry(cpu).or_default();
-        *out.read.entry(cpu).or_default() += parsed.records.len() as u64;
+        let parsed = parse_page(&page[..n], layout);
+        d.missed += parsed.missed.unwrap_or(0);
+        d.malformed_pages += u64::from(parsed.malformed);
+        d.read += parsed.records.len() as u64;
         for r in parsed.records {
-            match out.decoder.decode(r.ts, r.data) {
-                Some(_) if events.len() >= MAX_EVENTS_PER_CPU => *lost += 1,
-                Some(e) => events.push(e),
-                None => {}
+            if let Some(e) = decoder.decode(r.ts, r.data) {
+                keep(e);
             }
         }
+    }
+}
+
+/// Reads one CPU's pages until none is ready.
+fn drain(cpu: usize, f: &mut File, page: &mut [u8], s: &TraceSession, out: &mut Collected) {
+    let events = out.per_cpu.entry(cpu).or_default();
+    let mut beyond = 0u64;
+    let d = drain_into(
+        f,
+        page,
+        &s.layout,
+        &mut out.decoder,
+        &mut |e| match events.len() >= MAX_EVENTS_PER_CPU {
+            true => beyond += 1,
+            false => events.push(e),
+        },
+    );
+    *out.lost.entry(cpu).or_default() += d.missed + beyond;
+    out.malformed_pages += d.malformed_pages;
+    *out.read.entry(cpu).or_default() += d.read;
+}
+
+/// One CPU's most recent events, in time order, at most `cap` of them.
+#[derive(Debug)]
+pub struct EventWindow {
+    pub cpu: usize,
+    events: VecDeque<Event>,
+    cap: usize,
+    /// Records read from this CPU's buffer.
+    pub read: u64,
+    /// Events pushed out by the bound before the caller forgot them: lost to it.
+    pub evicted: u64,
+}
+
+impl EventWindow {
+    /// An empty window; it grows as events come, up to `cap`.
+    pub fn new(cpu: usize, cap: usize) -> EventWindow {
+        EventWindow {
+            cpu,
+            events: VecDeque::new(),
+            cap: cap.max(1),
+            read: 0,
+            evicted: 0,
+        }
+    }
+
+    /// Adds the newest event, pushing the oldest out when full.
+    pub fn push(&mut self, e: Event) {
+        if self.events.len() >= self.cap {
+            self.events.pop_front();
+            self.evicted += 1;
+        }
+        self.events.push_back(e);
+    }
+
+    /// Forgets the events stamped before `ts`.
+    pub fn forget_before(&mut self, ts: u64) {
+        let n = self.events.partition_point(|e| e.ts < ts);
+        self.events.drain(..n);
+    }
+
+    /// The events held, oldest first, as one slice.
+    pub fn events(&mut self) -> &[Event] {
+        self.events.make_contiguous()
+    }
+
+    pub fn len(&self) -> usize {
+        self.events.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.events.is_empty()
+    }
+}
+
+/// Interned names a follower keeps before it starts afresh: task names are interned as
+/// they come, and a host that names its threads by a counter would make them grow for
+/// as long as the monitor runs.
+pub const MAX_NAMES: usize = 50_000;
+
+/// Follows a trace for as long as it runs: each `pass` drains what the kernel holds into
+/// the windows (one per traced CPU, in the session's order). Read from one thread, which
+/// the caller keeps off the measured CPUs.
+#[derive(Debug)]
+pub struct Follower {
+    pipes: Vec<(usize, File)>,
+    page: Vec<u8>,
+    layout: PageLayout,
+    formats: Vec<super::format::EventFormat>,
+    pub decoder: Decoder,
+    pub windows: Vec<EventWindow>,
+    /// Pages cut short by a malformed record.
+    pub malformed_pages: u64,
+}
+
+impl Follower {
+    /// Opens the session's buffers; each window keeps at most `cap` events.
+    pub fn open(session: &TraceSession, cap: usize) -> Result<Follower, TraceError> {
+        let pipes = open_pipes(session)?;
+        Ok(Follower {
+            windows: pipes
+                .iter()
+                .map(|(c, _)| EventWindow::new(*c, cap))
+                .collect(),
+            pipes,
+            page: vec![0u8; session.page_size],
+            layout: session.layout,
+            formats: session.formats.clone(),
+            decoder: Decoder::new(&session.formats),
+            malformed_pages: 0,
+        })
+    }
+
+    /// Drains every buffer into its window. Past [`MAX_NAMES`] interned names it starts
+    /// afresh: a new decoder, and the windows (whose events name by the old one) emptied,
+    /// their events counted as lost.
+    pub fn pass(&mut self) {
+        if self.decoder.names.len() > MAX_NAMES {
+            self.decoder = Decoder::new(&self.formats);
+            for w in &mut self.windows {
+                w.evicted += w.len() as u64;
+                w.events.clear();
+            }
+        }
+        for ((_, f), w) in self.pipes.iter_mut().zip(&mut self.windows) {
+            let d = drain_into(
+                f,
+                &mut self.page,
+                &self.layout,
+                &mut self.decoder,
+                &mut |e| w.push(e),
+            );
+            w.read += d.read;
+            self.malformed_pages += d.malformed_pages;
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::trace::event::Kind;
+
+    fn ev(ts: u64) -> Event {
+        Event {
+            ts,
+            kind: Kind::WorkEnd,
+        }
+    }
+
+    #[test]
+    fn a_window_is_bounded_by_count_and_forgets_by_time() {
+        let mut w = EventWindow::new(1, 4);
+        for t in 1..=6 {
+            w.push(ev(t * 10));
+        }
+        assert_eq!(w.evicted, 2, "the two oldest were pushed out");
+        let ts: Vec<u64> = w.events().iter().map(|e| e.ts).collect();
+        assert_eq!(ts, vec![30, 40, 50, 60]);
+        w.forget_before(45);
+        let ts: Vec<u64> = w.events().iter().map(|e| e.ts).collect();
+        assert_eq!(ts, vec![50, 60]);
+        assert_eq!(w.evicted, 2, "forgetting is not losing");
+        w.push(ev(70));
+        assert_eq!(w.len(), 3);
     }
 }

@@ -2,7 +2,12 @@
 //! handoff, adds it to the metrics (histogram, late counters, maxima) and to the interval
 //! being logged, writes the log when an interval is complete, and gives the emptied
 //! buffer back. Its memory is fixed after start: one log histogram per CPU and a
-//! ten-entry window of recent maxima.
+//! ten-entry window of recent maxima; with `--trace`, the trace's windows of events,
+//! bounded by count (`causes`).
+//!
+//! With `--trace`, each tick takes the finished seconds first and drains the trace
+//! after, so that every event of a second taken is in the window when its late
+//! wake-ups are attributed.
 
 use std::collections::VecDeque;
 use std::time::{Duration, SystemTime};
@@ -12,6 +17,7 @@ use crossbeam_utils::CachePadded;
 use crate::probes::timer_stream::{Handoff, IntervalData};
 use crate::stats::LatencyHistogram;
 
+use super::causes::Tracer;
 use super::log::{IntervalLog, LogError};
 use super::metrics::{CpuLabels, LateLabels, MaxLabels, Metrics, seconds_label};
 
@@ -44,6 +50,10 @@ pub struct Books {
     wall_offset_ns: i128,
     /// Intervals written to the log, all CPUs.
     pub logged: u64,
+    /// The trace, when late wake-ups are attributed.
+    tracer: Option<Tracer>,
+    /// The seconds taken at a tick, one slot per CPU (kept to be reused).
+    taken: Vec<Option<Box<IntervalData>>>,
 }
 
 impl Books {
@@ -55,7 +65,7 @@ impl Books {
     ) -> Books {
         let wall_offset_ns = crate::engine::clock::realtime_ns() as i128
             - crate::engine::clock::monotonic_ns() as i128;
-        let cpus = cpus
+        let cpus: Vec<CpuBooks> = cpus
             .iter()
             .map(|&cpu| {
                 let c = cpu.to_string();
@@ -85,12 +95,34 @@ impl Books {
                 }
             })
             .collect();
+        let taken = (0..cpus.len()).map(|_| None).collect();
         Books {
             cpus,
             log,
             log_every_ns: log_every.as_nanos() as u64,
             wall_offset_ns,
             logged: 0,
+            tracer: None,
+            taken,
+        }
+    }
+
+    /// Attributes every second's late wake-ups to this trace from now on.
+    pub fn trace(&mut self, tracer: Tracer) {
+        self.tracer = Some(tracer);
+    }
+
+    /// Drains the trace (before absorbing the threads' last seconds by hand).
+    pub fn pass_trace(&mut self, metrics: &Metrics) {
+        if let Some(t) = &mut self.tracer {
+            t.pass(metrics);
+        }
+    }
+
+    /// Stops tracing and removes the trace's instance.
+    pub fn close_trace(&mut self) {
+        if let Some(t) = self.tracer.take() {
+            t.close();
         }
     }
 
@@ -108,9 +140,13 @@ impl Books {
         handoffs: &[CachePadded<Handoff>],
     ) -> Result<(), LogError> {
         let mut first_err = None;
+        for (slot, h) in self.taken.iter_mut().zip(handoffs) {
+            *slot = h.take_ready();
+        }
+        self.pass_trace(metrics);
         for (i, h) in handoffs.iter().enumerate() {
-            if let Some(d) = h.take_ready() {
-                if let Err(e) = self.absorb(metrics, i, &d)
+            if let Some(d) = self.taken[i].take() {
+                if let Err(e) = self.absorb(metrics, i, &d, h.tid())
                     && first_err.is_none()
                 {
                     first_err = Some(e);
@@ -128,13 +164,18 @@ impl Books {
         first_err.map_or(Ok(()), Err)
     }
 
-    /// Adds one interval of the `i`-th CPU to the metrics and the log.
+    /// Adds one interval of the `i`-th CPU, measured by thread `tid`, to the metrics and
+    /// the log, and attributes its late wake-ups when traced.
     pub fn absorb(
         &mut self,
         metrics: &Metrics,
         i: usize,
         d: &IntervalData,
+        tid: u32,
     ) -> Result<(), LogError> {
+        if let Some(t) = &mut self.tracer {
+            t.attribute(metrics, i, d, tid);
+        }
         let b = &mut self.cpus[i];
         metrics.latency.get_or_create(&b.labels).add(&d.hist);
         for (labels, &n) in b.late_labels.iter().zip(&d.late) {

@@ -5,7 +5,9 @@
 //! Names follow Prometheus conventions (`jitterscope_` prefix, base units in the name,
 //! `_total` on counters). Labels are bounded: `cpu` takes one value per measured CPU,
 //! `above_seconds` one per late limit (at most 4), `window` two, and the audit's `id` and
-//! `severity` the audit's fixed set of checks.
+//! `severity` the audit's fixed set of checks. With `--trace`, the causes' `kind` takes
+//! one of six values and `cause` at most `causes::MAX_CAUSES` names per CPU plus `other`
+//! (per kind) and `unaccounted`: names without pids (`causes` says why).
 //!
 //! The latency histogram's buckets are fixed and log-spaced, 1-2-5 per decade from 1 µs
 //! to 100 ms ([`BUCKETS_NS`]); the counts come from the threads' HdrHistograms (3
@@ -77,6 +79,23 @@ pub struct FindingLabels {
 #[derive(Debug, Clone, Hash, PartialEq, Eq, EncodeLabelSet)]
 pub struct KindLabels {
     pub kind: String,
+}
+
+/// One cause of late wake-ups on one CPU.
+#[derive(Debug, Clone, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct CauseLabels {
+    pub cpu: String,
+    /// irq, softirq, vector, nmi, task, unaccounted.
+    pub kind: String,
+    pub cause: String,
+}
+
+/// Whether the causes are traced: `on`, `off` (not asked for) or `unavailable`, with a
+/// short reason when unavailable.
+#[derive(Debug, Clone, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct TraceLabels {
+    pub state: String,
+    pub reason: String,
 }
 
 #[derive(Debug, Clone, Hash, PartialEq, Eq, EncodeLabelSet)]
@@ -169,6 +188,14 @@ pub struct Metrics {
     pub degraded: Family<KindLabels, Gauge>,
     pub up: Gauge,
     pub start_time: GaugeF,
+    pub cause_seconds: Family<CauseLabels, CounterF>,
+    pub cause_wakeups: Family<CauseLabels, Counter>,
+    pub trace_attributed: Family<CpuLabels, Counter>,
+    pub trace_unattributed: Family<CpuLabels, Counter>,
+    pub trace_events: Family<CpuLabels, Counter>,
+    pub trace_lost: Family<CpuLabels, Counter>,
+    trace_state: Family<TraceLabels, Gauge>,
+    trace_now: Mutex<Option<TraceLabels>>,
 }
 
 /// The label value of a time in seconds, from ns, without float noise (`0.0001`).
@@ -201,6 +228,14 @@ impl Metrics {
             degraded: Family::default(),
             up: Gauge::default(),
             start_time: GaugeF::default(),
+            cause_seconds: Family::default(),
+            cause_wakeups: Family::default(),
+            trace_attributed: Family::default(),
+            trace_unattributed: Family::default(),
+            trace_events: Family::default(),
+            trace_lost: Family::default(),
+            trace_state: Family::default(),
+            trace_now: Mutex::new(None),
         };
         let s = Unit::Seconds;
         r.register_with_unit(
@@ -296,8 +331,50 @@ impl Metrics {
         r.register_with_unit(
             "monitor_start_time",
             "When the monitor started, since the epoch",
-            s,
+            s.clone(),
             m.start_time.clone(),
+        );
+        r.register_with_unit(
+            "cause",
+            "With --trace: time each cause took inside the late wake-ups (those above \
+             the lowest --late-above limit), from each deadline to the waking, net of \
+             nested causes; the unaccounted part is its own cause",
+            s,
+            m.cause_seconds.clone(),
+        );
+        r.register(
+            "cause_wakeups",
+            "With --trace: late wake-ups each cause took time in",
+            m.cause_wakeups.clone(),
+        );
+        r.register(
+            "trace_wakeups_attributed",
+            "With --trace: late wake-ups attributed to their causes",
+            m.trace_attributed.clone(),
+        );
+        r.register(
+            "trace_wakeups_unattributed",
+            "With --trace: late wake-ups not attributed (more in one second than the \
+             thread's log holds)",
+            m.trace_unattributed.clone(),
+        );
+        r.register(
+            "trace_events",
+            "With --trace: kernel trace events read",
+            m.trace_events.clone(),
+        );
+        r.register(
+            "trace_events_lost",
+            "With --trace: kernel trace events lost (overwritten before they were read, \
+             or pushed out of the window before they were used): the causes of late \
+             wake-ups then show more unaccounted time",
+            m.trace_lost.clone(),
+        );
+        r.register(
+            "trace_info",
+            "Whether late wake-ups are traced to their causes: state on, off (no \
+             --trace) or unavailable, and why",
+            m.trace_state.clone(),
         );
         for &cpu in cpus {
             let c = cpu.to_string();
@@ -319,6 +396,33 @@ impl Metrics {
             let _ = m.late_handoffs.get_or_create(&cl);
         }
         Metrics { registry: r, ..m }
+    }
+
+    /// Whether the causes are traced now (replacing what was said before).
+    pub fn set_trace(&self, state: &str, reason: &str) {
+        let new = TraceLabels {
+            state: state.to_string(),
+            reason: reason.to_string(),
+        };
+        let mut now = self.trace_now.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some(old) = now.as_ref().filter(|o| **o != new) {
+            self.trace_state.remove(old);
+        }
+        self.trace_state.get_or_create(&new).set(1);
+        *now = Some(new);
+    }
+
+    /// The per-CPU trace series, at 0, so that a quiet CPU shows zeros once tracing runs.
+    pub fn trace_cpus(&self, cpus: &[usize]) {
+        for &cpu in cpus {
+            let cl = CpuLabels {
+                cpu: cpu.to_string(),
+            };
+            let _ = self.trace_attributed.get_or_create(&cl);
+            let _ = self.trace_unattributed.get_or_create(&cl);
+            let _ = self.trace_events.get_or_create(&cl);
+            let _ = self.trace_lost.get_or_create(&cl);
+        }
     }
 
     /// The audit's findings now: series that are gone are removed, new ones set to 1.
