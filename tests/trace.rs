@@ -82,7 +82,9 @@ fn our_instances() -> Vec<String> {
 /// timestamp, ≥ 99 % of the holds' gaps name the holder as their top cause, with its
 /// time within 5 % + 5 µs of the hold. Up to three printed attempts: a noisy stretch of
 /// the host (a hypervisor stall merged with a hold, the fair server running another task
-/// inside one) can spoil one.
+/// inside one) can spoil one. A hold the kernel preempted the holder through (a fair server
+/// running the SCHED_OTHER loop mid-hold, seen by the holder's own CPU time) is no injected
+/// gap and is set aside, counted; at most one in ten may be.
 #[test]
 fn issue13_task_truth_the_holder_is_named_with_its_time() {
     let Some(cpus) = can_trace("issue13_task_truth") else {
@@ -178,6 +180,13 @@ fn task_truth_attempt((cpu, hk): (usize, usize)) -> (usize, usize) {
     // Matched by timestamp and judged over each hold's own stretch of its gap.
     let j = judge_holds(&inside, &a.top, "js-holder", scale);
     let (named, off) = (j.named, j.misses);
+    if j.preempted > 0 {
+        eprintln!(
+            "{} holds set aside: the kernel preempted the holder",
+            j.preempted
+        );
+    }
+    assert!(j.preempted * 10 <= inside.len(), "too few holds held");
     eprintln!(
         "{} holds in the window, {named} named with their time; events read {:?}, lost {:?}; \
          misses: {:?}",
@@ -192,7 +201,7 @@ fn task_truth_attempt((cpu, hk): (usize, usize)) -> (usize, usize) {
         before,
         "tracefs mounts and global settings are as before"
     );
-    (named, inside.len())
+    (named, j.holds)
 }
 
 /// Tick truth and coverage, through the command: on this kernel (no nohz_full) the local

@@ -504,7 +504,11 @@ fn timer_check(p: &Place, len: Lengths, stop: &AtomicBool) -> Check {
 /// How the holds fared under attribution.
 #[derive(Debug, Clone, PartialEq)]
 pub struct HoldsNamed {
+    /// Holds judged: those the holder ran through (see `Injection::held`).
     pub holds: usize,
+    /// Holds the kernel preempted (the holder ran for under half of them): no ground
+    /// truth, so set aside, and counted.
+    pub preempted: usize,
     /// Holds whose top cause was the holder, with its time.
     pub named: usize,
     /// The others: (top cause over the hold, the holder's time, the hold), ns.
@@ -520,7 +524,8 @@ pub struct HoldsNamed {
 ///   stretch, must come within 5 % + 5 µs of the part of the hold the loop did not run
 ///   (the loop's own clock says when it ran: a fair server may let it in mid-hold).
 ///
-/// A hold whose start or end no gap covers is a miss. Pure: tested on made-up breakdowns.
+/// A hold whose start or end no gap covers is a miss. A hold the holder did not run
+/// through is set aside. Pure: tested on made-up breakdowns.
 pub fn judge_holds(
     holds: &[Injection],
     gaps: &[GapBreakdown],
@@ -530,7 +535,9 @@ pub fn judge_holds(
     let prefix = format!("task {holder}:");
     let mut named = 0;
     let mut misses = Vec::new();
-    for h in holds {
+    let (held, preempted): (Vec<&Injection>, Vec<&Injection>) =
+        holds.iter().partition(|h| h.held(scale));
+    for h in held.iter().copied() {
         let (held, cause, got) = judge_hold(h, gaps, &prefix, scale);
         if cause.starts_with(&prefix) && got.abs_diff(held) <= held / 20 + 5_000 {
             named += 1;
@@ -539,7 +546,8 @@ pub fn judge_holds(
         }
     }
     HoldsNamed {
-        holds: holds.len(),
+        holds: held.len(),
+        preempted: preempted.len(),
         named,
         misses,
     }
@@ -661,6 +669,7 @@ fn tracing_check(p: &Place, len: Lengths, stop: &AtomicBool, fault: Option<&str>
         measurer: e.thread.tid.unwrap_or(0),
         top: usize::MAX,
         quiet_at_gap_start: true,
+        naming: attribute::Naming::Full,
     };
     let mut events = collected
         .per_cpu
@@ -685,6 +694,12 @@ fn tracing_check(p: &Place, len: Lengths, stop: &AtomicBool, fault: Option<&str>
         share * 100.0,
         collected.read.values().sum::<u64>()
     );
+    if j.preempted > 0 {
+        figures.push_str(&format!(
+            "; {} holds set aside: the kernel preempted the holder mid-hold",
+            j.preempted
+        ));
+    }
     if let Some((top, got, held)) = j.misses.first() {
         figures.push_str(&format!(
             "; first miss: top cause {:?}, {:.1} µs for a {:.1} µs hold",
@@ -792,6 +807,7 @@ mod tests {
             end,
             start_monotonic_ns: 0,
             end_monotonic_ns: 0,
+            ran_ns: end - start,
         }
     }
 
@@ -900,6 +916,11 @@ mod tests {
         );
         assert_eq!(j.named, 1, "{:?}", j.misses);
         assert_eq!(j.misses, vec![(h.to_string(), 700_000, 1_000_000)]);
+        // A hold the holder was preempted through is set aside, not judged.
+        let mut preempted = hold(90_000_000, 91_000_000);
+        preempted.ran_ns = 20_000;
+        let j = judge_holds(&[preempted], &gaps, "js-holder", scale);
+        assert_eq!((j.holds, j.preempted, j.named), (0, 1, 0));
         // A hold no gap contains.
         let j = judge_holds(&[hold(90_000_000, 91_000_000)], &gaps, "js-holder", scale);
         assert_eq!(j.misses, vec![("no gap".to_string(), 0, 1_000_000)]);

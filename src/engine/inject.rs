@@ -23,6 +23,24 @@ pub struct Injection {
     pub end: u64,
     pub start_monotonic_ns: u64,
     pub end_monotonic_ns: u64,
+    /// The thread's own CPU time across the hold, as the kernel accounts it: about the
+    /// hold when it held the CPU, far less when the kernel preempted it mid-hold (a fair
+    /// server running SCHED_OTHER work, a stopper thread), and then it was no hold.
+    pub ran_ns: u64,
+}
+
+impl Injection {
+    /// Whether the thread ran for at least half the hold: a hold the kernel took the CPU
+    /// from for longer is no ground truth for a probe on that CPU.
+    pub fn held(&self, scale: clock::Scale) -> bool {
+        self.ran_ns * 2 >= scale.to_ns(self.end - self.start)
+    }
+}
+
+/// This thread's CPU time in ns (a syscall: read outside the hold).
+fn thread_cpu_ns() -> u64 {
+    let ts = rustix::time::clock_gettime(ClockId::ThreadCPUTime);
+    ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
 }
 
 /// What to inject, and where.
@@ -79,17 +97,20 @@ pub fn inject(
             tv_nsec: (next % 1_000_000_000) as i64,
         };
         let _ = rustix::thread::clock_nanosleep_absolute(ClockId::Monotonic, &ts);
+        let cpu_before = thread_cpu_ns();
         let start_monotonic_ns = clock::monotonic_ns();
         let start = clock::now_ordered();
         while clock::now().wrapping_sub(start) < busy_ticks {
             std::hint::spin_loop();
         }
         let end_tsc = clock::now_ordered();
+        let end_monotonic_ns = clock::monotonic_ns();
         log.push(Injection {
             start,
             end: end_tsc,
             start_monotonic_ns,
-            end_monotonic_ns: clock::monotonic_ns(),
+            end_monotonic_ns,
+            ran_ns: thread_cpu_ns().saturating_sub(cpu_before),
         });
         next += period;
         let now = clock::monotonic_ns();
