@@ -76,16 +76,19 @@ impl CauseGrid {
     /// One line per run that has the entry but no attribution, or no entry: said once,
     /// rather than rows of dashes.
     pub fn missing(&self, labels: &[String]) -> Vec<String> {
-        (self.runs.iter().zip(labels))
-            .filter_map(|(t, label)| {
-                let why = match t {
-                    Traced::Yes => return None,
-                    Traced::Untraced => "has no attribution (it was measured without --trace)",
-                    Traced::Absent => "has no such entry",
-                };
-                Some(format!("{} {}: {label} {why}", self.probe, self.key))
-            })
+        (labels.iter().enumerate())
+            .filter_map(|(i, label)| self.why_missing(i, label))
             .collect()
+    }
+
+    /// Why run `i` (called `label`) has no causes here; `None` when it has them.
+    pub fn why_missing(&self, i: usize, label: &str) -> Option<String> {
+        let why = match self.runs.get(i)? {
+            Traced::Yes => return None,
+            Traced::Untraced => "has no attribution (it was measured without --trace)",
+            Traced::Absent => "has no such entry",
+        };
+        Some(format!("{} {}: {label} {why}", self.probe, self.key))
     }
 }
 

@@ -317,7 +317,7 @@ fn causes_csv(c: &Comparison, out: &mut String) {
             if *t == Traced::Yes {
                 continue;
             }
-            let why = g.missing(&c.labels[i..=i]).join("");
+            let why = g.why_missing(i, &c.labels[i]).unwrap_or_default();
             let _ = writeln!(out, "{}", fields_of(lead(i), Default::default(), why));
         }
         for line in &g.rows {
