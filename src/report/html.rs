@@ -194,7 +194,8 @@ fn column_classes(t: &Table) -> Vec<Option<&'static str>> {
 
 fn is_number(cell: &str) -> bool {
     let c = cell.trim().trim_end_matches(['%', '*']).trim_end();
-    c == "-" || (!c.is_empty() && c.parse::<f64>().is_ok())
+    // "—" is what compare's cause grid shows for a cause a run did not see.
+    c == "-" || c == "—" || (!c.is_empty() && c.parse::<f64>().is_ok())
 }
 
 fn figure(f: &Figure) -> Markup {
@@ -966,7 +967,7 @@ mod tests {
         assert!(out.contains(r#"<th class="num">p50 (ns)</th>"#), "{out}");
         assert!(out.contains(r#"<td class="num">12</td>"#), "{out}");
         assert!(out.contains("<th>key</th>"), "{out}");
-        assert!(is_number("-") && is_number("1.5%") && is_number("3 *"));
+        assert!(is_number("-") && is_number("1.5%") && is_number("3 *") && is_number("—"));
         assert!(!is_number("cpu1") && !is_number(""));
     }
 
