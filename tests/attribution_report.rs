@@ -469,10 +469,7 @@ fn compare_shows_cause_shares_in_every_format() {
         get("vector local_timer: tick_nohz_handler", "A")["cause_kind"],
         "vector"
     );
-    let c_row = causes
-        .iter()
-        .find(|r| r["run"] == "C")
-        .expect("C's row");
+    let c_row = causes.iter().find(|r| r["run"] == "C").expect("C's row");
     assert_eq!(c_row["basis"], missing);
 
     // HTML: the same grid, escaped.
