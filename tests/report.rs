@@ -71,7 +71,7 @@ fn split_csv(line: &str) -> Vec<String> {
 }
 
 /// CSV text as maps from column name to field.
-fn parse_csv(text: &str) -> Vec<HashMap<String, String>> {
+pub(crate) fn parse_csv(text: &str) -> Vec<HashMap<String, String>> {
     let mut lines = text.lines();
     let header = split_csv(lines.next().expect("a header"));
     lines

@@ -6,6 +6,7 @@ mod injector;
 mod util;
 
 mod agreement;
+mod attribution_report;
 mod audit;
 mod bad_input;
 mod c2c;

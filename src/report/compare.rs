@@ -26,6 +26,7 @@ use std::collections::BTreeMap;
 use std::path::PathBuf;
 
 use crate::report::ResultFile;
+use crate::report::compare_causes::{CauseGrid, cause_grids};
 use crate::report::dist::SeriesView;
 use crate::report::export::{self, Dist};
 use crate::stats::series::SeriesOut;
@@ -56,6 +57,8 @@ pub struct Comparison {
     /// Differences between the runs' hosts, kernels or settings, baseline first.
     pub differences: Vec<String>,
     pub rows: Vec<Row>,
+    /// Each traced noise or timer entry's causes across the runs (`compare_causes`).
+    pub causes: Vec<CauseGrid>,
 }
 
 /// One distribution across the runs.
@@ -170,6 +173,7 @@ pub fn compare(runs: &[Run<'_>]) -> Result<Comparison, String> {
         labels: runs.iter().map(|r| r.label.clone()).collect(),
         differences,
         rows,
+        causes: cause_grids(&runs.iter().map(|r| r.result).collect::<Vec<_>>()),
     })
 }
 

@@ -12,10 +12,12 @@
 use std::fmt::Write as _;
 
 use crate::report::compare::{Comparison, Figures, Judgement, Row, change_words, method, relative};
+use crate::report::compare_causes::{CauseGrid, CauseLine, Traced};
 use crate::report::dist::UNCONFIRMED_NOTE;
 use crate::report::export::{csv_field, unit_of};
 use crate::report::html;
 use crate::report::table::{Col, Layout, Tab, Unit, core, hidden_note, reset_hidden, wide, wrap};
+use crate::stats::causes::CauseKind;
 
 /// One column of the grid: its name (with the unit for times) and whether the terminal
 /// shows it without `--wide`.
@@ -146,6 +148,233 @@ fn bases(c: &Comparison) -> Vec<String> {
     out
 }
 
+// ---------------------------------------------------------------------------------------
+// Causes (`compare_causes`)
+
+/// What a cause's figure reads where its run has no such cause.
+const NO_CAUSE: &str = "—";
+
+/// The causes the terminal shows per entry without `--wide` (the unaccounted time
+/// aside).
+const TERMINAL_CAUSES: usize = 12;
+
+/// The cause grids' columns, the same in every format.
+const CAUSE_COLUMNS: [&str; 5] = ["cause", "run", "share (%)", "change (pp)", "time (µs/s)"];
+
+/// What the causes' tables show, said once above them.
+pub const CAUSES_INTRO: &str = "Causes of each traced entry's gaps, from kernel trace \
+    events: each cause's share of the interrupted time per run, its change from the baseline \
+    in percentage points, and its time per second of run, which shows a change of the whole \
+    that shares hide. A task is matched by name and policy, its pid left out (pids differ \
+    between runs). A cause a run did not see reads —.";
+
+/// A grid's title: the entry, and the units of its figures.
+fn cause_title(g: &CauseGrid) -> String {
+    format!("{} {}: causes", g.probe, g.key)
+}
+
+/// A grid's rows: per cause, a row per traced run; the cause named on its first.
+fn cause_cells(c: &Comparison, g: &CauseGrid) -> Vec<Vec<String>> {
+    cells_of(c, g, g.rows.iter())
+}
+
+/// The rows of `lines`, of grid `g`.
+fn cells_of<'a>(
+    c: &Comparison,
+    g: &CauseGrid,
+    lines: impl Iterator<Item = &'a CauseLine>,
+) -> Vec<Vec<String>> {
+    let base_traced = g.runs.first() == Some(&Traced::Yes);
+    let mut out = Vec::new();
+    for line in lines {
+        let mut first = true;
+        for (i, t) in g.runs.iter().enumerate() {
+            if *t != Traced::Yes {
+                continue;
+            }
+            let f = line.figures[i];
+            let name = if first {
+                line.cause.clone()
+            } else {
+                String::new()
+            };
+            first = false;
+            let change = match line.change_pp(i) {
+                Some(pp) => format!("{pp:+.1}"),
+                // The baseline, or a later run beside an untraced baseline: nothing to
+                // change from.
+                None if i == 0 || !base_traced => String::new(),
+                None => NO_CAUSE.into(),
+            };
+            out.push(vec![
+                name,
+                c.labels[i].clone(),
+                f.map_or(NO_CAUSE.into(), |f| format!("{:.1}", f.share_pct)),
+                change,
+                f.map_or(NO_CAUSE.into(), |f| format!("{:.1}", f.ns_per_s / 1e3)),
+            ]);
+        }
+    }
+    out
+}
+
+/// The causes in the terminal: the intro, then per grid its title, the runs without
+/// attribution in one line each, and its table.
+fn causes_table(c: &Comparison, line: &dyn Fn(&str, &str) -> String) -> String {
+    let mut out = String::new();
+    if c.causes.is_empty() {
+        return out;
+    }
+    out.push('\n');
+    out.push_str(&line(CAUSES_INTRO, ""));
+    for g in &c.causes {
+        let _ = writeln!(out, "\n{}", cause_title(g));
+        for m in g.missing(&c.labels) {
+            out.push_str(&line(&m, "  "));
+        }
+        // A busy host has a hundred causes: the terminal shows the largest, and the
+        // unaccounted time, unless --wide.
+        let shown: Vec<&CauseLine> = match Layout::current().wide {
+            true => g.rows.iter().collect(),
+            false => (g.rows.iter())
+                .enumerate()
+                .filter(|(i, l)| *i < TERMINAL_CAUSES || l.kind == CauseKind::Unaccounted)
+                .map(|(_, l)| l)
+                .collect(),
+        };
+        let cells = cells_of(c, g, shown.iter().copied());
+        if cells.is_empty() {
+            continue;
+        }
+        let spec: Vec<Col> = CAUSE_COLUMNS.iter().map(|h| core(*h)).collect();
+        let mut t = Tab::new(&spec).compact();
+        for r in cells {
+            t.row(r);
+        }
+        let _ = writeln!(out, "{t}");
+        let left = g.rows.len() - shown.len();
+        if left > 0 {
+            out.push_str(&line(
+                &format!(
+                    "{left} smaller causes left out: --wide shows every one (the CSV, Markdown \
+                     and HTML always hold them)"
+                ),
+                "  ",
+            ));
+        }
+    }
+    out
+}
+
+/// The causes in Markdown.
+fn causes_markdown(c: &Comparison, cell: &dyn Fn(&str) -> String) -> String {
+    let mut out = String::new();
+    if c.causes.is_empty() {
+        return out;
+    }
+    let _ = writeln!(out, "{}\n", CAUSES_INTRO);
+    for g in &c.causes {
+        let _ = writeln!(out, "### {}\n", cell(&cause_title(g)));
+        for m in g.missing(&c.labels) {
+            let _ = writeln!(out, "- {}", cell(&m));
+        }
+        let cells = cause_cells(c, g);
+        if !cells.is_empty() {
+            let _ = writeln!(out, "\n| {} |", CAUSE_COLUMNS.join(" | "));
+            let _ = writeln!(out, "|{}", "---|".repeat(CAUSE_COLUMNS.len()));
+            for r in cells {
+                let r: Vec<String> = r.iter().map(|s| cell(s)).collect();
+                let _ = writeln!(out, "| {} |", r.join(" | "));
+            }
+        }
+        out.push('\n');
+    }
+    out
+}
+
+/// The causes as CSV rows (metric `cause`), in the columns `csv` adds for them: a row
+/// per cause and traced run (share empty where the run did not see the cause), and a row
+/// per run without attribution, saying so in `basis`.
+fn causes_csv(c: &Comparison, out: &mut String) {
+    for g in &c.causes {
+        let lead = |i: usize| {
+            vec![
+                g.probe.to_string(),
+                g.key.clone(),
+                "cause".to_string(),
+                c.labels[i].clone(),
+                c.labels[0].clone(),
+            ]
+        };
+        let fields_of = |mut fields: Vec<String>, rest: [String; 5], basis: String| {
+            fields.extend(std::iter::repeat_n(String::new(), 11));
+            fields.extend(rest);
+            fields.extend([String::new(), String::new(), basis]);
+            let f: Vec<String> = fields.iter().map(|s| csv_field(s)).collect();
+            f.join(",")
+        };
+        for (i, t) in g.runs.iter().enumerate() {
+            if *t == Traced::Yes {
+                continue;
+            }
+            let why = g.why_missing(i, &c.labels[i]).unwrap_or_default();
+            let _ = writeln!(out, "{}", fields_of(lead(i), Default::default(), why));
+        }
+        for line in &g.rows {
+            for (i, _) in g
+                .runs
+                .iter()
+                .enumerate()
+                .filter(|(_, t)| **t == Traced::Yes)
+            {
+                let f = line.figures[i];
+                let rest = [
+                    crate::report::export::serde_name(&line.kind),
+                    line.cause.clone(),
+                    f.map_or_else(String::new, |f| format!("{:.3}", f.share_pct)),
+                    line.change_pp(i)
+                        .map_or_else(String::new, |pp| format!("{pp:.3}")),
+                    f.map_or_else(String::new, |f| format!("{:.0}", f.ns_per_s)),
+                ];
+                let _ = writeln!(out, "{}", fields_of(lead(i), rest, String::new()));
+            }
+        }
+    }
+}
+
+/// The causes on the comparison page: the intro, and per grid its missing runs and table.
+fn causes_section(c: &Comparison) -> Option<html::Section> {
+    if c.causes.is_empty() {
+        return None;
+    }
+    let mut text = vec![CAUSES_INTRO.to_string()];
+    let mut tables = Vec::new();
+    for g in &c.causes {
+        text.extend(g.missing(&c.labels));
+        let rows = cause_cells(c, g);
+        if rows.is_empty() {
+            continue;
+        }
+        tables.push(html::Table {
+            caption: format!(
+                "{}: share of interrupted time (%), change from {} (percentage points) and \
+                 time per second of run (µs/s)",
+                cause_title(g),
+                c.labels[0]
+            ),
+            headers: CAUSE_COLUMNS.map(String::from).to_vec(),
+            rows,
+            note: None,
+        });
+    }
+    Some(html::Section {
+        heading: "Causes, from kernel trace events".into(),
+        text,
+        tables,
+        ..Default::default()
+    })
+}
+
 fn runs_line(c: &Comparison, paths: &[String]) -> String {
     let named: Vec<String> = c
         .labels
@@ -182,6 +411,7 @@ pub fn table(c: &Comparison, paths: &[String]) -> String {
     if starred {
         out.push_str(&line(UNCONFIRMED_NOTE, "  "));
     }
+    out.push_str(&causes_table(c, &line));
     out.push('\n');
     for b in bases(c) {
         out.push_str(&line(&format!("- {b}"), "  "));
@@ -221,6 +451,7 @@ pub fn markdown(c: &Comparison, paths: &[String]) -> String {
     if starred {
         let _ = writeln!(out, "\\{UNCONFIRMED_NOTE}\n");
     }
+    out.push_str(&causes_markdown(c, &cell));
     for b in bases(c) {
         let _ = writeln!(out, "- {}", cell(&b));
     }
@@ -229,18 +460,20 @@ pub fn markdown(c: &Comparison, paths: &[String]) -> String {
 }
 
 /// CSV: one row per distribution and run, raw figures, the change from the baseline in
-/// percent (empty for the baseline), the verdict and its basis.
+/// percent (empty for the baseline), the verdict and its basis; then the causes' rows
+/// (metric `cause`, see `causes_csv`), which fill the five cause columns instead.
 pub fn csv(c: &Comparison) -> String {
     let mut out = String::from(
         "probe,key,metric,run,baseline,count,p50_ns,p99_ns,p999_ns,max_ns,rate_per_s,\
-         p50_change_pct,p99_change_pct,p999_change_pct,max_change_pct,rate_change_pct,trusted,\
-         verdict,basis\n",
+         p50_change_pct,p99_change_pct,p999_change_pct,max_change_pct,rate_change_pct,\
+         cause_kind,cause,share_pct,share_change_pp,cause_ns_per_s,trusted,verdict,basis\n",
     );
     for row in &c.rows {
         for (i, f) in row.figures.iter().enumerate() {
             let _ = writeln!(out, "{}", csv_row(c, row, i, f.as_ref()));
         }
     }
+    causes_csv(c, &mut out);
     out
 }
 
@@ -285,6 +518,8 @@ fn csv_row(c: &Comparison, row: &Row, i: usize, f: Option<&Figures>) -> String {
         }
         None => fields.extend(std::iter::repeat_n(String::new(), 11)),
     }
+    // The cause columns belong to the cause rows (`causes_csv`).
+    fields.extend(std::iter::repeat_n(String::new(), 5));
     let j = row.judgements[i].as_ref();
     fields.push(row.trusted.to_string());
     fields.push(j.map_or_else(String::new, |j| j.verdict.words().to_string()));
@@ -332,13 +567,15 @@ pub fn page(
         title: format!("jitterscope comparison: {}", c.labels.join(" vs ")),
         subtitle: None,
         warnings,
-        sections: vec![
-            html::Section {
-                heading: "Verdicts".into(),
-                text: vec![runs_line(c, paths)],
-                tables,
-                ..Default::default()
-            },
+        sections: [html::Section {
+            heading: "Verdicts".into(),
+            text: vec![runs_line(c, paths)],
+            tables,
+            ..Default::default()
+        }]
+        .into_iter()
+        .chain(causes_section(c))
+        .chain([
             html::Section {
                 heading: "What each verdict rests on".into(),
                 text: basis,
@@ -349,6 +586,7 @@ pub fn page(
                 figures,
                 ..Default::default()
             },
-        ],
+        ])
+        .collect(),
     }
 }

@@ -19,6 +19,7 @@
 use hdrhistogram::Histogram;
 
 use crate::report::dist::Dist;
+use crate::stats::causes::{Attribution, CauseKind, CauseRow};
 
 /// Log bins per decade of latency in histograms: 50, each 4.7 % wide, so that the body of
 /// a distribution (a timer's 62 to 80 µs) spreads over several bins rather than one.
@@ -310,6 +311,66 @@ impl Heatmap {
 }
 
 // ---------------------------------------------------------------------------------------
+// Cause shares
+
+/// One segment of a CPU's bar of cause shares (`attribution`, drawn by `report::plot`).
+#[derive(Debug, Clone, PartialEq)]
+pub struct CauseShare {
+    /// The cause as the result names it, or "other (N causes)".
+    pub label: String,
+    /// `None` for the "other" segment, which groups causes of several kinds.
+    pub kind: Option<CauseKind>,
+    /// Of the interrupted time: the stored `share_pct`, or the sum of those it groups.
+    pub share_pct: f64,
+}
+
+/// Causes below this share (%) are grouped into one "other" segment: a sliver of a bar
+/// cannot be told apart, and its legend entry would crowd out the causes that matter.
+pub const SMALL_SHARE_PCT: f64 = 2.0;
+
+/// At most this many causes get a segment of their own, the unaccounted time aside.
+pub const NAMED_CAUSES: usize = 8;
+
+/// The segments of a CPU's bar: each cause of at least [`SMALL_SHARE_PCT`] in order of
+/// share (at most [`NAMED_CAUSES`]), then the rest as one "other (N causes)" segment
+/// (a single leftover cause keeps its name), then the unaccounted time, always its own
+/// segment. Shares are the stored ones, so the segments add up to what the rows do
+/// (100 % within rounding); rows with a share that is not a finite number ≥ 0 (never
+/// written, but a file can be edited) are left out.
+pub fn cause_shares(a: &Attribution) -> Vec<CauseShare> {
+    let mut rows: Vec<&CauseRow> = (a.causes.iter())
+        .filter(|c| c.share_pct.is_finite() && c.share_pct >= 0.0)
+        .collect();
+    rows.sort_by(|x, y| y.share_pct.total_cmp(&x.share_pct));
+    let share = |c: &CauseRow| CauseShare {
+        label: c.cause.clone(),
+        kind: Some(c.kind),
+        share_pct: c.share_pct,
+    };
+    let (mut named, mut rest, mut unaccounted) = (Vec::new(), Vec::new(), Vec::new());
+    for c in rows {
+        if c.kind == CauseKind::Unaccounted {
+            unaccounted.push(share(c));
+        } else if named.len() < NAMED_CAUSES && c.share_pct >= SMALL_SHARE_PCT {
+            named.push(share(c));
+        } else {
+            rest.push(c);
+        }
+    }
+    match rest.as_slice() {
+        [] => {}
+        [one] => named.push(share(one)),
+        many => named.push(CauseShare {
+            label: format!("other ({} causes)", many.len()),
+            kind: None,
+            share_pct: many.iter().map(|c| c.share_pct).sum(),
+        }),
+    }
+    named.extend(unaccounted);
+    named
+}
+
+// ---------------------------------------------------------------------------------------
 // Names
 
 /// Letters, digits, `.`, `_` and `-` only, so that a name is a file name anywhere.
@@ -396,6 +457,81 @@ mod tests {
         assert_eq!(m.cells[1], Some(40.0));
         assert_eq!(m.cells[3], Some(40.0));
         assert!(m.cells.iter().step_by(4).all(Option::is_none));
+    }
+
+    fn row(kind: CauseKind, cause: &str, share_pct: f64) -> CauseRow {
+        CauseRow {
+            kind,
+            cause: cause.into(),
+            gaps: 1,
+            occurrences: 1,
+            total_ns: 1,
+            share_pct,
+            median_ns: 1,
+            max_ns: 1,
+            period_ns: None,
+        }
+    }
+
+    fn attribution(causes: Vec<CauseRow>) -> Attribution {
+        Attribution {
+            method: String::new(),
+            gaps: 1,
+            interrupted_ns: 1,
+            causes,
+            top: Vec::new(),
+            coincident_gaps: 0,
+            coincidence_window_ns: 0,
+            unattributed_gaps: 0,
+            events_read: 0,
+            events_lost: 0,
+        }
+    }
+
+    #[test]
+    fn small_causes_are_grouped_and_the_unaccounted_time_comes_last() {
+        use CauseKind::*;
+        let a = attribution(vec![
+            row(Unaccounted, "unaccounted", 20.0),
+            row(Vector, "vector local_timer", 50.0),
+            row(Irq, "irq 36 virtio", 27.0),
+            row(Softirq, "softirq RCU", 1.5),
+            row(Task, "task a:1", 1.0),
+            row(Softirq, "softirq TIMER", 0.5),
+            row(Task, "bad", f64::NAN),
+        ]);
+        let s = cause_shares(&a);
+        let labels: Vec<&str> = s.iter().map(|s| s.label.as_str()).collect();
+        assert_eq!(
+            labels,
+            [
+                "vector local_timer",
+                "irq 36 virtio",
+                "other (3 causes)",
+                "unaccounted"
+            ]
+        );
+        assert_eq!(s[2].kind, None);
+        assert!((s[2].share_pct - 3.0).abs() < 1e-9);
+        let sum: f64 = s.iter().map(|s| s.share_pct).sum();
+        assert!((sum - 100.0).abs() < 1e-9, "{sum}");
+        // One small cause keeps its name; no causes give no segments.
+        let s = cause_shares(&attribution(vec![
+            row(Vector, "tick", 99.0),
+            row(Irq, "irq 1", 1.0),
+        ]));
+        assert_eq!(s[1].label, "irq 1");
+        assert!(cause_shares(&attribution(Vec::new())).is_empty());
+    }
+
+    #[test]
+    fn at_most_the_named_causes_get_their_own_segment() {
+        let causes = (0..12)
+            .map(|i| row(CauseKind::Irq, &format!("irq {i}"), 100.0 / 12.0))
+            .collect();
+        let s = cause_shares(&attribution(causes));
+        assert_eq!(s.len(), NAMED_CAUSES + 1);
+        assert_eq!(s[NAMED_CAUSES].label, "other (4 causes)");
     }
 
     #[test]

@@ -33,6 +33,8 @@ pub struct Section {
     pub facts: Vec<(String, String)>,
     /// Paragraphs of plain text.
     pub text: Vec<String>,
+    /// Figures shown before the tables (an overview the tables then detail).
+    pub lead: Vec<Figure>,
     pub tables: Vec<Table>,
     pub figures: Vec<Figure>,
 }
@@ -136,6 +138,7 @@ fn section(s: &Section) -> Markup {
                 dl.facts { @for (k, v) in &s.facts { dt { (k) } dd { (v) } } }
             }
             @for p in &s.text { p { (p) } }
+            @for f in &s.lead { (figure(f)) }
             @for t in &s.tables { (table(t)) }
             @for f in &s.figures { (figure(f)) }
         }
@@ -174,7 +177,10 @@ const WIDE_CHARS: usize = 40;
 fn column_classes(t: &Table) -> Vec<Option<&'static str>> {
     (0..t.headers.len())
         .map(|i| {
-            let cells: Vec<&String> = t.rows.iter().filter_map(|r| r.get(i)).collect();
+            let cells: Vec<&String> = (t.rows.iter())
+                .filter_map(|r| r.get(i))
+                .filter(|c| !c.trim().is_empty())
+                .collect();
             if !cells.is_empty() && cells.iter().all(|c| is_number(c)) {
                 Some("num")
             } else if cells.iter().any(|c| c.chars().count() > WIDE_CHARS) {
@@ -188,7 +194,8 @@ fn column_classes(t: &Table) -> Vec<Option<&'static str>> {
 
 fn is_number(cell: &str) -> bool {
     let c = cell.trim().trim_end_matches(['%', '*']).trim_end();
-    c == "-" || (!c.is_empty() && c.parse::<f64>().is_ok())
+    // "—" is what compare's cause grid shows for a cause a run did not see.
+    c == "-" || c == "—" || (!c.is_empty() && c.parse::<f64>().is_ok())
 }
 
 fn figure(f: &Figure) -> Markup {
@@ -211,7 +218,7 @@ fn inline_svg(svg: &str) -> &str {
 
 /// The page of one or more results. Per file, in the order a reader needs them: the
 /// verdict (a main job's, stored or made now), the per-CPU time series with the largest
-/// events, the measurement tables, the distributions, then the run, the host and the
+/// events, what each traced CPU's gaps were made of, the measurement tables, the distributions, then the run, the host and the
 /// audit's findings.
 pub fn result_page(results: &[Loaded]) -> anyhow::Result<Page> {
     let mut page = Page {
@@ -259,6 +266,8 @@ pub fn result_page(results: &[Loaded]) -> anyhow::Result<Page> {
                 ..Section::default()
             });
         }
+        page.sections
+            .extend(attribution_sections(r, &named, &mut page.warnings, &file));
         page.sections.push(measurements(&named("Measurements"), r));
         if !distributions.is_empty() {
             page.sections.push(Section {
@@ -352,6 +361,290 @@ fn largest_tables(r: &ResultFile) -> Vec<Table> {
     out
 }
 
+// ---------------------------------------------------------------------------------------
+// Why each gap happened (`attribution`)
+
+/// One section per traced noise or timer entry, in file order: its bar of cause shares,
+/// its cause table and its largest gaps part by part. A bar that cannot be drawn (no
+/// font) leaves a warning and the tables.
+fn attribution_sections(
+    r: &ResultFile,
+    named: &dyn Fn(&str) -> String,
+    warnings: &mut Vec<String>,
+    file: &str,
+) -> Vec<Section> {
+    use crate::probes::{noise::NoiseEntry, timer::TimerEntry};
+    let noise = (r.entries::<NoiseEntry>())
+        .filter_map(|e| Some((Traced::Noise, e.cpu, e.attribution.as_ref()?)));
+    let timer = (r.entries::<TimerEntry>())
+        .filter_map(|e| Some((Traced::Timer, e.cpu, e.attribution.as_ref()?)));
+    let mut out = Vec::new();
+    let mut failed = None;
+    for (what, cpu, a) in noise.chain(timer) {
+        let (section, error) = attribution_section(r, what, cpu, a, named);
+        failed = failed.or(error);
+        out.push(section);
+    }
+    if let Some(e) = failed {
+        warnings.push(format!(
+            "{file}: the bars of cause shares are left out: {e}"
+        ));
+    }
+    out
+}
+
+/// A duration in prose: µs below 10 ms, else ms, with the digits that matter.
+fn duration_words(ns: u64) -> String {
+    match ns {
+        n if n < 10_000_000 => format!("{:.2} µs", n as f64 / 1e3),
+        n => format!("{:.1} ms", n as f64 / 1e6),
+    }
+}
+
+/// Whose gaps an attribution splits: noise's interruptions or timer's late wake-ups.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Traced {
+    Noise,
+    Timer,
+}
+
+impl Traced {
+    fn probe(self) -> &'static str {
+        match self {
+            Traced::Noise => "noise",
+            Traced::Timer => "timer",
+        }
+    }
+
+    /// What one of its gaps is called.
+    fn gap(self) -> &'static str {
+        match self {
+            Traced::Noise => "gap",
+            Traced::Timer => "late wake-up",
+        }
+    }
+
+    fn heading(self, cpu: usize) -> String {
+        match self {
+            Traced::Noise => format!("Why each gap happened: noise CPU {cpu}"),
+            Traced::Timer => format!("What made the wake-ups late: timer CPU {cpu}"),
+        }
+    }
+}
+
+/// One traced entry's section, and why its bar is missing when it is.
+fn attribution_section(
+    r: &ResultFile,
+    what: Traced,
+    cpu: usize,
+    a: &crate::stats::causes::Attribution,
+    named: &dyn Fn(&str) -> String,
+) -> (Section, Option<String>) {
+    let probe = what.probe();
+    let mut text = vec![format!(
+        "{} {}s attributed, {} of interrupted time in all, measured from kernel trace \
+         events: {}",
+        a.gaps,
+        what.gap(),
+        duration_words(a.interrupted_ns),
+        a.method
+    )];
+    text.extend(attribution_notes(r, what, cpu, a));
+    let segments = crate::report::figure::cause_shares(a);
+    let total: f64 = segments.iter().map(|s| s.share_pct).sum();
+    let mut lead = Vec::new();
+    let mut error = None;
+    if segments.is_empty() || total <= 0.0 || a.interrupted_ns == 0 {
+        text.push(format!(
+            "No interrupted time was attributed to a cause on CPU {cpu}, so there is no bar \
+             of shares."
+        ));
+    } else {
+        let title = format!("{probe} CPU {cpu}: share of interrupted time by cause (%)");
+        let bar = plot::Plot::cause_shares(&format!("{probe}-cpu{cpu}-causes"), &title, segments);
+        match bar.svg() {
+            Ok(svg) => lead.push(Figure {
+                caption: format!(
+                    "{title}. Colours by kind: IRQ blue, softirq green, vector orange, NMI red, \
+                     task purple, unaccounted grey; causes under {} % are grouped as other.",
+                    crate::report::figure::SMALL_SHARE_PCT
+                ),
+                svg,
+                series: false,
+            }),
+            Err(e) => error = Some(e.to_string()),
+        }
+    }
+    let mut tables = Vec::new();
+    if !a.causes.is_empty() {
+        tables.push(cause_table(what, cpu, a));
+    }
+    if !a.top.is_empty() {
+        tables.push(top_gaps_table(what, cpu, a));
+    }
+    let section = Section {
+        heading: named(&what.heading(cpu)),
+        text,
+        lead,
+        tables,
+        ..Section::default()
+    };
+    (section, error)
+}
+
+/// What the reader must know beside the table: gaps on several CPUs at once, gaps the
+/// log did not keep, lost events, and (noise) the CPU's steal over the run.
+fn attribution_notes(
+    r: &ResultFile,
+    what: Traced,
+    cpu: usize,
+    a: &crate::stats::causes::Attribution,
+) -> Vec<String> {
+    let mut out = Vec::new();
+    let gap = what.gap();
+    if a.coincident_gaps > 0 {
+        out.push(format!(
+            "{} {gap}s began within {} µs of one on another measured CPU: the signature of an \
+             SMI, a hypervisor stall, stop_machine or a TLB shootdown.",
+            a.coincident_gaps,
+            a.coincidence_window_ns / 1000
+        ));
+    }
+    if a.unattributed_gaps > 0 {
+        out.push(format!(
+            "{} {gap}s were not in the event log and are not attributed.",
+            a.unattributed_gaps
+        ));
+    }
+    if a.events_lost > 0 {
+        out.push(format!(
+            "{} of {} trace events were lost: {gap}s while they were lost may show more \
+             unaccounted time.",
+            a.events_lost,
+            a.events_lost + a.events_read
+        ));
+    }
+    let steal = (r.run.counters.as_ref())
+        .and_then(|c| c.steal.iter().find(|s| s.cpu == cpu))
+        .filter(|_| what == Traced::Noise);
+    if let Some(s) = steal {
+        out.push(format!(
+            "Steal on CPU {cpu} over the run (/proc/stat): {} ms ({:.2} %), to set beside \
+             the unaccounted time.",
+            s.steal_ms, s.steal_pct
+        ));
+    }
+    out
+}
+
+/// The cause table: one row per cause, largest total first, as stored.
+fn cause_table(what: Traced, cpu: usize, a: &crate::stats::causes::Attribution) -> Table {
+    use crate::report::table::us;
+    let rows = (a.causes.iter())
+        .map(|c| {
+            vec![
+                c.cause.clone(),
+                crate::report::export::serde_name(&c.kind),
+                c.gaps.to_string(),
+                c.occurrences.to_string(),
+                us(Some(c.total_ns)),
+                format!("{:.1}", c.share_pct),
+                us(Some(c.median_ns)),
+                us(Some(c.max_ns)),
+                c.period_ns
+                    .map_or("-".into(), |p| format!("{:.3}", p as f64 / 1e6)),
+            ]
+        })
+        .collect();
+    Table {
+        caption: format!(
+            "{} CPU {cpu}: the causes of {} {}s, largest total first",
+            what.probe(),
+            a.gaps,
+            what.gap()
+        ),
+        headers: [
+            "cause",
+            "kind",
+            &format!("{}s", what.gap()),
+            "times run",
+            "total (µs)",
+            "share (%)",
+            "median (µs)",
+            "max (µs)",
+            "period (ms)",
+        ]
+        .map(String::from)
+        .to_vec(),
+        rows,
+        note: Some(format!(
+            "Share: of the interrupted time of every attributed {gap}. Median and max: the \
+             cause's time in one {gap} it took part in. Times run: how often it ran inside \
+             them (one interrupt, one time slice). Period: the interval its {gap}s recur at, \
+             when most recur at one. Unaccounted: the time no event covers (interrupt entry \
+             and exit, the hypervisor, SMIs).",
+            gap = what.gap()
+        )),
+    }
+}
+
+/// The largest gaps, each broken down: a row per part, the gap's own cells on its first.
+fn top_gaps_table(what: Traced, cpu: usize, a: &crate::stats::causes::Attribution) -> Table {
+    use crate::report::table::us;
+    use crate::stats::causes::CauseKind;
+    let mut rows = Vec::new();
+    for (i, g) in a.top.iter().enumerate() {
+        let gap_cells = [
+            (i + 1).to_string(),
+            format!("{:.6}", g.start_ns as f64 / 1e9),
+            us(Some(g.duration_ns)),
+        ];
+        let blank = || vec![String::new(); 3];
+        if g.parts.is_empty() {
+            let mut row = gap_cells.to_vec();
+            row.extend(["no event".into(), "-".into(), "-".into()]);
+            rows.push(row);
+        }
+        for (k, p) in g.parts.iter().enumerate() {
+            let mut row = if k == 0 { gap_cells.to_vec() } else { blank() };
+            let offset = match p.kind {
+                // The time no event covers, summed over the gap: it has no one offset.
+                CauseKind::Unaccounted => "-".into(),
+                _ => us(Some(p.offset_ns)),
+            };
+            row.extend([p.cause.clone(), offset, us(Some(p.duration_ns))]);
+            rows.push(row);
+        }
+    }
+    let gap = what.gap();
+    let start = match what {
+        Traced::Noise => "at (s from the start)",
+        Traced::Timer => "deadline (s from the start)",
+    };
+    Table {
+        caption: format!(
+            "{} CPU {cpu}: the {} largest {gap}s, part by part in time order",
+            what.probe(),
+            a.top.len()
+        ),
+        headers: [
+            "#",
+            start,
+            &format!("{gap} (µs)"),
+            "part",
+            "offset (µs)",
+            "duration (µs)",
+        ]
+        .map(String::from)
+        .to_vec(),
+        rows,
+        note: Some(format!(
+            "Offset: from the {gap}'s start. The unaccounted part is the {gap}'s time that no \
+             event covers, summed over the {gap}, so it has no offset."
+        )),
+    }
+}
+
 fn subtitle(results: &[Loaded]) -> String {
     match results {
         [(p, _)] => p.display().to_string(),
@@ -398,7 +691,7 @@ fn host_section(heading: &str, path: &Path, r: &ResultFile) -> Section {
         facts,
         text,
         tables,
-        figures: Vec::new(),
+        ..Section::default()
     }
 }
 
@@ -616,6 +909,7 @@ fn figures(loaded: &Loaded) -> (Vec<Figure>, Option<String>) {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::stats::causes::{Attribution, CauseKind, CauseRow, GapBreakdown, Part};
 
     fn page_with_host(host: &str) -> Page {
         Page {
@@ -632,7 +926,7 @@ mod tests {
                     rows: vec![vec!["<k>".into(), "12".into()]],
                     note: None,
                 }],
-                figures: vec![],
+                ..Section::default()
             }],
         }
     }
@@ -673,7 +967,7 @@ mod tests {
         assert!(out.contains(r#"<th class="num">p50 (ns)</th>"#), "{out}");
         assert!(out.contains(r#"<td class="num">12</td>"#), "{out}");
         assert!(out.contains("<th>key</th>"), "{out}");
-        assert!(is_number("-") && is_number("1.5%") && is_number("3 *"));
+        assert!(is_number("-") && is_number("1.5%") && is_number("3 *") && is_number("—"));
         assert!(!is_number("cpu1") && !is_number(""));
     }
 
@@ -684,6 +978,114 @@ mod tests {
             assert!(!out.contains(banned), "{banned}: {out}");
         }
         assert!(out.contains("@media print"), "{out}");
+    }
+
+    fn attribution(causes: Vec<(CauseKind, &str, f64)>, interrupted_ns: u64) -> Attribution {
+        let row = |(kind, cause, share_pct): (CauseKind, &str, f64)| CauseRow {
+            kind,
+            cause: cause.into(),
+            gaps: 3,
+            occurrences: 4,
+            total_ns: (share_pct * 1000.0) as u64,
+            share_pct,
+            median_ns: 1500,
+            max_ns: 2500,
+            period_ns: Some(4_000_000),
+        };
+        Attribution {
+            method: "tracefs <x86-tsc>".into(),
+            gaps: 3,
+            interrupted_ns,
+            causes: causes.into_iter().map(row).collect(),
+            top: vec![GapBreakdown {
+                start_ns: 1_500_000_000,
+                start_tsc: 7,
+                duration_ns: 9000,
+                parts: vec![
+                    Part {
+                        kind: CauseKind::Irq,
+                        cause: "irq 9 <b>".into(),
+                        offset_ns: 1000,
+                        duration_ns: 6000,
+                    },
+                    Part {
+                        kind: CauseKind::Unaccounted,
+                        cause: "unaccounted".into(),
+                        offset_ns: 0,
+                        duration_ns: 3000,
+                    },
+                ],
+            }],
+            coincident_gaps: 1,
+            coincidence_window_ns: 5000,
+            unattributed_gaps: 0,
+            events_read: 10,
+            events_lost: 2,
+        }
+    }
+
+    fn bare_result() -> ResultFile {
+        let r = crate::report::ResultFile::parse(
+            &std::fs::read_to_string("tests/fixtures/all-probes.json").unwrap(),
+        );
+        r.unwrap()
+    }
+
+    #[test]
+    fn an_attribution_section_escapes_causes_and_cuts_nothing_it_cannot_fit() {
+        let long = format!("task {}:1 (SCHED_OTHER nice 0)", "x".repeat(300));
+        let a = attribution(
+            vec![
+                (
+                    CauseKind::Task,
+                    "task <script>alert(1)</script>:5 (x)",
+                    60.0,
+                ),
+                (CauseKind::Task, &long, 30.0),
+                (CauseKind::Unaccounted, "unaccounted", 10.0),
+            ],
+            90_000,
+        );
+        let r = bare_result();
+        let named = |s: &str| s.to_string();
+        let (section, error) = attribution_section(&r, Traced::Noise, 1, &a, &named);
+        let page = Page {
+            sections: vec![section],
+            ..Page::default()
+        };
+        let out = render(&page);
+        assert!(!out.contains("<script") && !out.contains("<b>"), "{out}");
+        assert!(
+            out.contains("&lt;script&gt;alert(1)&lt;/script&gt;"),
+            "{out}"
+        );
+        assert!(out.contains("irq 9 &lt;b&gt;"), "{out}");
+        assert!(out.contains("2 of 12 trace events were lost"), "{out}");
+        if error.is_none() {
+            // The legend's long cause is cut with an ellipsis; the table keeps it whole.
+            assert!(out.contains("xxx…\n</text>"), "{out}");
+            assert!(out.contains(&long), "the table holds the whole name");
+        }
+    }
+
+    #[test]
+    fn no_causes_or_no_interrupted_time_give_no_bar_and_no_panic() {
+        let r = bare_result();
+        let named = |s: &str| s.to_string();
+        for a in [
+            attribution(Vec::new(), 0),
+            attribution(vec![(CauseKind::Irq, "irq 1", 0.0)], 0),
+            attribution(vec![(CauseKind::Irq, "irq 1", f64::NAN)], 5),
+        ] {
+            let (s, error) = attribution_section(&r, Traced::Timer, 3, &a, &named);
+            assert!(error.is_none());
+            assert!(s.lead.is_empty(), "{s:?}");
+            assert!(s.text.iter().any(|t| t.contains("no bar")), "{s:?}");
+            render(&Page {
+                sections: vec![s],
+                ..Page::default()
+            });
+        }
     }
 
     #[test]

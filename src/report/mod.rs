@@ -3,6 +3,7 @@
 
 pub mod audit_table;
 pub mod compare;
+pub mod compare_causes;
 pub mod compare_view;
 pub mod describe;
 pub mod dist;

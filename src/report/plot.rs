@@ -33,6 +33,7 @@ use crate::report::ResultFile;
 use crate::report::describe;
 use crate::report::export::Loaded;
 use crate::report::figure::{self, Figure, bin_edge};
+use crate::stats::causes::CauseKind;
 
 /// Why a plot could not be drawn.
 #[derive(Debug, thiserror::Error)]
@@ -70,6 +71,8 @@ enum Chart {
         y_desc: String,
     },
     Heatmap(Heatmap),
+    /// A stacked bar of cause shares and its legend.
+    Shares(Vec<figure::CauseShare>),
 }
 
 /// One labelled curve: (x, y) points, y in ns (counts for a histogram, whose x is ns).
@@ -126,6 +129,13 @@ impl Plot {
                 // Wide enough for the title.
                 ((side + 140).max(560), side + 100)
             }
+            Chart::Shares(segments) => {
+                let rows = segments.len().div_ceil(LEGEND_COLUMNS) as u32;
+                (
+                    WIDTH,
+                    SHARES_TITLE + BAR_TOP + BAR_HEIGHT + 16 + rows * LEGEND_ROW + 8,
+                )
+            }
             _ => (WIDTH, HEIGHT),
         }
     }
@@ -149,6 +159,17 @@ impl Plot {
                 y_desc,
             } => draw_series(&area, lines, marks, y_desc),
             Chart::Heatmap(m) => draw_heatmap(&area, m),
+            Chart::Shares(segments) => draw_shares(&area, segments),
+        }
+    }
+
+    /// A CPU's bar of cause shares (`figure::cause_shares`), titled `title` (which
+    /// should name the unit, %).
+    pub fn cause_shares(name: &str, title: &str, segments: Vec<figure::CauseShare>) -> Plot {
+        Plot {
+            name: figure::file_safe(name),
+            title: title.to_string(),
+            chart: Chart::Shares(segments),
         }
     }
 }
@@ -792,6 +813,161 @@ fn centred<'a>(
 fn heat_colour(t: f64) -> RGBColor {
     let mix = |a: u8, b: u8| (f64::from(a) + (f64::from(b) - f64::from(a)) * t).round() as u8;
     RGBColor(mix(255, 180), mix(245, 30), mix(200, 30))
+}
+
+// ---------------------------------------------------------------------------------------
+// Cause shares
+
+/// The bar's layout in pixels: the title's band (what `titled` takes at 17 px), the bar
+/// below it, then the legend in columns of rows.
+const SHARES_TITLE: u32 = 30;
+const BAR_TOP: u32 = 8;
+const BAR_HEIGHT: u32 = 34;
+const LEGEND_ROW: u32 = 22;
+const LEGEND_COLUMNS: usize = 2;
+const SIDE: i32 = 16;
+
+/// A segment's colour: a hue per kind of cause (IRQs blue, softirqs green, vectors
+/// orange, NMIs red, tasks purple), a lighter or darker shade for each further cause of
+/// that kind; the unaccounted time mid grey, the grouped "other" light grey.
+fn share_colour(kind: Option<CauseKind>, nth_of_kind: usize) -> RGBColor {
+    const SHADES: usize = 3;
+    let shades: [(u8, u8, u8); SHADES] = match kind {
+        Some(CauseKind::Irq) => [(31, 119, 180), (107, 174, 214), (8, 69, 148)],
+        Some(CauseKind::Softirq) => [(44, 160, 44), (116, 196, 118), (0, 109, 44)],
+        Some(CauseKind::Vector) => [(255, 127, 14), (253, 174, 107), (166, 54, 3)],
+        Some(CauseKind::Nmi) => [(214, 39, 40), (251, 106, 74), (153, 0, 13)],
+        Some(CauseKind::Task) => [(148, 103, 189), (188, 189, 220), (84, 39, 143)],
+        Some(CauseKind::Unaccounted) => [(120, 120, 120); SHADES],
+        None => [(205, 205, 205); SHADES],
+    };
+    let (r, g, b) = shades[nth_of_kind % SHADES];
+    RGBColor(r, g, b)
+}
+
+/// Text that reads on `fill`: white on dark colours, black on light ones.
+fn ink_on(fill: RGBColor) -> &'static RGBColor {
+    let RGBColor(r, g, b) = fill;
+    let luma = 0.299 * f64::from(r) + 0.587 * f64::from(g) + 0.114 * f64::from(b);
+    if luma < 140.0 { &WHITE } else { &BLACK }
+}
+
+/// "12.3 %": the share as the legend and the segments say it.
+pub fn share_words(pct: f64) -> String {
+    format!("{pct:.1} %")
+}
+
+/// The bar: each segment as wide as its share of the whole (so the bar is full even when
+/// the stored shares add up to 99.9), its share written inside when it fits; below, the
+/// legend, two columns of a swatch, the share and the cause, the cause cut with "…" to
+/// its column.
+fn draw_shares<DB: DrawingBackend>(
+    area: &Area<DB>,
+    segments: &[figure::CauseShare],
+) -> Result<(), String> {
+    let width = area.dim_in_pixel().0 as i32;
+    let (left, right) = (SIDE, width - SIDE);
+    let total: f64 = segments.iter().map(|s| s.share_pct).sum();
+    let colours = segment_colours(segments);
+    let (top, bottom) = (BAR_TOP as i32, (BAR_TOP + BAR_HEIGHT) as i32);
+    let label_style = |ink: &'static RGBColor| {
+        TextStyle::from((FONT, 14).into_font())
+            .color(ink)
+            .pos(Pos::new(HPos::Center, VPos::Center))
+    };
+    if total > 0.0 {
+        let mut acc = 0.0;
+        for (s, &fill) in segments.iter().zip(&colours) {
+            let x0 = left + ((right - left) as f64 * acc / total).round() as i32;
+            acc += s.share_pct;
+            let x1 = left + ((right - left) as f64 * acc / total).round() as i32;
+            if x1 <= x0 {
+                continue;
+            }
+            area.draw(&Rectangle::new([(x0, top), (x1, bottom)], fill.filled()))
+                .map_err(de)?;
+            // A white rule between segments: two shades of one kind stay apart.
+            area.draw(&Rectangle::new(
+                [(x0, top), (x1, bottom)],
+                WHITE.stroke_width(1),
+            ))
+            .map_err(de)?;
+            let text = share_words(s.share_pct);
+            let style = label_style(ink_on(fill));
+            let (tw, _) = area.estimate_text_size(&text, &style).map_err(de)?;
+            if tw as i32 + 8 <= x1 - x0 {
+                let at = ((x0 + x1) / 2, (top + bottom) / 2);
+                area.draw(&Text::new(text, at, style)).map_err(de)?;
+            }
+        }
+    }
+    let column = (right - left) / LEGEND_COLUMNS as i32;
+    let swatch = 14;
+    let legend = TextStyle::from((FONT, 15).into_font())
+        .color(&BLACK)
+        .pos(Pos::new(HPos::Left, VPos::Center));
+    for (i, (s, &fill)) in segments.iter().zip(&colours).enumerate() {
+        let (row, col) = ((i / LEGEND_COLUMNS) as i32, (i % LEGEND_COLUMNS) as i32);
+        let x = left + col * column;
+        let y = bottom + 16 + row * LEGEND_ROW as i32 + LEGEND_ROW as i32 / 2;
+        let half = swatch / 2;
+        area.draw(&Rectangle::new(
+            [(x, y - half), (x + swatch, y + half)],
+            fill.filled(),
+        ))
+        .map_err(de)?;
+        let room = (column - swatch - 6 - 10).max(0) as u32;
+        let text = fit_text(
+            area,
+            &format!("{}  {}", share_words(s.share_pct), s.label),
+            &legend,
+            room,
+        )?;
+        area.draw(&Text::new(text, (x + swatch + 6, y), legend.clone()))
+            .map_err(de)?;
+    }
+    Ok(())
+}
+
+/// Each segment's colour: its kind's hue, shaded by its place among the causes of that
+/// kind.
+fn segment_colours(segments: &[figure::CauseShare]) -> Vec<RGBColor> {
+    let mut seen: Vec<Option<CauseKind>> = Vec::new();
+    (segments.iter())
+        .map(|s| {
+            let nth = seen.iter().filter(|k| **k == s.kind).count();
+            seen.push(s.kind);
+            share_colour(s.kind, nth)
+        })
+        .collect()
+}
+
+/// `text`, or as much of it as fits in `room` pixels followed by "…".
+fn fit_text<DB: DrawingBackend>(
+    area: &Area<DB>,
+    text: &str,
+    style: &TextStyle<'_>,
+    room: u32,
+) -> Result<String, String> {
+    let fits = |t: &str| -> Result<bool, String> {
+        Ok(area.estimate_text_size(t, style).map_err(de)?.0 <= room)
+    };
+    if fits(text)? {
+        return Ok(text.to_string());
+    }
+    let chars: Vec<char> = text.chars().collect();
+    // The longest prefix that fits with the ellipsis, by bisection.
+    let (mut lo, mut hi) = (0, chars.len());
+    while lo < hi {
+        let mid = (lo + hi).div_ceil(2);
+        let candidate: String = chars[..mid].iter().chain(['…'].iter()).collect();
+        if fits(&candidate)? {
+            lo = mid;
+        } else {
+            hi = mid - 1;
+        }
+    }
+    Ok(chars[..lo].iter().chain(['…'].iter()).collect())
 }
 
 // ---------------------------------------------------------------------------------------
