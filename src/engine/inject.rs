@@ -27,6 +27,10 @@ pub struct Injection {
     /// hold when it held the CPU, far less when the kernel preempted it mid-hold (a fair
     /// server running SCHED_OTHER work, a stopper thread), and then it was no hold.
     pub ran_ns: u64,
+    /// How late the holder woke for this hold, by its own clock: from its deadline to
+    /// `start`. The hold took the CPU from the deadline on (the timer's interrupt, the
+    /// wake-up, and any stall of the vCPU on the way are the hold's doing).
+    pub late_ns: u64,
 }
 
 impl Injection {
@@ -111,6 +115,7 @@ pub fn inject(
             start_monotonic_ns,
             end_monotonic_ns,
             ran_ns: thread_cpu_ns().saturating_sub(cpu_before),
+            late_ns: start_monotonic_ns.saturating_sub(next),
         });
         next += period;
         let now = clock::monotonic_ns();

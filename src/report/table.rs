@@ -287,7 +287,8 @@ pub fn wrap(text: &str, width: Option<usize>, indent: &str) -> String {
     };
     let lead = &text[..text.len() - text.trim_start_matches(' ').len()];
     let (mut out, mut line, mut bare) = (String::new(), lead.to_string(), true);
-    for word in text.split(' ').filter(|w| !w.is_empty()) {
+    for word in figures_whole(text) {
+        let word = word.as_str();
         if !bare && line.chars().count() + 1 + word.chars().count() > width {
             out.push_str(&line);
             out.push('\n');
@@ -303,9 +304,44 @@ pub fn wrap(text: &str, width: Option<usize>, indent: &str) -> String {
     out
 }
 
+/// Units a figure's number is never parted from at a line break.
+const UNITS: [&str; 14] = [
+    "ns", "µs", "us", "ms", "s", "%", "pp", "Hz", "kHz", "MHz", "GHz", "KiB", "MiB", "ppm",
+];
+
+/// The words of `text`, a number kept with the unit after it ("79.5 µs)." is one word),
+/// so that wrapping never splits a figure.
+fn figures_whole(text: &str) -> Vec<String> {
+    let mut words: Vec<String> = Vec::new();
+    for w in text.split(' ').filter(|w| !w.is_empty()) {
+        let unit = w.trim_end_matches([',', '.', ';', ':', ')']);
+        let after_number = words.last().is_some_and(|p| {
+            let p = p.trim_start_matches(['(', '~', '≤', '≥', '<', '>', '+', '-']);
+            !p.is_empty()
+                && p.chars()
+                    .all(|c| c.is_ascii_digit() || c == '.' || c == ',')
+        });
+        match words.last_mut() {
+            Some(prev) if after_number && UNITS.contains(&unit) => {
+                prev.push(' ');
+                prev.push_str(w);
+            }
+            _ => words.push(w.to_string()),
+        }
+    }
+    words
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn wrapping_never_parts_a_number_from_its_unit() {
+        let w = wrap("woke up to 1.82 ms late (p99 79.5 µs).", Some(34), "  ");
+        assert_eq!(w, "woke up to 1.82 ms late (p99\n  79.5 µs).");
+        assert_eq!(wrap("about 40 % of it", Some(7), ""), "about\n40 % of\nit");
+    }
 
     #[test]
     fn microseconds_keep_two_decimals() {
