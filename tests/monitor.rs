@@ -22,7 +22,7 @@ use jitterscope::report::interval_log;
 use jitterscope::stats::LatencyHistogram;
 
 use crate::injector::{Schedule, inject};
-use crate::util::{self, bin, is_root, skip};
+use crate::util::{self, bin, is_root, our_instances, skip};
 
 /// A free loopback port (bound, read, released).
 fn free_port() -> u16 {
@@ -898,20 +898,6 @@ fn a_noise_sweep_runs_on_the_named_cpu_and_sees_the_timer_preempt_it() {
     assert!(lost > 0.0 && lost < sampled, "lost {lost} s");
     // No spinner on the housekeeping CPU.
     assert!(!body.contains(&format!("jitterscope_noise_sweeps_total{{cpu=\"{hk}\"}}")));
-}
-
-/// Our tracefs instances now (none when tracefs is not mounted).
-fn our_instances() -> Vec<String> {
-    let Some(root) = jitterscope::trace::tracefs_root() else {
-        return Vec::new();
-    };
-    std::fs::read_dir(root.join("instances"))
-        .map(|d| {
-            d.filter_map(|e| e.ok()?.file_name().into_string().ok())
-                .filter(|n| n.starts_with("jitterscope-"))
-                .collect()
-        })
-        .unwrap_or_default()
 }
 
 /// Scrapes until `done` holds for the body, or `within`; the last body.

@@ -2,7 +2,6 @@
 //! These need root and tracefs (mounted for the test if need be); without them they say
 //! why they skip. Each holds the measuring lock.
 
-use std::collections::HashMap;
 use std::sync::Barrier;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
@@ -11,13 +10,14 @@ use jitterscope::engine::clock::ClockInfo;
 use jitterscope::engine::cpu::CpuList;
 use jitterscope::probes::noise::{self, NoiseConfig};
 use jitterscope::report::ResultFile;
-use jitterscope::trace::attribute::{self, Context, Gap};
 use jitterscope::trace::reader;
 use jitterscope::trace::session::TraceSession;
 
 use crate::injector::{Schedule, inject};
-use crate::util::{fifo_available, fifo1_plan, is_root, measuring, skip, stderr_lines, two_cpus};
-use jitterscope::app::selftest::judge_holds;
+use crate::util::{
+    fifo_available, fifo1_plan, is_root, measuring, our_instances, skip, stderr_lines, two_cpus,
+};
+use jitterscope::app::selftest::{every_gap_broken_down, judge_holds};
 
 /// Root, SCHED_FIFO and two CPUs, or the reason to skip.
 fn can_trace(test: &str) -> Option<(usize, usize)> {
@@ -62,19 +62,6 @@ fn tracing_state() -> (Vec<String>, Vec<(String, String)>) {
     })
     .collect();
     (tracefs, settings)
-}
-
-fn our_instances() -> Vec<String> {
-    let Some(root) = jitterscope::trace::tracefs_root() else {
-        return Vec::new();
-    };
-    std::fs::read_dir(root.join("instances"))
-        .map(|d| {
-            d.filter_map(|e| e.ok()?.file_name().into_string().ok())
-                .filter(|n| n.starts_with("jitterscope-"))
-                .collect()
-        })
-        .unwrap_or_default()
 }
 
 /// Task truth: a SCHED_FIFO thread of its own name holds the measured CPU 1.5 ms every
@@ -150,30 +137,8 @@ fn task_truth_attempt((cpu, hk): (usize, usize)) -> (usize, usize) {
     let e = &run.entries[0];
     let log = e.events.as_ref().unwrap();
     let scale = clock.scale;
-    let gaps: Vec<(Gap, u64)> = (log.start_tsc.iter().zip(&log.duration_ns))
-        .map(|(&s, &d)| {
-            (
-                Gap {
-                    start: s,
-                    end: s + scale.to_ticks(d + 20),
-                },
-                d,
-            )
-        })
-        .collect();
-    let symbols = HashMap::new();
-    let cx = Context {
-        names: &collected.decoder.names,
-        symbols: &symbols,
-        scale,
-        run_start: w.start,
-        measurer: e.thread.tid.unwrap(),
-        top: usize::MAX,
-        quiet_at_gap_start: true,
-        naming: attribute::Naming::Full,
-    };
     let events = collected.per_cpu.get(&cpu).cloned().unwrap_or_default();
-    let a = attribute::attribute(&gaps, &events, &cx);
+    let a = every_gap_broken_down(e, log, &collected.decoder.names, &events, scale, w.start);
     let inside: Vec<_> = (holds.into_iter())
         .filter(|h| h.start >= w.start && h.end <= w.deadline)
         .collect();

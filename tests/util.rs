@@ -192,3 +192,17 @@ pub fn tracefs_usable() -> bool {
             .map(|mut s| s.close())
             .is_ok()
 }
+
+/// Our tracefs instances now (none when tracefs is not mounted).
+pub fn our_instances() -> Vec<String> {
+    let Some(root) = jitterscope::trace::tracefs_root() else {
+        return Vec::new();
+    };
+    std::fs::read_dir(root.join("instances"))
+        .map(|d| {
+            d.filter_map(|e| e.ok()?.file_name().into_string().ok())
+                .filter(|n| n.starts_with("jitterscope-"))
+                .collect()
+        })
+        .unwrap_or_default()
+}

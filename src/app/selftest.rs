@@ -501,6 +501,36 @@ fn timer_check(p: &Place, len: Lengths, stop: &AtomicBool) -> Check {
     )
 }
 
+/// Every logged gap of a noise entry attributed to its CPU's `events` and broken down
+/// (the ground truth needs each gap, not only the largest).
+pub fn every_gap_broken_down(
+    e: &noise::NoiseEntry,
+    log: &crate::probes::record::EventLogRecord,
+    names: &crate::trace::event::Names,
+    events: &[crate::trace::event::Event],
+    scale: Scale,
+    run_start: u64,
+) -> crate::stats::causes::Attribution {
+    // The loop's own step (~20 ns) ends each gap.
+    let gaps: Vec<(Gap, u64)> = (log.start_tsc.iter().zip(&log.duration_ns))
+        .map(|(&s, &d)| {
+            let end = s + scale.to_ticks(d + 20);
+            (Gap { start: s, end }, d)
+        })
+        .collect();
+    let cx = TraceContext {
+        names,
+        symbols: &std::collections::HashMap::new(),
+        scale,
+        run_start,
+        measurer: e.thread.tid.unwrap_or(0),
+        top: usize::MAX,
+        quiet_at_gap_start: true,
+        naming: attribute::Naming::Full,
+    };
+    attribute::attribute(&gaps, events, &cx)
+}
+
 /// How the holds fared under attribution.
 #[derive(Debug, Clone, PartialEq)]
 pub struct HoldsNamed {
@@ -660,28 +690,6 @@ fn tracing_check(p: &Place, len: Lengths, stop: &AtomicBool, fault: Option<&str>
         return Check::new(name, Outcome::Fail, "the noise run kept no gaps".into());
     };
     let scale = p.clock.scale;
-    let gaps: Vec<(Gap, u64)> = (log.start_tsc.iter().zip(&log.duration_ns))
-        .map(|(&s, &d)| {
-            (
-                Gap {
-                    start: s,
-                    end: s + scale.to_ticks(d + 20),
-                },
-                d,
-            )
-        })
-        .collect();
-    let symbols = std::collections::HashMap::new();
-    let cx = TraceContext {
-        names: &collected.decoder.names,
-        symbols: &symbols,
-        scale,
-        run_start: w.start,
-        measurer: e.thread.tid.unwrap_or(0),
-        top: usize::MAX,
-        quiet_at_gap_start: true,
-        naming: attribute::Naming::Full,
-    };
     let mut events = collected
         .per_cpu
         .get(&p.measured)
@@ -690,7 +698,7 @@ fn tracing_check(p: &Place, len: Lengths, stop: &AtomicBool, fault: Option<&str>
     if fault == Some("drop-trace-events") {
         events.clear();
     }
-    let a = attribute::attribute(&gaps, &events, &cx);
+    let a = every_gap_broken_down(e, log, &collected.decoder.names, &events, scale, w.start);
     let inside: Vec<Injection> = (holds.into_iter())
         .filter(|h| h.start >= w.start && h.end <= w.deadline)
         .collect();
