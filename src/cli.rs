@@ -121,6 +121,12 @@ impl SaveArgs {
     pub fn json_on_stdout(&self) -> bool {
         matches!(self.json, Some(None))
     }
+
+    /// Whether the whole result leaves the process: saved (`-o`, `--json=FILE`), printed
+    /// as JSON, or drawn on an HTML page. Without any of these only the table is shown.
+    pub fn keeps_result(&self) -> bool {
+        self.output.is_some() || self.json.is_some() || self.html.is_some()
+    }
 }
 
 // Options every measuring command shares.
