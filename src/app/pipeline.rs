@@ -60,9 +60,9 @@ impl RunSettings {
 
     /// Whether anything reads the result beyond the table: then it gets the parts only a
     /// reader of the file needs, the host's audit and each histogram encoded. A run that
-    /// only prints its table skips both: they cost time and, for a `noise` run, about a
-    /// third of its resident memory (issue 15: the audit's code and buffers, and the
-    /// deflate state and buffers of each histogram's encoding).
+    /// only prints its table skips both: they cost time and 0.6-0.8 MiB of a `noise`
+    /// run's peak RSS (issue 15: the audit's code and buffers, and the deflate state and
+    /// buffers of each histogram's encoding).
     pub fn keeps_result(&self) -> bool {
         self.whole_result || self.save.keeps_result()
     }
