@@ -24,63 +24,37 @@ pub struct Cli {
     pub command: Option<Command>,
 }
 
+/// Each subcommand's flags are built only when that subcommand is parsed (or when help,
+/// completions or the manual ask for all of them): a `noise` run then never runs the
+/// builders of the other fifteen, whose code would count in its resident set (issue 15).
+/// Deferred, the flags are added after the variant's own attributes, so what changes a
+/// shared flag for one command (`mut_arg`) sits on that command's `Args` struct, and
+/// every `Args` struct here (flattened ones too) carries plain comments: a doc comment
+/// would become the command's `about` and cover the variant's.
 #[derive(Debug, Subcommand)]
+#[command(defer = true)]
 pub enum Command {
     /// OS noise: how long, how often and how much the system takes each CPU away from a
     /// thread that polls the TSC in a tight loop.
-    #[command(
-        mut_arg("cpus", |a| a.help(CPUS_MEASURED)),
-        mut_arg("duration", |a| a.help("How long to measure: 500ms, 10s, 5m, 2h (a bare number is seconds) [default: 10s]")),
-    )]
     Noise(NoiseArgs),
     /// Timer wake-up latency, cyclictest's method: each thread sleeps to an absolute
     /// deadline with clock_nanosleep and records how late it woke.
-    #[command(
-        disable_help_flag = true,
-        mut_arg("cpus", |a| a.help(CPUS_MEASURED)),
-        mut_arg("duration", |a| a.help("How long to measure: 500ms, 10s, 5m, 2h (a bare number is seconds) [default: 10s, or with -l until every thread has woken that often]")),
-        mut_arg("force", |a| a.help("Allow real-time timer threads at intervals under 100 µs on every CPU, leaving none for housekeeping")),
-    )]
+    #[command(disable_help_flag = true)]
     Timer(TimerArgs),
     /// Thread-to-thread notification latency: two pinned threads pass a token back and
     /// forth over each mechanism (spin, futex, condvar, semaphores, pipe, eventfd, …);
     /// round trip and one-way, side by side.
-    #[command(
-        mut_arg("cpus", |a| a.help("The two CPUs, as A,B (the same one twice measures a context switch) [default: the first two CPUs a measuring command would take]")),
-        mut_arg("duration", |a| a.help("How long to measure each mechanism: 500ms, 10s (a bare number is seconds) [default: 1s, or with -l until the round trips are done]")),
-        mut_arg("force", |a| a.help("Allow real-time spinning mechanisms when no CPU is left for housekeeping")),
-    )]
     Pingpong(PingpongArgs),
     /// Core-to-core cache-line latency: a matrix over CPU pairs, with the topology.
-    #[command(
-        mut_arg("cpus", |a| a.help("CPUs to pair, e.g. 0-7 [default: every online, allowed CPU]")),
-        mut_arg("duration", |a| a.hide(true)),
-        mut_arg("force", |a| a.help("Allow real-time pairs when no CPU is left for housekeeping")),
-    )]
     C2c(C2cArgs),
     /// Producer → consumer transit latency through a ring buffer (perf-workshop's
     /// application): an accumulator and a journaller record transit and inter-message time.
-    #[command(
-        mut_arg("cpus", |a| a.hide(true)),
-        mut_arg("duration", |a| a.help("How long to measure after the warm-up: 500ms, 10s (a bare number is seconds) [default: 10s, or with -l until the messages are done]")),
-        mut_arg("force", |a| a.help("Allow real-time roles that share a CPU, or leave none for housekeeping")),
-    )]
     Queue(QueueArgs),
     /// Execution-time jitter of one fixed action (a calibrated busy loop, a memmove, a
     /// syscall, a UDP send), timed N times with the TSC: the Ultra Messaging jitter
     /// tools' job.
-    #[command(
-        mut_arg("cpus", |a| a.help(CPU_ONE)),
-        mut_arg("duration", |a| a.help("The longest the runs may take: 500ms, 10s (a bare number is seconds) [default: until the samples are done]")),
-        mut_arg("force", |a| a.help("Allow a real-time run when no CPU is left for housekeeping")),
-    )]
     Work(WorkArgs),
     /// The cost of single syscalls, vDSO clock reads and counter reads, in ns.
-    #[command(
-        mut_arg("cpus", |a| a.help(CPU_ONE)),
-        mut_arg("duration", |a| a.help("How long to time each call: 200ms, 1s (a bare number is seconds) [default: 200ms]")),
-        mut_arg("force", |a| a.help("Allow a real-time run when no CPU is left for housekeeping")),
-    )]
     Syscalls(SyscallsArgs),
     /// PTP hardware clocks: which offset ioctls each supports, the PHC − system offset,
     /// the read window and the call's cost.
@@ -117,7 +91,7 @@ const CPUS_MEASURED: &str = "CPUs to measure, e.g. 1-3,5 [default: every online,
 /// `-a` for the commands that run on one CPU.
 const CPU_ONE: &str = "The CPU to run on [default: the first CPU a measuring command would take]";
 
-/// Where a measuring command's result goes.
+// Where a measuring command's result goes.
 #[derive(Debug, Clone, Default, Args)]
 pub struct SaveArgs {
     /// Write the whole result as JSON to stdout (and no table); --json=FILE writes it to
@@ -147,9 +121,15 @@ impl SaveArgs {
     pub fn json_on_stdout(&self) -> bool {
         matches!(self.json, Some(None))
     }
+
+    /// Whether the whole result leaves the process: saved (`-o`, `--json=FILE`), printed
+    /// as JSON, or drawn on an HTML page. Without any of these only the table is shown.
+    pub fn keeps_result(&self) -> bool {
+        self.output.is_some() || self.json.is_some() || self.html.is_some()
+    }
 }
 
-/// Options every measuring command shares.
+// Options every measuring command shares.
 #[derive(Debug, Clone, Args)]
 pub struct RunArgs {
     /// CPUs to measure, e.g. 1-3,5.
@@ -190,8 +170,12 @@ pub struct RunArgs {
     pub save: SaveArgs,
 }
 
-/// `jitterscope noise`.
+// `jitterscope noise`.
 #[derive(Debug, Clone, Args)]
+#[command(
+    mut_arg("cpus", |a| a.help(CPUS_MEASURED)),
+    mut_arg("duration", |a| a.help("How long to measure: 500ms, 10s, 5m, 2h (a bare number is seconds) [default: 10s]")),
+)]
 pub struct NoiseArgs {
     #[command(flatten)]
     pub run: RunArgs,
@@ -239,9 +223,14 @@ impl RunArgs {
     }
 }
 
-/// `jitterscope timer`. Flags keep cyclictest's meanings; times are in µs unless a unit
-/// is given (250us, 1.5ms).
+// `jitterscope timer`. Flags keep cyclictest's meanings; times are in µs unless a unit
+// is given (250us, 1.5ms).
 #[derive(Debug, Clone, Args)]
+#[command(
+    mut_arg("cpus", |a| a.help(CPUS_MEASURED)),
+    mut_arg("duration", |a| a.help("How long to measure: 500ms, 10s, 5m, 2h (a bare number is seconds) [default: 10s, or with -l until every thread has woken that often]")),
+    mut_arg("force", |a| a.help("Allow real-time timer threads at intervals under 100 µs on every CPU, leaving none for housekeeping")),
+)]
 pub struct TimerArgs {
     #[command(flatten)]
     pub run: RunArgs,
@@ -343,9 +332,14 @@ pub struct TimerArgs {
     pub fail_above: Vec<Gate>,
 }
 
-/// `jitterscope pingpong`. `-a A,B` names the two CPUs (the same one twice measures the
-/// wake-up path with a context switch); `-D` and `-l` apply to each mechanism.
+// `jitterscope pingpong`. `-a A,B` names the two CPUs (the same one twice measures the
+// wake-up path with a context switch); `-D` and `-l` apply to each mechanism.
 #[derive(Debug, Clone, Args)]
+#[command(
+    mut_arg("cpus", |a| a.help("The two CPUs, as A,B (the same one twice measures a context switch) [default: the first two CPUs a measuring command would take]")),
+    mut_arg("duration", |a| a.help("How long to measure each mechanism: 500ms, 10s (a bare number is seconds) [default: 1s, or with -l until the round trips are done]")),
+    mut_arg("force", |a| a.help("Allow real-time spinning mechanisms when no CPU is left for housekeeping")),
+)]
 pub struct PingpongArgs {
     #[command(flatten)]
     pub run: RunArgs,
@@ -369,8 +363,13 @@ pub struct PingpongArgs {
     pub count: Option<u64>,
 }
 
-/// `jitterscope c2c`. `-a` selects the CPUs [default: every online, allowed CPU].
+// `jitterscope c2c`. `-a` selects the CPUs [default: every online, allowed CPU].
 #[derive(Debug, Clone, Args)]
+#[command(
+    mut_arg("cpus", |a| a.help("CPUs to pair, e.g. 0-7 [default: every online, allowed CPU]")),
+    mut_arg("duration", |a| a.hide(true)),
+    mut_arg("force", |a| a.help("Allow real-time pairs when no CPU is left for housekeeping")),
+)]
 pub struct C2cArgs {
     #[command(flatten)]
     pub run: RunArgs,
@@ -401,9 +400,14 @@ pub struct C2cArgs {
     pub group: bool,
 }
 
-/// `jitterscope queue`. Roles go on CPUs of their own with --producer-cpu,
-/// --accumulator-cpu and --journaller-cpu (`-a` is not used).
+// `jitterscope queue`. Roles go on CPUs of their own with --producer-cpu,
+// --accumulator-cpu and --journaller-cpu (`-a` is not used).
 #[derive(Debug, Clone, Args)]
+#[command(
+    mut_arg("cpus", |a| a.hide(true)),
+    mut_arg("duration", |a| a.help("How long to measure after the warm-up: 500ms, 10s (a bare number is seconds) [default: 10s, or with -l until the messages are done]")),
+    mut_arg("force", |a| a.help("Allow real-time roles that share a CPU, or leave none for housekeeping")),
+)]
 pub struct QueueArgs {
     #[command(flatten)]
     pub run: RunArgs,
@@ -464,8 +468,13 @@ pub struct QueueArgs {
     pub perturb: bool,
 }
 
-/// `jitterscope work`. `-a` names the one CPU to run on [default: the first measured CPU].
+// `jitterscope work`. `-a` names the one CPU to run on [default: the first measured CPU].
 #[derive(Debug, Clone, Args)]
+#[command(
+    mut_arg("cpus", |a| a.help(CPU_ONE)),
+    mut_arg("duration", |a| a.help("The longest the runs may take: 500ms, 10s (a bare number is seconds) [default: until the samples are done]")),
+    mut_arg("force", |a| a.help("Allow a real-time run when no CPU is left for housekeeping")),
+)]
 pub struct WorkArgs {
     #[command(flatten)]
     pub run: RunArgs,
@@ -524,9 +533,14 @@ pub struct WorkArgs {
     pub ttl: u32,
 }
 
-/// `jitterscope syscalls`. `-a` names the one CPU to run on [default: the first measured
-/// CPU]; `-D` is the time spent on each call [default 200ms].
+// `jitterscope syscalls`. `-a` names the one CPU to run on [default: the first measured
+// CPU]; `-D` is the time spent on each call [default 200ms].
 #[derive(Debug, Clone, Args)]
+#[command(
+    mut_arg("cpus", |a| a.help(CPU_ONE)),
+    mut_arg("duration", |a| a.help("How long to time each call: 200ms, 1s (a bare number is seconds) [default: 200ms]")),
+    mut_arg("force", |a| a.help("Allow a real-time run when no CPU is left for housekeeping")),
+)]
 pub struct SyscallsArgs {
     #[command(flatten)]
     pub run: RunArgs,
@@ -568,7 +582,7 @@ pub enum ReportFormat {
     Html,
 }
 
-/// `jitterscope report`.
+// `jitterscope report`.
 #[derive(Debug, Clone, Args)]
 pub struct ReportArgs {
     /// Result files written with -o.
@@ -597,7 +611,7 @@ pub struct ReportArgs {
     pub top: Option<usize>,
 }
 
-/// `jitterscope run`, and a bare `jitterscope`.
+// `jitterscope run`, and a bare `jitterscope`.
 #[derive(Debug, Clone, Default, Args)]
 pub struct MainArgs {
     /// CPUs to measure, e.g. 1-3 [default: every CPU but the lowest, kept for
@@ -646,7 +660,7 @@ pub struct MainArgs {
     pub fail_above: Vec<Gate>,
 }
 
-/// `jitterscope completions`.
+// `jitterscope completions`.
 #[derive(Debug, Clone, Args)]
 pub struct CompletionsArgs {
     /// The shell to complete for.
@@ -654,7 +668,7 @@ pub struct CompletionsArgs {
     pub shell: clap_complete::Shell,
 }
 
-/// `jitterscope selftest`.
+// `jitterscope selftest`.
 #[derive(Debug, Clone, Args)]
 pub struct SelftestArgs {
     /// About 3 s instead of about 10 s, with fewer holds (a miss then weighs more).
@@ -667,7 +681,7 @@ pub struct SelftestArgs {
     pub output: Option<PathBuf>,
 }
 
-/// `jitterscope compare`.
+// `jitterscope compare`.
 #[derive(Debug, Clone, Args)]
 pub struct CompareArgs {
     /// Result files; the first is the baseline.
@@ -693,7 +707,7 @@ pub struct CompareArgs {
     pub wide: bool,
 }
 
-/// `jitterscope audit`.
+// `jitterscope audit`.
 #[derive(Debug, Clone, Args)]
 pub struct AuditArgs {
     /// The CPUs the audit is about, e.g. 1-3 [default: every online CPU but the lowest,
@@ -710,7 +724,7 @@ pub struct AuditArgs {
     pub json: bool,
 }
 
-/// `jitterscope ptp`.
+// `jitterscope ptp`.
 #[derive(Debug, Clone, Args)]
 pub struct PtpArgs {
     /// A PTP clock device (/dev/ptp0) or a network interface (eth0) whose PHC to read
@@ -1177,7 +1191,7 @@ fn parse_event_log(s: &str) -> Result<usize, String> {
     parse_count(s, 0, 10_000_000, "a count (16 bytes each per CPU)")
 }
 
-/// `jitterscope monitor`.
+// `jitterscope monitor`.
 #[derive(Debug, Clone, Args)]
 pub struct MonitorArgs {
     /// CPUs to measure [default: every online, allowed CPU but one housekeeping CPU].

@@ -88,7 +88,11 @@ impl Measure for NoiseCommand {
             setup_timeout: self.cfg.warmup + Duration::from_secs(10),
         };
         let (clock, stop) = (&ctx.host.clock, ctx.stop);
-        let run = || noise::run(&self.cfg, &plan, clock, stop);
+        let histograms = match ctx.keep {
+            true => noise::Histograms::Encoded,
+            false => noise::Histograms::Omitted,
+        };
+        let run = || noise::run_with(&self.cfg, &plan, clock, stop, histograms);
         let (run, collected) = match self.trace {
             true => tracing::traced(ctx, run),
             false => (run(), None),

@@ -37,6 +37,9 @@ pub struct RunSettings {
     pub save: SaveArgs,
     /// `--fail-above`: limits checked once the result is saved.
     pub gates: Vec<Gate>,
+    /// The caller reads the whole result itself (the main job judges and saves it), so
+    /// it is completed even when these settings save nothing; see `keeps_result`.
+    pub whole_result: bool,
 }
 
 impl RunSettings {
@@ -51,7 +54,17 @@ impl RunSettings {
             force: args.force,
             save: args.save.clone(),
             gates: Vec::new(),
+            whole_result: false,
         })
+    }
+
+    /// Whether anything reads the result beyond the table: then it gets the parts only a
+    /// reader of the file needs, the host's audit and each histogram encoded. A run that
+    /// only prints its table skips both: they cost time and 0.6-0.8 MiB of a `noise`
+    /// run's peak RSS (issue 15: the audit's code and buffers, and the deflate state and
+    /// buffers of each histogram's encoding).
+    pub fn keeps_result(&self) -> bool {
+        self.whole_result || self.save.keeps_result()
     }
 
     /// SCHED_OTHER on the default CPUs for the default time, memory locked, saved nowhere
@@ -69,6 +82,7 @@ impl RunSettings {
                 ..SaveArgs::default()
             },
             gates: Vec::new(),
+            whole_result: true,
         }
     }
 }
@@ -244,6 +258,9 @@ pub struct Ctx<'a> {
     pub universe: &'a CpuUniverse,
     pub sched: SchedRequest,
     pub stop: &'a AtomicBool,
+    /// Whether the result is kept (`RunSettings::keeps_result`): a kind encodes its
+    /// histograms only then.
+    pub keep: bool,
     sink: &'a Warnings,
     warnings: Vec<String>,
     degraded: Vec<Degraded>,
@@ -318,7 +335,8 @@ pub fn execute(
     )?;
     m.check(&cpus)?;
     let start_time = SystemTime::now();
-    let pre = preamble(req, &cpus, &universe);
+    let keep = m.settings().keeps_result();
+    let pre = preamble(req, &cpus, &universe, keep);
     let late = m.announces_late();
     if !late {
         pre.announce(sink);
@@ -329,6 +347,7 @@ pub fn execute(
         universe: &universe,
         sched: req,
         stop,
+        keep,
         sink,
         warnings: pre.warnings.clone(),
         degraded: pre.degraded.clone(),
@@ -392,9 +411,14 @@ impl Preamble {
     }
 }
 
-fn preamble(req: SchedRequest, plan: &CpuPlan, universe: &CpuUniverse) -> Preamble {
+/// `audit`: whether the host's audit goes into the result (only a kept result has it).
+fn preamble(req: SchedRequest, plan: &CpuPlan, universe: &CpuUniverse, audit: bool) -> Preamble {
     let (clock, problems) = ClockInfo::detect();
-    let host = HostInfo::collect(clock, universe.online.clone()).audited(&plan.measured);
+    let host = HostInfo::collect(clock, universe.online.clone());
+    let host = match audit {
+        true => host.audited(&plan.measured),
+        false => host,
+    };
     let mut degraded: Vec<Degraded> = problems.iter().map(Degraded::from_clock).collect();
     if let Err(reason) = sched::preflight(req) {
         degraded.push(Degraded::SchedRefused {
@@ -519,6 +543,51 @@ mod tests {
         assert_eq!(sched_request(Some(Policy::Fifo), None).unwrap(), fifo(1));
         assert!(sched_request(Some(Policy::Other), Some(5)).is_err());
         assert_eq!(sched_request(None, None).unwrap(), SchedRequest::OTHER);
+    }
+
+    #[test]
+    fn only_a_result_that_leaves_the_process_is_completed() {
+        let table_only = RunSettings {
+            whole_result: false,
+            save: SaveArgs::default(),
+            ..RunSettings::quiet()
+        };
+        assert!(!table_only.keeps_result());
+        let with = |save: SaveArgs| RunSettings {
+            save,
+            ..table_only.clone()
+        };
+        let file = || Some(std::path::PathBuf::from("r.json"));
+        assert!(
+            with(SaveArgs {
+                output: file(),
+                ..SaveArgs::default()
+            })
+            .keeps_result()
+        );
+        assert!(
+            with(SaveArgs {
+                json: Some(None),
+                ..SaveArgs::default()
+            })
+            .keeps_result()
+        );
+        assert!(
+            with(SaveArgs {
+                json: Some(file()),
+                ..SaveArgs::default()
+            })
+            .keeps_result()
+        );
+        assert!(
+            with(SaveArgs {
+                html: file(),
+                ..SaveArgs::default()
+            })
+            .keeps_result()
+        );
+        // The main job reads its steps' results whole, though they save nothing.
+        assert!(RunSettings::quiet().keeps_result());
     }
 
     #[test]

@@ -171,10 +171,30 @@ pub fn run(
     clock: &ClockInfo,
     stop: &AtomicBool,
 ) -> Result<NoiseRun, RunError> {
+    run_with(cfg, plan, clock, stop, Histograms::Encoded)
+}
+
+/// What the entries carry of each CPU's histogram, once it is summarized.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Histograms {
+    /// Encoded in full, for a result that is saved or printed.
+    Encoded,
+    /// Left out (`HistogramRecord::omitted`): nothing reads more than the summary.
+    Omitted,
+}
+
+/// `run`, choosing what becomes of the histograms.
+pub fn run_with(
+    cfg: &NoiseConfig,
+    plan: &RunPlan,
+    clock: &ClockInfo,
+    stop: &AtomicBool,
+    histograms: Histograms,
+) -> Result<NoiseRun, RunError> {
     let scale = clock.scale;
     let outcome = run::run(plan, scale, stop, |w| measure(w, cfg))?;
     let entries = (outcome.workers.iter())
-        .map(|w| to_entry(cfg, plan.sched, scale, w))
+        .map(|w| to_entry(cfg, plan.sched, scale, w, histograms))
         .collect();
     let outcome = outcome.without_values();
     Ok(NoiseRun { entries, outcome })
@@ -374,6 +394,7 @@ fn to_entry(
     requested: SchedRequest,
     scale: Scale,
     w: &run::WorkerOutcome<CpuMeasurement>,
+    histograms: Histograms,
 ) -> NoiseEntry {
     let m = &w.value;
     let start = m.window.map(|win| win.start).unwrap_or(0);
@@ -423,7 +444,10 @@ fn to_entry(
         } else {
             0.0
         },
-        histogram: HistogramRecord::from_hist(&m.hist),
+        histogram: match histograms {
+            Histograms::Encoded => HistogramRecord::from_hist(&m.hist),
+            Histograms::Omitted => HistogramRecord::omitted(),
+        },
         series: m.series.finish(run_ticks.max(1)),
         largest: m
             .largest
