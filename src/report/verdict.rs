@@ -232,10 +232,19 @@ pub fn verdict(r: &ResultFile) -> Verdict {
     let judged: Vec<(usize, Split)> = (splits.iter())
         .map(|(c, s)| (*c, without_foreign_tick(s, hz)))
         .collect();
+    let cpus: Vec<usize> = splits.iter().map(|s| s.0).collect();
     Verdict {
         lines,
-        fixes: ranked_fixes(&judged, &findings),
+        fixes: ranked_fixes(&judged, &findings, measured_steal_ns(r, &cpus)),
     }
+}
+
+/// Steal on `cpus` over the run, from the /proc/stat deltas the run stored (a main job
+/// stores its noise step's); `None` when the run stored none.
+fn measured_steal_ns(r: &ResultFile, cpus: &[usize]) -> Option<u64> {
+    let c = r.run.counters.as_ref()?;
+    let on = c.steal.iter().filter(|s| cpus.contains(&s.cpu));
+    Some(on.map(|s| s.steal_ms * 1_000_000).sum())
 }
 
 /// When the event log filled up, how much of the run the causes rest on.
@@ -428,7 +437,16 @@ fn matching<'a>(cause: Cause, findings: &[&'a Finding]) -> Vec<&'a Finding> {
 }
 
 /// The top three fixes: measured causes first, by share; then other findings.
-fn ranked_fixes(splits: &[(usize, Split)], findings: &[&Finding]) -> Vec<Fix> {
+///
+/// Long stalls are only what no event (or no other cause) explains: their share goes to
+/// no finding by guess. Steal is the one part of them measured apart (/proc/stat over
+/// the run): the steal-time fix is credited with that, at most the stalls' share, and
+/// with nothing when the run saw no steal or stored no counters.
+fn ranked_fixes(
+    splits: &[(usize, Split)],
+    findings: &[&Finding],
+    steal_ns: Option<u64>,
+) -> Vec<Fix> {
     let total: u64 = splits.iter().map(|s| s.1.total()).sum();
     let sum = |f: fn(&Split) -> u64| splits.iter().map(|s| f(&s.1)).sum::<u64>();
     let mut causes = [
@@ -443,6 +461,16 @@ fn ranked_fixes(splits: &[(usize, Split)], findings: &[&Finding]) -> Vec<Fix> {
         if ns == 0 || total == 0 {
             continue;
         }
+        if cause == Cause::LongStall {
+            let steal = findings.iter().find(|f| {
+                f.id == FindingId::StealTime && matches!(f.severity, Severity::Warn | Severity::Bad)
+            });
+            if let (Some(f), Some(st)) = (steal, steal_ns.filter(|n| *n > 0)) {
+                used.push(f.id);
+                fixes.push(fix_of(f, Some(st.min(ns) as f64 / total as f64)));
+            }
+            continue;
+        }
         if let Some(f) = matching(cause, findings)
             .into_iter()
             .find(|f| !used.contains(&f.id))
@@ -451,6 +479,8 @@ fn ranked_fixes(splits: &[(usize, Split)], findings: &[&Finding]) -> Vec<Fix> {
             fixes.push(fix_of(f, Some(ns as f64 / total as f64)));
         }
     }
+    // By share: the steal fix may be credited less than its cause's whole share.
+    fixes.sort_by(|a, b| b.share.unwrap_or(0.0).total_cmp(&a.share.unwrap_or(0.0)));
     let mut rest: Vec<&&Finding> = findings
         .iter()
         .filter(|f| matches!(f.severity, Severity::Warn | Severity::Bad) && !used.contains(&f.id))
@@ -570,6 +600,58 @@ pub fn share_words(share: Option<f64>) -> String {
 mod tests {
     use super::*;
 
+    /// The frozen main-job fixture with steal counters of `steal_ms` on CPU 1.
+    fn fixture_with_steal(steal_ms: Option<u64>) -> ResultFile {
+        let mut r =
+            ResultFile::parse(include_str!("../../tests/fixtures/all-probes.json")).unwrap();
+        r.run.counters = steal_ms.map(|ms| crate::system::counters::CounterDelta {
+            cpus: crate::engine::cpu::CpuList::from_cpus(vec![1]),
+            elapsed_ns: 400_000_000,
+            interrupts: Vec::new(),
+            softirqs: Vec::new(),
+            steal: vec![crate::system::counters::StealDelta {
+                cpu: 1,
+                steal_ms: ms,
+                total_ms: 400,
+                steal_pct: ms as f64 / 4.0,
+            }],
+            kthreads: Vec::new(),
+        });
+        r
+    }
+
+    fn steal_fix(v: &Verdict) -> Option<&Fix> {
+        v.fixes.iter().find(|f| f.finding == "steal-time")
+    }
+
+    /// Issue 15: the audit saw steal on the host, but the run measured none: the verdict
+    /// credits the steal-time fix with no share; measured steal is credited as measured,
+    /// at most the long stalls' share, and the shares still sum to at most the whole.
+    #[test]
+    fn issue15_steal_is_credited_only_as_measured() {
+        for stored in [None, Some(0)] {
+            let v = verdict(&fixture_with_steal(stored));
+            assert!(
+                steal_fix(&v).is_none_or(|f| f.share.is_none()),
+                "{stored:?}: {:?}",
+                v.fixes
+            );
+        }
+        let r = fixture_with_steal(Some(2));
+        let v = verdict(&r);
+        let e = r.entries::<NoiseEntry>().next().unwrap();
+        let s = entry_split(e).unwrap();
+        let want = (2_000_000u64.min(s.long_ns)) as f64 / s.total() as f64;
+        let got = steal_fix(&v)
+            .and_then(|f| f.share)
+            .expect("steal is credited");
+        assert!((got - want).abs() < 1e-9, "{got} vs {want}");
+        let sum: f64 = v.fixes.iter().filter_map(|f| f.share).sum();
+        assert!(sum <= 1.0 + 1e-9, "{:?}", v.fixes);
+        let shares: Vec<f64> = v.fixes.iter().filter_map(|f| f.share).collect();
+        assert!(shares.windows(2).all(|w| w[0] >= w[1]), "{shares:?}");
+    }
+
     #[test]
     fn a_regular_train_is_the_tick() {
         // A 4 ms tick of 3 µs, with a 200 µs stall and a stray 2 µs IRQ between.
@@ -683,7 +765,7 @@ mod tests {
                 measured: false,
             },
         )];
-        let fixes = ranked_fixes(&splits, &refs);
+        let fixes = ranked_fixes(&splits, &refs, None);
         let ids: Vec<&str> = fixes.iter().map(|f| f.finding.as_str()).collect();
         // The tick's most specific finding first, with its share; then the IRQs; then
         // the worst unmeasured finding, its share unknown.
