@@ -442,8 +442,7 @@ fn attribution_section(
 ) -> (Section, Option<String>) {
     let probe = what.probe();
     let mut text = vec![format!(
-        "{} {}s attributed, {} of interrupted time in all, measured from kernel trace \
-         events: {}",
+        "{} {}s attributed, {} of interrupted time in all. Method: {}",
         a.gaps,
         what.gap(),
         duration_words(a.interrupted_ns),
