@@ -31,7 +31,7 @@ const INTERRUPTED_NS: u64 = 10_000_000;
 
 /// Run A: the tick, an IRQ, a task, three small causes (grouped in the bar as "other (3
 /// causes)", one with markup in its name) and the unaccounted time: 100 % in all.
-fn causes_a() -> Vec<Value> {
+pub(crate) fn causes_a() -> Vec<Value> {
     let n = INTERRUPTED_NS;
     vec![
         cause("vector", "vector local_timer: tick_nohz_handler", 50.0, n),
@@ -56,7 +56,7 @@ fn causes_b() -> Vec<Value> {
 }
 
 /// The largest gaps of run A: two, their parts in time order.
-fn top_a() -> Value {
+pub(crate) fn top_a() -> Value {
     json!([
         { "start_ns": 1_250_000_000u64, "start_tsc": 123456789u64, "duration_ns": 52_000,
           "parts": [
@@ -73,7 +73,7 @@ fn top_a() -> Value {
     ])
 }
 
-fn attribution(causes: Vec<Value>, top: Value) -> Value {
+pub(crate) fn attribution(causes: Vec<Value>, top: Value) -> Value {
     json!({
         "method": "test", "gaps": 100, "interrupted_ns": INTERRUPTED_NS,
         "causes": causes, "top": top, "coincident_gaps": 0, "coincidence_window_ns": 5000,

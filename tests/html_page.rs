@@ -61,12 +61,19 @@ fn html_page_of_noise_and_timer_loads_in_chromium() {
 }
 
 /// The frozen fixture's noise and timer entries, one file each (as a one-second noise
-/// run and timer run would have saved them). Nothing is measured.
+/// run and timer run would have saved them), the noise entry traced: an `attribution`
+/// of known causes is written in, so the page also holds a cause bar. Nothing is
+/// measured.
 fn measure(dir: &Path) -> Vec<PathBuf> {
-    [("noise", "a.json"), ("timer", "b.json")]
-        .iter()
-        .map(|(kind, name)| frozen_part(&dir.join(name), &[kind]))
-        .collect()
+    use crate::attribution_report::{attribution, causes_a, top_a};
+    let noise = frozen_part(&dir.join("a.json"), &["noise"]);
+    let mut v: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&noise).unwrap()).unwrap();
+    for p in v["probes"].as_array_mut().unwrap() {
+        p["attribution"] = attribution(causes_a(), top_a());
+    }
+    std::fs::write(&noise, serde_json::to_string_pretty(&v).unwrap()).unwrap();
+    vec![noise, frozen_part(&dir.join("b.json"), &["timer"])]
 }
 
 fn run_ok(args: &[&str]) {
@@ -81,11 +88,15 @@ fn expected_figures(results: &[PathBuf]) -> (usize, bool) {
     let (mut n, mut failed) = (0, false);
     for p in results {
         let loaded = (p.clone(), ResultFile::read(p).unwrap());
+        // A cause bar per traced entry, drawn by the same plotter.
+        let traced = (loaded.1.entries::<NoiseEntry>())
+            .filter(|e| e.attribution.is_some())
+            .count();
         match plot::result_plots(&[loaded]) {
             Ok(plots) => {
                 let ok = plots.iter().filter(|p| p.svg().is_ok()).count();
                 failed |= ok < plots.len();
-                n += ok;
+                n += ok + if ok > 0 { traced } else { 0 };
             }
             Err(_) => failed = true,
         }
