@@ -17,7 +17,9 @@ use crate::injector::{Schedule, inject};
 use crate::util::{
     fifo_available, fifo1_plan, is_root, measuring, our_instances, skip, stderr_lines, two_cpus,
 };
-use jitterscope::app::selftest::{every_gap_broken_down, judge_holds};
+use jitterscope::app::selftest::judge_holds;
+use jitterscope::app::tracing::attribute_noise_entry;
+use jitterscope::engine::inject::{enough_held, held_within};
 
 /// Root, SCHED_FIFO and two CPUs, or the reason to skip.
 fn can_trace(test: &str) -> Option<(usize, usize)> {
@@ -135,23 +137,16 @@ fn task_truth_attempt((cpu, hk): (usize, usize)) -> (usize, usize) {
     session.close();
     let w = run.outcome.window.unwrap();
     let e = &run.entries[0];
-    let log = e.events.as_ref().unwrap();
     let scale = clock.scale;
-    let events = collected.per_cpu.get(&cpu).cloned().unwrap_or_default();
-    let a = every_gap_broken_down(e, log, &collected.decoder.names, &events, scale, w.start);
-    let inside: Vec<_> = (holds.into_iter())
-        .filter(|h| h.start >= w.start && h.end <= w.deadline)
-        .collect();
+    let a = attribute_noise_entry(e, &collected, scale, w.start, usize::MAX).unwrap();
+    let (inside, preempted) = held_within(holds, w.start, w.deadline, scale);
     // Matched by timestamp and judged over each hold's own stretch of its gap.
     let j = judge_holds(&inside, &a.top, "js-holder", scale);
     let (named, off) = (j.named, j.misses);
-    if j.preempted > 0 {
-        eprintln!(
-            "{} holds set aside: the kernel preempted the holder",
-            j.preempted
-        );
+    if preempted > 0 {
+        eprintln!("{preempted} holds set aside: the kernel preempted the holder");
     }
-    assert!(j.preempted * 10 <= inside.len(), "too few holds held");
+    assert!(enough_held(inside.len(), preempted), "too few holds held");
     eprintln!(
         "{} holds in the window, {named} named with their time; events read {:?}, lost {:?}; \
          misses: {:?}",

@@ -39,11 +39,10 @@ use crate::engine::tsc_sync;
 use crate::probes::noise::{self, NoiseConfig};
 use crate::probes::timer::{self, NoBreakHook, TimerConfig};
 use crate::stats::causes::{CauseKind, GapBreakdown};
-use crate::trace::attribute::{self, Context as TraceContext, Gap};
 use crate::trace::reader;
 use crate::trace::session::TraceSession;
 
-use super::Ending;
+use super::{Ending, tracing};
 use crate::cli::SelftestArgs;
 
 /// The environment variable that breaks the detector on purpose, for the tests.
@@ -361,7 +360,7 @@ fn noise_phase(
     window: Duration,
     stop: &AtomicBool,
     fault: Option<&str>,
-) -> Result<Matched, String> {
+) -> Result<(Matched, usize), String> {
     let cfg = NoiseConfig {
         event_log: 100_000,
         ..NoiseConfig::default()
@@ -373,17 +372,11 @@ fn noise_phase(
     })?;
     let run = run.map_err(|e| format!("the noise run failed: {e}"))?;
     let w = run.outcome.window.ok_or("the noise run never started")?;
-    let inside: Vec<Injection> = (holds.into_iter())
-        .filter(|h| h.start >= w.start && h.end <= w.deadline)
-        .collect();
+    let (inside, preempted) = inject::held_within(holds, w.start, w.deadline, p.clock.scale);
     let gaps = noise_gaps(&run, p.clock.scale, fault);
     // The loop's minimum step is subtracted from each gap; 200 ns covers it.
-    Ok(match_holds(
-        &inside,
-        &gaps,
-        p.clock.scale.to_ticks(200),
-        p.clock.scale,
-    ))
+    let m = match_holds(&inside, &gaps, p.clock.scale.to_ticks(200), p.clock.scale);
+    Ok((m, preempted))
 }
 
 /// noise finds ≥ 99 % of 200 µs holds, one by one, and the median gap exceeds the hold by
@@ -392,7 +385,7 @@ fn noise_check(p: &Place, len: Lengths, stop: &AtomicBool, fault: Option<&str>) 
     let name = "noise detection";
     let overhead = noise_phase(p, Duration::ZERO, len.overhead, stop, None);
     let held = noise_phase(p, Duration::from_micros(200), len.holds, stop, fault);
-    let (o, m) = match (overhead, held) {
+    let ((o, _), (m, preempted)) = match (overhead, held) {
         (Ok(o), Ok(m)) => (o, m),
         (Err(e), _) | (_, Err(e)) => return Check::new(name, Outcome::Fail, e),
     };
@@ -402,17 +395,19 @@ fn noise_check(p: &Place, len: Lengths, stop: &AtomicBool, fault: Option<&str>) 
     let o99 = empty.get(empty.len() * 99 / 100).copied().unwrap_or(0);
     let o50 = o.median_excess().unwrap_or(0);
     let excess = m.median_excess().unwrap_or(i64::MAX);
-    let found_ok = m.holds > 0 && m.share() >= FOUND_SHARE;
+    let found_ok =
+        m.holds > 0 && m.share() >= FOUND_SHARE && inject::enough_held(m.holds, preempted);
     let excess_ok = (0..=o99.max(2_000)).contains(&excess);
     let figures = format!(
         "{} of {} holds of 200 µs found ({:.1} %); median gap − hold {:.1} µs; overhead of an \
-         empty hold p50 {:.1} µs, p99 {:.1} µs",
+         empty hold p50 {:.1} µs, p99 {:.1} µs{}",
         m.found,
         m.holds,
         m.share() * 100.0,
         excess as f64 / 1e3,
         o50 as f64 / 1e3,
-        o99 as f64 / 1e3
+        o99 as f64 / 1e3,
+        set_aside_words(preempted)
     );
     let outcome = match found_ok && excess_ok {
         true => Outcome::Pass,
@@ -457,9 +452,8 @@ fn timer_check(p: &Place, len: Lengths, stop: &AtomicBool) -> Check {
         .map(|(&s, &d)| (s, s + scale.to_ticks(d)))
         .collect();
     // Holds that cover a deadline (every one, with a 200 µs interval) and end in the window.
-    let inside: Vec<Injection> = (holds.into_iter())
-        .filter(|h| h.start >= w.start && h.end + scale.to_ticks(1_000_000) <= w.deadline)
-        .collect();
+    let last_end = w.deadline.saturating_sub(scale.to_ticks(1_000_000));
+    let (inside, preempted) = inject::held_within(holds, w.start, last_end, scale);
     let mut found = 0;
     let mut after_ns = Vec::new();
     for h in &inside {
@@ -481,19 +475,21 @@ fn timer_check(p: &Place, len: Lengths, stop: &AtomicBool) -> Check {
         .get(after_ns.len() / 2)
         .copied()
         .unwrap_or(u64::MAX);
-    let undisturbed_p99 = entry.summary.p90_ns.unwrap_or(0);
+    let p90 = entry.summary.p90_ns.unwrap_or(0);
     let share = found as f64 / inside.len().max(1) as f64;
     let figures = format!(
         "{found} of {} holds of 500 µs seen as late wake-ups ({:.1} %); median wake-up {:.1} µs \
-         after the hold ended; wake-up latency p90 {:.1} µs",
+         after the hold ended; wake-up latency p90 {:.1} µs{}",
         inside.len(),
         share * 100.0,
         median_after as f64 / 1e3,
-        undisturbed_p99 as f64 / 1e3,
+        p90 as f64 / 1e3,
+        set_aside_words(preempted)
     );
     let ok = !inside.is_empty()
         && share >= FOUND_SHARE
-        && median_after <= undisturbed_p99.max(20_000) + 20_000;
+        && inject::enough_held(inside.len(), preempted)
+        && median_after <= p90.max(20_000) + 20_000;
     Check::new(
         name,
         if ok { Outcome::Pass } else { Outcome::Fail },
@@ -501,44 +497,18 @@ fn timer_check(p: &Place, len: Lengths, stop: &AtomicBool) -> Check {
     )
 }
 
-/// Every logged gap of a noise entry attributed to its CPU's `events` and broken down
-/// (the ground truth needs each gap, not only the largest).
-pub fn every_gap_broken_down(
-    e: &noise::NoiseEntry,
-    log: &crate::probes::record::EventLogRecord,
-    names: &crate::trace::event::Names,
-    events: &[crate::trace::event::Event],
-    scale: Scale,
-    run_start: u64,
-) -> crate::stats::causes::Attribution {
-    // The loop's own step (~20 ns) ends each gap.
-    let gaps: Vec<(Gap, u64)> = (log.start_tsc.iter().zip(&log.duration_ns))
-        .map(|(&s, &d)| {
-            let end = s + scale.to_ticks(d + 20);
-            (Gap { start: s, end }, d)
-        })
-        .collect();
-    let cx = TraceContext {
-        names,
-        symbols: &std::collections::HashMap::new(),
-        scale,
-        run_start,
-        measurer: e.thread.tid.unwrap_or(0),
-        top: usize::MAX,
-        quiet_at_gap_start: true,
-        naming: attribute::Naming::Full,
-    };
-    attribute::attribute(&gaps, events, &cx)
+/// What a check's figures add when holds were set aside (nothing when none were).
+fn set_aside_words(preempted: usize) -> String {
+    match preempted {
+        0 => String::new(),
+        n => format!("; {n} holds set aside: the kernel preempted the holder mid-hold"),
+    }
 }
 
 /// How the holds fared under attribution.
 #[derive(Debug, Clone, PartialEq)]
 pub struct HoldsNamed {
-    /// Holds judged: those the holder ran through (see `Injection::held`).
     pub holds: usize,
-    /// Holds the kernel preempted (the holder ran for under half of them): no ground
-    /// truth, so set aside, and counted.
-    pub preempted: usize,
     /// Holds whose top cause was the holder, with its time.
     pub named: usize,
     /// The others: (top cause over the hold, the holder's time, the hold), ns.
@@ -560,8 +530,8 @@ pub struct HoldsNamed {
 /// vCPU there too (no event covers it; seen here as 170 µs more than a 2 ms hold), but
 /// a slice that began before the holder was even due is counted against it.
 ///
-/// A hold whose start or end no gap covers is a miss. A hold the holder did not run
-/// through is set aside. Pure: tested on made-up breakdowns.
+/// A hold whose start or end no gap covers is a miss. The holds are ground truth: those
+/// the holder ran through (`inject::held_within`). Pure: tested on made-up breakdowns.
 pub fn judge_holds(
     holds: &[Injection],
     gaps: &[GapBreakdown],
@@ -571,9 +541,7 @@ pub fn judge_holds(
     let prefix = format!("task {holder}:");
     let mut named = 0;
     let mut misses = Vec::new();
-    let (held, preempted): (Vec<&Injection>, Vec<&Injection>) =
-        holds.iter().partition(|h| h.held(scale));
-    for h in held.iter().copied() {
+    for h in holds {
         let (held, cause, got) = judge_hold(h, gaps, &prefix, scale);
         if cause.starts_with(&prefix) && got.abs_diff(held) <= held / 20 + 5_000 {
             named += 1;
@@ -582,8 +550,7 @@ pub fn judge_holds(
         }
     }
     HoldsNamed {
-        holds: held.len(),
-        preempted: preempted.len(),
+        holds: holds.len(),
         named,
         misses,
     }
@@ -674,7 +641,7 @@ fn tracing_check(p: &Place, len: Lengths, stop: &AtomicBool, fault: Option<&str>
         (run, reader.join())
     });
     session.close();
-    let (run, holds, collected) = match got {
+    let (run, holds, mut collected) = match got {
         (Ok((Ok(run), holds)), Ok(Ok(c))) => (run, holds, c),
         (Ok((Err(e), _)), _) => {
             return Check::new(name, Outcome::Fail, format!("the noise run failed: {e}"));
@@ -686,22 +653,14 @@ fn tracing_check(p: &Place, len: Lengths, stop: &AtomicBool, fault: Option<&str>
     let (Some(w), Some(e)) = (run.outcome.window, run.entries.first()) else {
         return Check::new(name, Outcome::Fail, "the noise run never started".into());
     };
-    let Some(log) = &e.events else {
+    let scale = p.clock.scale;
+    if fault == Some("drop-trace-events") {
+        collected.per_cpu.clear();
+    }
+    let Some(a) = tracing::attribute_noise_entry(e, &collected, scale, w.start, usize::MAX) else {
         return Check::new(name, Outcome::Fail, "the noise run kept no gaps".into());
     };
-    let scale = p.clock.scale;
-    let mut events = collected
-        .per_cpu
-        .get(&p.measured)
-        .cloned()
-        .unwrap_or_default();
-    if fault == Some("drop-trace-events") {
-        events.clear();
-    }
-    let a = every_gap_broken_down(e, log, &collected.decoder.names, &events, scale, w.start);
-    let inside: Vec<Injection> = (holds.into_iter())
-        .filter(|h| h.start >= w.start && h.end <= w.deadline)
-        .collect();
+    let (inside, preempted) = inject::held_within(holds, w.start, w.deadline, scale);
     let j = judge_holds(&inside, &a.top, HOLDER_NAME, scale);
     let share = j.named as f64 / j.holds.max(1) as f64;
     let lost: u64 = collected.lost.values().sum();
@@ -713,12 +672,7 @@ fn tracing_check(p: &Place, len: Lengths, stop: &AtomicBool, fault: Option<&str>
         share * 100.0,
         collected.read.values().sum::<u64>()
     );
-    if j.preempted > 0 {
-        figures.push_str(&format!(
-            "; {} holds set aside: the kernel preempted the holder mid-hold",
-            j.preempted
-        ));
-    }
+    figures.push_str(&set_aside_words(preempted));
     if let Some((top, got, held)) = j.misses.first() {
         figures.push_str(&format!(
             "; first miss: top cause {:?}, {:.1} µs for a {:.1} µs hold",
@@ -727,7 +681,7 @@ fn tracing_check(p: &Place, len: Lengths, stop: &AtomicBool, fault: Option<&str>
             *held as f64 / 1e3
         ));
     }
-    let ok = j.holds > 0 && share >= FOUND_SHARE;
+    let ok = j.holds > 0 && share >= FOUND_SHARE && inject::enough_held(j.holds, preempted);
     Check::new(
         name,
         if ok { Outcome::Pass } else { Outcome::Fail },
@@ -953,11 +907,15 @@ mod tests {
         late.late_ns = 0;
         let j = judge_holds(&[late], &stalled, "js-holder", scale);
         assert_eq!(j.misses, vec![(h.to_string(), 1_162_000, 1_000_000)]);
-        // A hold the holder was preempted through is set aside, not judged.
+        // A hold the holder was preempted through is set aside, not judged; so is one
+        // outside the window.
         let mut preempted = hold(90_000_000, 91_000_000);
         preempted.ran_ns = 20_000;
-        let j = judge_holds(&[preempted], &gaps, "js-holder", scale);
-        assert_eq!((j.holds, j.preempted, j.named), (0, 1, 0));
+        let outside = hold(95_000_000, 96_000_000);
+        let (held, set_aside) =
+            inject::held_within(vec![preempted, outside, holds[0]], 0, 92_000_000, scale);
+        assert_eq!((held, set_aside), (vec![holds[0]], 1));
+        assert!(inject::enough_held(9, 1) && !inject::enough_held(8, 2));
         // A hold no gap contains.
         let j = judge_holds(&[hold(90_000_000, 91_000_000)], &gaps, "js-holder", scale);
         assert_eq!(j.misses, vec![("no gap".to_string(), 0, 1_000_000)]);

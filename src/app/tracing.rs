@@ -92,6 +92,8 @@ struct OnCpu {
     tid: Option<u32>,
     scale: Scale,
     run_start: u64,
+    /// How many of the largest gaps to break down.
+    top: usize,
 }
 
 impl OnCpu {
@@ -110,7 +112,7 @@ impl OnCpu {
             scale: self.scale,
             run_start: self.run_start,
             measurer: self.tid.unwrap_or(0),
-            top: TOP,
+            top: self.top,
             quiet_at_gap_start,
             naming: attribute::Naming::Full,
         };
@@ -121,31 +123,67 @@ impl OnCpu {
     }
 }
 
+/// A noise entry's logged gaps on the counter, each ending with the loop's own step, and
+/// its interrupted time; `None` when it kept no log.
+fn noise_gaps(e: &NoiseEntry, scale: Scale) -> Option<Vec<(Gap, u64)>> {
+    let log = e.events.as_ref()?;
+    let min_step = scale.to_ticks(e.loop_period.min_ns.round() as u64);
+    let gaps = (log.start_tsc.iter().zip(&log.duration_ns)).map(|(&s, &d)| {
+        (
+            Gap {
+                start: s,
+                end: s + scale.to_ticks(d) + min_step,
+            },
+            d,
+        )
+    });
+    Some(gaps.collect())
+}
+
+/// A noise entry's logged gaps attributed to the trace's events on its CPU, the `top`
+/// largest broken down (the ground truth of `selftest` and the tests needs every one);
+/// `None` when it kept no log.
+pub fn attribute_noise_entry(
+    e: &NoiseEntry,
+    c: &Collected,
+    scale: Scale,
+    run_start: u64,
+    top: usize,
+) -> Option<crate::stats::causes::Attribution> {
+    attribute_one_noise(e, c, &symbols_for(c), scale, run_start, top)
+}
+
+fn attribute_one_noise(
+    e: &NoiseEntry,
+    c: &Collected,
+    symbols: &HashMap<u64, String>,
+    scale: Scale,
+    run_start: u64,
+    top: usize,
+) -> Option<crate::stats::causes::Attribution> {
+    let gaps = noise_gaps(e, scale)?;
+    let on = OnCpu {
+        cpu: e.cpu,
+        tid: e.thread.tid,
+        scale,
+        run_start,
+        top,
+    };
+    // The loop ran at each gap's start.
+    let mut a = on.attribute(c, symbols, &gaps, true);
+    a.unattributed_gaps = e.interruptions.saturating_sub(gaps.len() as u64);
+    a.coincidence_window_ns = COINCIDENCE_NS;
+    Some(a)
+}
+
 /// Each noise entry's gaps, attributed to the trace's events on its CPU.
 pub fn attribute_noise(entries: &mut [NoiseEntry], c: &Collected, scale: Scale, run_start: u64) {
     let symbols = symbols_for(c);
     let mut starts = Vec::new();
     for e in entries.iter_mut() {
         let Some(log) = &e.events else { continue };
-        let min_step = scale.to_ticks(e.loop_period.min_ns.round() as u64);
-        let gaps: Vec<(Gap, u64)> = (log.start_tsc.iter().zip(&log.duration_ns))
-            .map(|(&s, &d)| {
-                let end = s + scale.to_ticks(d) + min_step;
-                (Gap { start: s, end }, d)
-            })
-            .collect();
-        starts.push(gaps.iter().map(|g| g.0.start).collect::<Vec<u64>>());
-        let on = OnCpu {
-            cpu: e.cpu,
-            tid: e.thread.tid,
-            scale,
-            run_start,
-        };
-        // The loop ran at each gap's start.
-        let mut a = on.attribute(c, &symbols, &gaps, true);
-        a.unattributed_gaps = e.interruptions.saturating_sub(gaps.len() as u64);
-        a.coincidence_window_ns = COINCIDENCE_NS;
-        e.attribution = Some(a);
+        starts.push(log.start_tsc.clone());
+        e.attribution = attribute_one_noise(e, c, &symbols, scale, run_start, TOP);
     }
     let counts = attribute::coincident(&starts, scale.to_ticks(COINCIDENCE_NS));
     let with_logs = entries.iter_mut().filter(|e| e.events.is_some());
@@ -184,6 +222,7 @@ pub fn attribute_timer(
             tid: e.thread.tid,
             scale,
             run_start,
+            top: TOP,
         };
         // The thread sleeps until its deadline: whatever ran then is the delay's.
         let mut a = on.attribute(c, &symbols, &gaps, false);

@@ -41,6 +41,26 @@ impl Injection {
     }
 }
 
+/// The holds that lie within [from, to] on the counter, split into those the holder ran
+/// through (ground truth for a probe on its CPU) and a count of those the kernel
+/// preempted it through (see `Injection::held`).
+pub fn held_within(
+    holds: Vec<Injection>,
+    from: u64,
+    to: u64,
+    scale: clock::Scale,
+) -> (Vec<Injection>, usize) {
+    let inside = holds.into_iter().filter(|h| h.start >= from && h.end <= to);
+    let (held, preempted): (Vec<Injection>, Vec<Injection>) = inside.partition(|h| h.held(scale));
+    (held, preempted.len())
+}
+
+/// Whether few enough holds were set aside for the rest to stand as ground truth: at
+/// most one in ten.
+pub fn enough_held(held: usize, preempted: usize) -> bool {
+    preempted * 10 <= held + preempted
+}
+
 /// This thread's CPU time in ns (a syscall: read outside the hold).
 fn thread_cpu_ns() -> u64 {
     let ts = rustix::time::clock_gettime(ClockId::ThreadCPUTime);
