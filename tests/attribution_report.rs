@@ -8,14 +8,7 @@ use std::path::{Path, PathBuf};
 
 use serde_json::{Value, json};
 
-use crate::util::{frozen_part, jitterscope};
-
-fn run_ok(args: &[&str]) -> String {
-    let out = jitterscope(args);
-    let err = String::from_utf8_lossy(&out.stderr);
-    assert_eq!(out.status.code(), Some(0), "{args:?}: {err}");
-    String::from_utf8(out.stdout).expect("UTF-8")
-}
+use crate::util::{can_draw, frozen_part, run_ok};
 
 /// A cause row of the JSON: its total is its share of `interrupted_ns`.
 fn cause(kind: &str, name: &str, share_pct: f64, interrupted_ns: u64) -> Value {
@@ -84,7 +77,12 @@ pub(crate) fn attribution(causes: Vec<Value>, top: Value) -> Value {
 /// The frozen fixture's noise and timer entries at `path`, each given `a` (none: as
 /// measured without a trace).
 fn traced(path: &Path, a: Option<Value>) -> PathBuf {
-    frozen_part(path, &["noise", "timer"]);
+    traced_kinds(path, &["noise", "timer"], a)
+}
+
+/// The frozen fixture's entries of `kinds` at `path`, each given `a`.
+pub(crate) fn traced_kinds(path: &Path, kinds: &[&str], a: Option<Value>) -> PathBuf {
+    frozen_part(path, kinds);
     let mut v: Value = serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap();
     if let Some(a) = a {
         for p in v["probes"].as_array_mut().unwrap() {
@@ -140,11 +138,6 @@ fn bar(html: &str, heading: &str) -> (Vec<(f64, String)>, Vec<f64>) {
         .map(|r| attr(r, "width"))
         .collect();
     (legend, widths)
-}
-
-fn can_draw() -> bool {
-    jitterscope::report::plot::result_plots(&[(PathBuf::from("f.json"), crate::util::frozen())])
-        .is_ok_and(|p| p.iter().all(|p| p.svg().is_ok()))
 }
 
 #[test]
@@ -303,11 +296,11 @@ const EXPECTED: [(&str, &str, &str, &str); 8] = [
         "-20.0",
     ),
     ("task rustc (SCHED_OTHER nice 10)", "13.0", "40.0", "+27.0"),
-    ("irq 36 virtio1-req.0", "25.0", "—", "—"),
-    ("softirq NET_RX", "—", "5.0", "—"),
-    ("softirq RCU", "1.0", "—", "—"),
-    ("softirq TIMER", "0.6", "—", "—"),
-    ("task <b>evil</b> (SCHED_OTHER nice 0)", "0.4", "—", "—"),
+    ("irq 36 virtio1-req.0", "25.0", "-", "-"),
+    ("softirq NET_RX", "-", "5.0", "-"),
+    ("softirq RCU", "1.0", "-", "-"),
+    ("softirq TIMER", "0.6", "-", "-"),
+    ("task <b>evil</b> (SCHED_OTHER nice 0)", "0.4", "-", "-"),
     ("unaccounted", "10.0", "25.0", "+15.0"),
 ];
 
@@ -347,7 +340,7 @@ fn check_grid(rows: &[[String; 5]], unescape: &dyn Fn(&str) -> String, runtime_s
             "{name}"
         );
         assert_eq!(a[3], "", "the baseline has no change");
-        if sb != "—" {
+        if sb != "-" {
             let ns = sb.parse::<f64>().unwrap() / 100.0 * INTERRUPTED_NS as f64;
             let per_s: f64 = b[4].parse().unwrap();
             assert!(
@@ -450,7 +443,7 @@ fn compare_shows_cause_shares_in_every_format() {
     for (name, sa, sb, pp) in EXPECTED {
         let (a, b) = (get(name, "A"), get(name, "B"));
         let pct = |s: &str| {
-            if s == "—" {
+            if s == "-" {
                 String::new()
             } else {
                 format!("{s}00")
@@ -458,7 +451,7 @@ fn compare_shows_cause_shares_in_every_format() {
         };
         assert_eq!(a["share_pct"], pct(sa), "{name}");
         assert_eq!(b["share_pct"], pct(sb), "{name}");
-        let change = if pp == "—" {
+        let change = if pp == "-" {
             String::new()
         } else {
             format!("{}00", pp.trim_start_matches('+'))

@@ -13,16 +13,9 @@ use jitterscope::probes::noise::NoiseEntry;
 use jitterscope::probes::timer::TimerEntry;
 
 use crate::injector::{Schedule, inject};
-use crate::util::{self, jitterscope, measuring, skip};
+use crate::util::{self, jitterscope, measuring, run_ok, skip};
 
 /// Runs the binary, which must succeed; its stdout.
-fn run_ok(args: &[&str]) -> String {
-    let out = jitterscope(args);
-    let err = String::from_utf8_lossy(&out.stderr);
-    assert_eq!(out.status.code(), Some(0), "{args:?}: {err}");
-    String::from_utf8(out.stdout).expect("UTF-8 output")
-}
-
 /// A 2 s noise run on `cpu`, saved to `path`.
 fn noise_run(cpu: usize, path: &Path) {
     let cpu = cpu.to_string();

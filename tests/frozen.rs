@@ -18,7 +18,7 @@ use jitterscope::report::views::Kind;
 use jitterscope::report::{ResultFile, audit_table, plot, verdict};
 use jitterscope::stats::LatencyHistogram;
 
-use crate::util::{FROZEN, frozen, skip, stderr_lines};
+use crate::util::{FROZEN, can_draw, frozen, skip, stderr_lines};
 
 /// `jitterscope ARGS` with `COLUMNS=100`, which must succeed; its stdout.
 fn run_ok(args: &[&str]) -> String {
@@ -143,11 +143,6 @@ fn verdict_and_audit() {
 }
 
 /// Whether plots can be drawn here (a TrueType font is installed).
-fn can_draw() -> bool {
-    let plots = plot::result_plots(&[(PathBuf::from(FROZEN), frozen())]).unwrap();
-    plots.first().is_some_and(|p| p.svg().is_ok())
-}
-
 /// Each inline `<svg …>…</svg>` as `<svg>[plot]</svg>`: its layout follows the font.
 fn without_svg(html: &str) -> String {
     let mut out = String::new();

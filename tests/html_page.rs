@@ -65,14 +65,9 @@ fn html_page_of_noise_and_timer_loads_in_chromium() {
 /// of known causes is written in, so the page also holds a cause bar. Nothing is
 /// measured.
 fn measure(dir: &Path) -> Vec<PathBuf> {
-    use crate::attribution_report::{attribution, causes_a, top_a};
-    let noise = frozen_part(&dir.join("a.json"), &["noise"]);
-    let mut v: serde_json::Value =
-        serde_json::from_str(&std::fs::read_to_string(&noise).unwrap()).unwrap();
-    for p in v["probes"].as_array_mut().unwrap() {
-        p["attribution"] = attribution(causes_a(), top_a());
-    }
-    std::fs::write(&noise, serde_json::to_string_pretty(&v).unwrap()).unwrap();
+    use crate::attribution_report::{attribution, causes_a, top_a, traced_kinds};
+    let a = attribution(causes_a(), top_a());
+    let noise = traced_kinds(&dir.join("a.json"), &["noise"], Some(a));
     vec![noise, frozen_part(&dir.join("b.json"), &["timer"])]
 }
 

@@ -206,3 +206,18 @@ pub fn our_instances() -> Vec<String> {
         })
         .unwrap_or_default()
 }
+
+/// Runs the binary with `args`, which must succeed; its stdout.
+pub fn run_ok(args: &[&str]) -> String {
+    let out = jitterscope(args);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{args:?}: {err}");
+    String::from_utf8(out.stdout).expect("UTF-8 output")
+}
+
+/// Whether the plotter can draw here (it needs a TrueType font): the frozen fixture's
+/// plots all render.
+pub fn can_draw() -> bool {
+    let plots = jitterscope::report::plot::result_plots(&[(PathBuf::from("f.json"), frozen())]);
+    plots.is_ok_and(|p| p.iter().all(|p| p.svg().is_ok()))
+}

@@ -152,7 +152,7 @@ fn bases(c: &Comparison) -> Vec<String> {
 // Causes (`compare_causes`)
 
 /// What a cause's figure reads where its run has no such cause.
-const NO_CAUSE: &str = "—";
+const NO_CAUSE: &str = "-";
 
 /// The causes the terminal shows per entry without `--wide` (the unaccounted time
 /// aside).
@@ -162,13 +162,13 @@ const TERMINAL_CAUSES: usize = 12;
 const CAUSE_COLUMNS: [&str; 5] = ["cause", "run", "share (%)", "change (pp)", "time (µs/s)"];
 
 /// What the causes' tables show, said once above them.
-pub const CAUSES_INTRO: &str = "Causes of each traced entry's gaps, from kernel trace \
+const CAUSES_INTRO: &str = "Causes of each traced entry's gaps, from kernel trace \
     events: each cause's share of the interrupted time per run, its change from the baseline \
     in percentage points, and its time per second of run, which shows a change of the whole \
     that shares hide. A task is matched by name and policy, its pid left out (pids differ \
-    between runs). A cause a run did not see reads —.";
+    between runs). A cause a run did not see reads -.";
 
-/// A grid's title: the entry, and the units of its figures.
+/// A grid's title: the entry (the units are in the column headers).
 fn cause_title(g: &CauseGrid) -> String {
     format!("{} {}: causes", g.probe, g.key)
 }
@@ -306,9 +306,10 @@ fn causes_csv(c: &Comparison, out: &mut String) {
                 c.labels[0].clone(),
             ]
         };
-        let fields_of = |mut fields: Vec<String>, rest: [String; 5], basis: String| {
-            fields.extend(std::iter::repeat_n(String::new(), 11));
+        let fields_of = |mut fields: Vec<String>, rest: [String; CSV_CAUSES.len()], basis| {
+            fields.extend(std::iter::repeat_n(String::new(), CSV_FIGURES.len()));
             fields.extend(rest);
+            // The tail: not judged, so neither trusted nor a verdict; the basis says why.
             fields.extend([String::new(), String::new(), basis]);
             let f: Vec<String> = fields.iter().map(|s| csv_field(s)).collect();
             f.join(",")
@@ -459,15 +460,37 @@ pub fn markdown(c: &Comparison, paths: &[String]) -> String {
     out
 }
 
+/// The CSV's columns, in four groups: a distribution's rows fill the figures and leave
+/// the causes empty, a cause's rows the reverse; both fill the lead and the tail.
+const CSV_LEAD: [&str; 5] = ["probe", "key", "metric", "run", "baseline"];
+const CSV_FIGURES: [&str; 11] = [
+    "count",
+    "p50_ns",
+    "p99_ns",
+    "p999_ns",
+    "max_ns",
+    "rate_per_s",
+    "p50_change_pct",
+    "p99_change_pct",
+    "p999_change_pct",
+    "max_change_pct",
+    "rate_change_pct",
+];
+const CSV_CAUSES: [&str; 5] = [
+    "cause_kind",
+    "cause",
+    "share_pct",
+    "share_change_pp",
+    "cause_ns_per_s",
+];
+const CSV_TAIL: [&str; 3] = ["trusted", "verdict", "basis"];
+
 /// CSV: one row per distribution and run, raw figures, the change from the baseline in
 /// percent (empty for the baseline), the verdict and its basis; then the causes' rows
 /// (metric `cause`, see `causes_csv`), which fill the five cause columns instead.
 pub fn csv(c: &Comparison) -> String {
-    let mut out = String::from(
-        "probe,key,metric,run,baseline,count,p50_ns,p99_ns,p999_ns,max_ns,rate_per_s,\
-         p50_change_pct,p99_change_pct,p999_change_pct,max_change_pct,rate_change_pct,\
-         cause_kind,cause,share_pct,share_change_pp,cause_ns_per_s,trusted,verdict,basis\n",
-    );
+    let header = [&CSV_LEAD[..], &CSV_FIGURES, &CSV_CAUSES, &CSV_TAIL].concat();
+    let mut out = header.join(",") + "\n";
     for row in &c.rows {
         for (i, f) in row.figures.iter().enumerate() {
             let _ = writeln!(out, "{}", csv_row(c, row, i, f.as_ref()));
@@ -516,10 +539,10 @@ fn csv_row(c: &Comparison, row: &Row, i: usize, f: Option<&Figures>) -> String {
             }
             fields.push(change(f.rate_per_s, base.and_then(|b| b.rate_per_s)));
         }
-        None => fields.extend(std::iter::repeat_n(String::new(), 11)),
+        None => fields.extend(std::iter::repeat_n(String::new(), CSV_FIGURES.len())),
     }
     // The cause columns belong to the cause rows (`causes_csv`).
-    fields.extend(std::iter::repeat_n(String::new(), 5));
+    fields.extend(std::iter::repeat_n(String::new(), CSV_CAUSES.len()));
     let j = row.judgements[i].as_ref();
     fields.push(row.trusted.to_string());
     fields.push(j.map_or_else(String::new, |j| j.verdict.words().to_string()));

@@ -329,7 +329,7 @@ pub struct CauseShare {
 pub const SMALL_SHARE_PCT: f64 = 2.0;
 
 /// At most this many causes get a segment of their own, the unaccounted time aside.
-pub const NAMED_CAUSES: usize = 8;
+const NAMED_CAUSES: usize = 8;
 
 /// The segments of a CPU's bar: each cause of at least [`SMALL_SHARE_PCT`] in order of
 /// share (at most [`NAMED_CAUSES`]), then the rest as one "other (N causes)" segment

@@ -12,6 +12,7 @@ use maud::{DOCTYPE, Markup, PreEscaped, html};
 
 use crate::report::dist::UNCONFIRMED_NOTE;
 use crate::report::export::{self, Dist, Loaded};
+use crate::report::verdict::duration_words;
 use crate::report::{ResultFile, plot};
 use crate::system::HostInfo;
 use crate::system::audit::{AuditReport, Severity};
@@ -194,8 +195,7 @@ fn column_classes(t: &Table) -> Vec<Option<&'static str>> {
 
 fn is_number(cell: &str) -> bool {
     let c = cell.trim().trim_end_matches(['%', '*']).trim_end();
-    // "—" is what compare's cause grid shows for a cause a run did not see.
-    c == "-" || c == "—" || (!c.is_empty() && c.parse::<f64>().is_ok())
+    c == "-" || (!c.is_empty() && c.parse::<f64>().is_ok())
 }
 
 fn figure(f: &Figure) -> Markup {
@@ -375,9 +375,9 @@ fn attribution_sections(
 ) -> Vec<Section> {
     use crate::probes::{noise::NoiseEntry, timer::TimerEntry};
     let noise = (r.entries::<NoiseEntry>())
-        .filter_map(|e| Some((Traced::Noise, e.cpu, e.attribution.as_ref()?)));
+        .filter_map(|e| Some((GapKind::Noise, e.cpu, e.attribution.as_ref()?)));
     let timer = (r.entries::<TimerEntry>())
-        .filter_map(|e| Some((Traced::Timer, e.cpu, e.attribution.as_ref()?)));
+        .filter_map(|e| Some((GapKind::Timer, e.cpu, e.attribution.as_ref()?)));
     let mut out = Vec::new();
     let mut failed = None;
     for (what, cpu, a) in noise.chain(timer) {
@@ -393,41 +393,33 @@ fn attribution_sections(
     out
 }
 
-/// A duration in prose: µs below 10 ms, else ms, with the digits that matter.
-fn duration_words(ns: u64) -> String {
-    match ns {
-        n if n < 10_000_000 => format!("{:.2} µs", n as f64 / 1e3),
-        n => format!("{:.1} ms", n as f64 / 1e6),
-    }
-}
-
 /// Whose gaps an attribution splits: noise's interruptions or timer's late wake-ups.
 #[derive(Clone, Copy, PartialEq, Eq)]
-enum Traced {
+enum GapKind {
     Noise,
     Timer,
 }
 
-impl Traced {
+impl GapKind {
     fn probe(self) -> &'static str {
         match self {
-            Traced::Noise => "noise",
-            Traced::Timer => "timer",
+            GapKind::Noise => "noise",
+            GapKind::Timer => "timer",
         }
     }
 
     /// What one of its gaps is called.
     fn gap(self) -> &'static str {
         match self {
-            Traced::Noise => "gap",
-            Traced::Timer => "late wake-up",
+            GapKind::Noise => "gap",
+            GapKind::Timer => "late wake-up",
         }
     }
 
     fn heading(self, cpu: usize) -> String {
         match self {
-            Traced::Noise => format!("Why each gap happened: noise CPU {cpu}"),
-            Traced::Timer => format!("What made the wake-ups late: timer CPU {cpu}"),
+            GapKind::Noise => format!("Why each gap happened: noise CPU {cpu}"),
+            GapKind::Timer => format!("What made the wake-ups late: timer CPU {cpu}"),
         }
     }
 }
@@ -435,7 +427,7 @@ impl Traced {
 /// One traced entry's section, and why its bar is missing when it is.
 fn attribution_section(
     r: &ResultFile,
-    what: Traced,
+    what: GapKind,
     cpu: usize,
     a: &crate::stats::causes::Attribution,
     named: &dyn Fn(&str) -> String,
@@ -448,7 +440,14 @@ fn attribution_section(
         duration_words(a.interrupted_ns),
         a.method
     )];
-    text.extend(attribution_notes(r, what, cpu, a));
+    let steal = what == GapKind::Noise;
+    text.extend(crate::report::views::attribution::notes(
+        r,
+        cpu,
+        a,
+        what.gap(),
+        steal,
+    ));
     let segments = crate::report::figure::cause_shares(a);
     let total: f64 = segments.iter().map(|s| s.share_pct).sum();
     let mut lead = Vec::new();
@@ -464,8 +463,8 @@ fn attribution_section(
         match bar.svg() {
             Ok(svg) => lead.push(Figure {
                 caption: format!(
-                    "{title}. Colours by kind: IRQ blue, softirq green, vector orange, NMI red, \
-                     task purple, unaccounted grey; causes under {} % are grouped as other.",
+                    "{title}. Each kind of cause has its colour (the legend names every \
+                     segment); causes under {} % are grouped as other.",
                     crate::report::figure::SMALL_SHARE_PCT
                 ),
                 svg,
@@ -491,53 +490,8 @@ fn attribution_section(
     (section, error)
 }
 
-/// What the reader must know beside the table: gaps on several CPUs at once, gaps the
-/// log did not keep, lost events, and (noise) the CPU's steal over the run.
-fn attribution_notes(
-    r: &ResultFile,
-    what: Traced,
-    cpu: usize,
-    a: &crate::stats::causes::Attribution,
-) -> Vec<String> {
-    let mut out = Vec::new();
-    let gap = what.gap();
-    if a.coincident_gaps > 0 {
-        out.push(format!(
-            "{} {gap}s began within {} µs of one on another measured CPU: the signature of an \
-             SMI, a hypervisor stall, stop_machine or a TLB shootdown.",
-            a.coincident_gaps,
-            a.coincidence_window_ns / 1000
-        ));
-    }
-    if a.unattributed_gaps > 0 {
-        out.push(format!(
-            "{} {gap}s were not in the event log and are not attributed.",
-            a.unattributed_gaps
-        ));
-    }
-    if a.events_lost > 0 {
-        out.push(format!(
-            "{} of {} trace events were lost: {gap}s while they were lost may show more \
-             unaccounted time.",
-            a.events_lost,
-            a.events_lost + a.events_read
-        ));
-    }
-    let steal = (r.run.counters.as_ref())
-        .and_then(|c| c.steal.iter().find(|s| s.cpu == cpu))
-        .filter(|_| what == Traced::Noise);
-    if let Some(s) = steal {
-        out.push(format!(
-            "Steal on CPU {cpu} over the run (/proc/stat): {} ms ({:.2} %), to set beside \
-             the unaccounted time.",
-            s.steal_ms, s.steal_pct
-        ));
-    }
-    out
-}
-
 /// The cause table: one row per cause, largest total first, as stored.
-fn cause_table(what: Traced, cpu: usize, a: &crate::stats::causes::Attribution) -> Table {
+fn cause_table(what: GapKind, cpu: usize, a: &crate::stats::causes::Attribution) -> Table {
     use crate::report::table::us;
     let rows = (a.causes.iter())
         .map(|c| {
@@ -588,7 +542,7 @@ fn cause_table(what: Traced, cpu: usize, a: &crate::stats::causes::Attribution) 
 }
 
 /// The largest gaps, each broken down: a row per part, the gap's own cells on its first.
-fn top_gaps_table(what: Traced, cpu: usize, a: &crate::stats::causes::Attribution) -> Table {
+fn top_gaps_table(what: GapKind, cpu: usize, a: &crate::stats::causes::Attribution) -> Table {
     use crate::report::table::us;
     use crate::stats::causes::CauseKind;
     let mut rows = Vec::new();
@@ -617,8 +571,8 @@ fn top_gaps_table(what: Traced, cpu: usize, a: &crate::stats::causes::Attributio
     }
     let gap = what.gap();
     let start = match what {
-        Traced::Noise => "at (s from the start)",
-        Traced::Timer => "deadline (s from the start)",
+        GapKind::Noise => "at (s from the start)",
+        GapKind::Timer => "deadline (s from the start)",
     };
     Table {
         caption: format!(
@@ -966,7 +920,7 @@ mod tests {
         assert!(out.contains(r#"<th class="num">p50 (ns)</th>"#), "{out}");
         assert!(out.contains(r#"<td class="num">12</td>"#), "{out}");
         assert!(out.contains("<th>key</th>"), "{out}");
-        assert!(is_number("-") && is_number("1.5%") && is_number("3 *") && is_number("—"));
+        assert!(is_number("-") && is_number("1.5%") && is_number("3 *"));
         assert!(!is_number("cpu1") && !is_number(""));
     }
 
@@ -1047,7 +1001,7 @@ mod tests {
         );
         let r = bare_result();
         let named = |s: &str| s.to_string();
-        let (section, error) = attribution_section(&r, Traced::Noise, 1, &a, &named);
+        let (section, error) = attribution_section(&r, GapKind::Noise, 1, &a, &named);
         let page = Page {
             sections: vec![section],
             ..Page::default()
@@ -1076,7 +1030,7 @@ mod tests {
             attribution(vec![(CauseKind::Irq, "irq 1", 0.0)], 0),
             attribution(vec![(CauseKind::Irq, "irq 1", f64::NAN)], 5),
         ] {
-            let (s, error) = attribution_section(&r, Traced::Timer, 3, &a, &named);
+            let (s, error) = attribution_section(&r, GapKind::Timer, 3, &a, &named);
             assert!(error.is_none());
             assert!(s.lead.is_empty(), "{s:?}");
             assert!(s.text.iter().any(|t| t.contains("no bar")), "{s:?}");

@@ -853,7 +853,7 @@ fn ink_on(fill: RGBColor) -> &'static RGBColor {
 }
 
 /// "12.3 %": the share as the legend and the segments say it.
-pub fn share_words(pct: f64) -> String {
+fn share_words(pct: f64) -> String {
     format!("{pct:.1} %")
 }
 

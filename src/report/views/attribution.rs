@@ -13,7 +13,7 @@ pub fn noise_attribution(r: &ResultFile, top: usize) -> String {
         if let Some(a) = &e.attribution {
             out.push('\n');
             out.push_str(&cause_table(e.cpu, a));
-            out.push_str(&steal_line(r, e.cpu));
+            out.push_str(&note_lines(notes(r, e.cpu, a, "gap", true)));
             out.push_str(&top_gaps(e.cpu, a, top));
         }
     }
@@ -34,6 +34,7 @@ pub fn timer_attribution(r: &ResultFile, top: usize) -> String {
             );
             out.push('\n');
             out.push_str(&cause_table_titled(&title, a));
+            out.push_str(&note_lines(notes(r, e.cpu, a, "late wake-up", false)));
             out.push_str(&top_gaps(e.cpu, a, top));
         }
     }
@@ -53,7 +54,7 @@ fn cut(s: &str, n: usize) -> String {
 }
 
 /// "Causes of CPU 1's 1234 gaps (12.3 ms), measured from kernel trace events".
-pub fn cause_table(cpu: usize, a: &Attribution) -> String {
+fn cause_table(cpu: usize, a: &Attribution) -> String {
     let title = format!(
         "Causes of CPU {cpu}'s {} gaps ({} µs interrupted), measured from kernel trace events",
         a.gaps,
@@ -84,49 +85,58 @@ fn cause_table_titled(title: &str, a: &Attribution) -> String {
             period
         ));
     }
-    let mut notes = Vec::new();
+    t
+}
+
+/// What the reader must know beside the cause table: gaps on several CPUs at once, gaps
+/// the log did not keep, lost events, and, with `steal`, the CPU's steal over the run
+/// (/proc/stat), to set beside the unaccounted time. `gap` names what was attributed
+/// ("gap", "late wake-up"). The terminal and the page say the same.
+pub fn notes(r: &ResultFile, cpu: usize, a: &Attribution, gap: &str, steal: bool) -> Vec<String> {
+    let mut out = Vec::new();
     if a.coincident_gaps > 0 {
-        notes.push(format!(
-            "{} gaps began within {} µs of one on another CPU (SMI, hypervisor, stop_machine \
-             or TLB shootdown)",
+        out.push(format!(
+            "{} {gap}s began within {} µs of one on another measured CPU: the signature of an \
+             SMI, a hypervisor stall, stop_machine or a TLB shootdown.",
             a.coincident_gaps,
             a.coincidence_window_ns / 1000
         ));
     }
     if a.unattributed_gaps > 0 {
-        notes.push(format!("{} gaps not in the event log", a.unattributed_gaps));
-    }
-    if a.events_lost > 0 {
-        notes.push(format!(
-            "{} trace events lost: gaps then may show more unaccounted time",
-            a.events_lost
+        out.push(format!(
+            "{} {gap}s were not in the event log and are not attributed.",
+            a.unattributed_gaps
         ));
     }
-    for n in notes {
-        t.push_str(&format!("  {n}\n"));
+    if a.events_lost > 0 {
+        out.push(format!(
+            "{} of {} trace events were lost: {gap}s while they were lost may show more \
+             unaccounted time.",
+            a.events_lost,
+            a.events_lost + a.events_read
+        ));
     }
-    t
+    let stolen = (r.run.counters.as_ref()).and_then(|c| c.steal.iter().find(|s| s.cpu == cpu));
+    if let Some(s) = stolen.filter(|_| steal) {
+        out.push(format!(
+            "Steal on CPU {cpu} over the run (/proc/stat): {} ms ({:.2} %), to set beside \
+             the unaccounted time.",
+            s.steal_ms, s.steal_pct
+        ));
+    }
+    out
 }
 
-/// The CPU's steal over the run, from the counters the run stored (/proc/stat), to set
-/// beside the unaccounted time.
-fn steal_line(r: &ResultFile, cpu: usize) -> String {
-    let steal = r
-        .run
-        .counters
-        .as_ref()
-        .and_then(|c| c.steal.iter().find(|s| s.cpu == cpu));
-    match steal {
-        Some(s) => format!(
-            "  steal over the run {} ms ({:.2} %, /proc/stat)\n",
-            s.steal_ms, s.steal_pct
-        ),
-        None => String::new(),
-    }
+/// The notes as indented lines, wrapped to the terminal.
+fn note_lines(notes: Vec<String>) -> String {
+    let width = crate::report::table::Layout::current().wrap_width();
+    (notes.iter())
+        .map(|n| crate::report::table::wrap(&format!("  {n}"), width, "    ") + "\n")
+        .collect()
 }
 
 /// The `n` largest gaps, each with its parts.
-pub fn top_gaps(cpu: usize, a: &Attribution, n: usize) -> String {
+fn top_gaps(cpu: usize, a: &Attribution, n: usize) -> String {
     let mut t = String::new();
     for (i, g) in a.top.iter().take(n).enumerate() {
         if i == 0 {
