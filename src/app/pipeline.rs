@@ -60,15 +60,16 @@ impl RunSettings {
 
     /// Whether anything reads the result beyond the table: then it gets the parts only a
     /// reader of the file needs, the host's audit and each histogram encoded. A run that
-    /// only prints its table skips both: they cost time and 0.6-0.8 MiB of a `noise`
-    /// run's peak RSS (issue 15: the audit's code and buffers, and the deflate state and
-    /// buffers of each histogram's encoding).
+    /// only prints its table skips both: they cost time and about 0.8 MiB of a `noise`
+    /// run's peak RSS (README; issue 15: the audit's code and buffers, and the deflate
+    /// state and buffers of each histogram's encoding).
     pub fn keeps_result(&self) -> bool {
         self.whole_result || self.save.keeps_result()
     }
 
     /// SCHED_OTHER on the default CPUs for the default time, memory locked, saved nowhere
-    /// and printed nowhere: what the main job starts each step from.
+    /// and printed nowhere: what the main job (which also reads each result whole) and
+    /// ptp start from.
     pub fn quiet() -> RunSettings {
         RunSettings {
             cpus: None,
@@ -82,7 +83,7 @@ impl RunSettings {
                 ..SaveArgs::default()
             },
             gates: Vec::new(),
-            whole_result: true,
+            whole_result: false,
         }
     }
 }
@@ -586,8 +587,9 @@ mod tests {
             })
             .keeps_result()
         );
-        // The main job reads its steps' results whole, though they save nothing.
-        assert!(RunSettings::quiet().keeps_result());
+        // Quiet settings keep nothing; the main job asks for whole results itself
+        // (main_job's tests check its steps do).
+        assert!(!RunSettings::quiet().keeps_result());
     }
 
     #[test]
