@@ -370,7 +370,6 @@ pub fn run(
             let out = out.context("the timer threads failed")?;
             // The seconds handed over since the last tick, then each thread's last one.
             books.collect(&metrics, &handoffs).ok();
-            books.pass_trace(&metrics);
             for (i, w) in out.workers.into_iter().enumerate() {
                 if let Some(last) = w.value {
                     if let Err(e) = books.absorb(&metrics, i, &last, w.tid) {

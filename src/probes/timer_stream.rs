@@ -27,7 +27,7 @@ use crossbeam_utils::CachePadded;
 use crossbeam_utils::atomic::AtomicCell;
 use rustix::time::{ClockId, Timespec};
 
-use crate::engine::clock::{self, ClockInfo};
+use crate::engine::clock::{self, ClockInfo, Scale};
 use crate::engine::run::{self, Monitor, RunError, RunOutcome, RunPlan, Worker};
 use crate::stats::LatencyHistogram;
 use crate::stats::events::{Event, EventLog};
@@ -117,8 +117,9 @@ pub struct IntervalData {
     pub start_ns: u64,
     pub end_ns: u64,
     /// The wake-ups later than the configuration's `log_above_ns`, in time order: each
-    /// from its deadline (on the counter) for its lateness (ns). Those beyond its capacity
-    /// are counted as dropped.
+    /// at the counter's value when it woke (`start_ticks`), with its lateness (ns); those
+    /// beyond its capacity are counted as dropped. Read it with `late_wakeups`, which
+    /// works out the deadlines: the loop does no arithmetic for them.
     pub late_log: EventLog,
 }
 
@@ -157,15 +158,23 @@ impl IntervalData {
         }
     }
 
-    /// Logs a late wake-up seen at counter value `tsc`: its deadline was `lat` ns
-    /// earlier. A store into the preallocated log, or a count when it is full.
+    /// Logs a late wake-up seen at counter value `tsc`, `lat` ns after its deadline. A
+    /// store into the preallocated log, or a count when it is full.
     #[inline]
-    fn log_late(&mut self, lat: u64, tsc: u64, ticks_per_ns: f64) {
-        let late_ticks = (lat as f64 * ticks_per_ns) as u64;
+    fn log_late(&mut self, lat: u64, tsc: u64) {
         self.late_log.push(Event {
-            start_ticks: tsc.saturating_sub(late_ticks),
+            start_ticks: tsc,
             duration_ns: lat,
         });
+    }
+
+    /// The logged late wake-ups, in time order: (deadline, wake-up) on the counter, and
+    /// the lateness in ns.
+    pub fn late_wakeups(&self, scale: Scale) -> impl Iterator<Item = (u64, u64, u64)> + '_ {
+        (self.late_log.events().iter()).map(move |e| {
+            let deadline = e.start_ticks.saturating_sub(scale.to_ticks(e.duration_ns));
+            (deadline, e.start_ticks, e.duration_ns)
+        })
     }
 }
 
@@ -270,15 +279,13 @@ fn next_boundary(origin: u64, now: u64, every: u64) -> u64 {
     origin + ((now.saturating_sub(origin)) / every + 1) * every
 }
 
-/// The loop, from `base` (CLOCK_MONOTONIC) until `end_ns` or `stop`; `ticks_per_ns` is
-/// the counter's rate, for the late wake-ups' deadlines. Returns the interval being filled
-/// when it ended.
+/// The loop, from `base` (CLOCK_MONOTONIC) until `end_ns` or `stop`. Returns the interval
+/// being filled when it ended.
 fn cycle(
     cfg: &StreamConfig,
     h: &Handoff,
     mut active: Box<IntervalData>,
     (base, end_ns): (u64, u64),
-    ticks_per_ns: f64,
     stop: &AtomicBool,
 ) -> Box<IntervalData> {
     let interval = cfg.interval_ns;
@@ -294,7 +301,7 @@ fn cycle(
         let lat = now.saturating_sub(next);
         active.record(lat, &limits);
         if lat > log_above {
-            active.log_late(lat, clock::now(), ticks_per_ns);
+            active.log_late(lat, clock::now());
         }
         active.end_ns = now;
         next += interval;
@@ -349,10 +356,9 @@ pub fn run(
             rustix::thread::gettid().as_raw_nonzero().get() as u32,
             Ordering::Relaxed,
         );
-        let ticks_per_ns = w.scale.hz() / 1e9;
         // Warm every path once (the histogram's counts were touched when allocated).
         active.record(cfg.interval_ns, &cfg.limits());
-        active.log_late(cfg.interval_ns, clock::now(), ticks_per_ns);
+        active.log_late(cfg.interval_ns, clock::now());
         active.clear_quick();
         let win = match w.ready_and_sleep() {
             Some(win) => win,
@@ -360,14 +366,7 @@ pub fn run(
         };
         let base = win.start_monotonic_ns;
         let end_ns = base + w.scale.to_ns(win.deadline - win.start + 1);
-        Some(cycle(
-            cfg,
-            h,
-            active,
-            (base, end_ns),
-            ticks_per_ns,
-            w.stop_flag(),
-        ))
+        Some(cycle(cfg, h, active, (base, end_ns), w.stop_flag()))
     };
     run::run_monitored(plan, clock.scale, stop, work, Some(tick))
 }
@@ -427,28 +426,24 @@ mod tests {
         let stop = AtomicBool::new(false);
         let active = h.first.take().unwrap();
         let (base, tsc0) = (read_clock(), clock::now());
-        let tpn = info.scale.hz() / 1e9;
-        let d = cycle(&c, &h, active, (base, base + 20_500_000), tpn, &stop);
+        let d = cycle(&c, &h, active, (base, base + 20_500_000), &stop);
         let tsc1 = clock::now();
-        let log = d.late_log.events();
+        let log: Vec<(u64, u64, u64)> = d.late_wakeups(info.scale).collect();
         let woken = d.hist.count();
         assert!(woken >= 15, "{woken} wake-ups");
         assert_eq!(log.len(), 8);
         assert_eq!(d.late_log.dropped(), woken - 8);
         // A wake-up 0 ns late is not above the limit: none here is on the ns.
         for w in log.windows(2) {
-            assert!(w[0].start_ticks < w[1].start_ticks, "{log:?}");
+            assert!(w[0].0 < w[1].0, "{log:?}");
         }
         // The first deadline is one interval after the base, on the counter.
-        let first = info.scale.to_ns(log[0].start_ticks.saturating_sub(tsc0));
+        let first = info.scale.to_ns(log[0].0.saturating_sub(tsc0));
         assert!(
             (900_000..1_200_000).contains(&first),
             "first deadline {first} ns after the start"
         );
-        assert!(
-            log.iter()
-                .all(|e| e.start_ticks > tsc0 && e.start_ticks < tsc1)
-        );
+        assert!(log.iter().all(|e| e.0 > tsc0 && e.1 < tsc1));
     }
 
     #[test]
@@ -461,7 +456,7 @@ mod tests {
         let base = read_clock();
         // 250 ms of wake-ups without a coordinator: the first boundary hands the interval
         // over (the spare is there), the second finds no spare and keeps filling.
-        let end = cycle(&c, &h, active, (base, base + 250_000_000), 1.0, &stop);
+        let end = cycle(&c, &h, active, (base, base + 250_000_000), &stop);
         let full = h.take_ready().expect("the first interval was handed over");
         assert!(full.end_ns >= base + c.handoff_ns);
         assert!(

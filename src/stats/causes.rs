@@ -23,6 +23,20 @@ pub enum CauseKind {
     Unaccounted,
 }
 
+impl CauseKind {
+    /// As the result file and the monitor's `kind` label name it.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            CauseKind::Irq => "irq",
+            CauseKind::Softirq => "softirq",
+            CauseKind::Vector => "vector",
+            CauseKind::Nmi => "nmi",
+            CauseKind::Task => "task",
+            CauseKind::Unaccounted => "unaccounted",
+        }
+    }
+}
+
 /// One row of a CPU's cause table.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct CauseRow {

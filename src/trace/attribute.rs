@@ -121,9 +121,8 @@ fn timeline(
     for (ts, step) in evs {
         let current = match (stack.last(), opened.last()) {
             (Some(c), Some(o)) => Some((*c, o.1)),
-            _ => task
-                .filter(|t| t.pid != measurer)
-                .map(|t| (Cause::Task(t, work), slice)),
+            // The measuring thread's own time is taken out at the end (one rule).
+            _ => task.map(|t| (Cause::Task(t, work), slice)),
         };
         if let Some((cause, instance)) = current.filter(|_| ts > last) {
             match out.last_mut() {
@@ -193,8 +192,9 @@ fn timeline(
             opened.push((out.len(), instances));
         }
     }
-    // The measuring thread itself is no cause: idle time given to it above (it woke from
-    // idle with no switch recorded) is its wake-up path, which no event covers.
+    // The measuring thread itself is no cause: its own slices, and idle time given to it
+    // above (it woke from idle with no switch recorded), which is its wake-up path, are
+    // what no event covers.
     out.retain(|s| !matches!(s.cause, Cause::Task(t, _) if t.pid == measurer));
     out
 }

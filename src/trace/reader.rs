@@ -70,7 +70,7 @@ pub fn collect(session: &TraceSession, stop: &AtomicBool) -> Result<Collected, T
             session.stop_recording();
         }
         for (cpu, f) in &mut pipes {
-            drain(*cpu, f, &mut page, session, &mut out);
+            drain(*cpu, f, &mut page, session, &mut out)?;
         }
         if last {
             break;
@@ -93,18 +93,23 @@ struct Drained {
     malformed_pages: u64,
 }
 
-/// Reads one CPU's pages until none is ready, handing each decoded event to `keep`.
+/// Reads one CPU's pages until none is ready, handing each decoded event to `keep`. A
+/// read that fails otherwise than "nothing ready" (the instance removed under us, an I/O
+/// error) is an error: a trace that stops must not look like a quiet CPU.
 fn drain_into(
     f: &mut File,
     page: &mut [u8],
     layout: &PageLayout,
     decoder: &mut Decoder,
     keep: &mut dyn FnMut(Event),
-) -> Drained {
+) -> std::io::Result<Drained> {
+    use std::io::ErrorKind::{Interrupted, WouldBlock};
     let mut d = Drained::default();
     loop {
         let n = match f.read(page) {
-            Ok(0) | Err(_) => return d,
+            Ok(0) => return Ok(d),
+            Err(e) if matches!(e.kind(), WouldBlock | Interrupted) => return Ok(d),
+            Err(e) => return Err(e),
             Ok(n) => n,
         };
         let parsed = parse_page(&page[..n], layout);
@@ -120,7 +125,13 @@ fn drain_into(
 }
 
 /// Reads one CPU's pages until none is ready.
-fn drain(cpu: usize, f: &mut File, page: &mut [u8], s: &TraceSession, out: &mut Collected) {
+fn drain(
+    cpu: usize,
+    f: &mut File,
+    page: &mut [u8],
+    s: &TraceSession,
+    out: &mut Collected,
+) -> Result<(), TraceError> {
     let events = out.per_cpu.entry(cpu).or_default();
     let mut beyond = 0u64;
     let d = drain_into(
@@ -132,10 +143,15 @@ fn drain(cpu: usize, f: &mut File, page: &mut [u8], s: &TraceSession, out: &mut 
             true => beyond += 1,
             false => events.push(e),
         },
-    );
+    )
+    .map_err(|source| TraceError::Io {
+        path: s.pipe(cpu),
+        source,
+    })?;
     *out.lost.entry(cpu).or_default() += d.missed + beyond;
     out.malformed_pages += d.malformed_pages;
     *out.read.entry(cpu).or_default() += d.read;
+    Ok(())
 }
 
 /// One CPU's most recent events, in time order, at most `cap` of them.
@@ -231,8 +247,8 @@ impl Follower {
 
     /// Drains every buffer into its window. Past [`MAX_NAMES`] interned names it starts
     /// afresh: a new decoder, and the windows (whose events name by the old one) emptied,
-    /// their events counted as lost.
-    pub fn pass(&mut self) {
+    /// their events counted as lost. A buffer that cannot be read is an error.
+    pub fn pass(&mut self) -> std::io::Result<()> {
         if self.decoder.names.len() > MAX_NAMES {
             self.decoder = Decoder::new(&self.formats);
             for w in &mut self.windows {
@@ -247,10 +263,11 @@ impl Follower {
                 &self.layout,
                 &mut self.decoder,
                 &mut |e| w.push(e),
-            );
+            )?;
             w.read += d.read;
             self.malformed_pages += d.malformed_pages;
         }
+        Ok(())
     }
 }
 
@@ -264,6 +281,21 @@ mod tests {
             ts,
             kind: Kind::WorkEnd,
         }
+    }
+
+    /// A buffer that fails otherwise than "nothing ready" is an error, not a quiet CPU.
+    #[test]
+    fn a_read_that_fails_is_an_error_and_an_empty_one_is_not() {
+        let mut page = vec![0u8; 4096];
+        let layout = PageLayout::DEFAULT;
+        let mut decoder = Decoder::new(&[]);
+        // A directory reads as EISDIR.
+        let mut dir = File::open("/").unwrap();
+        let got = drain_into(&mut dir, &mut page, &layout, &mut decoder, &mut |_| {});
+        assert!(got.is_err());
+        let mut empty = tempfile::tempfile().unwrap();
+        let got = drain_into(&mut empty, &mut page, &layout, &mut decoder, &mut |_| {});
+        assert_eq!(got.unwrap().read, 0);
     }
 
     #[test]

@@ -81,18 +81,6 @@ fn clean(s: &str) -> String {
         .collect()
 }
 
-/// The `kind` label of a cause.
-pub fn kind_label(k: CauseKind) -> &'static str {
-    match k {
-        CauseKind::Irq => "irq",
-        CauseKind::Softirq => "softirq",
-        CauseKind::Vector => "vector",
-        CauseKind::Nmi => "nmi",
-        CauseKind::Task => "task",
-        CauseKind::Unaccounted => "unaccounted",
-    }
-}
-
 /// The `reason` label of a trace that could not be made: short and stable.
 pub fn reason_label(e: &TraceError) -> &'static str {
     match e {
@@ -121,6 +109,9 @@ pub struct Tracer {
     /// Work and hrtimer functions' names by address, filled as they show up.
     symbols: HashMap<u64, String>,
     cpus: Vec<CpuTrace>,
+    /// The trace could no longer be read: late wake-ups are counted unattributed from
+    /// then on, and `trace_info` says `failed`.
+    failed: bool,
 }
 
 impl Tracer {
@@ -143,12 +134,24 @@ impl Tracer {
             session,
             scale,
             symbols: HashMap::new(),
+            failed: false,
         })
     }
 
     /// Drains the kernel's buffers into the windows, and counts what was read and lost.
     pub fn pass(&mut self, metrics: &Metrics) {
-        self.follower.pass();
+        if self.failed {
+            return;
+        }
+        if let Err(e) = self.follower.pass() {
+            self.failed = true;
+            metrics.set_trace("failed", "read-error");
+            crate::app::output::warn(&format!(
+                "the trace can no longer be read ({e}): late wake-ups are counted as \
+                 unattributed from now on"
+            ));
+            return;
+        }
         for (c, w) in self.cpus.iter_mut().zip(&self.follower.windows) {
             let lost = self.session.lost(w.cpu) + w.evicted;
             metrics
@@ -172,17 +175,17 @@ impl Tracer {
             return;
         };
         let log = d.late_log.events();
+        let unread = if self.failed { log.len() as u64 } else { 0 };
         metrics
             .trace_unattributed
             .get_or_create(&c.labels)
-            .inc_by(d.late_log.dropped());
+            .inc_by(d.late_log.dropped() + unread);
+        if self.failed {
+            return;
+        }
         if !log.is_empty() {
-            let gaps: Vec<(Gap, u64)> = (log.iter())
-                .map(|e| {
-                    let start = e.start_ticks;
-                    let end = start + scale.to_ticks(e.duration_ns);
-                    (Gap { start, end }, e.duration_ns)
-                })
+            let gaps: Vec<(Gap, u64)> = (d.late_wakeups(scale))
+                .map(|(start, end, late_ns)| (Gap { start, end }, late_ns))
                 .collect();
             let events = w.events();
             name_functions(&mut self.symbols, events);
@@ -192,9 +195,8 @@ impl Tracer {
                 scale,
                 run_start: 0,
                 measurer: tid,
-                // Every wake-up broken down: a wake-up counts once per label it took
-                // time under, even when several causes fold into `other`.
-                top: usize::MAX,
+                // No breakdowns: the rows count the wake-ups each cause took part in.
+                top: 0,
                 // The thread sleeps until its deadline: whatever ran then is the delay's.
                 quiet_at_gap_start: false,
                 naming: Naming::Stable,
@@ -202,7 +204,7 @@ impl Tracer {
             let a = attribute::attribute(&gaps, events, &cx);
             let labels = |names: &mut CauseNames, kind: CauseKind, cause: &str| CauseLabels {
                 cpu: c.labels.cpu.clone(),
-                kind: kind_label(kind).to_string(),
+                kind: kind.as_str().to_string(),
                 cause: names.label(kind, cause),
             };
             // Rows first, largest first: the largest causes of the first seconds are the
@@ -213,15 +215,7 @@ impl Tracer {
                     .cause_seconds
                     .get_or_create(&l)
                     .inc_by(r.total_ns as f64 / 1e9);
-            }
-            for g in &a.top {
-                let mut seen: HashSet<CauseLabels> = HashSet::new();
-                for p in g.parts.iter().filter(|p| p.duration_ns > 0) {
-                    seen.insert(labels(&mut c.names, p.kind, &p.cause));
-                }
-                for l in seen {
-                    metrics.cause_wakeups.get_or_create(&l).inc();
-                }
+                metrics.cause_wakeups.get_or_create(&l).inc_by(r.gaps);
             }
             metrics
                 .trace_attributed

@@ -344,7 +344,8 @@ impl Metrics {
         );
         r.register(
             "cause_wakeups",
-            "With --trace: late wake-ups each cause took time in",
+            "With --trace: late wake-ups each cause took time in (for cause=\"other\", \
+             one per folded cause it took time in)",
             m.cause_wakeups.clone(),
         );
         r.register(
