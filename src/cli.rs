@@ -1037,10 +1037,12 @@ pub use crate::engine::run::MAX_DURATION;
 pub fn parse_duration(s: &str) -> Result<Duration, String> {
     let bad = || format!("expected a positive duration such as 500ms, 10s, 5m or 2h, got '{s}'");
     let t = s.trim();
-    let d = match t.parse::<f64>() {
-        Ok(secs) if secs > 0.0 => Duration::try_from_secs_f64(secs).map_err(|_| bad())?,
-        Ok(_) => return Err(bad()),
-        Err(_) => humantime::parse_duration(t).map_err(|_| bad())?,
+    // One unit (`1.5ms`, `2h`, bare seconds) as every time flag reads it, else
+    // humantime's compounds (`1h30m`).
+    let d = match crate::units::time_ns(t, Some(1e9)) {
+        Some(ns) if ns > 0.0 => Duration::try_from_secs_f64(ns / 1e9).map_err(|_| bad())?,
+        Some(_) => return Err(bad()),
+        None => humantime::parse_duration(t).map_err(|_| bad())?,
     };
     if d.is_zero() {
         return Err(bad());
@@ -1151,23 +1153,10 @@ fn parse_count(s: &str, lo: usize, hi: usize, what: &str) -> Result<usize, Strin
     }
 }
 
-/// A number with an optional unit (ns, us, µs, ms, s) as ns, rounded; a bare number is
-/// in units of `bare` ns. `None` when it is not one.
+/// A number with an optional unit as ns (see `units::time_ns`); a bare number is in
+/// units of `bare` ns.
 fn time_ns(s: &str, bare: f64) -> Option<f64> {
-    let t = s.trim();
-    let split = t
-        .find(|c: char| !(c.is_ascii_digit() || c == '.'))
-        .unwrap_or(t.len());
-    let (num, unit) = t.split_at(split);
-    let factor = match unit.trim() {
-        "" => bare,
-        "ns" => 1.0,
-        "us" | "µs" => 1e3,
-        "ms" => 1e6,
-        "s" => 1e9,
-        _ => return None,
-    };
-    Some((num.parse::<f64>().ok()? * factor).round())
+    crate::units::time_ns(s, Some(bare))
 }
 
 /// A positive time in ns, at most an hour; a bare number is in units of `bare` ns.

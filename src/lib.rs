@@ -15,3 +15,4 @@ pub mod report;
 pub mod stats;
 pub mod system;
 pub mod trace;
+pub mod units;

@@ -16,7 +16,7 @@ use crossbeam_utils::CachePadded;
 
 use super::clock::{self, Scale};
 use super::cpu::CpuPlan;
-use super::sched::{self, MlockGuard, SchedError, SchedRequest};
+use super::sched::{self, MlockGuard, MlockRefusal, SchedError, SchedRequest};
 
 /// The longest accepted run: 30 days.
 pub const MAX_DURATION: Duration = Duration::from_secs(30 * 24 * 3600);
@@ -115,6 +115,10 @@ struct Gate {
     /// the coordinator can no longer run.
     give_up: CachePadded<AtomicU64>,
     stop: CachePadded<AtomicBool>,
+    /// Measuring threads asked to lock their own stacks (a finite locked-memory limit),
+    /// and how many could not.
+    lock_stacks: bool,
+    stack_lock_failed: AtomicUsize,
 }
 
 /// The measuring window on the counter's timebase, with its start on the kernel's clocks.
@@ -348,10 +352,10 @@ where
     T: Send,
     F: Fn(&Worker<'_>) -> T + Sync,
 {
-    let (mlock, mlock_error) = match plan.mlock {
+    let (mlock, refusal) = match plan.mlock {
         true => match MlockGuard::lock() {
             Ok(g) => (Some(g), None),
-            Err(e) => (None, Some(e)),
+            Err(r) => (None, Some(r)),
         },
         false => (None, None),
     };
@@ -365,7 +369,10 @@ where
                 },
             )?),
         };
-    let gate = Gate::default();
+    let gate = Gate {
+        lock_stacks: matches!(refusal, Some(MlockRefusal::Limited { .. })),
+        ..Gate::default()
+    };
     let give_up = plan.setup_timeout + Duration::from_secs(1);
     gate.give_up.store(
         clock::now() + scale.to_ticks(give_up.as_nanos() as u64),
@@ -399,6 +406,8 @@ where
         Ok((workers, window, interrupted))
     });
     drop(mlock);
+    let stacks_locked = gate.stack_lock_failed.load(Ordering::Relaxed) == 0;
+    let mlock_error = refusal.map(|r| r.into_error(stacks_locked));
     let (workers, window, interrupted) = result?;
     let elapsed = match window {
         Some(w) => {
@@ -515,6 +524,9 @@ where
     }
     let sched_actual = sched::current_policy();
     sched::prefault_stack(PREFAULT_STACK);
+    if gate.lock_stacks && sched::lock_own_stack(PREFAULT_STACK).is_err() {
+        gate.stack_lock_failed.fetch_add(1, Ordering::Relaxed);
+    }
     let worker = Worker {
         cpu,
         index,

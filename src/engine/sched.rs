@@ -207,16 +207,27 @@ pub fn explain_refusal(err: &std::io::Error) -> String {
 /// resident set no longer grows with the size of the binary and its libraries (here, for
 /// two measured CPUs: 5.9 MiB with the classic flags, 5.0 MiB with ONFAULT; see
 /// bench/memory.sh). Kernels older than 4.4 reject the flag; those get CURRENT|FUTURE.
+///
+/// MCL_FUTURE is taken only where the locked-memory limit cannot bite: with CAP_IPC_LOCK,
+/// or an unlimited RLIMIT_MEMLOCK (the soft limit is raised to the hard one first). Under
+/// a finite limit it would make every later mapping past the limit fail, and Rust aborts
+/// on a failed allocation or thread stack (issue 22: 8 MiB, the default for a user).
 pub struct MlockGuard(());
 
 impl MlockGuard {
-    pub fn lock() -> std::io::Result<MlockGuard> {
+    /// Locks everything, or says why it did not: `MlockRefusal::Limited` asks the
+    /// measuring threads to lock their own stacks instead (`lock_own_stack`).
+    pub fn lock() -> Result<MlockGuard, MlockRefusal> {
         use rustix::mm::{MlockAllFlags, mlockall};
-        let classic = MlockAllFlags::CURRENT | MlockAllFlags::FUTURE;
-        match mlockall(classic | MlockAllFlags::ONFAULT) {
-            Err(rustix::io::Errno::INVAL) => mlockall(classic)?,
-            other => other?,
+        if let Some(limit) = memlock_limit() {
+            return Err(MlockRefusal::Limited { limit });
         }
+        let classic = MlockAllFlags::CURRENT | MlockAllFlags::FUTURE;
+        let locked = match mlockall(classic | MlockAllFlags::ONFAULT) {
+            Err(rustix::io::Errno::INVAL) => mlockall(classic),
+            other => other,
+        };
+        locked.map_err(|e| MlockRefusal::Failed(e.into()))?;
         Ok(MlockGuard(()))
     }
 }
@@ -225,6 +236,66 @@ impl Drop for MlockGuard {
     fn drop(&mut self) {
         let _ = rustix::mm::munlockall();
     }
+}
+
+/// Why not all memory was locked.
+#[derive(Debug)]
+pub enum MlockRefusal {
+    /// RLIMIT_MEMLOCK is finite (bytes) and CAP_IPC_LOCK is missing.
+    Limited { limit: u64 },
+    /// mlockall itself failed.
+    Failed(std::io::Error),
+}
+
+impl MlockRefusal {
+    /// The reason a run's `mlock-failed` degradation gives; `stacks_locked` says whether
+    /// the measuring threads could lock their own stacks under the limit.
+    pub fn into_error(self, stacks_locked: bool) -> std::io::Error {
+        match self {
+            MlockRefusal::Failed(e) => e,
+            MlockRefusal::Limited { limit } => std::io::Error::other(format!(
+                "the locked-memory limit is {} KiB and CAP_IPC_LOCK is missing, so locking \
+                 all future memory would make allocations fail; {}",
+                limit / 1024,
+                match stacks_locked {
+                    true => "only the measuring threads' stacks were locked",
+                    false => "nothing was locked",
+                }
+            )),
+        }
+    }
+}
+
+/// The locked-memory limit in bytes when it can bite: `None` with CAP_IPC_LOCK or an
+/// unlimited limit. The soft limit is raised to the hard one first.
+pub fn memlock_limit() -> Option<u64> {
+    use rustix::process::{Resource, getrlimit, setrlimit};
+    use rustix::thread::{CapabilitySet, capabilities};
+    let exempt = capabilities(None).is_ok_and(|c| c.effective.contains(CapabilitySet::IPC_LOCK));
+    if exempt {
+        return None;
+    }
+    let mut limit = getrlimit(Resource::Memlock);
+    if limit.current != limit.maximum {
+        limit.current = limit.maximum;
+        if setrlimit(Resource::Memlock, limit.clone()).is_err() {
+            limit = getrlimit(Resource::Memlock);
+        }
+    }
+    limit.current
+}
+
+/// Locks the part of the calling thread's stack that `prefault_stack(bytes)` touched:
+/// what a measuring thread needs when the limit forbids locking everything.
+#[inline(never)]
+pub fn lock_own_stack(bytes: usize) -> std::io::Result<()> {
+    const PAGE: usize = 4096;
+    let here = std::hint::black_box(0u8);
+    let top = (&here as *const u8 as usize).div_ceil(PAGE) * PAGE;
+    let bottom = top.saturating_sub(bytes + PAGE);
+    // SAFETY: [bottom, top) lies in this thread's mapped stack: `prefault_stack(bytes)`
+    // touched it from a frame below this one, and mlock only pins the pages.
+    unsafe { rustix::mm::mlock(bottom as *mut libc::c_void, top - bottom) }.map_err(Into::into)
 }
 
 /// Blocks every signal in the calling thread, so that SIGINT and SIGTERM reach the

@@ -202,7 +202,7 @@ pub fn run(
     let (_mlock, mlock_error) = match plan.mlock {
         true => match MlockGuard::lock() {
             Ok(g) => (Some(g), None),
-            Err(e) => (None, Some(e)),
+            Err(r) => (None, Some(r.into_error(false))),
         },
         false => (None, None),
     };

@@ -114,7 +114,7 @@ impl Gate {
             })?;
         let limit = parse_limit(value.trim(), metric.unit()).ok_or_else(|| {
             let example = match metric.unit() {
-                Unit::Time => "a time with its unit such as 50us, 1.5ms or 800ns",
+                Unit::Time => "a time with its unit such as 50us, 1.5ms, 800ns or 1h",
                 Unit::Percent => "a percentage such as 0.5%",
                 Unit::PerSecond => "a rate such as 100/s",
             };
@@ -125,24 +125,13 @@ impl Gate {
 }
 
 fn parse_limit(v: &str, unit: Unit) -> Option<f64> {
-    let split = v
-        .find(|c: char| !(c.is_ascii_digit() || c == '.'))
-        .unwrap_or(v.len());
-    let (num, suffix) = v.split_at(split);
-    let n: f64 = num
-        .parse()
-        .ok()
-        .filter(|n: &f64| n.is_finite() && *n >= 0.0)?;
-    let factor = match (unit, suffix.trim()) {
-        (Unit::Time, "ns") => 1.0,
-        (Unit::Time, "us" | "µs") => 1e3,
-        (Unit::Time, "ms") => 1e6,
-        (Unit::Time, "s") => 1e9,
-        (Unit::Percent, "%") => 1.0,
-        (Unit::PerSecond, "/s") => 1.0,
-        _ => return None,
-    };
-    Some(n * factor)
+    let number =
+        |num: &str| (num.trim().parse::<f64>().ok()).filter(|n: &f64| n.is_finite() && *n >= 0.0);
+    match unit {
+        Unit::Time => crate::units::time_ns(v, None).filter(|ns| *ns >= 0.0),
+        Unit::Percent => number(v.strip_suffix('%')?),
+        Unit::PerSecond => number(v.strip_suffix("/s")?),
+    }
 }
 
 /// A figure above its limit.
@@ -234,6 +223,9 @@ mod tests {
         assert_eq!(Gate::parse("p99.9=800ns").unwrap().metric, Metric::P999);
         assert_eq!(Gate::parse("lost=0.5%").unwrap().limit, 0.5);
         assert_eq!(Gate::parse("rate=100/s").unwrap().limit, 100.0);
+        // issue 22: the units every time flag takes.
+        assert_eq!(Gate::parse("max=1h").unwrap().limit, 3.6e12);
+        assert_eq!(Gate::parse("max=2m").unwrap().limit, 120e9);
         for bad in [
             "p99", "p98=1us", "p99=50", "max=-1ms", "lost=0.5", "lost=1us", "x=", "=1us",
         ] {
