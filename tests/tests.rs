@@ -19,6 +19,7 @@ mod help;
 mod histogram_interop;
 mod html_page;
 mod main_job;
+mod matrix;
 mod memory;
 mod monitor;
 mod nonroot;
