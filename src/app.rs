@@ -34,6 +34,9 @@ pub enum Ending {
     /// A limit the user set was crossed (`timer --stop-above`); what was measured was
     /// printed and saved (exit 1).
     LimitExceeded,
+    /// `selftest`: no check failed, but one could not tell the tool's error from the
+    /// host's background, which was too noisy to judge against (exit 3).
+    Undecided,
 }
 
 impl Ending {

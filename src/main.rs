@@ -50,6 +50,7 @@ fn main() -> ExitCode {
         Ok(Ending::Completed) => ExitCode::SUCCESS,
         Ok(Ending::Interrupted) => ExitCode::from(130),
         Ok(Ending::LimitExceeded) => ExitCode::from(1),
+        Ok(Ending::Undecided) => ExitCode::from(3),
         Err(e) => fail(e),
     }
 }

@@ -17,7 +17,7 @@ use crate::injector::{Schedule, inject};
 use crate::util::{
     fifo_available, fifo1_plan, is_root, measuring, our_instances, skip, stderr_lines, two_cpus,
 };
-use jitterscope::app::selftest::judge_holds;
+use jitterscope::app::selftest::{background_of, judge_holds};
 use jitterscope::app::tracing::attribute_noise_entry;
 use jitterscope::engine::inject::{enough_held, held_within};
 
@@ -67,13 +67,13 @@ fn tracing_state() -> (Vec<String>, Vec<(String, String)>) {
 }
 
 /// Task truth: a SCHED_FIFO thread of its own name holds the measured CPU 1.5 ms every
-/// ~15 ms while the noise loop runs under a trace. Matched one by one by
-/// timestamp, ≥ 99 % of the holds' gaps name the holder as their top cause, with its
-/// time within 5 % + 5 µs of the hold. Up to three printed attempts: a noisy stretch of
-/// the host (a hypervisor stall merged with a hold, the fair server running another task
-/// inside one) can spoil one. A hold the kernel preempted the holder through (a fair server
-/// running the SCHED_OTHER loop mid-hold, seen by the holder's own CPU time) is no injected
-/// gap and is set aside, counted; at most one in ten may be.
+/// ~15 ms while the noise loop runs under a trace. Matched one by one by timestamp,
+/// ≥ 99 % of the holds' gaps name the holder as their top cause, with its time within
+/// 5 % + 5 µs of its own CPU time, above the background that holds of nothing measure
+/// first on this host (issue 22: judged against the host, not a constant). Holds the
+/// kernel preempted the holder through, and holds whose time attribution left
+/// unaccounted for lack of a task switch in the trace, are set aside, counted; at most
+/// one in ten may be. Up to three printed attempts.
 #[test]
 fn issue13_task_truth_the_holder_is_named_with_its_time() {
     let Some(cpus) = can_trace("issue13_task_truth") else {
@@ -84,7 +84,7 @@ fn issue13_task_truth_the_holder_is_named_with_its_time() {
     for attempt in 1..=3 {
         let (named, holds) = task_truth_attempt(cpus);
         eprintln!("attempt {attempt}: {named} of {holds} holds named with their time");
-        assert!(holds >= 100, "{holds} holds");
+        assert!(holds >= 90, "{holds} holds");
         if named * 100 >= holds * 99 {
             return;
         }
@@ -93,10 +93,53 @@ fn issue13_task_truth_the_holder_is_named_with_its_time() {
     panic!("every attempt fell short of 99 %: {results:?}");
 }
 
-/// One run: (holds named with their time, holds in the window).
-fn task_truth_attempt((cpu, hk): (usize, usize)) -> (usize, usize) {
+/// One run: (holds named with their time, holds judged).
+fn task_truth_attempt(cpus: (usize, usize)) -> (usize, usize) {
     let (clock, _) = ClockInfo::detect();
-    let duration = Duration::from_millis(2000);
+    let scale = clock.scale;
+    let ms = Duration::from_millis;
+    let (empty, empty_gaps, _) = traced_holds(cpus, &clock, ms(2), Duration::ZERO, ms(700));
+    let mut background = background_of(&empty, &empty_gaps, "js-holder", scale);
+    background.sort_unstable();
+    let bg99 = background[background.len() * 99 / 100].max(0) as u64;
+    let period = Duration::from_micros(15_013);
+    let (inside, gaps, preempted) = traced_holds(cpus, &clock, period, ms(1) + ms(1) / 2, ms(2000));
+    let j = judge_holds(&inside, &gaps, "js-holder", scale, bg99);
+    if preempted > 0 {
+        eprintln!("{preempted} holds set aside: the kernel preempted the holder");
+    }
+    assert!(
+        enough_held(j.holds, preempted + j.unseen),
+        "too few holds held and seen: {} judged, {preempted} preempted, {} unseen",
+        j.holds,
+        j.unseen
+    );
+    eprintln!(
+        "{} holds judged, {} named with their time, {} unseen; background p99 {bg99} ns over \
+         {} empty holds; misses: {:?}",
+        j.holds,
+        j.named,
+        j.unseen,
+        background.len(),
+        &j.misses[..j.misses.len().min(5)]
+    );
+    (j.named, j.holds)
+}
+
+/// Holds of `busy` every `period` while the noise loop runs `duration` under a trace of
+/// its CPU: the holds the holder ran through, every gap broken down, and the holds set
+/// aside as preempted. Checks that the trace leaves tracefs as it found it.
+fn traced_holds(
+    (cpu, hk): (usize, usize),
+    clock: &ClockInfo,
+    period: Duration,
+    busy: Duration,
+    duration: Duration,
+) -> (
+    Vec<jitterscope::engine::inject::Injection>,
+    Vec<jitterscope::stats::causes::GapBreakdown>,
+    usize,
+) {
     let before = tracing_state();
     let mut session = TraceSession::start(&CpuList::from_cpus(vec![cpu]), 4096).expect("trace");
     let cfg = NoiseConfig {
@@ -121,47 +164,31 @@ fn task_truth_attempt((cpu, hk): (usize, usize)) -> (usize, usize) {
                 let schedule = Schedule {
                     cpu,
                     priority: 2,
-                    period: Duration::from_micros(15_013),
-                    busy: Duration::from_micros(1_500),
+                    period,
+                    busy,
                     run_for: duration + Duration::from_secs(2),
                     count: usize::MAX,
                 };
-                inject(schedule, &ready, &done, &clock)
+                inject(schedule, &ready, &done, clock)
             })
             .unwrap();
         ready.wait();
-        let run = noise::run(&cfg, &plan, &clock, &AtomicBool::new(false)).unwrap();
+        let run = noise::run(&cfg, &plan, clock, &AtomicBool::new(false)).unwrap();
         done.store(true, Ordering::Relaxed);
         (run, holder.join().unwrap(), reader.join().unwrap().unwrap())
     });
     session.close();
     let w = run.outcome.window.unwrap();
     let e = &run.entries[0];
-    let scale = clock.scale;
-    let a = attribute_noise_entry(e, &collected, scale, w.start, usize::MAX).unwrap();
-    let (inside, preempted) = held_within(holds, w.start, w.deadline, scale);
-    // Matched by timestamp and judged over each hold's own stretch of its gap.
-    let j = judge_holds(&inside, &a.top, "js-holder", scale);
-    let (named, off) = (j.named, j.misses);
-    if preempted > 0 {
-        eprintln!("{preempted} holds set aside: the kernel preempted the holder");
-    }
-    assert!(enough_held(inside.len(), preempted), "too few holds held");
-    eprintln!(
-        "{} holds in the window, {named} named with their time; events read {:?}, lost {:?}; \
-         misses: {:?}",
-        inside.len(),
-        collected.read,
-        collected.lost,
-        &off[..off.len().min(5)]
-    );
+    let a = attribute_noise_entry(e, &collected, clock.scale, w.start, usize::MAX).unwrap();
+    let (inside, preempted) = held_within(holds, w.start, w.deadline, clock.scale);
     assert!(our_instances().is_empty(), "the instance is removed");
     assert_eq!(
         tracing_state(),
         before,
         "tracefs mounts and global settings are as before"
     );
-    (named, j.holds)
+    (inside, a.top, preempted)
 }
 
 /// Tick truth and coverage, through the command: on this kernel (no nohz_full) the local

@@ -51,13 +51,26 @@ fn a_null_loop_is_quiet_on_an_idle_cpu() {
     }
     let (mut quiet, mut calibrated, mut seen) = (false, false, Vec::new());
     for _ in 0..8 {
+        let (rate, gap_p99) = background(&args);
         let e = entries_of(&json_result(&args));
         let s = &e[0].summary;
         let (p50, p99) = (s.p50_ns.unwrap(), s.p99_ns.unwrap());
         let body = p50 as f64 - e[0].timing.overhead_ns;
-        eprintln!("loop calibrated to 1 µs: p50 {p50} ns, p99 {p99} ns, body {body:.0} ns");
+        // Judged against the host (issue 22): where the background interrupts more than
+        // one sample in 200, the p99 sample is one of those, and may be longer by one of
+        // the background's interruptions (a host at 17 000 a second for 2.3 µs).
+        let hit = rate * p50 as f64 * 1e-9;
+        let allowed = match hit >= 0.005 {
+            true => 2 * p50 + gap_p99,
+            false => 2 * p50,
+        };
+        eprintln!(
+            "loop calibrated to 1 µs: p50 {p50} ns, p99 {p99} ns, body {body:.0} ns; background \
+             {rate:.0} interruptions/s (a sample meets one with chance {hit:.4}), p99 \
+             {gap_p99} ns: p99 allowed up to {allowed} ns"
+        );
         assert_eq!(e[0].samples, 50_000);
-        quiet |= p99 <= 2 * p50;
+        quiet |= p99 <= allowed;
         calibrated |= (800.0..1300.0).contains(&body);
         seen.push((p50, p99, body as u64));
         if quiet && calibrated {
@@ -65,6 +78,23 @@ fn a_null_loop_is_quiet_on_an_idle_cpu() {
         }
     }
     panic!("quiet: {quiet}, calibrated: {calibrated}; (p50, p99, body) = {seen:?}");
+}
+
+/// The background on the work loop's CPU, at its policy: `noise` for 300 ms gives the
+/// interruptions a second and their p99 duration (ns).
+fn background(work_args: &[&str]) -> (f64, u64) {
+    let mut args = vec!["noise", "-D", "300ms"];
+    let keep = |a: &&str| ["-a", "-p"].contains(a);
+    for w in work_args.windows(2).filter(|w| keep(&w[0])) {
+        args.extend([w[0], w[1]]);
+    }
+    let r = json_result(&args);
+    let n = r
+        .probes
+        .iter()
+        .find_map(ProbeEntry::get::<jitterscope::probes::noise::NoiseEntry>)
+        .expect("a noise entry");
+    (n.rate_per_s, n.summary.p99_ns.unwrap_or(0))
 }
 
 #[test]

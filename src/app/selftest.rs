@@ -65,6 +65,10 @@ pub enum Outcome {
     Fail,
     /// It could not run here (not root, one CPU, …); says nothing about the tool.
     Skipped,
+    /// It ran, but the host's background was too large to tell the tool's error from
+    /// the host's: says nothing about the tool either (exit 3 when no check failed).
+    #[serde(rename = "could-not-judge")]
+    Undecided,
 }
 
 /// One row of the table.
@@ -158,10 +162,12 @@ pub fn run(args: &SelftestArgs, stop: &AtomicBool) -> anyhow::Result<Ending> {
     }
     print_table(&checks);
     let interrupted = stop.load(Ordering::Relaxed);
-    Ok(match checks.iter().any(|c| c.outcome == Outcome::Fail) {
+    let any = |o: Outcome| checks.iter().any(|c| c.outcome == o);
+    Ok(match () {
         _ if interrupted => Ending::Interrupted,
-        true => Ending::LimitExceeded,
-        false => Ending::Completed,
+        _ if any(Outcome::Fail) => Ending::LimitExceeded,
+        _ if any(Outcome::Undecided) => Ending::Undecided,
+        _ => Ending::Completed,
     })
 }
 
@@ -511,85 +517,138 @@ pub struct HoldsNamed {
     pub holds: usize,
     /// Holds whose top cause was the holder, with its time.
     pub named: usize,
-    /// The others: (top cause over the hold, the holder's time, the hold), ns.
+    /// The others: (top cause over the hold, the holder's time, its CPU time), ns.
     pub misses: Vec<(String, u64, u64)>,
+    /// Holds set aside, not counted in `holds`: attribution left most of the holder's
+    /// CPU time unaccounted, as it must where the trace lacks a task switch (the kernel
+    /// records none out of idle here, and rarely one more is missing). It named nothing
+    /// wrongly; at most one in ten may be set aside (`inject::enough_held`).
+    pub unseen: usize,
 }
 
-/// Judges each hold against the broken-down gaps that cover it, matched by timestamp.
-/// Over the hold's own stretch of them (a task the scheduler ran after the hold is not
-/// the hold's, nor is the next hold when a starved loop saw several in one gap):
-/// - the top cause must be a task whose name starts with `holder`;
-/// - the holder's time slices that overlap the stretch, counted whole (so a slice that
-///   runs on past the hold counts against it), plus the interrupts that ran inside the
-///   stretch, must come within 5 % + 5 µs of the part of the hold the loop did not run
-///   (the loop's own clock says when it ran: a fair server may let it in mid-hold).
+/// One hold as attribution saw it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct HoldSeen {
+    /// The top cause over the hold's stretch ("no gap" when no gap covers it).
+    pub cause: String,
+    /// The holder's time slices that touch the stretch, counted whole but for the
+    /// excused start (see `judge_holds`), plus the interrupts inside the stretch, ns.
+    pub got_ns: u64,
+    /// The holder's own CPU time across the hold, as the kernel accounts it (ns).
+    pub truth_ns: u64,
+    /// The interrupts' part of `got_ns`: a kernel with IRQ time accounting leaves them
+    /// out of the holder's CPU time, one without puts them in.
+    pub interrupts_ns: u64,
+    /// What no event covered inside the stretch, ns.
+    pub unaccounted_ns: u64,
+}
+
+impl HoldSeen {
+    /// What attribution gave the holder beyond its CPU time (< 0: less), ns.
+    pub fn excess_ns(&self) -> i64 {
+        self.got_ns as i64 - self.truth_ns as i64
+    }
+}
+
+/// Judges each hold against the broken-down gaps that cover it, matched by timestamp
+/// (`see_hold`): the top cause must be a task whose name starts with `holder`, and the
+/// time attribution gives it must come within 5 % + 5 µs of the holder's own CPU time,
+/// above which up to `background_ns` is allowed: what the holder's wake-up and way back
+/// to sleep take on this host, measured with empty holds (`background_of`).
 ///
-/// A slice that began before the hold's start is counted whole but for up to the
-/// holder's own lateness (`late_ns`, from its deadline to its start by its own clock):
-/// the trace gives the holder its wake-up path from the switch in, and a stall of the
-/// vCPU there too (no event covers it; seen here as 170 µs more than a 2 ms hold), but
-/// a slice that began before the holder was even due is counted against it.
-///
-/// A hold whose start or end no gap covers is a miss. The holds are ground truth: those
-/// the holder ran through (`inject::held_within`). Pure: tested on made-up breakdowns.
+/// The truth is the kernel's account of the holder's CPU time, not the hold's length on
+/// the clock: a task of higher priority, or the fair server, may take part of the hold,
+/// and is then rightly named for that part (issue 22: cyclictest at 16 kHz took 270 µs
+/// of each 2 ms hold, and every hold was a miss against the clock).
 pub fn judge_holds(
     holds: &[Injection],
     gaps: &[GapBreakdown],
     holder: &str,
     scale: Scale,
+    background_ns: u64,
 ) -> HoldsNamed {
     let prefix = format!("task {holder}:");
-    let mut named = 0;
+    let (mut named, mut unseen) = (0, 0);
     let mut misses = Vec::new();
     for h in holds {
-        let (held, cause, got) = judge_hold(h, gaps, &prefix, scale);
-        if cause.starts_with(&prefix) && got.abs_diff(held) <= held / 20 + 5_000 {
-            named += 1;
-        } else {
-            misses.push((cause, got, held));
+        let seen = see_hold(h, gaps, &prefix, scale);
+        let tol = (seen.truth_ns / 20 + 5_000) as i64;
+        let above = tol + (background_ns + seen.interrupts_ns) as i64;
+        let within = (-tol..=above).contains(&seen.excess_ns());
+        match seen.cause.starts_with(&prefix) && within {
+            true => named += 1,
+            false if seen.unaccounted_ns * 2 > seen.truth_ns => unseen += 1,
+            false => misses.push((seen.cause, seen.got_ns, seen.truth_ns)),
         }
     }
     HoldsNamed {
-        holds: holds.len(),
+        holds: holds.len() - unseen,
         named,
         misses,
+        unseen,
     }
 }
 
-/// One hold: (its time the loop did not run, the top cause over it, the holder's and
-/// the interrupts' time over it), ns.
-fn judge_hold(
-    h: &Injection,
+/// What attribution adds to the holder's CPU time for holds of nothing: the wake-up,
+/// the way back to sleep, and any stall of the vCPU on them, one figure a hold (ns).
+pub fn background_of(
+    holds: &[Injection],
     gaps: &[GapBreakdown],
-    prefix: &str,
+    holder: &str,
     scale: Scale,
-) -> (u64, String, u64) {
+) -> Vec<i64> {
+    let prefix = format!("task {holder}:");
+    (holds.iter())
+        .map(|h| see_hold(h, gaps, &prefix, scale))
+        .filter(|s| s.cause != "no gap")
+        .map(|s| s.excess_ns())
+        .collect()
+}
+
+/// One hold over the gaps that cover it. Over the hold's own stretch of them (a task the
+/// scheduler ran after the hold is not the hold's, nor is the next hold when a starved
+/// loop saw several in one gap), the holder's slices that touch the stretch count whole,
+/// so that a slice attribution stretched past the holder's sleep counts against it; the
+/// part of a slice before the hold's start is excused up to the holder's own lateness
+/// (`late_ns`): the trace gives the holder its wake-up path from the switch in, and a
+/// stall of the vCPU there too, but not time before the holder was even due.
+fn see_hold(h: &Injection, gaps: &[GapBreakdown], prefix: &str, scale: Scale) -> HoldSeen {
     let end_of = |g: &GapBreakdown| g.start_tsc + scale.to_ticks(g.duration_ns + 200);
     let over: Vec<&GapBreakdown> = (gaps.iter())
-        .filter(|g| g.start_tsc < h.end && end_of(g) > h.start)
+        .filter(|g| g.start_tsc <= h.end && end_of(g) >= h.start)
         .collect();
-    let whole = scale.to_ns(h.end - h.start);
     let covers =
         |g: Option<&&GapBreakdown>, t: u64| g.is_some_and(|g| g.start_tsc <= t && end_of(g) >= t);
+    let truth_ns = h.ran_ns;
     if !covers(over.first(), h.start) || !covers(over.last(), h.end) {
-        return (whole, "no gap".into(), 0);
+        return HoldSeen {
+            cause: "no gap".into(),
+            got_ns: 0,
+            truth_ns,
+            interrupts_ns: 0,
+            unaccounted_ns: 0,
+        };
     }
     let overlap = |a: u64, b: u64, from: u64, to: u64| b.min(to).saturating_sub(a.max(from));
-    let (mut held, mut holder_ns, mut interrupts_ns) = (0, 0, 0);
+    let (mut holder_ns, mut interrupts_ns, mut unaccounted_ns) = (0, 0, 0);
     let mut by_cause: Vec<(&str, u64)> = Vec::new();
-    // Of a slice's time before the start, as much as the holder's own lateness is
-    // excused: by its clock it was waking then (see above).
     let mut excuse = h.late_ns;
     for g in over {
         let from = scale.to_ns(h.start.saturating_sub(g.start_tsc));
-        let to = scale.to_ns(h.end - g.start_tsc).min(g.duration_ns);
-        held += to.saturating_sub(from);
+        let to = scale
+            .to_ns(h.end.saturating_sub(g.start_tsc))
+            .min(g.duration_ns);
         for p in &g.parts {
             let (a, b) = (p.offset_ns, p.offset_ns + p.duration_ns);
+            // A hold of nothing has a stretch of one instant: the slice around it counts.
+            let touches = a <= to && b >= from;
             let ns = overlap(a, b, from, to);
             match p.kind {
-                CauseKind::Unaccounted => continue,
-                CauseKind::Task if p.cause.starts_with(prefix) && ns > 0 => {
+                CauseKind::Unaccounted => {
+                    unaccounted_ns += ns;
+                    continue;
+                }
+                CauseKind::Task if p.cause.starts_with(prefix) && touches => {
                     let excused = from.saturating_sub(a).min(excuse);
                     excuse -= excused;
                     holder_ns += p.duration_ns - excused;
@@ -597,44 +656,151 @@ fn judge_hold(
                 CauseKind::Task => {}
                 _ => interrupts_ns += ns,
             }
+            let weight = match p.kind == CauseKind::Task && touches {
+                true => ns.max(1),
+                false => ns,
+            };
             match by_cause.iter_mut().find(|c| c.0 == p.cause) {
-                Some(c) => c.1 += ns,
-                None => by_cause.push((&p.cause, ns)),
+                Some(c) => c.1 += weight,
+                None => by_cause.push((&p.cause, weight)),
             }
         }
     }
     let top = by_cause.iter().max_by_key(|c| c.1).map_or("", |c| c.0);
-    (held, top.to_string(), holder_ns + interrupts_ns)
+    HoldSeen {
+        cause: top.to_string(),
+        got_ns: holder_ns + interrupts_ns,
+        truth_ns,
+        interrupts_ns,
+        unaccounted_ns,
+    }
 }
 
-/// Holds of 2 ms under a trace of the measured CPU: the attribution must name the holder.
+/// Holds of 2 ms under a trace of the measured CPU: the attribution must name the
+/// holder with its CPU time, above the background that holds of nothing show first.
 fn tracing_check(p: &Place, len: Lengths, stop: &AtomicBool, fault: Option<&str>) -> Check {
     let name = "tracing";
     if !rustix::process::geteuid().is_root() {
         return Check::new(name, Outcome::Skipped, "tracefs instances need root".into());
     }
-    let mut session = match TraceSession::start(&CpuList::from_cpus(vec![p.measured]), 4096) {
-        Ok(s) => s,
-        Err(e) => return Check::new(name, Outcome::Skipped, format!("no trace here: {e}")),
+    // Holds of nothing, every 2 ms: what the holder's wake-up and way back to sleep cost
+    // under the trace on this host, which attribution rightly gives to the holder.
+    let empty = traced_holds(
+        p,
+        Duration::from_micros(1_999),
+        Duration::ZERO,
+        len.overhead,
+        stop,
+        None,
+    );
+    // 2 ms every 20 ms: 10 % duty.
+    let busy = Duration::from_millis(2);
+    let held = traced_holds(
+        p,
+        Duration::from_micros(19_979),
+        busy,
+        len.holds,
+        stop,
+        fault,
+    );
+    let (empty, held) = match (empty, held) {
+        (Ok(e), Ok(h)) => (e, h),
+        (Err(c), _) | (_, Err(c)) => return c,
     };
+    let scale = p.clock.scale;
+    let mut background = background_of(&empty.holds, &empty.gaps, HOLDER_NAME, scale);
+    background.sort_unstable();
+    let bg99 = background
+        .get(background.len() * 99 / 100)
+        .copied()
+        .unwrap_or(0)
+        .max(0) as u64;
+    let j = judge_holds(&held.holds, &held.gaps, HOLDER_NAME, scale, bg99);
+    let share = j.named as f64 / j.holds.max(1) as f64;
+    let mut figures = format!(
+        "{} of {} holds of 2 ms attributed to {HOLDER_NAME} with its CPU time, within \
+         5 % + 5 µs + the background ({:.1} %); background (holds of nothing) p99 {:.1} µs \
+         over {} holds; {} trace events read, {} lost",
+        j.named,
+        j.holds,
+        share * 100.0,
+        bg99 as f64 / 1e3,
+        background.len(),
+        held.read + empty.read,
+        held.lost + empty.lost
+    );
+    figures.push_str(&set_aside_words(held.preempted));
+    if j.unseen > 0 {
+        figures.push_str(&format!(
+            "; {} holds set aside: the trace lacked a task switch there, and attribution \
+             left the time unaccounted",
+            j.unseen
+        ));
+    }
+    if let Some((top, got, truth)) = j.misses.first() {
+        figures.push_str(&format!(
+            "; first miss: top cause {:?}, {:.1} µs for {:.1} µs of CPU time",
+            top,
+            *got as f64 / 1e3,
+            *truth as f64 / 1e3
+        ));
+    }
+    let passed =
+        j.holds > 0 && share >= FOUND_SHARE && inject::enough_held(j.holds, held.preempted);
+    // A background as large as a quarter of the hold, or events lost, and the holder's
+    // time cannot be told from the host's: that says nothing about the tool.
+    let noisy = bg99 * 4 > busy.as_nanos() as u64 || background.len() < 10;
+    let lost = held.lost + empty.lost > 0;
+    let outcome = match (passed, noisy || lost) {
+        (true, _) => Outcome::Pass,
+        (false, true) => {
+            figures = format!("could not judge: {figures}");
+            Outcome::Undecided
+        }
+        (false, _) => Outcome::Fail,
+    };
+    Check::new(name, outcome, figures)
+}
+
+/// One traced phase of holds: the holds the holder ran through, the gaps broken down,
+/// the holds set aside, and the trace's own counts.
+struct TracedHolds {
+    holds: Vec<Injection>,
+    gaps: Vec<GapBreakdown>,
+    preempted: usize,
+    read: u64,
+    lost: u64,
+}
+
+/// Holds of `busy` every `period` for `window` on the measured CPU, under a trace of it,
+/// with the noise loop's gaps attributed; a failed check when that could not be done.
+fn traced_holds(
+    p: &Place,
+    period: Duration,
+    busy: Duration,
+    window: Duration,
+    stop: &AtomicBool,
+    fault: Option<&str>,
+) -> Result<TracedHolds, Check> {
+    let name = "tracing";
+    let fail = |why: String| Check::new(name, Outcome::Fail, why);
+    let mut session = TraceSession::start(&CpuList::from_cpus(vec![p.measured]), 4096)
+        .map_err(|e| Check::new(name, Outcome::Skipped, format!("no trace here: {e}")))?;
     let cfg = NoiseConfig {
         event_log: 100_000,
         ..NoiseConfig::default()
     };
     // The loop at SCHED_OTHER: a real-time spinner and the holder would be throttled
     // together (950 ms a second), merging holds into long stalls.
-    let mut plan = plan(p, len.holds);
+    let mut plan = plan(p, window);
     plan.sched = SchedRequest::OTHER;
-    // 2 ms every 20 ms: 10 % duty, and a tolerance (105 µs) that a stall of the vCPU at
-    // a hold's edge, which the trace cannot see and so gives to the holder, rarely passes.
-    let busy = Duration::from_millis(2);
     let done = AtomicBool::new(false);
     let got = std::thread::scope(|s| {
         let reader = s.spawn(|| {
             let _ = sched::pin_to(p.housekeeping);
             reader::collect(&session, &done)
         });
-        let run = with_holder(p, Duration::from_micros(19_979), busy, len.holds, || {
+        let run = with_holder(p, period, busy, window, || {
             noise::run(&cfg, &plan, &p.clock, stop)
         });
         done.store(true, Ordering::Relaxed);
@@ -643,50 +809,28 @@ fn tracing_check(p: &Place, len: Lengths, stop: &AtomicBool, fault: Option<&str>
     session.close();
     let (run, holds, mut collected) = match got {
         (Ok((Ok(run), holds)), Ok(Ok(c))) => (run, holds, c),
-        (Ok((Err(e), _)), _) => {
-            return Check::new(name, Outcome::Fail, format!("the noise run failed: {e}"));
-        }
-        (Err(e), _) => return Check::new(name, Outcome::Fail, e),
-        (_, Ok(Err(e))) => return Check::new(name, Outcome::Fail, format!("trace: {e}")),
-        (_, Err(_)) => return Check::new(name, Outcome::Fail, "the reader panicked".into()),
+        (Ok((Err(e), _)), _) => return Err(fail(format!("the noise run failed: {e}"))),
+        (Err(e), _) => return Err(fail(e)),
+        (_, Ok(Err(e))) => return Err(fail(format!("trace: {e}"))),
+        (_, Err(_)) => return Err(fail("the reader panicked".into())),
     };
     let (Some(w), Some(e)) = (run.outcome.window, run.entries.first()) else {
-        return Check::new(name, Outcome::Fail, "the noise run never started".into());
+        return Err(fail("the noise run never started".into()));
     };
     let scale = p.clock.scale;
     if fault == Some("drop-trace-events") {
         collected.per_cpu.clear();
     }
-    let Some(a) = tracing::attribute_noise_entry(e, &collected, scale, w.start, usize::MAX) else {
-        return Check::new(name, Outcome::Fail, "the noise run kept no gaps".into());
-    };
-    let (inside, preempted) = inject::held_within(holds, w.start, w.deadline, scale);
-    let j = judge_holds(&inside, &a.top, HOLDER_NAME, scale);
-    let share = j.named as f64 / j.holds.max(1) as f64;
-    let lost: u64 = collected.lost.values().sum();
-    let mut figures = format!(
-        "{} of {} holds of 2 ms attributed to {HOLDER_NAME} with their time, within \
-         5 % + 5 µs ({:.1} %); {} trace events read, {lost} lost",
-        j.named,
-        j.holds,
-        share * 100.0,
-        collected.read.values().sum::<u64>()
-    );
-    figures.push_str(&set_aside_words(preempted));
-    if let Some((top, got, held)) = j.misses.first() {
-        figures.push_str(&format!(
-            "; first miss: top cause {:?}, {:.1} µs for a {:.1} µs hold",
-            top,
-            *got as f64 / 1e3,
-            *held as f64 / 1e3
-        ));
-    }
-    let ok = j.holds > 0 && share >= FOUND_SHARE && inject::enough_held(j.holds, preempted);
-    Check::new(
-        name,
-        if ok { Outcome::Pass } else { Outcome::Fail },
-        figures,
-    )
+    let a = tracing::attribute_noise_entry(e, &collected, scale, w.start, usize::MAX)
+        .ok_or_else(|| fail("the noise run kept no gaps".into()))?;
+    let (holds, preempted) = inject::held_within(holds, w.start, w.deadline, scale);
+    Ok(TracedHolds {
+        holds,
+        gaps: a.top,
+        preempted,
+        read: collected.read.values().sum(),
+        lost: collected.lost.values().sum(),
+    })
 }
 
 /// No thread of ours outlives the checks; this thread is not left real-time.
@@ -755,6 +899,7 @@ fn print_table(checks: &[Check]) {
             Outcome::Pass => "pass",
             Outcome::Fail => "FAIL",
             Outcome::Skipped => "skip",
+            Outcome::Undecided => "????",
         };
         out.push_str(&format!("  {mark}  {:<16} {}\n", c.name, c.figures));
     }
@@ -762,9 +907,17 @@ fn print_table(checks: &[Check]) {
         .filter(|c| c.outcome == Outcome::Fail)
         .map(|c| c.name.as_str())
         .collect();
-    out.push_str(&match failed.as_slice() {
-        [] => "all checks passed\n".to_string(),
-        f => format!("failed: {}\n", f.join(", ")),
+    let undecided: Vec<&str> = (checks.iter())
+        .filter(|c| c.outcome == Outcome::Undecided)
+        .map(|c| c.name.as_str())
+        .collect();
+    out.push_str(&match (failed.as_slice(), undecided.as_slice()) {
+        ([], []) => "all checks passed\n".to_string(),
+        ([], u) => format!(
+            "no check failed; could not judge on this host's background: {}\n",
+            u.join(", ")
+        ),
+        (f, _) => format!("failed: {}\n", f.join(", ")),
     });
     let _ = std::io::stdout().lock().write_all(out.as_bytes());
 }
@@ -841,17 +994,16 @@ mod tests {
                 1_300_000,
                 vec![part(CauseKind::Task, h, 0, 1_200_000)],
             ),
-            // The hold's time left unaccounted: a miss.
+            // The hold's time left unaccounted: set aside as unseen.
             breakdown(
                 59_999_000,
                 1_002_000,
                 vec![part(CauseKind::Unaccounted, "unaccounted", 0, 1_002_000)],
             ),
         ];
-        let j = judge_holds(&holds, &gaps, "js-holder", scale);
-        assert_eq!((j.holds, j.named), (5, 3), "{:?}", j.misses);
-        assert_eq!(j.misses[0], (h.to_string(), 1_200_000, 1_000_000));
-        assert_eq!(j.misses[1], (String::new(), 0, 1_000_000));
+        let j = judge_holds(&holds, &gaps, "js-holder", scale, 0);
+        assert_eq!((j.holds, j.named, j.unseen), (4, 3, 1), "{:?}", j.misses);
+        assert_eq!(j.misses, vec![(h.to_string(), 1_200_000, 1_000_000)]);
         // A tick inside the hold is the hold's time; the loop let in mid-hold for 300 µs
         // is not; 300 µs given to a kworker inside the hold is a miss.
         let tick = "vector local_timer: tick_nohz_handler";
@@ -879,14 +1031,15 @@ mod tests {
                 ],
             ),
         ];
+        // The holder's CPU time says the loop had 300 µs of the first hold.
+        let mut let_in = hold(100_000_000, 101_000_000);
+        let_in.ran_ns = 700_000;
         let j = judge_holds(
-            &[
-                hold(100_000_000, 101_000_000),
-                hold(200_000_000, 201_000_000),
-            ],
+            &[let_in, hold(200_000_000, 201_000_000)],
             &split,
             "js-holder",
             scale,
+            0,
         );
         assert_eq!(j.named, 1, "{:?}", j.misses);
         assert_eq!(j.misses, vec![(h.to_string(), 700_000, 1_000_000)]);
@@ -902,10 +1055,10 @@ mod tests {
                 part(CauseKind::Task, h, 18_000, 1_162_000),
             ],
         )];
-        let j = judge_holds(&[late], &stalled, "js-holder", scale);
+        let j = judge_holds(&[late], &stalled, "js-holder", scale, 0);
         assert_eq!(j.named, 1, "{:?}", j.misses);
         late.late_ns = 0;
-        let j = judge_holds(&[late], &stalled, "js-holder", scale);
+        let j = judge_holds(&[late], &stalled, "js-holder", scale, 0);
         assert_eq!(j.misses, vec![(h.to_string(), 1_162_000, 1_000_000)]);
         // A hold the holder was preempted through is set aside, not judged; so is one
         // outside the window.
@@ -917,8 +1070,61 @@ mod tests {
         assert_eq!((held, set_aside), (vec![holds[0]], 1));
         assert!(inject::enough_held(9, 1) && !inject::enough_held(8, 2));
         // A hold no gap contains.
-        let j = judge_holds(&[hold(90_000_000, 91_000_000)], &gaps, "js-holder", scale);
+        let j = judge_holds(
+            &[hold(90_000_000, 91_000_000)],
+            &gaps,
+            "js-holder",
+            scale,
+            0,
+        );
         assert_eq!(j.misses, vec![("no gap".to_string(), 0, 1_000_000)]);
+    }
+
+    #[test]
+    fn issue22_a_hold_is_judged_against_the_holders_cpu_time_and_the_background() {
+        let scale = Scale::from_hz(1e9);
+        let h = "task js-holder:42 (real-time 2)";
+        let cyc = "task cyclictest:7 (real-time 95)";
+        // A task of higher priority took 270 µs of a 1 ms hold, and the holder's CPU time
+        // says so: the holder is named with the rest.
+        let mut shared = hold(10_000_000, 11_000_000);
+        shared.ran_ns = 730_000;
+        let gaps = [breakdown(
+            10_000_000,
+            1_000_000,
+            vec![
+                part(CauseKind::Task, h, 0, 500_000),
+                part(CauseKind::Task, cyc, 500_000, 270_000),
+                part(CauseKind::Task, h, 770_000, 230_000),
+            ],
+        )];
+        let j = judge_holds(&[shared], &gaps, "js-holder", scale, 0);
+        assert_eq!(j.named, 1, "{:?}", j.misses);
+        // A slice 137 µs past the holder's CPU time: a miss on a quiet background, named
+        // where holds of nothing show the host adds that much.
+        let long = [breakdown(
+            20_000_000,
+            1_200_000,
+            vec![part(CauseKind::Task, h, 0, 1_137_000)],
+        )];
+        let one = [hold(20_000_000, 21_000_000)];
+        assert_eq!(judge_holds(&one, &long, "js-holder", scale, 0).named, 0);
+        assert_eq!(
+            judge_holds(&one, &long, "js-holder", scale, 90_000).named,
+            1
+        );
+        // A hold of nothing: its whole slice is background.
+        let mut empty = hold(30_020_000, 30_020_000);
+        empty.ran_ns = 1_000;
+        let wake = [breakdown(
+            30_000_000,
+            60_000,
+            vec![part(CauseKind::Task, h, 5_000, 40_000)],
+        )];
+        assert_eq!(
+            background_of(&[empty], &wake, "js-holder", scale),
+            vec![39_000]
+        );
     }
 
     #[test]

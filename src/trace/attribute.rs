@@ -33,6 +33,9 @@ enum Cause {
     Vector(NameId, Option<u64>),
     Nmi,
     Task(Task, Option<u64>),
+    /// A task's time the trace cannot vouch for (a switch was not recorded); dropped
+    /// from the timeline, so that it is unaccounted.
+    Unknown,
 }
 
 /// A stretch of the timeline with one cause; `instance` tells one run of a cause (one
@@ -117,6 +120,8 @@ fn timeline(
     let (mut instances, mut slice) = (0u64, 0u64);
     // Where each task's last wake-up fell in the timeline.
     let mut woken_at: HashMap<u32, usize> = HashMap::new();
+    // Where the current task's segments begin.
+    let mut switched_at = 0;
     let mut last = evs.first().map_or(0, |e| e.0);
     for (ts, step) in evs {
         let current = match (stack.last(), opened.last()) {
@@ -179,9 +184,19 @@ fn timeline(
                         for seg in out[from..].iter_mut().filter(|s| idle(&s.cause)) {
                             seg.cause = Cause::Task(prev, None);
                         }
+                    } else if let Some(t) = task.filter(|t| t.pid != prev.pid) {
+                        // Another task switches out than the one thought to run: a switch
+                        // in between was not recorded, so when `t` stopped running is
+                        // unknown. Its time since it came in is left to no one
+                        // (unaccounted), never given to it by guess.
+                        let wrong = |c: &Cause| matches!(c, Cause::Task(w, _) if w.pid == t.pid);
+                        for seg in out[switched_at..].iter_mut().filter(|s| wrong(&s.cause)) {
+                            seg.cause = Cause::Unknown;
+                        }
                     }
                     instances += 1;
                     slice = instances;
+                    switched_at = out.len();
                 }
                 apply(step, &mut stack, &mut task, &mut work)
             }
@@ -195,7 +210,11 @@ fn timeline(
     // The measuring thread itself is no cause: its own slices, and idle time given to it
     // above (it woke from idle with no switch recorded), which is its wake-up path, are
     // what no event covers.
-    out.retain(|s| !matches!(s.cause, Cause::Task(t, _) if t.pid == measurer));
+    out.retain(|s| match s.cause {
+        Cause::Task(t, _) => t.pid != measurer,
+        Cause::Unknown => false,
+        _ => true,
+    });
     out
 }
 
@@ -265,6 +284,7 @@ impl Context<'_> {
             Cause::Vector(..) => CauseKind::Vector,
             Cause::Nmi => CauseKind::Nmi,
             Cause::Task(..) => CauseKind::Task,
+            Cause::Unknown => CauseKind::Unaccounted,
         }
     }
 
@@ -277,6 +297,7 @@ impl Context<'_> {
                 None => format!("vector {}", self.names.get(name)),
             },
             Cause::Nmi => "nmi".to_string(),
+            Cause::Unknown => "unaccounted".to_string(),
             // pid 0 is the idle task: the CPU slept (on a VM, halted and left to the host).
             Cause::Task(t, _) if t.pid == 0 => match self.naming {
                 Naming::Full => format!("idle ({})", self.names.get(t.comm)),
