@@ -278,7 +278,7 @@ pub fn memlock_limit() -> Option<u64> {
     let mut limit = getrlimit(Resource::Memlock);
     if limit.current != limit.maximum {
         limit.current = limit.maximum;
-        if setrlimit(Resource::Memlock, limit.clone()).is_err() {
+        if setrlimit(Resource::Memlock, limit).is_err() {
             limit = getrlimit(Resource::Memlock);
         }
     }
