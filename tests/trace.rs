@@ -428,3 +428,79 @@ fn issue13_timer_truth_the_holder_blocks_the_late_wakeups() {
     );
     assert!(holder.median_ns >= 400_000, "{holder:?}");
 }
+
+/// Issue 22: every gap of a traced run is attributed, not the first N the event log
+/// keeps. A holder takes the CPU 20 µs every 100 µs for 2 s (about 20 000 gaps) while
+/// `noise --trace` keeps a log of only 100: the cause table must still cover every gap
+/// the loop counted, with shares adding up to 100 %.
+#[test]
+fn issue22_every_gap_of_a_traced_run_is_attributed() {
+    let Some((cpu, _)) = can_trace("issue22_every_gap") else {
+        return;
+    };
+    let _m = measuring();
+    let (clock, _) = ClockInfo::detect();
+    let done = AtomicBool::new(false);
+    let ready = Barrier::new(2);
+    let cpu_s = cpu.to_string();
+    let out = std::thread::scope(|s| {
+        let holder = s.spawn(|| {
+            let schedule = Schedule {
+                cpu,
+                priority: 2,
+                period: Duration::from_micros(100),
+                busy: Duration::from_micros(20),
+                run_for: Duration::from_secs(6),
+                count: usize::MAX,
+            };
+            inject(schedule, &ready, &done, &clock)
+        });
+        ready.wait();
+        let args = [
+            "noise",
+            "-a",
+            &cpu_s,
+            "-D",
+            "2s",
+            "--trace",
+            "--event-log",
+            "100",
+        ];
+        let out = crate::util::jitterscope(&[&args[..], &["--json"]].concat());
+        done.store(true, Ordering::Relaxed);
+        holder.join().unwrap();
+        out
+    });
+    assert_eq!(out.status.code(), Some(0), "{:?}", stderr_lines(&out));
+    let r = ResultFile::parse(&String::from_utf8_lossy(&out.stdout)).unwrap();
+    let n = r
+        .probes
+        .iter()
+        .find_map(jitterscope::report::ProbeEntry::get::<jitterscope::probes::noise::NoiseEntry>)
+        .unwrap();
+    let a = n.attribution.as_ref().expect("attributed");
+    let shares: f64 = a.causes.iter().map(|c| c.share_pct).sum();
+    eprintln!(
+        "{} interruptions, {} attributed, {} unattributed; shares {shares:.3} %; events \
+         read {}, lost {}",
+        n.interruptions, a.gaps, a.unattributed_gaps, a.events_read, a.events_lost
+    );
+    assert!(
+        n.interruptions > 5_000,
+        "the holder made {} gaps",
+        n.interruptions
+    );
+    assert_eq!(a.gaps, n.interruptions, "every gap is attributed");
+    assert_eq!(a.unattributed_gaps, 0);
+    assert!((shares - 100.0).abs() <= 0.5, "{shares}");
+    let holder = a
+        .causes
+        .iter()
+        .find(|c| c.cause.starts_with("task js-holder"));
+    // The test thread is not named js-holder: it is found by its comm, the test binary's.
+    assert!(
+        a.causes[0].kind == jitterscope::stats::causes::CauseKind::Task || holder.is_some(),
+        "the holder's task leads: {:?}",
+        &a.causes[..3.min(a.causes.len())]
+    );
+}

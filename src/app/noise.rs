@@ -10,6 +10,7 @@ use crate::cli::{DEFAULT_DURATION, NoiseArgs};
 use crate::engine::run::RunPlan;
 use crate::probes::noise::{self, NoiseConfig};
 use crate::report::{ProbeEntry, ResultFile};
+use crate::stats::events::GapRing;
 
 use super::Ending;
 use super::output::{Warnings, clock_line, interrupted_mark};
@@ -92,14 +93,22 @@ impl Measure for NoiseCommand {
             true => noise::Histograms::Encoded,
             false => noise::Histograms::Omitted,
         };
-        let run = || noise::run_with(&self.cfg, &plan, clock, stop, histograms);
-        let (run, collected) = match self.trace {
-            true => tracing::traced(ctx, run),
+        // Traced, each gap goes to the reader as it happens, so that every gap of the
+        // run is attributed whatever its length.
+        let rings: Vec<GapRing> = match self.trace {
+            true => (ctx.cpus.measured.cpus().iter())
+                .map(|_| GapRing::new(tracing::STREAM_GAPS))
+                .collect(),
+            false => Vec::new(),
+        };
+        let run = || noise::run_streaming(&self.cfg, &plan, clock, stop, histograms, &rings);
+        let (run, streamed) = match self.trace {
+            true => tracing::traced_stream(ctx, &rings, clock.scale, run),
             false => (run(), None),
         };
         let mut run = run.context("the noise run failed")?;
-        if let (Some(c), Some(w)) = (&collected, run.outcome.window) {
-            tracing::attribute_noise(&mut run.entries, c, clock.scale, w.start);
+        if let (Some(s), Some(w)) = (streamed, run.outcome.window) {
+            tracing::attach_streamed(&mut run.entries, s, &rings, clock.scale, w.start);
         }
         Ok(Measured::of_plan(
             run.entries,

@@ -235,3 +235,210 @@ pub fn attribute_timer(
         e.attribution = Some(a);
     }
 }
+
+/// Each measured CPU's queue of noise gaps: 65 536 gaps (1 MiB) a CPU. The reader takes
+/// them every `PASS`; it would have to fall a whole queue behind to drop one.
+pub const STREAM_GAPS: usize = 65_536;
+/// Events held per CPU while they wait for the gaps they cover (48 bytes each).
+const STREAM_EVENTS: usize = 262_144;
+/// How often the reader drains the trace and the gap queues.
+const PASS: std::time::Duration = std::time::Duration::from_millis(20);
+/// How long after a gap's end it is attributed: by then every event inside it has been
+/// written to the trace and read.
+const SETTLE: std::time::Duration = std::time::Duration::from_millis(50);
+
+/// What a streamed trace attributed, per measured CPU in the rings' order.
+pub struct Streamed {
+    pub per_cpu: Vec<(usize, crate::trace::attribute::Tally)>,
+    pub read: Vec<u64>,
+    pub lost: Vec<u64>,
+}
+
+/// Runs `measure` (a noise run handing its gaps to `rings`, one per CPU of `cpus`) under
+/// a trace of those CPUs, attributing each gap as it settles, from a reader on the
+/// housekeeping CPU: every gap of a run of any length, in bounded memory (issue 22).
+pub fn traced_stream<T>(
+    ctx: &mut Ctx<'_>,
+    rings: &[crate::stats::events::GapRing],
+    scale: Scale,
+    measure: impl FnOnce() -> T,
+) -> (T, Option<Streamed>) {
+    let cpus = ctx.cpus.measured.clone();
+    let mut session = match TraceSession::start(&cpus, BUFFER_KIB) {
+        Ok(s) => s,
+        Err(e) => {
+            ctx.degrade(Degraded::TraceUnavailable {
+                reason: e.to_string(),
+            });
+            return (measure(), None);
+        }
+    };
+    let done = AtomicBool::new(false);
+    let housekeeping = ctx.cpus.housekeeping.first();
+    let (out, streamed) = std::thread::scope(|s| {
+        let reader = s.spawn(|| {
+            if let Some(cpu) = housekeeping {
+                let _ = sched::pin_to(cpu);
+            }
+            follow_gaps(&session, cpus.cpus(), rings, scale, &done)
+        });
+        let out = measure();
+        done.store(true, Ordering::Relaxed);
+        (out, reader.join())
+    });
+    session.close();
+    let reason = match streamed {
+        Ok(Ok(s)) => {
+            for (&(cpu, _), lost) in s.per_cpu.iter().zip(&s.lost).filter(|(_, n)| **n > 0) {
+                ctx.note(format!(
+                    "{lost} trace events were lost on CPU {cpu}: its gaps may show more \
+                     unaccounted time than there was"
+                ));
+            }
+            return (out, Some(s));
+        }
+        Ok(Err(e)) => e.to_string(),
+        Err(_) => "the trace reader panicked".to_string(),
+    };
+    ctx.degrade(Degraded::TraceUnavailable { reason });
+    (out, None)
+}
+
+/// The reader: drains the trace into a window per CPU and the gaps from their queues,
+/// and attributes the gaps that have settled to the events around them, forgetting the
+/// events no waiting gap needs.
+fn follow_gaps(
+    session: &TraceSession,
+    cpus: &[usize],
+    rings: &[crate::stats::events::GapRing],
+    scale: Scale,
+    done: &AtomicBool,
+) -> Result<Streamed, crate::trace::session::TraceError> {
+    use crate::trace::attribute::Tally;
+    use std::collections::VecDeque;
+    let io = |source| crate::trace::session::TraceError::Io {
+        path: session.pipe(cpus.first().copied().unwrap_or(0)),
+        source,
+    };
+    let mut follower = reader::Follower::open(session, STREAM_EVENTS)?;
+    let kallsyms = Symbols::load();
+    let mut symbols: HashMap<u64, String> = HashMap::new();
+    let mut pending: Vec<VecDeque<(Gap, u64)>> = rings.iter().map(|_| VecDeque::new()).collect();
+    let mut tallies: Vec<Tally> = rings.iter().map(|_| Tally::new(TOP)).collect();
+    loop {
+        let last = done.load(Ordering::Relaxed);
+        if last {
+            session.stop_recording();
+        }
+        let settled = match last {
+            true => u64::MAX,
+            false => {
+                crate::engine::clock::now().saturating_sub(scale.to_ticks(SETTLE.as_nanos() as u64))
+            }
+        };
+        follower.pass().map_err(io)?;
+        for (i, ring) in rings.iter().enumerate() {
+            let min_step = ring.loop_min();
+            ring.drain(|e| {
+                let end = e.start_ticks + scale.to_ticks(e.duration_ns) + min_step;
+                pending[i].push_back((
+                    Gap {
+                        start: e.start_ticks,
+                        end,
+                    },
+                    e.duration_ns,
+                ));
+            });
+            let ready = pending[i].partition_point(|(g, _)| g.end <= settled);
+            let Some(w) = follower
+                .windows
+                .iter_mut()
+                .find(|w| Some(&w.cpu) == cpus.get(i))
+            else {
+                continue;
+            };
+            if ready > 0 {
+                let batch: Vec<(Gap, u64)> = pending[i].drain(..ready).collect();
+                let addrs = w.events().iter().filter_map(|e| match e.kind {
+                    Kind::WorkStart { function } | Kind::HrtimerEntry { function } => {
+                        Some(function).filter(|f| !symbols.contains_key(f))
+                    }
+                    _ => None,
+                });
+                let new = kallsyms.names(addrs.collect::<Vec<_>>().into_iter());
+                symbols.extend(new);
+                let cx = Context {
+                    names: &follower.decoder.names,
+                    symbols: &symbols,
+                    scale,
+                    run_start: 0,
+                    measurer: ring.tid(),
+                    top: TOP,
+                    quiet_at_gap_start: true,
+                    naming: attribute::Naming::Full,
+                };
+                tallies[i].add(&batch, w.events(), &cx);
+            }
+            // What the next waiting gap needs, or what the next one could.
+            let keep_from = pending[i].front().map_or(settled, |(g, _)| g.start);
+            w.forget_before(keep_from.min(settled));
+        }
+        if last {
+            break;
+        }
+        std::thread::sleep(PASS);
+    }
+    let lost = (follower.windows.iter())
+        .map(|w| w.evicted + session.lost(w.cpu))
+        .collect();
+    let read = follower.windows.iter().map(|w| w.read).collect();
+    Ok(Streamed {
+        per_cpu: cpus.iter().copied().zip(tallies).collect(),
+        read,
+        lost,
+    })
+}
+
+/// Puts each CPU's streamed attribution on its noise entry: every gap the loop saw,
+/// less those its queue dropped (`unattributed_gaps`). Coincidences with other CPUs are
+/// counted over the gaps the entries' logs kept.
+pub fn attach_streamed(
+    entries: &mut [NoiseEntry],
+    s: Streamed,
+    rings: &[crate::stats::events::GapRing],
+    scale: Scale,
+    run_start: u64,
+) {
+    let per_cpu = s
+        .per_cpu
+        .into_iter()
+        .zip(rings)
+        .zip(s.read.into_iter().zip(s.lost));
+    for (((cpu, tally), _ring), (read, lost)) in per_cpu {
+        let Some(e) = entries.iter_mut().find(|e| e.cpu == cpu) else {
+            continue;
+        };
+        let mut a = tally.finish(scale);
+        for b in &mut a.top {
+            b.start_ns = scale.to_ns(b.start_tsc.saturating_sub(run_start));
+        }
+        a.events_read = read;
+        a.events_lost = lost;
+        a.unattributed_gaps = e.interruptions.saturating_sub(a.gaps);
+        a.coincidence_window_ns = COINCIDENCE_NS;
+        e.attribution = Some(a);
+    }
+    let mut starts = Vec::new();
+    for e in entries.iter() {
+        if let Some(log) = &e.events {
+            starts.push(log.start_tsc.clone());
+        }
+    }
+    let counts = attribute::coincident(&starts, scale.to_ticks(COINCIDENCE_NS));
+    let with_logs = entries.iter_mut().filter(|e| e.events.is_some());
+    for (e, n) in with_logs.zip(counts) {
+        if let Some(a) = &mut e.attribution {
+            a.coincident_gaps = n;
+        }
+    }
+}

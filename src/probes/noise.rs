@@ -20,7 +20,7 @@ use crate::engine::run::{self, RunError, RunOutcome, RunPlan, Window, Worker};
 use crate::engine::sched::{SchedRequest, ThreadCounters};
 use crate::probes::record::event_out;
 pub use crate::probes::record::{EventLogRecord, HistogramRecord, ThreadRecord};
-use crate::stats::events::EventOut;
+use crate::stats::events::{EventOut, GapProducer, GapRing};
 use crate::stats::series;
 use crate::stats::{
     Event, EventLog, IntervalSeries, Largest, LatencyHistogram, SeriesOut, Summary,
@@ -191,8 +191,21 @@ pub fn run_with(
     stop: &AtomicBool,
     histograms: Histograms,
 ) -> Result<NoiseRun, RunError> {
+    run_streaming(cfg, plan, clock, stop, histograms, &[])
+}
+
+/// `run_with`, handing each measured CPU's gaps, as they happen, to the ring of its
+/// index in `rings` (where there is one) for a reader to consume during the run.
+pub fn run_streaming(
+    cfg: &NoiseConfig,
+    plan: &RunPlan,
+    clock: &ClockInfo,
+    stop: &AtomicBool,
+    histograms: Histograms,
+    rings: &[GapRing],
+) -> Result<NoiseRun, RunError> {
     let scale = clock.scale;
-    let outcome = run::run(plan, scale, stop, |w| measure(w, cfg))?;
+    let outcome = run::run(plan, scale, stop, |w| measure(w, cfg, rings.get(w.index)))?;
     let entries = (outcome.workers.iter())
         .map(|w| to_entry(cfg, plan.sched, scale, w, histograms))
         .collect();
@@ -248,7 +261,7 @@ struct LoopStats {
 
 /// What the hot loop writes to on an interruption. All of it is owned by the measuring
 /// thread and preallocated.
-struct Recorder {
+struct Recorder<'r> {
     scale: Scale,
     start: u64,
     loop_min: u64,
@@ -256,9 +269,10 @@ struct Recorder {
     series: IntervalSeries,
     largest: Largest,
     log: EventLog,
+    stream: Option<GapProducer<'r>>,
 }
 
-impl Recorder {
+impl Recorder<'_> {
     /// Records a step of `step` ticks that began at `at`.
     #[inline(never)]
     #[cold]
@@ -271,6 +285,9 @@ impl Recorder {
         };
         self.largest.offer(event);
         self.log.push(event);
+        if let Some(p) = &mut self.stream {
+            p.push(event);
+        }
         self.series.record(at.saturating_sub(self.start), ns);
     }
 
@@ -286,7 +303,7 @@ impl Recorder {
 }
 
 /// The measuring thread's whole job.
-fn measure(w: &Worker<'_>, cfg: &NoiseConfig) -> CpuMeasurement {
+fn measure(w: &Worker<'_>, cfg: &NoiseConfig, ring: Option<&GapRing>) -> CpuMeasurement {
     let scale = w.scale;
     let mut rec = Recorder {
         scale,
@@ -300,6 +317,7 @@ fn measure(w: &Worker<'_>, cfg: &NoiseConfig) -> CpuMeasurement {
         ),
         largest: Largest::new(cfg.largest),
         log: EventLog::new(cfg.event_log),
+        stream: None,
     };
     // Warm-up: the same loop, recording nothing, to warm caches and find the loop's own
     // minimum step (subtracted from every interruption).
@@ -314,6 +332,9 @@ fn measure(w: &Worker<'_>, cfg: &NoiseConfig) -> CpuMeasurement {
     );
     rec.loop_min = warm.min_step;
     rec.prime();
+    // Only now: priming must not hand the reader a gap that never was.
+    let tid = rustix::thread::gettid().as_raw_nonzero().get() as u32;
+    rec.stream = ring.map(|r| r.producer(tid, rec.loop_min));
     periods = PeriodSampler::new();
     let threshold = scale.to_ticks(cfg.threshold_ns).max(1);
     let before = ThreadCounters::read();

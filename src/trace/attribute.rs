@@ -335,77 +335,191 @@ impl Context<'_> {
 /// Attributes `gaps` (sorted by start, each with its interrupted time in ns) of one CPU
 /// to its `events` (in time order).
 pub fn attribute(gaps: &[(Gap, u64)], events: &[Event], cx: &Context<'_>) -> Attribution {
-    let quiet: Vec<u64> = match cx.quiet_at_gap_start {
-        true => gaps.iter().map(|g| g.0.start).collect(),
-        false => Vec::new(),
-    };
-    let is_tick = |f: u64| cx.symbols.get(&f).is_some_and(|n| n.starts_with("tick_"));
-    let segments = timeline(events, cx.measurer, cx.scale, &quiet, &is_tick);
-    let mut per_cause: HashMap<Cause, Vec<(u64, u64)>> = HashMap::new(); // (gap start, ns)
-    let mut runs: HashMap<Cause, std::collections::HashSet<u64>> = HashMap::new();
-    let mut unaccounted: Vec<(u64, u64)> = Vec::new();
-    let mut interrupted = 0u64;
-    let mut breakdowns: Vec<(u64, GapBreakdown)> = Vec::new();
-    for &(gap, duration_ns) in gaps {
-        interrupted += duration_ns;
-        let parts = split(gap, &segments);
-        let mut covered = 0u64;
-        let mut per_gap: HashMap<Cause, u64> = HashMap::new();
-        for &(cause, instance, _, ticks) in &parts {
-            runs.entry(cause).or_default().insert(instance);
-            // Never more than the gap's own interrupted time.
-            let ns = cx.scale.to_ns(ticks).min(duration_ns - covered);
-            covered += ns;
-            *per_gap.entry(cause).or_default() += ns;
+    let mut t = Tally::new(cx.top);
+    t.add(gaps, events, cx);
+    t.finish(cx.scale)
+}
+
+/// Attribution summed over successive batches of one CPU's gaps, each with the events
+/// around it, in memory bounded by the causes seen rather than by the gaps: a run of any
+/// length is attributed whole (issue 22: the first 10 000 gaps of 227 508 were). Batches
+/// come in time order; `finish` gives what `attribute` would have given for them all,
+/// but that a cause's median over more than `SAMPLE` gaps is taken over an even sample
+/// of them, and its period over its first `SAMPLE` gaps.
+#[derive(Debug)]
+pub struct Tally {
+    causes: HashMap<(CauseKind, String), Acc>,
+    gaps: u64,
+    interrupted: u64,
+    /// The largest gaps broken down, at most `top`, in no order.
+    top: Vec<GapBreakdown>,
+    top_n: usize,
+}
+
+/// Per-gap values kept for a cause's median and period.
+const SAMPLE: usize = 4096;
+
+/// One cause's sums.
+#[derive(Debug, Default)]
+struct Acc {
+    gaps: u64,
+    occurrences: u64,
+    total: u64,
+    max: u64,
+    /// Its time in every `stride`-th gap it appears in (all of them up to `SAMPLE`).
+    sample: Vec<u64>,
+    stride: u64,
+    /// The starts of its first `SAMPLE` gaps, for its period.
+    starts: Vec<u64>,
+}
+
+impl Acc {
+    fn add(&mut self, start: u64, ns: u64) {
+        self.stride = self.stride.max(1);
+        if self.gaps.is_multiple_of(self.stride) {
+            if self.sample.len() == SAMPLE {
+                // Keep every other value and take every other one from now on.
+                let kept: Vec<u64> = self.sample.iter().copied().step_by(2).collect();
+                self.sample = kept;
+                self.stride *= 2;
+            }
+            if self.gaps.is_multiple_of(self.stride) {
+                self.sample.push(ns);
+            }
         }
-        for (cause, ns) in per_gap {
-            per_cause.entry(cause).or_default().push((gap.start, ns));
+        if self.starts.len() < SAMPLE {
+            self.starts.push(start);
         }
-        let rest = duration_ns - covered;
-        if rest > 0 {
-            unaccounted.push((gap.start, rest));
-        }
-        breakdowns.push((
-            duration_ns,
-            self_breakdown(cx, gap, duration_ns, &parts, rest),
-        ));
+        self.gaps += 1;
+        self.total += ns;
+        self.max = self.max.max(ns);
     }
-    let mut causes: Vec<CauseRow> = per_cause
-        .into_iter()
-        .map(|(c, v)| {
-            let mut r = row(cx.kind(c), cx.label(c), &v, interrupted, cx.scale);
-            r.occurrences = runs.get(&c).map_or(0, |s| s.len() as u64);
-            r
-        })
-        .collect();
-    if !unaccounted.is_empty() {
-        let label = match cx.naming {
+
+    fn row(&self, kind: CauseKind, cause: String, all: u64, scale: Scale) -> CauseRow {
+        let mut ns = self.sample.clone();
+        ns.sort_unstable();
+        CauseRow {
+            kind,
+            cause,
+            gaps: self.gaps,
+            occurrences: self.occurrences,
+            total_ns: self.total,
+            share_pct: match all {
+                0 => 0.0,
+                a => self.total as f64 * 100.0 / a as f64,
+            },
+            median_ns: ns.get(ns.len() / 2).copied().unwrap_or(0),
+            max_ns: self.max,
+            period_ns: period(&self.starts).map(|t| scale.to_ns(t)),
+        }
+    }
+}
+
+impl Tally {
+    /// Nothing yet; `top` of the largest gaps will be broken down.
+    pub fn new(top: usize) -> Tally {
+        Tally {
+            causes: HashMap::new(),
+            gaps: 0,
+            interrupted: 0,
+            top: Vec::new(),
+            top_n: top,
+        }
+    }
+
+    /// Gaps attributed so far.
+    pub fn gaps(&self) -> u64 {
+        self.gaps
+    }
+
+    /// Adds one batch of gaps (sorted by start, later than any added before) with the
+    /// CPU's events that cover them.
+    pub fn add(&mut self, gaps: &[(Gap, u64)], events: &[Event], cx: &Context<'_>) {
+        let quiet: Vec<u64> = match cx.quiet_at_gap_start {
+            true => gaps.iter().map(|g| g.0.start).collect(),
+            false => Vec::new(),
+        };
+        let is_tick = |f: u64| cx.symbols.get(&f).is_some_and(|n| n.starts_with("tick_"));
+        let segments = timeline(events, cx.measurer, cx.scale, &quiet, &is_tick);
+        // One interrupt or time slice is one occurrence, however many gaps it spans.
+        let mut runs: HashMap<Cause, std::collections::HashSet<u64>> = HashMap::new();
+        let unaccounted = match cx.naming {
             Naming::Full => "unaccounted (no event: entry and exit, the hypervisor, SMIs)",
             Naming::Stable => "unaccounted",
         };
-        causes.push(row(
-            CauseKind::Unaccounted,
-            label.into(),
-            &unaccounted,
-            interrupted,
-            cx.scale,
-        ));
+        for &(gap, duration_ns) in gaps {
+            self.interrupted += duration_ns;
+            self.gaps += 1;
+            let parts = split(gap, &segments);
+            let mut covered = 0u64;
+            let mut per_gap: HashMap<Cause, u64> = HashMap::new();
+            for &(cause, instance, _, ticks) in &parts {
+                runs.entry(cause).or_default().insert(instance);
+                // Never more than the gap's own interrupted time.
+                let ns = cx.scale.to_ns(ticks).min(duration_ns - covered);
+                covered += ns;
+                *per_gap.entry(cause).or_default() += ns;
+            }
+            for (cause, ns) in per_gap {
+                self.acc(cx.kind(cause), cx.label(cause)).add(gap.start, ns);
+            }
+            let rest = duration_ns - covered;
+            if rest > 0 {
+                let acc = self.acc(CauseKind::Unaccounted, unaccounted.into());
+                acc.add(gap.start, rest);
+                acc.occurrences += 1;
+            }
+            self.offer_top(duration_ns, || {
+                self_breakdown(cx, gap, duration_ns, &parts, rest)
+            });
+        }
+        for (cause, set) in runs {
+            self.acc(cx.kind(cause), cx.label(cause)).occurrences += set.len() as u64;
+        }
     }
-    causes.sort_by(|a, b| b.total_ns.cmp(&a.total_ns).then(a.cause.cmp(&b.cause)));
-    breakdowns.sort_by(|a, b| b.0.cmp(&a.0).then(a.1.start_tsc.cmp(&b.1.start_tsc)));
-    Attribution {
-        method: "kernel trace events on the loop's own counter (x86-tsc): net time per cause \
-                 inside each gap"
-            .into(),
-        gaps: gaps.len() as u64,
-        interrupted_ns: interrupted,
-        causes,
-        top: breakdowns.into_iter().take(cx.top).map(|b| b.1).collect(),
-        coincident_gaps: 0,
-        coincidence_window_ns: 0,
-        unattributed_gaps: 0,
-        events_read: 0,
-        events_lost: 0,
+
+    fn acc(&mut self, kind: CauseKind, label: String) -> &mut Acc {
+        self.causes.entry((kind, label)).or_default()
+    }
+
+    /// Keeps the gap's breakdown if it is among the `top_n` largest so far.
+    fn offer_top(&mut self, duration_ns: u64, breakdown: impl FnOnce() -> GapBreakdown) {
+        if self.top_n == 0 {
+            return;
+        }
+        if self.top.len() < self.top_n {
+            self.top.push(breakdown());
+            return;
+        }
+        let smallest = (0..self.top.len()).min_by_key(|&i| self.top[i].duration_ns);
+        if let Some(i) = smallest.filter(|&i| self.top[i].duration_ns < duration_ns) {
+            self.top[i] = breakdown();
+        }
+    }
+
+    /// The attribution of every gap added.
+    pub fn finish(self, scale: Scale) -> Attribution {
+        let all = self.interrupted;
+        let mut causes: Vec<CauseRow> = (self.causes.iter())
+            .map(|((kind, label), acc)| acc.row(*kind, label.clone(), all, scale))
+            .collect();
+        causes.sort_by(|a, b| b.total_ns.cmp(&a.total_ns).then(a.cause.cmp(&b.cause)));
+        let mut top = self.top;
+        top.sort_by(|a, b| (b.duration_ns.cmp(&a.duration_ns)).then(a.start_tsc.cmp(&b.start_tsc)));
+        Attribution {
+            method: "kernel trace events on the loop's own counter (x86-tsc): net time per \
+                     cause inside each gap"
+                .into(),
+            gaps: self.gaps,
+            interrupted_ns: all,
+            causes,
+            top,
+            coincident_gaps: 0,
+            coincidence_window_ns: 0,
+            unattributed_gaps: 0,
+            events_read: 0,
+            events_lost: 0,
+        }
     }
 }
 
@@ -439,29 +553,6 @@ fn self_breakdown(
         start_tsc: gap.start,
         duration_ns,
         parts: out,
-    }
-}
-
-/// A cause's row from its (gap start, ns) pairs.
-fn row(kind: CauseKind, cause: String, v: &[(u64, u64)], all: u64, scale: Scale) -> CauseRow {
-    let mut ns: Vec<u64> = v.iter().map(|x| x.1).collect();
-    ns.sort_unstable();
-    let total: u64 = ns.iter().sum();
-    let mut starts: Vec<u64> = v.iter().map(|x| x.0).collect();
-    starts.sort_unstable();
-    CauseRow {
-        kind,
-        cause,
-        gaps: v.len() as u64,
-        occurrences: v.len() as u64,
-        total_ns: total,
-        share_pct: match all {
-            0 => 0.0,
-            a => total as f64 * 100.0 / a as f64,
-        },
-        median_ns: ns.get(ns.len() / 2).copied().unwrap_or(0),
-        max_ns: ns.last().copied().unwrap_or(0),
-        period_ns: period(&starts).map(|t| scale.to_ns(t)),
     }
 }
 
@@ -532,6 +623,64 @@ mod tests {
 
     /// A holder preempts the loop; inside its slice an IRQ runs, and inside the IRQ's
     /// softirq-free stretch a tick vector: each counted once, where it ran.
+    /// Issue 22: a run attributed batch by batch, each batch with only the events from
+    /// its first gap on (what the streaming reader keeps), gives what one pass over the
+    /// whole run gives.
+    #[test]
+    fn issue22_batches_add_up_to_the_whole_run() {
+        let mut names = Names::default();
+        let me = task(&mut names, "measure-cpu1", ME, 120);
+        let kw = task(&mut names, "kworker/1:1", 57, 120);
+        let timer = names.intern("local_timer");
+        let (mut events, mut gaps) = (Vec::new(), Vec::new());
+        for i in 0..50u64 {
+            let t = 10_000 * (i + 1);
+            events.push(ev(t + 10, Kind::VectorEntry { name: timer }));
+            events.push(ev(t + 30 + i, Kind::VectorExit { name: timer }));
+            gaps.push((
+                Gap {
+                    start: t,
+                    end: t + 40 + i,
+                },
+                40 + i,
+            ));
+            if i % 7 == 0 {
+                let s = t + 5_000;
+                let switch = |prev, next| Kind::Switch {
+                    prev,
+                    prev_state: 0,
+                    next,
+                };
+                events.push(ev(s + 5, switch(me, kw)));
+                events.push(ev(s + 500, switch(kw, me)));
+                gaps.push((
+                    Gap {
+                        start: s,
+                        end: s + 510,
+                    },
+                    510,
+                ));
+            }
+        }
+        let symbols = HashMap::new();
+        let cx = cx(&names, &symbols);
+        let whole = attribute(&gaps, &events, &cx);
+        let mut t = Tally::new(cx.top);
+        for batch in gaps.chunks(9) {
+            let from = batch[0].0.start;
+            let first = events.partition_point(|e| e.ts < from);
+            t.add(batch, &events[first..], &cx);
+        }
+        assert_eq!(t.gaps(), gaps.len() as u64);
+        assert_eq!(t.finish(cx.scale), whole);
+        assert!(
+            whole
+                .causes
+                .iter()
+                .any(|c| c.cause.starts_with("task kworker"))
+        );
+    }
+
     #[test]
     fn nested_causes_are_counted_once_and_the_rest_is_unaccounted() {
         let mut names = Names::default();
