@@ -485,6 +485,7 @@ mod tests {
             unattributed_gaps: 0,
             events_read: 0,
             events_lost: 0,
+            trace_cost: None,
         }
     }
 

@@ -974,6 +974,7 @@ mod tests {
             unattributed_gaps: 0,
             events_read: 10,
             events_lost: 2,
+            trace_cost: None,
         }
     }
 

@@ -102,6 +102,23 @@ pub struct Attribution {
     /// beyond what is kept): gaps while events were lost may show more unaccounted time.
     pub events_read: u64,
     pub events_lost: u64,
+    /// What tracing itself adds to the gaps it describes (issue 22): each event is
+    /// written while the CPU is away from the loop, so a traced gap reads longer than
+    /// the same gap untraced.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub trace_cost: Option<TraceCost>,
+}
+
+/// Tracing's own cost inside the gaps, measured from the trace itself.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct TraceCost {
+    /// The shortest spacing of two successive events on the CPU: no event is written
+    /// faster, so it bounds one event's cost from above and is close to it (ns).
+    pub event_ns: u64,
+    /// Events recorded inside the gaps, on average per gap.
+    pub events_per_gap: f64,
+    /// Their product: about how much of an average traced gap is the trace's own (ns).
+    pub per_gap_ns: f64,
 }
 
 impl Attribution {

@@ -12,7 +12,7 @@
 use std::collections::HashMap;
 
 use crate::engine::clock::Scale;
-use crate::stats::causes::{Attribution, CauseKind, CauseRow, GapBreakdown, Part};
+use crate::stats::causes::{Attribution, CauseKind, CauseRow, GapBreakdown, Part, TraceCost};
 
 use super::event::{Event, Kind, NameId, Names, Task, policy_words, softirq_name};
 
@@ -354,6 +354,9 @@ pub struct Tally {
     /// The largest gaps broken down, at most `top`, in no order.
     top: Vec<GapBreakdown>,
     top_n: usize,
+    /// Events stamped inside the gaps, and the shortest spacing of two successive events.
+    events_in_gaps: u64,
+    min_spacing_ns: Option<u64>,
 }
 
 /// Per-gap values kept for a cause's median and period.
@@ -424,6 +427,8 @@ impl Tally {
             interrupted: 0,
             top: Vec::new(),
             top_n: top,
+            events_in_gaps: 0,
+            min_spacing_ns: None,
         }
     }
 
@@ -441,6 +446,7 @@ impl Tally {
         };
         let is_tick = |f: u64| cx.symbols.get(&f).is_some_and(|n| n.starts_with("tick_"));
         let segments = timeline(events, cx.measurer, cx.scale, &quiet, &is_tick);
+        self.count_trace_cost(gaps, events, cx.scale);
         // One interrupt or time slice is one occurrence, however many gaps it spans.
         let mut runs: HashMap<Cause, std::collections::HashSet<u64>> = HashMap::new();
         let unaccounted = match cx.naming {
@@ -478,6 +484,22 @@ impl Tally {
         }
     }
 
+    /// Counts the events inside the gaps and the shortest spacing of two events.
+    fn count_trace_cost(&mut self, gaps: &[(Gap, u64)], events: &[Event], scale: Scale) {
+        for (g, _) in gaps {
+            let from = events.partition_point(|e| e.ts < g.start);
+            let to = events.partition_point(|e| e.ts < g.end);
+            self.events_in_gaps += (to - from) as u64;
+        }
+        let spacing = (events.windows(2))
+            .map(|w| w[1].ts.saturating_sub(w[0].ts))
+            .filter(|&d| d > 0)
+            .min();
+        if let Some(d) = spacing.map(|d| scale.to_ns(d)) {
+            self.min_spacing_ns = Some(self.min_spacing_ns.map_or(d, |m| m.min(d)));
+        }
+    }
+
     fn acc(&mut self, kind: CauseKind, label: String) -> &mut Acc {
         self.causes.entry((kind, label)).or_default()
     }
@@ -504,6 +526,7 @@ impl Tally {
             .map(|((kind, label), acc)| acc.row(*kind, label.clone(), all, scale))
             .collect();
         causes.sort_by(|a, b| b.total_ns.cmp(&a.total_ns).then(a.cause.cmp(&b.cause)));
+        let trace_cost = self.cost();
         let mut top = self.top;
         top.sort_by(|a, b| (b.duration_ns.cmp(&a.duration_ns)).then(a.start_tsc.cmp(&b.start_tsc)));
         Attribution {
@@ -519,7 +542,19 @@ impl Tally {
             unattributed_gaps: 0,
             events_read: 0,
             events_lost: 0,
+            trace_cost,
         }
+    }
+
+    /// Tracing's cost inside the gaps, once events were seen.
+    fn cost(&self) -> Option<TraceCost> {
+        let event_ns = self.min_spacing_ns?;
+        let events_per_gap = self.events_in_gaps as f64 / self.gaps.max(1) as f64;
+        Some(TraceCost {
+            event_ns,
+            events_per_gap,
+            per_gap_ns: event_ns as f64 * events_per_gap,
+        })
     }
 }
 
