@@ -34,4 +34,5 @@ mod syscalls;
 mod timer_cli;
 mod timer_truth;
 mod trace;
+mod version;
 mod work;
