@@ -18,6 +18,7 @@ mod ground_truth;
 mod help;
 mod histogram_interop;
 mod html_page;
+mod image;
 mod main_job;
 mod memory;
 mod monitor;
