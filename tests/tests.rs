@@ -23,6 +23,7 @@ mod main_job;
 mod memory;
 mod monitor;
 mod nonroot;
+mod package;
 mod pingpong;
 mod plots;
 mod ptp;
