@@ -184,6 +184,7 @@ fn run() -> RunInfo {
     let cpus = CpuList::from_cpus((0..CPUS).collect());
     RunInfo {
         tool_version: "bench".into(),
+        tool_commit: None,
         command_line: vec![],
         start_time: "2024-01-01T00:00:00Z".into(),
         requested_duration_ns: INTERVALS as u64 * 1_000_000_000,

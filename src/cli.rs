@@ -18,7 +18,7 @@ use crate::report::gate::Gate;
 /// With no subcommand, runs the main job (`jitterscope run`): the audit, noise, timer and
 /// pingpong in about 30 s, a verdict with the top fixes, and a saved result and HTML page.
 #[derive(Debug, Parser)]
-#[command(name = "jitterscope", version, propagate_version = true)]
+#[command(name = "jitterscope", version = crate::LONG_VERSION, propagate_version = true)]
 pub struct Cli {
     #[command(subcommand)]
     pub command: Option<Command>,

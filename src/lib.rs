@@ -6,6 +6,16 @@
 //! clocks, scheduling) → `stats` → `report::result` (the saved JSON) → the exporters.
 #![deny(unsafe_code)]
 
+/// The git commit this binary was built from (build.rs), or "unknown".
+pub const COMMIT: &str = env!("JITTERSCOPE_COMMIT");
+/// What `--version` prints after the name: the version and the commit.
+pub const LONG_VERSION: &str = concat!(
+    env!("CARGO_PKG_VERSION"),
+    " (",
+    env!("JITTERSCOPE_COMMIT"),
+    ")"
+);
+
 pub mod app;
 pub mod cli;
 pub mod degraded;

@@ -25,7 +25,7 @@ use crate::injector::{Schedule, inject};
 use crate::util::{self, bin, is_root, our_instances, skip};
 
 /// A free loopback port (bound, read, released).
-fn free_port() -> u16 {
+pub(crate) fn free_port() -> u16 {
     TcpListener::bind("127.0.0.1:0")
         .unwrap()
         .local_addr()
@@ -112,7 +112,7 @@ impl Monitor {
 }
 
 /// One HTTP/1.0 GET (the test's own minimal client): status and body.
-fn get(addr: SocketAddr, path_and_query: &str) -> std::io::Result<(u16, String)> {
+pub(crate) fn get(addr: SocketAddr, path_and_query: &str) -> std::io::Result<(u16, String)> {
     let mut s = TcpStream::connect_timeout(&addr, Duration::from_secs(2))?;
     s.set_read_timeout(Some(Duration::from_secs(5)))?;
     write!(
@@ -154,7 +154,7 @@ fn sample(text: &str, name_and_labels: &str) -> Option<f64> {
 }
 
 /// A real Prometheus on loopback, scraping `target` every second.
-struct Prometheus {
+pub(crate) struct Prometheus {
     child: Child,
     addr: SocketAddr,
     _dir: tempfile::TempDir,
@@ -169,7 +169,7 @@ impl Drop for Prometheus {
 
 /// `prometheus` and `promtool`, installing the distribution's package as root if
 /// missing; `None` (with the reason printed) when they cannot be had.
-fn prometheus_tools(test: &str) -> Option<()> {
+pub(crate) fn prometheus_tools(test: &str) -> Option<()> {
     let have = || {
         Command::new("promtool").arg("--version").output().is_ok()
             && Command::new("prometheus").arg("--version").output().is_ok()
@@ -198,7 +198,7 @@ fn prometheus_tools(test: &str) -> Option<()> {
 }
 
 impl Prometheus {
-    fn start(target: SocketAddr) -> Prometheus {
+    pub(crate) fn start(target: SocketAddr) -> Prometheus {
         let dir = tempfile::tempdir().unwrap();
         let config = dir.path().join("prometheus.yml");
         std::fs::write(
@@ -241,7 +241,7 @@ impl Prometheus {
     }
 
     /// Waits until `q` has a value.
-    fn wait_for(&self, q: &str, within: Duration) -> Option<f64> {
+    pub(crate) fn wait_for(&self, q: &str, within: Duration) -> Option<f64> {
         let t0 = Instant::now();
         while t0.elapsed() < within {
             if let Some(v) = self.query(q) {

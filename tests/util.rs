@@ -221,3 +221,41 @@ pub fn can_draw() -> bool {
     let plots = jitterscope::report::plot::result_plots(&[(PathBuf::from("f.json"), frozen())]);
     plots.is_ok_and(|p| p.iter().all(|p| p.svg().is_ok()))
 }
+
+/// Runs `scripts/NAME ARGS` from the package root, holding the measuring lock (a release
+/// build beside a timing test would spoil it): the last line of its stdout (what it made),
+/// or why it failed.
+pub fn build_with(script: &str, args: &[&str]) -> Result<String, String> {
+    let _m = measuring();
+    let out = Command::new(format!("scripts/{script}"))
+        .args(args)
+        .current_dir(env!("CARGO_MANIFEST_DIR"))
+        .output()
+        .map_err(|e| format!("cannot run scripts/{script}: {e}"))?;
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    match (out.status.success(), stdout.lines().last()) {
+        (true, Some(last)) => Ok(last.to_string()),
+        _ => Err(format!(
+            "scripts/{script} failed: {}",
+            String::from_utf8_lossy(&out.stderr)
+        )),
+    }
+}
+
+/// `selftest`, run by a fresh `cmd()` each time, passes in one of two attempts (a noisy
+/// stretch of this shared VM can spoil one, as tests/selftest.rs allows): its output.
+pub fn selftest_passes(test: &str, mut cmd: impl FnMut() -> Command) -> String {
+    let _m = measuring();
+    let mut text = String::new();
+    for attempt in 1..=2 {
+        let out = cmd().output().expect("selftest runs");
+        text = String::from_utf8_lossy(&out.stdout).into_owned();
+        eprintln!("{test}: selftest, attempt {attempt}:\n{text}");
+        if out.status.code() == Some(0) {
+            assert!(text.contains("all checks passed"), "{text}");
+            return text;
+        }
+        eprintln!("{}", String::from_utf8_lossy(&out.stderr));
+    }
+    panic!("{test}: selftest failed twice:\n{text}");
+}

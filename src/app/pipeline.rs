@@ -475,6 +475,7 @@ impl RunFacts<'_> {
         let euid = rustix::process::geteuid();
         RunInfo {
             tool_version: env!("CARGO_PKG_VERSION").to_string(),
+            tool_commit: Some(crate::COMMIT.to_string()),
             command_line: self.argv.to_vec(),
             start_time: humantime::format_rfc3339_seconds(self.start_time).to_string(),
             requested_duration_ns: m.requested.as_nanos() as u64,

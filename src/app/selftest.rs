@@ -861,6 +861,9 @@ pub struct SelftestRecord {
     /// "jitterscope-selftest/1".
     pub schema: String,
     pub tool_version: String,
+    /// The git commit the tool was built from (absent in records from before it was kept).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tool_commit: Option<String>,
     pub host: crate::system::HostInfo,
     pub checks: Vec<Check>,
 }
@@ -875,6 +878,7 @@ fn save(
     let record = SelftestRecord {
         schema: "jitterscope-selftest/1".into(),
         tool_version: env!("CARGO_PKG_VERSION").into(),
+        tool_commit: Some(crate::COMMIT.into()),
         host: crate::system::HostInfo::collect(clock.clone(), universe.online.clone()),
         checks: checks.to_vec(),
     };

@@ -532,7 +532,7 @@ fn facts(r: &ResultFile) -> Vec<(&'static str, String)> {
         ("nohz_full CPUs", h.isolation.nohz_full.to_string()),
         ("root", r.run.privileges.root.to_string()),
         ("memory locked", r.run.privileges.memory_locked.to_string()),
-        ("jitterscope version", r.run.tool_version.clone()),
+        ("jitterscope version", r.run.tool()),
         ("interrupted", r.run.interrupted.to_string()),
         ("degradations", degradations(r)),
     ]

@@ -670,7 +670,7 @@ fn run_facts(path: &Path, r: &ResultFile) -> Vec<(String, String)> {
         fact("Command", run.command_line.join(" ")),
         fact("Started", &run.start_time),
         fact("Duration", duration),
-        fact("Tool version", &run.tool_version),
+        fact("Tool version", run.tool()),
         fact("Privileges", privileges),
         fact("Measured CPUs", cpus_or_none(&run.cpus.measured)),
         fact("Housekeeping CPUs", cpus_or_none(&run.cpus.housekeeping)),
@@ -1050,6 +1050,7 @@ mod tests {
         host.hostname = "<script>alert('x')</script>".into();
         let run = crate::report::RunInfo {
             tool_version: "test".into(),
+            tool_commit: None,
             command_line: vec!["jitterscope".into(), "noise".into()],
             start_time: "2024-01-01T00:00:00Z".into(),
             requested_duration_ns: 1_000_000_000,

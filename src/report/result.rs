@@ -65,6 +65,10 @@ pub struct ResultFile {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct RunInfo {
     pub tool_version: String,
+    /// The git commit the tool was built from ("unknown" for a build outside git);
+    /// absent in results written before it was recorded.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tool_commit: Option<String>,
     /// The full command line, one element per argument.
     pub command_line: Vec<String>,
     /// RFC 3339, UTC.
@@ -87,6 +91,16 @@ pub struct RunInfo {
     /// could not be read, and in results from before they were recorded).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub counters: Option<crate::system::counters::CounterDelta>,
+}
+
+impl RunInfo {
+    /// The tool that wrote the result: its version, and its commit where recorded.
+    pub fn tool(&self) -> String {
+        match &self.tool_commit {
+            Some(commit) => format!("{} ({commit})", self.tool_version),
+            None => self.tool_version.clone(),
+        }
+    }
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]

@@ -451,6 +451,7 @@ mod tests {
         let host = crate::system::HostInfo::collect(clock, CpuList::parse_kernel("0-7").unwrap());
         let run = crate::report::RunInfo {
             tool_version: "test".into(),
+            tool_commit: None,
             command_line: vec![],
             start_time: "2024-01-01T00:00:00Z".into(),
             requested_duration_ns: 0,
