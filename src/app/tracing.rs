@@ -115,6 +115,7 @@ impl OnCpu {
             top: self.top,
             quiet_at_gap_start,
             naming: attribute::Naming::Full,
+            throttle: crate::system::throttle::read(self.cpu),
         };
         let mut a = attribute::attribute(gaps, c.per_cpu.get(&self.cpu).unwrap_or(&empty), &cx);
         a.events_read = c.read.get(&self.cpu).copied().unwrap_or(0);

@@ -84,6 +84,18 @@ fn cause_table_titled(title: &str, a: &Attribution) -> String {
             us(c.max_ns),
             period
         ));
+        // A throttle's row: its full name when cut (it names the setting to change),
+        // then what ran while it held the measurer off, with its time.
+        if !c.tasks.is_empty() && c.cause.chars().count() > 46 {
+            t.push_str(&format!("  {}\n", c.cause));
+        }
+        for task in &c.tasks {
+            t.push_str(&format!(
+                "  {:<51} {:>10}\n",
+                cut(&format!("ran: {}", task.task), 51),
+                us(task.total_ns)
+            ));
+        }
     }
     t
 }
