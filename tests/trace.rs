@@ -444,7 +444,8 @@ fn issue22_every_gap_of_a_traced_run_is_attributed() {
     let ready = Barrier::new(2);
     let cpu_s = cpu.to_string();
     let out = std::thread::scope(|s| {
-        let holder = s.spawn(|| {
+        let holder = std::thread::Builder::new().name("js-holder".into());
+        let holder = holder.spawn_scoped(s, || {
             let schedule = Schedule {
                 cpu,
                 priority: 2,
@@ -455,6 +456,7 @@ fn issue22_every_gap_of_a_traced_run_is_attributed() {
             };
             inject(schedule, &ready, &done, &clock)
         });
+        let holder = holder.expect("the holder starts");
         ready.wait();
         let args = [
             "noise",
@@ -493,14 +495,81 @@ fn issue22_every_gap_of_a_traced_run_is_attributed() {
     assert_eq!(a.gaps, n.interruptions, "every gap is attributed");
     assert_eq!(a.unattributed_gaps, 0);
     assert!((shares - 100.0).abs() <= 0.5, "{shares}");
-    let holder = a
-        .causes
-        .iter()
-        .find(|c| c.cause.starts_with("task js-holder"));
-    // The test thread is not named js-holder: it is found by its comm, the test binary's.
     assert!(
-        a.causes[0].kind == jitterscope::stats::causes::CauseKind::Task || holder.is_some(),
-        "the holder's task leads: {:?}",
+        a.causes[0].cause.starts_with("task js-holder"),
+        "the holder leads: {:?}",
         &a.causes[..3.min(a.causes.len())]
+    );
+}
+
+/// Issue 22: a SCHED_FIFO loop that spins is throttled about 50 ms a second (RT throttling
+/// or the fair server giving the CPU away); those gaps are named after the throttle, not
+/// after idle or the task that happened to run.
+#[test]
+fn issue22_rt_throttling_is_named() {
+    let test = "issue22_rt_throttling_is_named";
+    let Some((_, cpu)) = can_trace(test) else {
+        return;
+    };
+    if !crate::util::tracefs_usable() {
+        return skip(test, "tracefs cannot be mounted or used here");
+    }
+    let _m = measuring();
+    let r: ResultFile = crate::util::json_result(&[
+        "noise",
+        "--trace",
+        "-D",
+        "3s",
+        "-a",
+        &cpu.to_string(),
+        "-p",
+        "10",
+    ]);
+    let e = r
+        .entries::<jitterscope::probes::noise::NoiseEntry>()
+        .next()
+        .unwrap();
+    let a = e.attribution.as_ref().expect("attributed");
+    // Throttling takes ~50 ms at a time; nothing else on a quiet CPU takes 20 ms.
+    let big: Vec<_> = a
+        .top
+        .iter()
+        .filter(|g| g.duration_ns >= 20_000_000)
+        .collect();
+    if big.is_empty() {
+        let rt = std::fs::read_to_string("/proc/sys/kernel/sched_rt_runtime_us");
+        return skip(
+            test,
+            &format!("no gap of 20 ms or more: nothing throttled (sched_rt_runtime_us {rt:?})"),
+        );
+    }
+    let all: u64 = big.iter().map(|g| g.duration_ns).sum();
+    let throttled: u64 = (big.iter().flat_map(|g| &g.parts))
+        .filter(|p| p.kind == jitterscope::stats::causes::CauseKind::Throttling)
+        .map(|p| p.duration_ns)
+        .sum();
+    let row = a
+        .top_of(jitterscope::stats::causes::CauseKind::Throttling)
+        .unwrap_or_else(|| panic!("a throttling row: {:?}", a.causes));
+    eprintln!(
+        "{} gaps of 20 ms or more, {} µs, {} µs of it under \"{}\" (ran: {:?})",
+        big.len(),
+        all / 1000,
+        throttled / 1000,
+        row.cause,
+        row.tasks
+    );
+    assert!(
+        row.cause
+            .starts_with("real-time throttling (kernel.sched_rt_runtime_us = ")
+            || row.cause.starts_with("fair server ("),
+        "{}",
+        row.cause
+    );
+    assert!(!row.tasks.is_empty(), "what ran is listed");
+    assert!(
+        throttled as f64 >= 0.95 * all as f64,
+        "{throttled} of {all} ns throttled: {:?}",
+        big.iter().map(|g| &g.parts).collect::<Vec<_>>()
     );
 }

@@ -115,6 +115,7 @@ impl OnCpu {
             top: self.top,
             quiet_at_gap_start,
             naming: attribute::Naming::Full,
+            throttle: crate::system::throttle::read(self.cpu),
         };
         let mut a = attribute::attribute(gaps, c.per_cpu.get(&self.cpu).unwrap_or(&empty), &cx);
         a.events_read = c.read.get(&self.cpu).copied().unwrap_or(0);
@@ -275,12 +276,16 @@ pub fn traced_stream<T>(
     };
     let done = AtomicBool::new(false);
     let housekeeping = ctx.cpus.housekeeping.first();
+    // Read before measuring: it may mount debugfs for the fair server's settings.
+    let throttles: Vec<_> = (cpus.cpus().iter())
+        .map(|&c| crate::system::throttle::read(c))
+        .collect();
     let (out, streamed) = std::thread::scope(|s| {
         let reader = s.spawn(|| {
             if let Some(cpu) = housekeeping {
                 let _ = sched::pin_to(cpu);
             }
-            follow_gaps(&session, cpus.cpus(), rings, scale, &done)
+            follow_gaps(&session, cpus.cpus(), &throttles, rings, scale, &done)
         });
         let out = measure();
         done.store(true, Ordering::Relaxed);
@@ -310,6 +315,7 @@ pub fn traced_stream<T>(
 fn follow_gaps(
     session: &TraceSession,
     cpus: &[usize],
+    throttles: &[attribute::Throttle],
     rings: &[crate::stats::events::GapRing],
     scale: Scale,
     done: &AtomicBool,
@@ -376,6 +382,7 @@ fn follow_gaps(
                     top: TOP,
                     quiet_at_gap_start: true,
                     naming: attribute::Naming::Full,
+                    throttle: throttles[i],
                 };
                 tallies[i].add(&batch, w.events(), &cx);
             }

@@ -470,6 +470,7 @@ mod tests {
             median_ns: 1,
             max_ns: 1,
             period_ns: None,
+            tasks: Vec::new(),
         }
     }
 

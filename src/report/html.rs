@@ -944,6 +944,7 @@ mod tests {
             median_ns: 1500,
             max_ns: 2500,
             period_ns: Some(4_000_000),
+            tasks: Vec::new(),
         };
         Attribution {
             method: "tracefs <x86-tsc>".into(),

@@ -828,8 +828,8 @@ const LEGEND_COLUMNS: usize = 2;
 const SIDE: i32 = 16;
 
 /// A segment's colour: a hue per kind of cause (IRQs blue, softirqs green, vectors
-/// orange, NMIs red, tasks purple), a lighter or darker shade for each further cause of
-/// that kind; the unaccounted time mid grey, the grouped "other" light grey.
+/// orange, NMIs red, tasks purple, throttling brown), a lighter or darker shade for each
+/// further cause of that kind; the unaccounted time mid grey, the grouped "other" light grey.
 fn share_colour(kind: Option<CauseKind>, nth_of_kind: usize) -> RGBColor {
     const SHADES: usize = 3;
     let shades: [(u8, u8, u8); SHADES] = match kind {
@@ -838,6 +838,8 @@ fn share_colour(kind: Option<CauseKind>, nth_of_kind: usize) -> RGBColor {
         Some(CauseKind::Vector) => [(255, 127, 14), (253, 174, 107), (166, 54, 3)],
         Some(CauseKind::Nmi) => [(214, 39, 40), (251, 106, 74), (153, 0, 13)],
         Some(CauseKind::Task) => [(148, 103, 189), (188, 189, 220), (84, 39, 143)],
+        // Brown: a setting took the CPU, not something that ran.
+        Some(CauseKind::Throttling) => [(140, 86, 75), (196, 156, 148), (94, 52, 44)],
         Some(CauseKind::Unaccounted) => [(120, 120, 120); SHADES],
         None => [(205, 205, 205); SHADES],
     };

@@ -15,6 +15,9 @@
 //!   machine, the hypervisor descheduling the vCPU (an interrupt handler or the tick take
 //!   a few µs); on bare metal, SMIs, long IRQ handlers or kernel work.
 //! - **everything else**: device IRQs, softirqs, kernel threads, RCU.
+//! - with `--trace` only, **RT throttling** and **the fair server**: the time the kernel
+//!   held a runnable real-time loop off its CPU (`trace::attribute`), whose fixes are
+//!   `kernel.sched_rt_runtime_us` and the fair server's runtime.
 //!
 //! A cause's share is the time it took over the time all interruptions took, over every
 //! measured CPU. Each cause is matched to the audit findings that would remove it; a fix's
@@ -49,11 +52,21 @@ pub enum Cause {
     Tick,
     LongStall,
     Other,
+    /// Measured from trace events only: the kernel's RT throttle held the loop off.
+    RtThrottling,
+    /// Measured from trace events only: the fair server ran normal tasks instead.
+    FairServer,
 }
 
 impl Cause {
     /// Every cause, for tests and for walking them all.
-    pub const ALL: [Cause; 3] = [Cause::Tick, Cause::LongStall, Cause::Other];
+    pub const ALL: [Cause; 5] = [
+        Cause::Tick,
+        Cause::LongStall,
+        Cause::Other,
+        Cause::RtThrottling,
+        Cause::FairServer,
+    ];
 
     /// The findings that address this cause, most specific first (of equal severity the
     /// first listed is the fix named).
@@ -93,6 +106,8 @@ impl Cause {
                 F::KsmRunning,
                 F::DamonRunning,
             ],
+            Cause::RtThrottling => &[F::RtThrottlingOn],
+            Cause::FairServer => &[F::FairServerOn],
         }
     }
 }
@@ -103,6 +118,9 @@ pub struct Split {
     pub tick_ns: u64,
     pub long_ns: u64,
     pub other_ns: u64,
+    /// Held off by RT throttling, and by the fair server (measured from a trace only).
+    pub rt_ns: u64,
+    pub fair_ns: u64,
     /// The tick period found, ns, and its HZ.
     pub tick: Option<(u64, u32)>,
     /// Measured from kernel trace events (`--trace`), not inferred from the gaps'
@@ -112,7 +130,7 @@ pub struct Split {
 
 impl Split {
     fn total(&self) -> u64 {
-        self.tick_ns + self.long_ns + self.other_ns
+        self.tick_ns + self.long_ns + self.other_ns + self.rt_ns + self.fair_ns
     }
 }
 
@@ -282,10 +300,21 @@ fn measured_split(a: &crate::stats::causes::Attribution) -> Split {
         .filter(|c| c.kind == CauseKind::Unaccounted)
         .map(|c| c.total_ns)
         .sum();
+    let throttled = |stable: &str| -> u64 {
+        (a.causes.iter())
+            .filter(|c| c.kind == CauseKind::Throttling && c.cause.starts_with(stable))
+            .map(|c| c.total_ns)
+            .sum()
+    };
+    let (rt_ns, fair_ns) = (throttled("real-time throttling"), throttled("fair server"));
     Split {
         tick_ns,
         long_ns,
-        other_ns: a.interrupted_ns.saturating_sub(tick_ns + long_ns),
+        other_ns: a
+            .interrupted_ns
+            .saturating_sub(tick_ns + long_ns + rt_ns + fair_ns),
+        rt_ns,
+        fair_ns,
         tick: tick_row
             .and_then(|r| r.period_ns)
             .filter(|p| *p > 0)
@@ -367,6 +396,8 @@ fn dominant(
             (Cause::Tick, tick_ns),
             (Cause::LongStall, s.long_ns),
             (Cause::Other, other_ns),
+            (Cause::RtThrottling, s.rt_ns),
+            (Cause::FairServer, s.fair_ns),
         ];
         let (cause, ns) = parts
             .into_iter()
@@ -399,6 +430,14 @@ fn dominant(
                  SMIs or kernel work)",
                 duration_words(LONG_STALL_NS)
             ),
+            (Cause::RtThrottling, ..) => format!(
+                "loses most time ({share:.0} %) to real-time throttling: the kernel holds its \
+                 real-time loop off for the rest of each period (kernel.sched_rt_runtime_us)"
+            ),
+            (Cause::FairServer, ..) => format!(
+                "loses most time ({share:.0} %) to the fair server: the kernel runs normal \
+                 tasks for its runtime each period instead of the real-time loop"
+            ),
             _ => format!(
                 "loses most time ({share:.0} %) to short interruptions off the tick's period \
                  (device IRQs, softirqs, kernel threads)"
@@ -426,7 +465,12 @@ fn matching<'a>(cause: Cause, findings: &[&'a Finding]) -> Vec<&'a Finding> {
     let mut v: Vec<&Finding> = findings
         .iter()
         .copied()
-        .filter(|f| matches!(f.severity, Severity::Warn | Severity::Bad))
+        // The fair server's finding is only info (it matters only to a loop that spins),
+        // but where the trace measured it taking the CPU, it is the fix.
+        .filter(|f| {
+            matches!(f.severity, Severity::Warn | Severity::Bad)
+                || (cause == Cause::FairServer && f.severity == Severity::Info)
+        })
         .filter(|f| cause.findings().contains(&f.id))
         .collect();
     // Worst first; of equal severity, the finding most specific to the cause (the
@@ -453,6 +497,8 @@ fn ranked_fixes(
         (Cause::Tick, sum(|s| s.tick_ns)),
         (Cause::LongStall, sum(|s| s.long_ns)),
         (Cause::Other, sum(|s| s.other_ns)),
+        (Cause::RtThrottling, sum(|s| s.rt_ns)),
+        (Cause::FairServer, sum(|s| s.fair_ns)),
     ];
     causes.sort_by_key(|c| std::cmp::Reverse(c.1));
     let mut fixes: Vec<Fix> = Vec::new();
@@ -748,6 +794,7 @@ mod tests {
             other_ns: 300,
             tick: Some((1_000_000, 1000)),
             measured: false,
+            ..Split::default()
         };
         let judged = without_foreign_tick(&foreign, Some(250));
         assert_eq!(
@@ -763,6 +810,7 @@ mod tests {
                 other_ns: 300,
                 tick: Some((1_000_000, 1000)),
                 measured: false,
+                ..Split::default()
             },
         )];
         let fixes = ranked_fixes(&splits, &refs, None);
@@ -776,6 +824,46 @@ mod tests {
         assert_eq!(fixes[0].share, Some(0.7));
         assert_eq!(fixes[1].share, Some(0.3));
         assert_eq!(fixes[2].share, None);
+    }
+
+    /// Issue 22: time the trace measured under RT throttling or the fair server points
+    /// at the setting that controls it, with its share.
+    #[test]
+    fn issue22_measured_throttling_points_at_its_setting() {
+        let f = [
+            finding("irq-on-measured-cpus", Severity::Bad),
+            finding("rt-throttling-on", Severity::Warn),
+            finding("fair-server-on", Severity::Info),
+        ];
+        let refs: Vec<&Finding> = f.iter().collect();
+        for (split, want) in [
+            (
+                Split {
+                    other_ns: 100,
+                    rt_ns: 900,
+                    measured: true,
+                    ..Split::default()
+                },
+                ("rt-throttling-on", "real-time throttling"),
+            ),
+            (
+                Split {
+                    other_ns: 100,
+                    fair_ns: 900,
+                    measured: true,
+                    ..Split::default()
+                },
+                ("fair-server-on", "the fair server"),
+            ),
+        ] {
+            let splits = [(1, split)];
+            let fixes = ranked_fixes(&splits, &refs, None);
+            assert_eq!(fixes[0].finding, want.0);
+            assert_eq!(fixes[0].share, Some(0.9));
+            assert_eq!(fixes[1].finding, "irq-on-measured-cpus");
+            let lines = dominant(&splits, &refs, None);
+            assert!(lines[0].contains(want.1), "{}", lines[0]);
+        }
     }
 
     #[test]

@@ -18,6 +18,10 @@ pub enum CauseKind {
     Nmi,
     /// Another task ran on the CPU (comm:pid, its policy; a kworker with its work).
     Task,
+    /// The kernel took the CPU from a runnable real-time measurer: RT throttling
+    /// (`kernel.sched_rt_runtime_us`) or, on 6.12+, the fair server. The tasks that ran
+    /// meanwhile (idle among them) are listed under it, not as causes of their own.
+    Throttling,
     /// The part no event covers: entry and exit overhead and, on a VM, the hypervisor;
     /// on bare metal, SMIs and the hardware.
     Unaccounted,
@@ -32,6 +36,7 @@ impl CauseKind {
             CauseKind::Vector => "vector",
             CauseKind::Nmi => "nmi",
             CauseKind::Task => "task",
+            CauseKind::Throttling => "throttling",
             CauseKind::Unaccounted => "unaccounted",
         }
     }
@@ -58,6 +63,18 @@ pub struct CauseRow {
     pub max_ns: u64,
     /// The interval its gaps recur at, when most of them recur at one.
     pub period_ns: Option<u64>,
+    /// What ran inside its windows, most time first: the tasks (and idle) that ran
+    /// while the throttle held the measurer off. Empty for other causes.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub tasks: Vec<TaskTime>,
+}
+
+/// A task that ran inside a cause's windows, and its time there (gaps' time only).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct TaskTime {
+    /// Named as causes are: "idle (swapper/1)", "task python3:812 (SCHED_OTHER nice 0)".
+    pub task: String,
+    pub total_ns: u64,
 }
 
 /// One part of a gap.

@@ -8,11 +8,19 @@
 //! and each gap takes the parts of them it overlaps: net (exclusive) time per cause, an
 //! IRQ inside a softirq inside another task's slice counted once, where it ran. What no
 //! segment covers is `unaccounted`, reported as such and never spread over the rest.
+//!
+//! A real-time measuring thread switched out while still runnable, for idle or for a
+//! task of lower priority, was not preempted by ordinary scheduling: the kernel took the
+//! CPU from it (RT throttling, or on 6.12+ the fair server). That window, until it runs
+//! again, is one cause named after the setting that controls it, with the tasks that ran
+//! in it listed under it; interrupts inside it stay their own causes.
 
 use std::collections::HashMap;
 
 use crate::engine::clock::Scale;
-use crate::stats::causes::{Attribution, CauseKind, CauseRow, GapBreakdown, Part, TraceCost};
+use crate::stats::causes::{
+    Attribution, CauseKind, CauseRow, GapBreakdown, Part, TaskTime, TraceCost,
+};
 
 use super::event::{Event, Kind, NameId, Names, Task, policy_words, softirq_name};
 
@@ -33,9 +41,66 @@ enum Cause {
     Vector(NameId, Option<u64>),
     Nmi,
     Task(Task, Option<u64>),
+    /// A task (or idle) that ran while a runnable real-time measurer was held off by the
+    /// kernel's throttle: counted under the throttle, listed by the task.
+    Throttled(By, Task),
     /// A task's time the trace cannot vouch for (a switch was not recorded); dropped
     /// from the timeline, so that it is unaccounted.
     Unknown,
+}
+
+/// What held a runnable real-time measurer off its CPU.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+enum By {
+    /// RT throttling: idle ran, or no fair server is known to exist.
+    Rt,
+    /// RT throttling, decided from the rt settings alone: a SCHED_OTHER task ran and the
+    /// fair server's settings could not be read.
+    RtGuess,
+    FairServer,
+}
+
+/// The kernel's settings that take a CPU from real-time tasks, as the app layer read
+/// them: which one held the measurer off is decided from them and from what ran.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Throttle {
+    /// `kernel.sched_rt_runtime_us` and `sched_rt_period_us` (runtime -1: off); `None`
+    /// when unread.
+    pub rt: Option<(i64, u64)>,
+    pub fair_server: FairServer,
+}
+
+/// The fair server (6.12+) of the measured CPU.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum FairServer {
+    /// No fair server, or its runtime is 0.
+    #[default]
+    Off,
+    /// It runs SCHED_OTHER tasks for `runtime_ns` of every `period_ns` while real-time
+    /// tasks hog the CPU.
+    On { runtime_ns: u64, period_ns: u64 },
+    /// The kernel may have one but its settings could not be read (debugfs unmounted,
+    /// or restricted by lockdown).
+    Unreadable,
+}
+
+impl Throttle {
+    fn rt_on(&self) -> bool {
+        self.rt.is_some_and(|(r, _)| r >= 0)
+    }
+
+    /// Who took the CPU in a window where `idle_ran` (else only lower-priority tasks).
+    fn by(&self, idle_ran: bool) -> By {
+        match self.fair_server {
+            // The fair server never runs idle: it gives its time back when the fair
+            // class has nothing to run.
+            _ if idle_ran => By::Rt,
+            FairServer::On { .. } => By::FairServer,
+            FairServer::Unreadable if !self.rt_on() && self.rt.is_some() => By::FairServer,
+            FairServer::Unreadable => By::RtGuess,
+            FairServer::Off => By::Rt,
+        }
+    }
 }
 
 /// A stretch of the timeline with one cause; `instance` tells one run of a cause (one
@@ -65,6 +130,8 @@ pub struct Context<'a> {
     pub quiet_at_gap_start: bool,
     /// How causes are named.
     pub naming: Naming,
+    /// The kernel's real-time throttle and fair server settings.
+    pub throttle: Throttle,
 }
 
 /// How causes are named: for a person reading one run, or for series a fleet graphs.
@@ -95,6 +162,7 @@ fn timeline(
     scale: Scale,
     quiet: &[u64],
     is_tick: &dyn Fn(u64) -> bool,
+    throttle: &Throttle,
 ) -> Vec<Segment> {
     // An NMI is stamped when its handler ends: its start is `delta_ns` earlier.
     let mut evs: Vec<(u64, Step)> = Vec::with_capacity(events.len() + quiet.len() + 8);
@@ -122,6 +190,8 @@ fn timeline(
     let mut woken_at: HashMap<u32, usize> = HashMap::new();
     // Where the current task's segments begin.
     let mut switched_at = 0;
+    // A runnable real-time measurer held off its CPU: since where, and its priority.
+    let mut window: Option<Window> = None;
     let mut last = evs.first().map_or(0, |e| e.0);
     for (ts, step) in evs {
         let current = match (stack.last(), opened.last()) {
@@ -145,6 +215,10 @@ fn timeline(
         last = last.max(ts);
         match step {
             Step::Quiet => {
+                // The measurer runs again: the window, if any, is over.
+                if let Some(w) = window.take() {
+                    w.close(&mut out, measurer, throttle);
+                }
                 stack.clear();
                 task = task.filter(|t| t.pid == measurer);
                 work = None;
@@ -173,7 +247,35 @@ fn timeline(
                 woken_at.insert(woken.pid, out.len());
             }
             step => {
-                if let Step::Event(Kind::Switch { prev, .. }) = step {
+                if let Step::Event(Kind::Switch {
+                    prev,
+                    prev_state,
+                    next,
+                }) = step
+                {
+                    // The measurer switching in, or out (it ran before), ends a window;
+                    // closed before the idle fix-up below, which would give the window's
+                    // idle time to the measurer when no switch out of idle was recorded.
+                    if (prev.pid == measurer || next.pid == measurer)
+                        && let Some(w) = window.take()
+                    {
+                        w.close(&mut out, measurer, throttle);
+                    }
+                    // Preempted while runnable (state 0) by idle or by a lower priority
+                    // (a larger prio number): ordinary scheduling never does that to a
+                    // real-time task (prio 0-99).
+                    if prev.pid == measurer
+                        && prev_state == 0
+                        && (0..100).contains(&prev.prio)
+                        && (next.pid == 0 || next.prio > prev.prio)
+                    {
+                        instances += 1;
+                        window = Some(Window {
+                            from: out.len(),
+                            prio: prev.prio,
+                            instance: instances,
+                        });
+                    }
                     // Some kernels record no sched_switch out of idle (none was seen on
                     // 6.18 in a KVM guest): a task switching out while the idle task is
                     // thought to run came in after its wake-up, so the idle time since
@@ -207,6 +309,9 @@ fn timeline(
             opened.push((out.len(), instances));
         }
     }
+    if let Some(w) = window.take() {
+        w.close(&mut out, measurer, throttle);
+    }
     // The measuring thread itself is no cause: its own slices, and idle time given to it
     // above (it woke from idle with no switch recorded), which is its wake-up path, are
     // what no event covers.
@@ -216,6 +321,40 @@ fn timeline(
         _ => true,
     });
     out
+}
+
+/// A runnable real-time measurer held off its CPU, from segment `from` on.
+struct Window {
+    from: usize,
+    /// The measurer's priority: a task of higher priority would have preempted it
+    /// anyway, so its time stays its own.
+    prio: i32,
+    /// One throttling, however many tasks ran in it.
+    instance: u64,
+}
+
+impl Window {
+    /// Gives the window's task time (idle's and lower-priority tasks') to the throttle
+    /// that took the CPU: RT throttling when idle ran, else as `throttle` says.
+    fn close(self, out: &mut [Segment], measurer: u32, throttle: &Throttle) {
+        let held = |c: &Cause| match *c {
+            Cause::Task(t, _) => t.pid != measurer && (t.pid == 0 || t.prio > self.prio),
+            _ => false,
+        };
+        let segs = &mut out[self.from..];
+        let idle_ran = segs
+            .iter()
+            .any(|s| held(&s.cause) && matches!(s.cause, Cause::Task(t, _) if t.pid == 0));
+        let by = throttle.by(idle_ran);
+        for s in segs.iter_mut() {
+            if let Cause::Task(t, _) = s.cause
+                && held(&s.cause)
+            {
+                s.cause = Cause::Throttled(by, t);
+                s.instance = self.instance;
+            }
+        }
+    }
 }
 
 #[derive(Debug, Clone, Copy)]
@@ -284,7 +423,36 @@ impl Context<'_> {
             Cause::Vector(..) => CauseKind::Vector,
             Cause::Nmi => CauseKind::Nmi,
             Cause::Task(..) => CauseKind::Task,
+            Cause::Throttled(..) => CauseKind::Throttling,
             Cause::Unknown => CauseKind::Unaccounted,
+        }
+    }
+
+    /// A throttle's name, with the setting that controls it.
+    fn throttle_label(&self, by: By) -> String {
+        let rt = match self.throttle.rt {
+            Some((r, p)) => format!("kernel.sched_rt_runtime_us = {r} of {p}"),
+            None => "kernel.sched_rt_runtime_us unread".to_string(),
+        };
+        let ms = |ns: u64| ns as f64 / 1e6;
+        match (by, self.naming) {
+            (By::Rt | By::RtGuess, Naming::Stable) => "real-time throttling".into(),
+            (By::FairServer, Naming::Stable) => "fair server".into(),
+            (By::Rt, Naming::Full) => format!("real-time throttling ({rt})"),
+            (By::RtGuess, Naming::Full) => {
+                format!("real-time throttling ({rt}; fair server unreadable)")
+            }
+            (By::FairServer, Naming::Full) => match self.throttle.fair_server {
+                FairServer::On {
+                    runtime_ns,
+                    period_ns,
+                } => format!(
+                    "fair server (fair_server runtime {} ms of {} ms)",
+                    ms(runtime_ns),
+                    ms(period_ns)
+                ),
+                _ => format!("fair server (its settings unreadable; {rt})"),
+            },
         }
     }
 
@@ -298,6 +466,7 @@ impl Context<'_> {
             },
             Cause::Nmi => "nmi".to_string(),
             Cause::Unknown => "unaccounted".to_string(),
+            Cause::Throttled(by, _) => self.throttle_label(by),
             // pid 0 is the idle task: the CPU slept (on a VM, halted and left to the host).
             Cause::Task(t, _) if t.pid == 0 => match self.naming {
                 Naming::Full => format!("idle ({})", self.names.get(t.comm)),
@@ -332,6 +501,13 @@ impl Context<'_> {
     }
 }
 
+/// The key of a throttle's row: which task ran is listed under it, not keyed.
+const NOBODY: Task = Task {
+    pid: u32::MAX,
+    comm: 0,
+    prio: 0,
+};
+
 /// Attributes `gaps` (sorted by start, each with its interrupted time in ns) of one CPU
 /// to its `events` (in time order).
 pub fn attribute(gaps: &[(Gap, u64)], events: &[Event], cx: &Context<'_>) -> Attribution {
@@ -357,6 +533,9 @@ pub struct Tally {
     /// Events stamped inside the gaps, and the shortest spacing of two successive events.
     events_in_gaps: u64,
     min_spacing_ns: Option<u64>,
+    /// What ran inside each throttle's windows (by the throttle's label), and for how
+    /// long (ns), by the task's label.
+    held: HashMap<String, HashMap<String, u64>>,
 }
 
 /// Per-gap values kept for a cause's median and period.
@@ -414,6 +593,7 @@ impl Acc {
             median_ns: ns.get(ns.len() / 2).copied().unwrap_or(0),
             max_ns: self.max,
             period_ns: period(&self.starts).map(|t| scale.to_ns(t)),
+            tasks: Vec::new(),
         }
     }
 }
@@ -429,6 +609,7 @@ impl Tally {
             top_n: top,
             events_in_gaps: 0,
             min_spacing_ns: None,
+            held: HashMap::new(),
         }
     }
 
@@ -445,7 +626,14 @@ impl Tally {
             false => Vec::new(),
         };
         let is_tick = |f: u64| cx.symbols.get(&f).is_some_and(|n| n.starts_with("tick_"));
-        let segments = timeline(events, cx.measurer, cx.scale, &quiet, &is_tick);
+        let segments = timeline(
+            events,
+            cx.measurer,
+            cx.scale,
+            &quiet,
+            &is_tick,
+            &cx.throttle,
+        );
         self.count_trace_cost(gaps, events, cx.scale);
         // One interrupt or time slice is one occurrence, however many gaps it spans.
         let mut runs: HashMap<Cause, std::collections::HashSet<u64>> = HashMap::new();
@@ -460,11 +648,21 @@ impl Tally {
             let mut covered = 0u64;
             let mut per_gap: HashMap<Cause, u64> = HashMap::new();
             for &(cause, instance, _, ticks) in &parts {
-                runs.entry(cause).or_default().insert(instance);
+                // A throttle is one row, whichever task ran in it.
+                let key = match cause {
+                    Cause::Throttled(by, _) => Cause::Throttled(by, NOBODY),
+                    c => c,
+                };
+                runs.entry(key).or_default().insert(instance);
                 // Never more than the gap's own interrupted time.
                 let ns = cx.scale.to_ns(ticks).min(duration_ns - covered);
                 covered += ns;
-                *per_gap.entry(cause).or_default() += ns;
+                *per_gap.entry(key).or_default() += ns;
+                if let Cause::Throttled(_, t) = cause {
+                    let ran = cx.label(Cause::Task(t, None));
+                    let row = self.held.entry(cx.label(key)).or_default();
+                    *row.entry(ran).or_default() += ns;
+                }
             }
             for (cause, ns) in per_gap {
                 self.acc(cx.kind(cause), cx.label(cause)).add(gap.start, ns);
@@ -523,7 +721,18 @@ impl Tally {
     pub fn finish(self, scale: Scale) -> Attribution {
         let all = self.interrupted;
         let mut causes: Vec<CauseRow> = (self.causes.iter())
-            .map(|((kind, label), acc)| acc.row(*kind, label.clone(), all, scale))
+            .map(|((kind, label), acc)| {
+                let mut r = acc.row(*kind, label.clone(), all, scale);
+                r.tasks = (self.held.get(label).into_iter().flatten())
+                    .map(|(task, &total_ns)| TaskTime {
+                        task: task.clone(),
+                        total_ns,
+                    })
+                    .collect();
+                r.tasks
+                    .sort_by(|a, b| b.total_ns.cmp(&a.total_ns).then(a.task.cmp(&b.task)));
+                r
+            })
             .collect();
         causes.sort_by(|a, b| b.total_ns.cmp(&a.total_ns).then(a.cause.cmp(&b.cause)));
         let trace_cost = self.cost();
@@ -653,6 +862,7 @@ mod tests {
             top: 3,
             quiet_at_gap_start: true,
             naming: Naming::Full,
+            throttle: Throttle::default(),
         }
     }
 
@@ -975,7 +1185,8 @@ mod tests {
     #[test]
     fn stable_names_leave_out_what_changes_from_one_minute_to_the_next() {
         let mut names = Names::default();
-        let me = task(&mut names, "measure-cpu1", ME, 98);
+        // SCHED_OTHER: a real-time loop preempted runnable by a kworker would be throttled.
+        let me = task(&mut names, "measure-cpu1", ME, 120);
         let kw = task(&mut names, "kworker/1:2", 4242, 120);
         let holder = task(&mut names, "js-holder", 7, 97);
         let idle = task(&mut names, "swapper/1", 0, 120);
@@ -1087,6 +1298,211 @@ mod tests {
                 ("idle (swapper/1)", 100),
             ]
         );
+    }
+
+    /// Issue 22: the settings of a 6.18 host, RT throttling at its default.
+    fn throttle(fair_server: FairServer) -> Throttle {
+        Throttle {
+            rt: Some((950_000, 1_000_000)),
+            fair_server,
+        }
+    }
+
+    const FAIR_ON: FairServer = FairServer::On {
+        runtime_ns: 50_000_000,
+        period_ns: 1_000_000_000,
+    };
+
+    fn rows(a: &Attribution) -> Vec<(&str, u64)> {
+        (a.causes.iter())
+            .map(|c| (c.cause.as_str(), c.total_ns))
+            .collect()
+    }
+
+    /// Issue 22: a SCHED_FIFO 10 loop preempted while runnable, the CPU idle for 48 ms
+    /// (an IRQ and the RT period timer inside), the loop back with no switch recorded (as
+    /// on 6.18 in a KVM guest): RT throttling, not idle. Idle ran, so not the fair server.
+    #[test]
+    fn issue22_rt_throttling_is_named() {
+        let mut names = Names::default();
+        let me = task(&mut names, "measure-cpu1", ME, 89);
+        let idle = task(&mut names, "swapper/1", 0, 120);
+        let eth = names.intern("eth0");
+        let timer = names.intern("local_timer");
+        let events = vec![
+            ev(
+                1000,
+                Kind::Switch {
+                    prev: me,
+                    prev_state: 0,
+                    next: idle,
+                },
+            ),
+            ev(10_000, Kind::IrqEntry { irq: 30, name: eth }),
+            ev(12_000, Kind::IrqExit { irq: 30 }),
+            ev(48_000_500, Kind::VectorEntry { name: timer }),
+            ev(48_000_600, Kind::VectorExit { name: timer }),
+            ev(60_000_000, Kind::VectorEntry { name: timer }),
+        ];
+        let symbols = HashMap::new();
+        let gaps = [
+            (
+                Gap {
+                    start: 1000,
+                    end: 48_001_000,
+                },
+                48_000_000,
+            ),
+            (
+                Gap {
+                    start: 50_000_000,
+                    end: 50_000_100,
+                },
+                100,
+            ),
+        ];
+        let cx = Context {
+            throttle: throttle(FAIR_ON),
+            ..cx(&names, &symbols)
+        };
+        let a = attribute(&gaps, &events, &cx);
+        let rt = "real-time throttling (kernel.sched_rt_runtime_us = 950000 of 1000000)";
+        assert_eq!(
+            rows(&a),
+            vec![
+                (rt, 48_000_000 - 2000 - 100),
+                ("irq 30 eth0", 2000),
+                (
+                    "unaccounted (no event: entry and exit, the hypervisor, SMIs)",
+                    100
+                ),
+                ("vector local_timer", 100),
+            ]
+        );
+        let row = &a.causes[0];
+        assert_eq!(row.kind, CauseKind::Throttling);
+        assert_eq!((row.gaps, row.occurrences), (1, 1));
+        let tasks: Vec<(&str, u64)> = (row.tasks.iter())
+            .map(|t| (t.task.as_str(), t.total_ns))
+            .collect();
+        assert_eq!(tasks, vec![("idle (swapper/1)", 48_000_000 - 2100)]);
+        let stable = Context {
+            naming: Naming::Stable,
+            ..cx
+        };
+        let a = attribute(&gaps, &events, &stable);
+        assert_eq!(a.causes[0].cause, "real-time throttling");
+    }
+
+    /// Issue 22: a SCHED_OTHER task runs while the FIFO loop is runnable: the fair
+    /// server where the kernel has one, RT throttling where it has none, said so where
+    /// its settings could not be read; the task is listed under the cause.
+    #[test]
+    fn issue22_a_normal_task_running_instead_is_the_fair_server_where_there_is_one() {
+        let mut names = Names::default();
+        let me = task(&mut names, "measure-cpu1", ME, 89);
+        let py = task(&mut names, "python3", 812, 120);
+        let events = vec![
+            ev(
+                1000,
+                Kind::Switch {
+                    prev: me,
+                    prev_state: 0,
+                    next: py,
+                },
+            ),
+            ev(
+                36_001_000,
+                Kind::Switch {
+                    prev: py,
+                    prev_state: 0,
+                    next: me,
+                },
+            ),
+        ];
+        let symbols = HashMap::new();
+        let gaps = [(
+            Gap {
+                start: 1000,
+                end: 36_001_000,
+            },
+            36_000_000,
+        )];
+        let rt = "real-time throttling (kernel.sched_rt_runtime_us = 950000 of 1000000)";
+        let unread = "real-time throttling (kernel.sched_rt_runtime_us = 950000 of 1000000; fair server \
+             unreadable)";
+        for (fs, want) in [
+            (
+                FAIR_ON,
+                "fair server (fair_server runtime 50 ms of 1000 ms)",
+            ),
+            (FairServer::Off, rt),
+            (FairServer::Unreadable, unread),
+        ] {
+            let cx = Context {
+                throttle: throttle(fs),
+                ..cx(&names, &symbols)
+            };
+            let a = attribute(&gaps, &events, &cx);
+            assert_eq!(rows(&a), vec![(want, 36_000_000)], "{fs:?}");
+            let t = &a.causes[0].tasks;
+            assert_eq!(t.len(), 1);
+            assert_eq!(t[0].task, "task python3:812 (SCHED_OTHER nice 0)");
+            assert_eq!(t[0].total_ns, 36_000_000);
+        }
+    }
+
+    /// Issue 22: ordinary scheduling is not throttling: a loop that blocks, a
+    /// SCHED_OTHER loop, and a loop preempted by a higher real-time priority.
+    #[test]
+    fn issue22_blocking_normal_or_outranked_measurers_are_not_throttled() {
+        let mut names = Names::default();
+        let fifo = task(&mut names, "measure-cpu1", ME, 89);
+        let normal = task(&mut names, "measure-cpu1", ME, 120);
+        let idle = task(&mut names, "swapper/1", 0, 120);
+        let nice10 = task(&mut names, "batch", 9, 130);
+        let fifo50 = task(&mut names, "irq/36", 36, 49);
+        let symbols = HashMap::new();
+        let gaps = [(
+            Gap {
+                start: 1000,
+                end: 49_001_000,
+            },
+            48_000_000,
+        )];
+        for (prev, prev_state, next, want) in [
+            (fifo, 1, idle, "idle (swapper/1)"),
+            (normal, 0, idle, "idle (swapper/1)"),
+            (normal, 0, nice10, "task batch:9 (SCHED_OTHER nice 10)"),
+            (fifo, 0, fifo50, "task irq/36:36 (real-time 50)"),
+        ] {
+            let events = vec![
+                ev(
+                    1000,
+                    Kind::Switch {
+                        prev,
+                        prev_state,
+                        next,
+                    },
+                ),
+                ev(
+                    49_000_000,
+                    Kind::Switch {
+                        prev: next,
+                        prev_state: 1,
+                        next: prev,
+                    },
+                ),
+            ];
+            let cx = Context {
+                throttle: throttle(FAIR_ON),
+                ..cx(&names, &symbols)
+            };
+            let a = attribute(&gaps, &events, &cx);
+            assert!(a.top_of(CauseKind::Throttling).is_none(), "{want}");
+            assert_eq!(a.causes[0].cause, want);
+            assert_eq!(a.causes[0].total_ns, 48_000_000);
+        }
     }
 
     #[test]

@@ -14,7 +14,7 @@
 //!
 //! Labels a fleet can graph: causes are named without pids or policies
 //! (`attribute::Naming::Stable`: `task kworker vmstat_update`, `irq 36 virtio1-req.0`,
-//! `softirq RCU`, `idle`, `unaccounted`), so that a counter keeps one series while
+//! `softirq RCU`, `idle`, `real-time throttling`, `fair server`, `unaccounted`), so that a counter keeps one series while
 //! kworkers come and go. Each CPU names at most [`MAX_CAUSES`] causes, the first it
 //! meets (counters cannot drop a series without resetting it); later ones are counted
 //! as `other` of their kind. `unaccounted` is never folded.
@@ -25,7 +25,7 @@ use crate::engine::clock::{self, Scale};
 use crate::engine::cpu::CpuList;
 use crate::probes::timer_stream::IntervalData;
 use crate::stats::causes::CauseKind;
-use crate::trace::attribute::{self, Context, Gap, Naming};
+use crate::trace::attribute::{self, Context, Gap, Naming, Throttle};
 use crate::trace::event::Kind;
 use crate::trace::reader::Follower;
 use crate::trace::session::{TraceError, TraceSession};
@@ -98,6 +98,8 @@ struct CpuTrace {
     names: CauseNames,
     read_seen: u64,
     lost_seen: u64,
+    /// Its throttle settings, read once (reading the fair server may mount debugfs).
+    throttle: Throttle,
 }
 
 /// The session, its reader and what the bookkeeping keeps between seconds.
@@ -128,6 +130,7 @@ impl Tracer {
                     names: CauseNames::default(),
                     read_seen: 0,
                     lost_seen: 0,
+                    throttle: crate::system::throttle::read(w.cpu),
                 })
                 .collect(),
             follower,
@@ -200,6 +203,7 @@ impl Tracer {
                 // The thread sleeps until its deadline: whatever ran then is the delay's.
                 quiet_at_gap_start: false,
                 naming: Naming::Stable,
+                throttle: c.throttle,
             };
             let a = attribute::attribute(&gaps, events, &cx);
             let labels = |names: &mut CauseNames, kind: CauseKind, cause: &str| CauseLabels {

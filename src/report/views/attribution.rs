@@ -84,6 +84,22 @@ fn cause_table_titled(title: &str, a: &Attribution) -> String {
             us(c.max_ns),
             period
         ));
+        // A throttle's row: its full name when cut (it names the setting to change),
+        // then what ran while it held the measurer off, with its time.
+        if !c.tasks.is_empty() && c.cause.chars().count() > 46 {
+            t.push_str(&format!("  {}\n", c.cause));
+        }
+        // The few that took most of it; the rest (often dozens of short wake-ups) summed.
+        const SHOWN: usize = 5;
+        let ran = |what: &str, ns: u64| format!("  {:<51} {:>10}\n", cut(what, 51), us(ns));
+        for task in c.tasks.iter().take(SHOWN) {
+            t.push_str(&ran(&format!("ran: {}", task.task), task.total_ns));
+        }
+        if c.tasks.len() > SHOWN {
+            let rest = &c.tasks[SHOWN..];
+            let ns = rest.iter().map(|t| t.total_ns).sum();
+            t.push_str(&ran(&format!("ran: {} other tasks", rest.len()), ns));
+        }
     }
     t
 }

@@ -1,0 +1,100 @@
+//! The kernel's settings that take a CPU from real-time tasks, read for attribution:
+//! RT throttling (`kernel.sched_rt_runtime_us` of `sched_rt_period_us`) and, on 6.12+,
+//! the fair server (`/sys/kernel/debug/sched/fair_server/cpuN/{runtime,period}`).
+//! Attribution is pure; this is the I/O it is handed.
+
+use std::path::{Path, PathBuf};
+
+use crate::trace::attribute::{FairServer, Throttle};
+
+const DEBUGFS: &str = "/sys/kernel/debug";
+const FAIR_SERVER: &str = "sched/fair_server";
+
+fn int(path: &Path) -> Option<i64> {
+    std::fs::read_to_string(path).ok()?.trim().parse().ok()
+}
+
+/// The throttle settings as they apply to `cpu`.
+pub fn read(cpu: usize) -> Throttle {
+    let rt = int(Path::new("/proc/sys/kernel/sched_rt_runtime_us")).zip(
+        int(Path::new("/proc/sys/kernel/sched_rt_period_us")).and_then(|p| u64::try_from(p).ok()),
+    );
+    Throttle {
+        rt,
+        fair_server: fair_server(cpu),
+    }
+}
+
+/// The fair server of `cpu`: from debugfs where it is mounted; else from a private mount
+/// of it, made and removed here, so that the host is left as it was.
+fn fair_server(cpu: usize) -> FairServer {
+    let mounted = Path::new(DEBUGFS).join("sched").is_dir();
+    if mounted {
+        return fair_server_in(Path::new(DEBUGFS), cpu);
+    }
+    let Some(dir) = private_dir() else {
+        return FairServer::Unreadable;
+    };
+    let flags = rustix::mount::MountFlags::RDONLY;
+    let got = match rustix::mount::mount("none", &dir, "debugfs", flags, None) {
+        Ok(()) => {
+            let got = fair_server_in(&dir, cpu);
+            let _ = rustix::mount::unmount(&dir, rustix::mount::UnmountFlags::DETACH);
+            got
+        }
+        // Not root, or no debugfs: whether there is a fair server is unknown.
+        Err(_) => FairServer::Unreadable,
+    };
+    let _ = std::fs::remove_dir(&dir);
+    got
+}
+
+fn private_dir() -> Option<PathBuf> {
+    let dir = std::env::temp_dir().join(format!("jitterscope-debugfs-{}", std::process::id()));
+    std::fs::create_dir(&dir).ok()?;
+    Some(dir)
+}
+
+/// The fair server under a debugfs root: `Off` when the kernel has none (no directory)
+/// or its runtime is 0; `Unreadable` when its files cannot be read (lockdown restricts
+/// debugfs reads even to root).
+fn fair_server_in(root: &Path, cpu: usize) -> FairServer {
+    let dir = root.join(FAIR_SERVER).join(format!("cpu{cpu}"));
+    if !root.join(FAIR_SERVER).is_dir() {
+        return FairServer::Off;
+    }
+    match (int(&dir.join("runtime")), int(&dir.join("period"))) {
+        (Some(r), _) if r <= 0 => FairServer::Off,
+        (Some(r), Some(p)) if p > 0 => FairServer::On {
+            runtime_ns: r as u64,
+            period_ns: p as u64,
+        },
+        _ => FairServer::Unreadable,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_fair_server_is_read_from_its_files() {
+        let root = std::env::temp_dir().join(format!("js-fs-test-{}", std::process::id()));
+        let cpu1 = root.join(FAIR_SERVER).join("cpu1");
+        std::fs::create_dir_all(&cpu1).unwrap();
+        assert_eq!(fair_server_in(&root, 1), FairServer::Unreadable);
+        std::fs::write(cpu1.join("runtime"), "50000000\n").unwrap();
+        std::fs::write(cpu1.join("period"), "1000000000\n").unwrap();
+        assert_eq!(
+            fair_server_in(&root, 1),
+            FairServer::On {
+                runtime_ns: 50_000_000,
+                period_ns: 1_000_000_000
+            }
+        );
+        std::fs::write(cpu1.join("runtime"), "0\n").unwrap();
+        assert_eq!(fair_server_in(&root, 1), FairServer::Off);
+        std::fs::remove_dir_all(&root).unwrap();
+        assert_eq!(fair_server_in(&root, 1), FairServer::Off);
+    }
+}
