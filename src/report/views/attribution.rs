@@ -120,8 +120,18 @@ pub fn notes(r: &ResultFile, cpu: usize, a: &Attribution, gap: &str, steal: bool
     }
     if a.unattributed_gaps > 0 {
         out.push(format!(
-            "{} {gap}s were not in the event log and are not attributed.",
+            "{} {gap}s were not attributed (the reader fell behind, or the log kept no more).",
             a.unattributed_gaps
+        ));
+    }
+    if let Some(c) = &a.trace_cost {
+        out.push(format!(
+            "Tracing's own cost: each event takes up to {} ns (the closest two came), and \
+             a {gap} held {:.1} on average: about {:.1} µs of each traced {gap} is the \
+             trace's own, so these {gap}s read longer than untraced ones.",
+            c.event_ns,
+            c.events_per_gap,
+            c.per_gap_ns / 1e3
         ));
     }
     if a.events_lost > 0 {
