@@ -524,6 +524,8 @@ pub struct HoldsNamed {
     /// records none out of idle here, and rarely one more is missing). It named nothing
     /// wrongly; at most one in ten may be set aside (`inject::enough_held`).
     pub unseen: usize,
+    /// What ran over the first miss's stretch, in words (empty when none missed).
+    pub first_miss: String,
 }
 
 /// One hold as attribution saw it.
@@ -541,6 +543,8 @@ pub struct HoldSeen {
     pub interrupts_ns: u64,
     /// What no event covered inside the stretch, ns.
     pub unaccounted_ns: u64,
+    /// What ran over the stretch, most first, in words: for a miss's figures.
+    pub over: String,
 }
 
 impl HoldSeen {
@@ -570,6 +574,7 @@ pub fn judge_holds(
     let prefix = format!("task {holder}:");
     let (mut named, mut unseen) = (0, 0);
     let mut misses = Vec::new();
+    let mut first_miss = String::new();
     for h in holds {
         let seen = see_hold(h, gaps, &prefix, scale);
         let tol = (seen.truth_ns / 20 + 5_000) as i64;
@@ -578,7 +583,12 @@ pub fn judge_holds(
         match seen.cause.starts_with(&prefix) && within {
             true => named += 1,
             false if seen.unaccounted_ns * 2 > seen.truth_ns => unseen += 1,
-            false => misses.push((seen.cause, seen.got_ns, seen.truth_ns)),
+            false => {
+                if misses.is_empty() {
+                    first_miss = seen.over.clone();
+                }
+                misses.push((seen.cause, seen.got_ns, seen.truth_ns))
+            }
         }
     }
     HoldsNamed {
@@ -586,6 +596,7 @@ pub fn judge_holds(
         named,
         misses,
         unseen,
+        first_miss,
     }
 }
 
@@ -627,6 +638,7 @@ fn see_hold(h: &Injection, gaps: &[GapBreakdown], prefix: &str, scale: Scale) ->
             truth_ns,
             interrupts_ns: 0,
             unaccounted_ns: 0,
+            over: String::new(),
         };
     }
     let overlap = |a: u64, b: u64, from: u64, to: u64| b.min(to).saturating_sub(a.max(from));
@@ -667,12 +679,18 @@ fn see_hold(h: &Injection, gaps: &[GapBreakdown], prefix: &str, scale: Scale) ->
         }
     }
     let top = by_cause.iter().max_by_key(|c| c.1).map_or("", |c| c.0);
+    by_cause.sort_by_key(|c| std::cmp::Reverse(c.1));
+    let mut over: Vec<String> = (by_cause.iter().take(4))
+        .map(|(c, ns)| format!("{c} {:.1} µs", *ns as f64 / 1e3))
+        .collect();
+    over.push(format!("unaccounted {:.1} µs", unaccounted_ns as f64 / 1e3));
     HoldSeen {
         cause: top.to_string(),
         got_ns: holder_ns + interrupts_ns,
         truth_ns,
         interrupts_ns,
         unaccounted_ns,
+        over: over.join(", "),
     }
 }
 
@@ -739,10 +757,11 @@ fn tracing_check(p: &Place, len: Lengths, stop: &AtomicBool, fault: Option<&str>
     }
     if let Some((top, got, truth)) = j.misses.first() {
         figures.push_str(&format!(
-            "; first miss: top cause {:?}, {:.1} µs for {:.1} µs of CPU time",
+            "; first miss: top cause {:?}, {:.1} µs for {:.1} µs of CPU time (over it: {})",
             top,
             *got as f64 / 1e3,
-            *truth as f64 / 1e3
+            *truth as f64 / 1e3,
+            j.first_miss
         ));
     }
     let passed =
