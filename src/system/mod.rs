@@ -5,6 +5,7 @@ pub mod audit;
 pub mod counters;
 pub mod finding_id;
 pub mod kernel;
+pub mod tune;
 
 use serde::{Deserialize, Serialize};
 
