@@ -275,7 +275,7 @@ mod tests {
         fs::write(sys.join("sched_rt_runtime_us"), "950000\n").unwrap();
         fs::write(sys.join("timer_migration"), "1\n").unwrap();
         let step = Step {
-            id: FindingId::RtThrottlingOn,
+            id: FindingId::RtThrottlingOn.to_string(),
             severity: Severity::Warn,
             seen: String::new(),
             changes: vec![

@@ -14,6 +14,7 @@
 pub mod apply;
 pub mod experiment;
 pub mod journal;
+pub mod record;
 
 use std::fmt;
 use std::path::{Path, PathBuf};
@@ -99,8 +100,8 @@ impl fmt::Display for Change {
 /// One step of the plan.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Step {
-    /// The audit finding whose fix this is.
-    pub id: FindingId,
+    /// The audit finding whose fix this is (`sham` for the step that changes nothing).
+    pub id: String,
     pub severity: Severity,
     /// What the audit saw.
     pub seen: String,
@@ -115,7 +116,19 @@ pub struct Step {
 impl Step {
     /// A short name: the finding id.
     pub fn name(&self) -> String {
-        self.id.to_string()
+        self.id.clone()
+    }
+
+    /// A step that changes no setting: what a step without effect is judged to be.
+    pub fn sham() -> Step {
+        Step {
+            id: "sham".into(),
+            severity: Severity::Info,
+            seen: "changes nothing".into(),
+            changes: Vec::new(),
+            class: Class::Applies,
+            removes_safety_net: false,
+        }
     }
 }
 
@@ -229,7 +242,7 @@ fn step_of(f: &Finding, report: &AuditReport, root: &Path) -> Option<Step> {
         return None;
     };
     Some(Step {
-        id: f.id,
+        id: f.id.to_string(),
         severity: f.severity,
         seen: f.value.clone(),
         removes_safety_net: f.id == FindingId::RtThrottlingOn,
@@ -264,8 +277,8 @@ fn classify_runtime(f: &Finding, changes: &[Change], root: &Path) -> Class {
     }
     if f.id == FindingId::IrqManagedOnMeasured {
         return Class::NotApplicable {
-            answer: "kernel-managed IRQ: writing smp_affinity_list fails with EIO \
-                     (Input/output error)"
+            answer: "kernel-managed IRQ: the kernel refuses writes to smp_affinity_list \
+                     (EIO, or EPERM on recent kernels)"
                 .into(),
         };
     }
