@@ -35,4 +35,5 @@ mod syscalls;
 mod timer_cli;
 mod timer_truth;
 mod trace;
+mod tune;
 mod work;
