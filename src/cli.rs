@@ -84,6 +84,10 @@ pub enum Command {
     /// Always-on timer latency (and optional noise sweeps) served as Prometheus /
     /// OpenMetrics on --listen, with an HdrHistogram interval log; runs until SIGTERM.
     Monitor(MonitorArgs),
+    /// Did the change help? Applies the audit's run-time fixes one at a time, judges each
+    /// in interleaved baseline/step blocks (Mann–Whitney, Hodges–Lehmann shift), keeps or
+    /// reverts it, and restores everything at the end (root only).
+    Tune(TuneArgs),
 }
 
 /// `-a` for the commands that measure a set of CPUs.
@@ -666,6 +670,96 @@ pub struct CompletionsArgs {
     /// The shell to complete for.
     #[arg(value_name = "SHELL")]
     pub shell: clap_complete::Shell,
+}
+
+// `jitterscope tune`.
+#[derive(Debug, Clone, Args)]
+pub struct TuneArgs {
+    // The CPUs to measure and tune for.
+    #[arg(short = 'a', long = "cpus", value_name = "LIST", help = CPUS_MEASURED)]
+    pub cpus: Option<String>,
+
+    // The coordinator's CPU.
+    #[arg(long, value_name = "CPU")]
+    pub housekeeping: Option<usize>,
+
+    /// The probe that measures each block: noise.
+    #[arg(long, value_enum, default_value = "noise")]
+    pub probe: TuneProbe,
+
+    /// Length of one block (at most 2s: with RT throttling off, no real-time spinner may
+    /// hold a CPU longer).
+    #[arg(long, value_name = "DURATION", default_value = "1200ms", value_parser = parse_duration)]
+    pub block: Duration,
+
+    /// Baseline/step pairs per step (5 or more can reach the 1 % level).
+    #[arg(long, value_name = "PAIRS", default_value_t = 6,
+          value_parser = clap::value_parser!(u32).range(1..=25))]
+    pub blocks: u32,
+
+    /// The CPU's rest between blocks.
+    #[arg(long, value_name = "DURATION", default_value = "300ms", value_parser = parse_duration)]
+    pub rest: Duration,
+
+    /// What each step is judged on: lost (time per second), p99, p99.9 or max (per block).
+    #[arg(long, value_enum, default_value = "lost")]
+    pub metric: TuneMetric,
+
+    /// The measuring threads' priority (SCHED_FIFO unless --policy says otherwise).
+    #[arg(short = 'p', long, value_name = "PRIO", value_parser = clap::value_parser!(u8).range(1..=99))]
+    pub priority: Option<u8>,
+
+    /// The measuring threads' policy: fifo (default), rr or other.
+    #[arg(long, value_name = "POLICY", value_parser = parse_policy)]
+    pub policy: Option<Policy>,
+
+    /// Only these steps (finding ids, as the plan names them); repeat or comma-separate.
+    #[arg(long, value_name = "ID", value_delimiter = ',')]
+    pub step: Vec<String>,
+
+    /// Add a sham step that changes no setting: a check that a step without effect is
+    /// judged inconclusive.
+    #[arg(long)]
+    pub sham: bool,
+
+    /// Print the plan and change nothing.
+    #[arg(long)]
+    pub dry_run: bool,
+
+    /// Do not ask before the first change.
+    #[arg(short = 'y', long)]
+    pub yes: bool,
+
+    /// Leave the kept steps applied at the end, and print how to undo them.
+    #[arg(long)]
+    pub keep: bool,
+
+    /// Revert what a killed tune run left (its journal under /run/jitterscope), then exit.
+    #[arg(long)]
+    pub restore: bool,
+
+    /// Read and write /proc and /sys under DIR instead of / (a recorded tree, for tests).
+    #[arg(long, value_name = "DIR")]
+    pub root: Option<PathBuf>,
+
+    #[command(flatten)]
+    pub save: SaveArgs,
+}
+
+/// The probes `tune` can judge with.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum TuneProbe {
+    Noise,
+}
+
+/// `tune --metric`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum TuneMetric {
+    Lost,
+    P99,
+    #[value(name = "p99.9")]
+    P999,
+    Max,
 }
 
 // `jitterscope selftest`.

@@ -19,7 +19,13 @@ fn main() -> ExitCode {
     };
     // monitor runs until SIGTERM, and SIGHUP asks it to reopen its log (logrotate).
     let monitor = matches!(cli.command, Some(Command::Monitor(_)));
-    let (stop, reopen) = match install_signal_handlers(monitor) {
+    // tune must revert what it changed: a second Ctrl-C does not cut that short.
+    let tune = matches!(cli.command, Some(Command::Tune(_)));
+    if !tune && let Some(w) = jitterscope::system::tune::journal::warning(std::path::Path::new("/"))
+    {
+        say(&format!("warning: {w}"));
+    }
+    let (stop, reopen) = match install_signal_handlers(monitor, tune) {
         Ok(flags) => flags,
         Err(e) => return fail(anyhow::anyhow!("cannot install signal handlers: {e}")),
     };
@@ -40,6 +46,7 @@ fn main() -> ExitCode {
         Some(Command::Man) => man_page(),
         Some(Command::Run(args)) => app::main_job::run(&args, &argv, &stop),
         Some(Command::Monitor(args)) => app::monitor::run(&args, &argv, &stop, &reopen),
+        Some(Command::Tune(args)) => app::tune::run(&args, &argv, &stop),
         None => app::main_job::run(&MainArgs::default(), &argv, &stop),
     };
     match outcome {
@@ -83,15 +90,20 @@ fn man_page() -> anyhow::Result<Ending> {
 /// A second SIGINT or SIGTERM exits at once; SIGHUP (a dropped terminal) never counts as
 /// the first of those, so it cannot turn a later Ctrl-C into an exit without saving.
 /// For `monitor` (`hup_reopens`), SIGHUP sets the second flag instead: reopen the logs.
+/// For `tune` (`patient`), a second signal only sets the flag again: it is restoring the
+/// host's settings, and an exit now would leave them for `tune --restore`.
 fn install_signal_handlers(
     hup_reopens: bool,
+    patient: bool,
 ) -> std::io::Result<(Arc<AtomicBool>, Arc<AtomicBool>)> {
     use signal_hook::consts::{SIGHUP, SIGINT, SIGTERM};
     use signal_hook::flag;
     let stop = Arc::new(AtomicBool::new(false));
     let asked_to_stop = Arc::new(AtomicBool::new(false));
     for sig in [SIGINT, SIGTERM] {
-        flag::register_conditional_shutdown(sig, 130, Arc::clone(&asked_to_stop))?;
+        if !patient {
+            flag::register_conditional_shutdown(sig, 130, Arc::clone(&asked_to_stop))?;
+        }
         flag::register(sig, Arc::clone(&asked_to_stop))?;
         flag::register(sig, Arc::clone(&stop))?;
     }

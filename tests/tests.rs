@@ -37,5 +37,6 @@ mod syscalls;
 mod timer_cli;
 mod timer_truth;
 mod trace;
+mod tune;
 mod version;
 mod work;

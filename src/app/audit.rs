@@ -33,7 +33,7 @@ pub fn run(args: &AuditArgs) -> anyhow::Result<Ending> {
 }
 
 /// The online CPUs of the audited tree.
-fn online_cpus(root: &Path) -> anyhow::Result<CpuList> {
+pub(crate) fn online_cpus(root: &Path) -> anyhow::Result<CpuList> {
     let path = root.join("sys/devices/system/cpu/online");
     let text = std::fs::read_to_string(&path)
         .with_context(|| format!("cannot read {}", path.display()))?;

@@ -250,6 +250,10 @@ pub trait Measure {
 
     /// The text printed on the terminal.
     fn text(&self, result: &ResultFile) -> String;
+
+    /// Adds what the kind keeps beside its probe entries (`tune`'s steps) to the result,
+    /// before it is saved and printed.
+    fn finish(&mut self, _result: &mut ResultFile) {}
 }
 
 /// What a kind measures with: the host, its CPUs, and where its warnings go.
@@ -369,7 +373,8 @@ pub fn execute(
     let mut info = facts.run_info(&measured, degraded, warnings, sink);
     info.counters = delta.ok();
     let limit = measured.limit_exceeded;
-    let result = ResultFile::new(pre.host, info, measured.entries);
+    let mut result = ResultFile::new(pre.host, info, measured.entries);
+    m.finish(&mut result);
     emit(&result, &m.settings().save, || m.text(&result))?;
     let gated = gate(&result, &m.settings().gates);
     let end = match (limit, result.run.interrupted, gated) {

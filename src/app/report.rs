@@ -120,6 +120,9 @@ fn tables(results: &[Loaded], top: Option<usize>) -> String {
     for (path, r) in results {
         out.push_str(&file_header(path, r));
         out.push_str(&probe_tables(r));
+        if let Some(t) = &r.tune {
+            out.push_str(&views::tune::tune_text(t));
+        }
         if let Some(v) = verdict_of(r) {
             out.push('\n');
             out.push_str(&verdict::text(&v));

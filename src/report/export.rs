@@ -270,6 +270,14 @@ fn md_file(out: &mut String, path: &Path, r: &ResultFile) {
     for probe in probes {
         md_table(out, probe, dists.iter().filter(|d| d.probe == probe));
     }
+    if let Some(t) = &r.tune {
+        let _ = writeln!(
+            out,
+            "### tune: staircase (µs, median [interval] over blocks)\n"
+        );
+        out.push_str(&crate::report::views::tune::staircase_markdown(t));
+        out.push('\n');
+    }
     if unknown > 0 {
         let _ = writeln!(
             out,

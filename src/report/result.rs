@@ -59,6 +59,9 @@ pub struct ResultFile {
     /// of single commands and of versions before it was stored.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub verdict: Option<crate::report::verdict::Verdict>,
+    /// `tune`'s steps, decisions and staircase; absent from every other command's result.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tune: Option<crate::system::tune::record::TuneEntry>,
 }
 
 /// `run`: how this result was produced.
@@ -145,6 +148,7 @@ impl ResultFile {
             run,
             probes,
             verdict: None,
+            tune: None,
         }
     }
 

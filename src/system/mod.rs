@@ -6,6 +6,7 @@ pub mod counters;
 pub mod finding_id;
 pub mod kernel;
 pub mod throttle;
+pub mod tune;
 
 use serde::{Deserialize, Serialize};
 

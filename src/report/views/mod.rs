@@ -31,6 +31,7 @@ pub mod ptp;
 pub mod queue;
 pub mod syscalls;
 pub mod timer;
+pub mod tune;
 pub mod work;
 
 /// The probe kinds this version knows, in the order their tables are shown.

@@ -1,0 +1,518 @@
+//! `jitterscope tune`: the audit's run-time fixes as a measured experiment.
+//!
+//! The plan is the audit's findings made into steps (`system::tune`), most severe first.
+//! Each step that applies now is judged in interleaved blocks, baseline then step, `pairs`
+//! times, so that drift in the host falls on both sides; the blocks are short noise runs
+//! and the CPU rests between them, so that with a safety net removed (RT throttling) no
+//! real-time spinner holds a CPU for long. A kept step stays applied and the later
+//! steps build on it; at the end everything is reverted, last first, and read back
+//! (unless `--keep`). Every write is journaled under /run before it is made.
+
+use std::io::{BufRead, IsTerminal, Write};
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::Duration;
+
+use anyhow::{Context, bail};
+
+use crate::cli::{TuneArgs, TuneMetric};
+use crate::engine::cpu::{CpuPlan, CpuUniverse};
+use crate::engine::run::{RunOutcome, RunPlan};
+use crate::engine::sched::{Policy, SchedRequest};
+use crate::probes::noise::{self, NoiseConfig};
+use crate::report::{ProbeEntry, ResultFile};
+use crate::system::audit::{AuditReport, FindingId};
+use crate::system::tune::apply::{self, Applied, ApplyError};
+use crate::system::tune::experiment::{self, ALPHA, Decision};
+use crate::system::tune::record::{Block, Metric, Stair, StepRun, TuneEntry, Value, stair};
+use crate::system::tune::{Class, Step, plan};
+
+use super::Ending;
+use super::output::Warnings;
+use super::pipeline::{Ctx, Measure, Measured, RunSettings, execute, plan_cpus};
+
+/// The longest block a real-time spinner may run: far inside the kernel's soft-lockup
+/// (20 s) and RCU stall (21 s) warnings, with RT throttling off.
+pub const MAX_BLOCK: Duration = Duration::from_secs(2);
+
+/// `jitterscope tune`.
+pub fn run(args: &TuneArgs, argv: &[String], stop: &AtomicBool) -> anyhow::Result<Ending> {
+    let root = args.root.clone().unwrap_or_else(|| PathBuf::from("/"));
+    if !root.is_dir() {
+        bail!("--root {}: no such directory", root.display());
+    }
+    let live = root == Path::new("/");
+    let is_root = rustix::process::geteuid().is_root();
+    if args.restore {
+        if !is_root && live {
+            bail!("tune --restore writes host settings and needs root: run it with sudo");
+        }
+        return restore(&root);
+    }
+    // A recorded tree may be planned without root: nothing is written there.
+    let tree_plan = args.dry_run && !live;
+    if !is_root && !tree_plan {
+        bail!(
+            "tune changes host settings (sysctls, /sys, IRQ affinity) and needs root: \
+             run it with sudo (or --dry-run --root DIR on a recorded tree)"
+        );
+    }
+    let sched = tune_sched(args)?;
+    if sched.policy.is_realtime() && args.block > MAX_BLOCK {
+        bail!(
+            "--block {:?}: at most 2s, so that a real-time spinner never holds a CPU longer \
+             (a step may turn RT throttling off)",
+            args.block
+        );
+    }
+    let universe = CpuUniverse::detect().context("cannot read the system's CPUs")?;
+    let cpus = plan_cpus(args.cpus.as_deref(), args.housekeeping, &universe)?;
+    let online = super::audit::online_cpus(&root)?;
+    let report = AuditReport::of(&root, cpus.measured.clone(), &online);
+    let mut steps = plan(&report, &root);
+    if live {
+        ask_the_kernel(&mut steps, &root);
+    }
+    if !args.step.is_empty() {
+        if let Some(bad) = args
+            .step
+            .iter()
+            .find(|s| *s != "sham" && s.parse::<FindingId>().is_err())
+        {
+            bail!("--step {bad}: not an audit finding id (see `jitterscope audit`)");
+        }
+        steps.retain(|s| args.step.contains(&s.id));
+    }
+    if args.sham || args.step.iter().any(|s| s == "sham") {
+        steps.push(Step::sham());
+    }
+    let metric = metric_of(args.metric);
+    let out = std::io::stdout();
+    let quiet = args.save.quiet || args.save.json.as_ref().is_some_and(Option::is_none);
+    let plan_text = plan_table(&steps, &cpus, args, metric);
+    if !quiet || args.dry_run {
+        let _ = out.lock().write_all(plan_text.as_bytes());
+    }
+    if args.dry_run {
+        return Ok(Ending::Completed);
+    }
+    let runnable = steps.iter().filter(|s| s.class == Class::Applies).count();
+    if runnable == 0 {
+        println!("nothing to try: no step applies now on this host");
+        return Ok(Ending::Completed);
+    }
+    if !args.yes && !confirm(runnable)? {
+        println!("nothing changed");
+        return Ok(Ending::Completed);
+    }
+    let mut cmd = TuneCommand {
+        settings: RunSettings {
+            cpus: args.cpus.clone(),
+            housekeeping: args.housekeeping,
+            sched,
+            duration: Some(args.block),
+            mlock: true,
+            force: false,
+            save: args.save.clone(),
+            gates: Vec::new(),
+            whole_result: false,
+        },
+        root,
+        steps,
+        metric,
+        pairs: args.blocks,
+        block: args.block,
+        rest: args.rest,
+        keep: args.keep,
+        entry: None,
+        undo: Vec::new(),
+    };
+    Ok(execute(&mut cmd, argv, stop, &Warnings::stderr())?.1)
+}
+
+/// SCHED_FIFO 1 unless asked otherwise: the measured thread of a latency-critical
+/// program is a real-time one, and RT throttling only shows for such a thread.
+fn tune_sched(args: &TuneArgs) -> anyhow::Result<SchedRequest> {
+    let policy = args.policy.unwrap_or(Policy::Fifo);
+    match (policy, args.priority) {
+        (Policy::Other, Some(p)) => {
+            bail!("-p/--priority {p} needs --policy fifo or rr; SCHED_OTHER has no priority")
+        }
+        (Policy::Other, None) => Ok(SchedRequest::OTHER),
+        (p, prio) => Ok(SchedRequest {
+            policy: p,
+            priority: prio.unwrap_or(1),
+        }),
+    }
+}
+
+fn metric_of(m: TuneMetric) -> Metric {
+    match m {
+        TuneMetric::Lost => Metric::Lost,
+        TuneMetric::P99 => Metric::P99,
+        TuneMetric::P999 => Metric::P999,
+        TuneMetric::Max => Metric::Max,
+    }
+}
+
+/// On the live host, a managed IRQ's class is the kernel's own answer to a write of the
+/// value its file already holds (which changes nothing where the write is accepted).
+fn ask_the_kernel(steps: &mut [Step], root: &Path) {
+    for s in steps.iter_mut() {
+        if s.id != FindingId::IrqManagedOnMeasured.to_string() {
+            continue;
+        }
+        let answers: Vec<String> = s
+            .changes
+            .iter()
+            .filter_map(|c| match c {
+                crate::system::tune::Change::Write { path, .. } => apply::probe(root, path),
+                _ => None,
+            })
+            .collect();
+        s.class = match answers.first() {
+            Some(a) => Class::NotApplicable { answer: a.clone() },
+            None => Class::Applies,
+        };
+    }
+}
+
+/// Asks once, on the terminal, before the first change.
+fn confirm(runnable: usize) -> anyhow::Result<bool> {
+    if !std::io::stdin().is_terminal() {
+        bail!(
+            "tune changes host settings and asks first, but stdin is not a terminal: pass \
+             --yes to go ahead, or --dry-run to see the plan"
+        );
+    }
+    eprint!(
+        "Apply {runnable} step(s) one at a time, judge each, and restore every setting at \
+         the end? [y/N] "
+    );
+    let mut line = String::new();
+    std::io::stdin().lock().read_line(&mut line)?;
+    Ok(matches!(line.trim(), "y" | "Y" | "yes"))
+}
+
+/// `tune --restore`.
+fn restore(root: &Path) -> anyhow::Result<Ending> {
+    if let Some(Some(pid)) = crate::system::tune::journal::state(root) {
+        bail!("a tune run (pid {pid}) is running: it restores its own changes; stop it first");
+    }
+    match apply::restore_stale(root)? {
+        None => {
+            println!(
+                "nothing to restore: no journal at {}",
+                crate::system::tune::journal::path(root).display()
+            );
+            Ok(Ending::Completed)
+        }
+        Some(back) => {
+            for r in &back {
+                let mark = if r.ok { "ok" } else { "MISMATCH" };
+                println!(
+                    "restored {} = {} (reads {}) {mark}",
+                    r.path, r.expected, r.now
+                );
+            }
+            if back.iter().all(|r| r.ok) {
+                println!("{} setting(s) restored; the journal is removed", back.len());
+                Ok(Ending::Completed)
+            } else {
+                bail!("some settings did not read back as before; the journal is kept")
+            }
+        }
+    }
+}
+
+/// The plan, one line a step (fits 100 columns).
+fn plan_table(steps: &[Step], cpus: &CpuPlan, args: &TuneArgs, metric: Metric) -> String {
+    let runnable = steps.iter().filter(|s| s.class == Class::Applies).count();
+    let per_step = (args.block + args.rest).as_secs_f64() * 2.0 * args.blocks as f64;
+    let mut out = format!(
+        "tune plan for CPUs {} (housekeeping {}): {} steps, {runnable} apply now\n\
+         each judged on {} in {} baseline/step pairs of {:.0} ms blocks, {:.0} ms rest \
+         (about {:.0} s a step)\n",
+        cpus.measured,
+        cpus.housekeeping,
+        steps.len(),
+        metric.name(),
+        args.blocks,
+        args.block.as_secs_f64() * 1e3,
+        args.rest.as_secs_f64() * 1e3,
+        per_step
+    );
+    for (i, s) in steps.iter().enumerate() {
+        out.push_str(&format!(
+            "{:>3}  {:<30} {:<5} {}\n",
+            i + 1,
+            fit(&s.id, 30),
+            s.severity.to_string(),
+            s.class.label()
+        ));
+        let detail = s.class.detail();
+        if !detail.is_empty() {
+            out.push_str(&format!("       {}\n", fit(&detail, 92)));
+        }
+        if s.class == Class::Applies || s.class == Class::AlreadyDone {
+            let n = s.changes.len();
+            for c in s.changes.iter().take(2) {
+                out.push_str(&format!("       {}\n", fit(&c.to_string(), 92)));
+            }
+            if n > 2 {
+                out.push_str(&format!("       … and {} more\n", n - 2));
+            }
+        }
+    }
+    out
+}
+
+fn fit(s: &str, w: usize) -> String {
+    if s.chars().count() <= w {
+        s.to_string()
+    } else {
+        let t: String = s.chars().take(w - 1).collect();
+        format!("{t}…")
+    }
+}
+
+/// A tune run, described.
+struct TuneCommand {
+    settings: RunSettings,
+    root: PathBuf,
+    steps: Vec<Step>,
+    metric: Metric,
+    pairs: u32,
+    block: Duration,
+    rest: Duration,
+    keep: bool,
+    entry: Option<TuneEntry>,
+    /// What to write back to undo the kept steps (`--keep`).
+    undo: Vec<(String, String)>,
+}
+
+impl TuneCommand {
+    /// One noise block on the plan's CPUs.
+    fn block(&self, ctx: &Ctx<'_>, applied: bool) -> anyhow::Result<(Block, RunOutcome<()>)> {
+        let cfg = NoiseConfig::default();
+        let plan = RunPlan {
+            cpus: ctx.cpus.clone(),
+            sched: ctx.sched,
+            mlock: self.settings.mlock,
+            duration: self.block,
+            priospread: false,
+            setup_timeout: cfg.warmup + Duration::from_secs(10),
+        };
+        let run = noise::run_with(
+            &cfg,
+            &plan,
+            &ctx.host.clock,
+            ctx.stop,
+            noise::Histograms::Omitted,
+        )
+        .context("a noise block failed")?;
+        let (mut runtime, mut lost, mut count) = (0u64, 0u64, 0u64);
+        let (mut p50, mut p99, mut p999, mut max) = (0, 0, 0, 0);
+        for e in &run.entries {
+            runtime += e.runtime_ns;
+            lost += e.interrupted_ns;
+            count += e.interruptions;
+            p50 = p50.max(e.summary.p50_ns.unwrap_or(0));
+            p99 = p99.max(e.summary.p99_ns.unwrap_or(0));
+            p999 = p999.max(e.summary.p999_ns.unwrap_or(0));
+            max = max.max(e.summary.max_ns.unwrap_or(0));
+        }
+        let b = Block {
+            applied,
+            runtime_ns: runtime,
+            interruptions: count,
+            lost_ns_per_s: (lost as f64 * 1e9 / runtime.max(1) as f64).round() as u64,
+            p50_ns: p50,
+            p99_ns: p99,
+            p999_ns: p999,
+            max_ns: max,
+        };
+        Ok((b, run.outcome))
+    }
+}
+
+impl Measure for TuneCommand {
+    fn settings(&self) -> &RunSettings {
+        &self.settings
+    }
+
+    fn measure(&mut self, ctx: &mut Ctx<'_>) -> anyhow::Result<Measured> {
+        let mut applied = Applied::new(&self.root)?;
+        let mut runs: Vec<StepRun> = Vec::new();
+        let mut stairs: Vec<Stair> = Vec::new();
+        let mut last: Option<RunOutcome<()>> = None;
+        let mut measured = Duration::ZERO;
+        let stopped = |ctx: &Ctx<'_>| ctx.stop.load(Ordering::Relaxed);
+        let steps = self.steps.clone();
+        for step in steps {
+            let mut run = StepRun {
+                step: step.clone(),
+                values: Vec::new(),
+                blocks: Vec::new(),
+                judgement: None,
+            };
+            if step.class != Class::Applies || stopped(ctx) {
+                runs.push(run);
+                continue;
+            }
+            for on in experiment::schedule(self.pairs as usize) {
+                if stopped(ctx) {
+                    break;
+                }
+                let mark = applied.mark();
+                if on {
+                    match applied.apply(&step) {
+                        Ok(v) => {
+                            if run.values.is_empty() {
+                                run.values = v
+                                    .into_iter()
+                                    .map(|(path, before, after)| Value {
+                                        path,
+                                        before,
+                                        after,
+                                    })
+                                    .collect();
+                            }
+                        }
+                        Err(ApplyError::Refused { path, answer }) => {
+                            run.step.class = Class::NotApplicable {
+                                answer: format!("{path}: {answer}"),
+                            };
+                            break;
+                        }
+                        Err(e) => return Err(e.into()),
+                    }
+                }
+                let result = self.block(ctx, on);
+                if on {
+                    applied.revert_to(mark);
+                }
+                let (b, outcome) = result?;
+                measured +=
+                    Duration::from_nanos(b.runtime_ns / ctx.cpus.measured.len().max(1) as u64);
+                last = Some(outcome);
+                run.blocks.push(b);
+                // The CPU rests: the kernel's own work catches up, whatever was turned off.
+                std::thread::sleep(self.rest);
+            }
+            let complete = run.blocks.len() == 2 * self.pairs as usize;
+            if complete {
+                let base: Vec<u64> = run
+                    .blocks
+                    .iter()
+                    .filter(|b| !b.applied)
+                    .map(|b| self.metric.of(b))
+                    .collect();
+                let with: Vec<u64> = run
+                    .blocks
+                    .iter()
+                    .filter(|b| b.applied)
+                    .map(|b| self.metric.of(b))
+                    .collect();
+                let j = experiment::judge(&base, &with, ALPHA);
+                if stairs.is_empty() {
+                    let bs: Vec<&Block> = run.blocks.iter().filter(|b| !b.applied).collect();
+                    stairs.push(stair("baseline", &bs));
+                }
+                if j.decision == Decision::Kept {
+                    // Later steps build on it.
+                    if let Err(e) = applied.apply(&step) {
+                        ctx.note(format!(
+                            "{}: kept, but could not be applied again: {e}",
+                            step.id
+                        ));
+                    } else {
+                        let bs: Vec<&Block> = run.blocks.iter().filter(|b| b.applied).collect();
+                        stairs.push(stair(&step.id, &bs));
+                    }
+                }
+                run.judgement = Some(j);
+                eprintln!("{}", step_line(&run, self.metric));
+            }
+            runs.push(run);
+        }
+        let interrupted = stopped(ctx);
+        let kept_applied = self.keep && !interrupted;
+        let readbacks = if kept_applied {
+            let rb = applied.readbacks.clone();
+            self.undo = applied.keep()?;
+            rb
+        } else {
+            applied.restore_all()?;
+            applied.readbacks.clone()
+        };
+        if let Some(bad) = readbacks.iter().find(|r| !r.ok) {
+            ctx.note(format!(
+                "{} reads {} after its revert, not {}: `jitterscope tune --restore` retries",
+                bad.path, bad.now, bad.expected
+            ));
+        }
+        self.entry = Some(TuneEntry {
+            probe: "noise".into(),
+            metric: self.metric,
+            block_ns: self.block.as_nanos() as u64,
+            pairs: self.pairs,
+            rest_ns: self.rest.as_nanos() as u64,
+            alpha: ALPHA,
+            steps: runs,
+            staircase: stairs,
+            restored: readbacks,
+            kept_applied,
+        });
+        let mut outcome = last.context("no block was measured")?;
+        outcome.interrupted = interrupted;
+        outcome.elapsed = measured;
+        Ok(Measured {
+            entries: Vec::<ProbeEntry>::new(),
+            outcome,
+            requested: self.block * 2 * self.pairs,
+            mlock: self.settings.mlock,
+            actual: Some(measured),
+            limit_exceeded: false,
+        })
+    }
+
+    fn finish(&mut self, result: &mut ResultFile) {
+        result.tune = self.entry.take();
+    }
+
+    fn text(&self, r: &ResultFile) -> String {
+        let Some(t) = &r.tune else {
+            return String::new();
+        };
+        let mut out = crate::report::views::tune::tune_text(t);
+        if t.kept_applied {
+            out.push_str("kept steps left applied (--keep); to undo them:\n");
+            for (path, old) in &self.undo {
+                out.push_str(&format!("  echo {old} > {path}\n"));
+            }
+        }
+        out
+    }
+}
+
+/// The line printed as each step is decided.
+fn step_line(run: &StepRun, metric: Metric) -> String {
+    let Some(j) = &run.judgement else {
+        return String::new();
+    };
+    let v = |x: f64| crate::report::views::tune::value(x, metric);
+    format!(
+        "{:<30} {:<12} {} {} → {}, shift {} [{}, {}], p {:.4}{}",
+        fit(&run.step.id, 30),
+        j.decision.as_str(),
+        metric.name(),
+        v(j.baseline_median),
+        v(j.step_median),
+        v(j.shift),
+        v(j.ci_low),
+        v(j.ci_high),
+        j.p,
+        if j.exact { " (exact)" } else { "" }
+    )
+}

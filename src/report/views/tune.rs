@@ -1,0 +1,206 @@
+//! `tune`'s terminal text: each step with its class and decision, and the staircase (the
+//! figures after each kept step, with their intervals). Every line fits 100 columns.
+//! The CSV and Markdown forms use the same cells (`staircase_rows`), so the figures agree.
+
+use crate::system::tune::record::{Figure, Metric, Stair, TuneEntry};
+
+/// A value of `metric` with its unit: ns/s as µs/s or ms/s, ns as µs or ms.
+pub fn value(x: f64, metric: Metric) -> String {
+    let per_s = if metric == Metric::Lost { "/s" } else { "" };
+    time(x) + per_s
+}
+
+/// ns in µs below 10 ms, else ms (signed).
+pub fn time(ns: f64) -> String {
+    if !ns.is_finite() {
+        return if ns > 0.0 {
+            "+∞".into()
+        } else {
+            "−∞".into()
+        };
+    }
+    match ns.abs() {
+        a if a >= 10e6 => format!("{:.1} ms", ns / 1e6),
+        a if a >= 1e6 => format!("{:.2} ms", ns / 1e6),
+        a if a >= 100e3 => format!("{:.0} µs", ns / 1e3),
+        _ => format!("{:.1} µs", ns / 1e3),
+    }
+}
+
+fn fig(f: &Figure) -> String {
+    format!("{} [{}–{}]", short(f.median), short(f.low), short(f.high))
+}
+
+/// A figure in µs, without the unit (the column header carries it).
+fn short(ns: f64) -> String {
+    let us = ns / 1e3;
+    if us >= 100.0 {
+        format!("{us:.0}")
+    } else {
+        format!("{us:.1}")
+    }
+}
+
+/// The staircase's header and rows, as cells: what the terminal, CSV and Markdown show.
+pub fn staircase_rows(stairs: &[Stair]) -> (Vec<&'static str>, Vec<Vec<String>>) {
+    let header = vec![
+        "after",
+        "p50 (µs)",
+        "p99 (µs)",
+        "p99.9 (µs)",
+        "max (µs)",
+        "lost (µs/s)",
+    ];
+    let rows = stairs
+        .iter()
+        .map(|s| {
+            vec![
+                s.after.clone(),
+                fig(&s.p50_ns),
+                fig(&s.p99_ns),
+                fig(&s.p999_ns),
+                fig(&s.max_ns),
+                fig(&s.lost_ns_per_s),
+            ]
+        })
+        .collect();
+    (header, rows)
+}
+
+/// The staircase as CSV: one row per stair, each figure as median, low and high in µs.
+pub fn staircase_csv(t: &TuneEntry) -> String {
+    let mut out = String::from("after,blocks,confidence");
+    for f in ["p50", "p99", "p99.9", "max"] {
+        out.push_str(&format!(",{f}_us,{f}_low_us,{f}_high_us"));
+    }
+    out.push_str(",lost_us_per_s,lost_low_us_per_s,lost_high_us_per_s\n");
+    for s in &t.staircase {
+        out.push_str(&format!("{},{},{:.4}", s.after, s.blocks, s.confidence));
+        for f in [
+            &s.p50_ns,
+            &s.p99_ns,
+            &s.p999_ns,
+            &s.max_ns,
+            &s.lost_ns_per_s,
+        ] {
+            out.push_str(&format!(
+                ",{},{},{}",
+                short(f.median),
+                short(f.low),
+                short(f.high)
+            ));
+        }
+        out.push('\n');
+    }
+    out
+}
+
+/// The staircase as a Markdown table.
+pub fn staircase_markdown(t: &TuneEntry) -> String {
+    let (header, rows) = staircase_rows(&t.staircase);
+    let mut out = format!(
+        "| {} |\n|{}\n",
+        header.join(" | "),
+        "---|".repeat(header.len())
+    );
+    for r in rows {
+        out.push_str(&format!("| {} |\n", r.join(" | ")));
+    }
+    out
+}
+
+/// Everything `tune` prints at the end.
+pub fn tune_text(t: &TuneEntry) -> String {
+    let mut out = format!(
+        "\ntune: {} steps judged on {} ({}), {} pairs of {:.0} ms blocks, level {} %\n",
+        t.steps.iter().filter(|s| s.judgement.is_some()).count(),
+        t.metric.name(),
+        t.probe,
+        t.pairs,
+        t.block_ns as f64 / 1e6,
+        t.alpha * 100.0
+    );
+    for s in &t.steps {
+        let what = match &s.judgement {
+            Some(j) => format!(
+                "{}: {} → {}, shift {} [{}, {}], p {:.4}",
+                j.decision.as_str(),
+                value(j.baseline_median, t.metric),
+                value(j.step_median, t.metric),
+                value(j.shift, t.metric),
+                value(j.ci_low, t.metric),
+                value(j.ci_high, t.metric),
+                j.p
+            ),
+            None => s.step.class.to_string(),
+        };
+        let line = format!("  {:<24} {what}", s.step.id);
+        out.push_str(&cut(&line, 100));
+        out.push('\n');
+    }
+    if !t.staircase.is_empty() {
+        let (header, rows) = staircase_rows(&t.staircase);
+        let conf = t.staircase.iter().map(|s| s.confidence).fold(1.0, f64::min);
+        out.push_str(&format!(
+            "\nstaircase: medians over blocks [distribution-free interval, ≥ {:.1} %]\n",
+            conf * 100.0
+        ));
+        // Two lines a stair, the medians then their intervals, so that it fits 100
+        // columns.
+        let cells = |r: &Vec<String>| -> (Vec<String>, Vec<String>) {
+            let mut top = vec![r[0].clone()];
+            let mut low = vec![String::new()];
+            for c in &r[1..] {
+                let (m, i) = c.split_once(' ').unwrap_or((c.as_str(), ""));
+                top.push(m.to_string());
+                low.push(i.to_string());
+            }
+            (top, low)
+        };
+        let split: Vec<(Vec<String>, Vec<String>)> = rows.iter().map(cells).collect();
+        let mut widths: Vec<usize> = header.iter().map(|h| h.chars().count()).collect();
+        for (a, b) in &split {
+            for (i, w) in widths.iter_mut().enumerate() {
+                *w = (*w).max(a[i].chars().count()).max(b[i].chars().count());
+            }
+        }
+        widths[0] = widths[0].min(24);
+        let line = |cells: &[String]| {
+            let mut l = String::new();
+            for (i, (c, w)) in cells.iter().zip(&widths).enumerate() {
+                if i == 0 {
+                    l.push_str(&format!("  {:<w$}", cut(c, *w)));
+                } else {
+                    l.push_str(&format!(" {c:>w$}"));
+                }
+            }
+            l.trim_end().to_string() + "\n"
+        };
+        let head: Vec<String> = header.iter().map(|h| h.to_string()).collect();
+        out.push_str(&line(&head));
+        for (a, b) in &split {
+            out.push_str(&line(a));
+            out.push_str(&line(b));
+        }
+    }
+    let bad = t.restored.iter().filter(|r| !r.ok).count();
+    if !t.kept_applied {
+        let state = match bad {
+            0 => "every file reads as before",
+            _ => "`jitterscope tune --restore` retries the others",
+        };
+        out.push_str(&format!(
+            "\nrestored: {} revert(s) made and read back, {bad} mismatch(es): {state}\n",
+            t.restored.len(),
+        ));
+    }
+    out
+}
+
+fn cut(s: &str, w: usize) -> String {
+    if s.chars().count() <= w {
+        s.to_string()
+    } else {
+        s.chars().take(w.saturating_sub(1)).collect::<String>() + "…"
+    }
+}

@@ -1,0 +1,347 @@
+//! Applying and reverting steps, through the journal.
+//!
+//! [`Applied`] is the guard of every change `tune` makes: each write is journaled and
+//! synced first, reverted in reverse order by `revert_to` or `restore_all`, and on drop
+//! (a panic, an early return) whatever is still applied is reverted. PM QoS requests are
+//! held as open files and lapse when they close. [`restore_stale`] reverts the journal a
+//! killed run left.
+
+use std::fs;
+use std::path::{Path, PathBuf};
+
+use serde::{Deserialize, Serialize};
+
+use super::journal::{self, Journal, JournalError};
+use super::{Change, Step, holds, normalize, under};
+use crate::engine::pmqos::{DEVICE, DmaLatencyGuard};
+
+/// A file read back after a revert.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Readback {
+    pub path: String,
+    /// What was written back.
+    pub expected: String,
+    /// What the file reads now.
+    pub now: String,
+    pub ok: bool,
+}
+
+/// Why a step could not be applied.
+#[derive(Debug, thiserror::Error)]
+pub enum ApplyError {
+    /// The kernel refused the write (or the read): its answer, for the step's class.
+    #[error("{path}: {answer}")]
+    Refused { path: String, answer: String },
+    #[error(transparent)]
+    Journal(#[from] JournalError),
+}
+
+enum Undo {
+    Write { seq: u64, path: String, old: String },
+    PmQos(#[allow(dead_code)] DmaLatencyGuard),
+}
+
+/// Everything applied, in order; reverts what is left on drop.
+pub struct Applied {
+    root: PathBuf,
+    journal: Option<Journal>,
+    stack: Vec<Undo>,
+    /// Readbacks of the reverts made so far.
+    pub readbacks: Vec<Readback>,
+    /// Left applied on purpose (`--keep`): drop reverts nothing.
+    kept: bool,
+}
+
+impl Applied {
+    /// Starts a journal below `root`.
+    pub fn new(root: &Path) -> Result<Applied, JournalError> {
+        Ok(Applied {
+            root: root.to_path_buf(),
+            journal: Some(Journal::create(root)?),
+            stack: Vec::new(),
+            readbacks: Vec::new(),
+            kept: false,
+        })
+    }
+
+    /// How many changes are applied: a mark for `revert_to`.
+    pub fn mark(&self) -> usize {
+        self.stack.len()
+    }
+
+    /// The journal's path.
+    pub fn journal_path(&self) -> PathBuf {
+        journal::path(&self.root)
+    }
+
+    /// Applies every change of `step`; on a refusal, reverts the ones made and returns
+    /// the kernel's answer. Returns each written file's value before and after.
+    pub fn apply(&mut self, step: &Step) -> Result<Vec<(String, String, String)>, ApplyError> {
+        let mark = self.mark();
+        let mut seen = Vec::new();
+        for c in &step.changes {
+            match self.apply_one(&step.name(), c) {
+                Ok(Some(row)) => seen.push(row),
+                Ok(None) => {}
+                Err(e) => {
+                    self.revert_to(mark);
+                    return Err(e);
+                }
+            }
+        }
+        Ok(seen)
+    }
+
+    fn apply_one(
+        &mut self,
+        step: &str,
+        c: &Change,
+    ) -> Result<Option<(String, String, String)>, ApplyError> {
+        match c {
+            Change::PmQos { value_us } => {
+                let guard = DmaLatencyGuard::set(Path::new(DEVICE), *value_us).map_err(|e| {
+                    ApplyError::Refused {
+                        path: DEVICE.into(),
+                        answer: e.to_string(),
+                    }
+                })?;
+                self.stack.push(Undo::PmQos(guard));
+                Ok(None)
+            }
+            Change::Write { path, value } => {
+                let file = under(&self.root, path);
+                let refused = |e: std::io::Error| ApplyError::Refused {
+                    path: path.clone(),
+                    answer: e.to_string(),
+                };
+                let old = normalize(&fs::read_to_string(&file).map_err(refused)?);
+                let journal = self.journal.as_mut().expect("journal open while applying");
+                let seq = journal.will_write(step, path, &old, value)?;
+                if let Err(e) = fs::write(&file, value) {
+                    // Nothing changed: the journal says so at once.
+                    journal.restored(seq)?;
+                    return Err(refused(e));
+                }
+                self.stack.push(Undo::Write {
+                    seq,
+                    path: path.clone(),
+                    old: old.clone(),
+                });
+                let now = fs::read_to_string(&file).map(|t| normalize(&t));
+                Ok(Some((path.clone(), old, now.unwrap_or_default())))
+            }
+        }
+    }
+
+    /// Reverts every change made after `mark`, last first, reading each file back.
+    pub fn revert_to(&mut self, mark: usize) {
+        while self.stack.len() > mark {
+            match self.stack.pop() {
+                Some(Undo::Write { seq, path, old }) => {
+                    let file = under(&self.root, &path);
+                    let wrote = fs::write(&file, &old);
+                    let now = fs::read_to_string(&file)
+                        .map(|t| normalize(&t))
+                        .unwrap_or_else(|e| format!("unreadable: {e}"));
+                    let ok = wrote.is_ok() && holds(&now, &old);
+                    if ok && let Some(j) = self.journal.as_mut() {
+                        // A failed revert stays pending, for `tune --restore`.
+                        let _ = j.restored(seq);
+                    }
+                    self.readbacks.push(Readback {
+                        path,
+                        expected: old,
+                        now,
+                        ok,
+                    });
+                }
+                Some(Undo::PmQos(guard)) => drop(guard),
+                None => break,
+            }
+        }
+    }
+
+    /// Reverts everything and removes the journal when every revert read back right.
+    pub fn restore_all(&mut self) -> Result<(), JournalError> {
+        self.revert_to(0);
+        self.close()
+    }
+
+    /// Leaves what is applied as it is (`--keep`) and removes the journal: the caller
+    /// prints how to undo it. PM QoS requests still lapse when the process exits.
+    pub fn keep(mut self) -> Result<Vec<(String, String)>, JournalError> {
+        let undo = self
+            .stack
+            .iter()
+            .filter_map(|u| match u {
+                Undo::Write { path, old, .. } => Some((path.clone(), old.clone())),
+                Undo::PmQos(_) => None,
+            })
+            .rev()
+            .collect();
+        self.kept = true;
+        self.close()?;
+        Ok(undo)
+    }
+
+    fn close(&mut self) -> Result<(), JournalError> {
+        if self.readbacks.iter().all(|r| r.ok)
+            && let Some(j) = self.journal.take()
+        {
+            j.finish()?;
+        }
+        Ok(())
+    }
+}
+
+impl Drop for Applied {
+    fn drop(&mut self) {
+        if !self.kept {
+            let _ = self.restore_all();
+        }
+    }
+}
+
+/// Reverts a stale journal below `root`: every write it lists and does not mark
+/// restored, last first, each read back; removes the journal when all read back right.
+/// `None` when there is no journal.
+pub fn restore_stale(root: &Path) -> Result<Option<Vec<Readback>>, JournalError> {
+    let path = journal::path(root);
+    if !path.exists() {
+        return Ok(None);
+    }
+    let entries = journal::read(&path)?;
+    let mut file = fs::OpenOptions::new()
+        .append(true)
+        .open(&path)
+        .map_err(|source| JournalError::Io {
+            path: path.clone(),
+            source,
+        })?;
+    let mut out = Vec::new();
+    for (seq, p, old) in journal::pending(&entries) {
+        let target = under(root, &p);
+        let wrote = fs::write(&target, &old);
+        let now = fs::read_to_string(&target)
+            .map(|t| normalize(&t))
+            .unwrap_or_else(|e| format!("unreadable: {e}"));
+        let ok = wrote.is_ok() && holds(&now, &old);
+        if ok {
+            use std::io::Write;
+            let line = serde_json::to_string(&journal::Entry::Restored { seq })
+                .expect("entries serialize");
+            let _ = writeln!(file, "{line}").and_then(|_| file.sync_data());
+        }
+        out.push(Readback {
+            path: p,
+            expected: old,
+            now,
+            ok,
+        });
+    }
+    if out.iter().all(|r| r.ok) {
+        fs::remove_file(&path).map_err(|source| JournalError::Io {
+            path: path.clone(),
+            source,
+        })?;
+    }
+    Ok(Some(out))
+}
+
+/// Asks the kernel whether `path` (an IRQ's smp_affinity_list) can be written, by
+/// writing back the value it holds, which changes nothing: a managed IRQ answers EIO.
+/// `None` when the write is accepted.
+pub fn probe(root: &Path, path: &str) -> Option<String> {
+    let file = under(root, path);
+    let now = match fs::read_to_string(&file) {
+        Ok(t) => t.trim().to_string(),
+        Err(e) => return Some(format!("{path}: {e}")),
+    };
+    fs::write(&file, &now)
+        .err()
+        .map(|e| format!("{path}: the kernel answers {e}"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::system::audit::{FindingId, Severity};
+    use crate::system::tune::Class;
+
+    fn tree() -> (tempfile::TempDir, Step) {
+        let dir = tempfile::tempdir().unwrap();
+        let sys = dir.path().join("proc/sys/kernel");
+        fs::create_dir_all(&sys).unwrap();
+        fs::write(sys.join("sched_rt_runtime_us"), "950000\n").unwrap();
+        fs::write(sys.join("timer_migration"), "1\n").unwrap();
+        let step = Step {
+            id: FindingId::RtThrottlingOn.to_string(),
+            severity: Severity::Warn,
+            seen: String::new(),
+            changes: vec![
+                Change::Write {
+                    path: "/proc/sys/kernel/sched_rt_runtime_us".into(),
+                    value: "-1".into(),
+                },
+                Change::Write {
+                    path: "/proc/sys/kernel/timer_migration".into(),
+                    value: "0".into(),
+                },
+            ],
+            class: Class::Applies,
+            removes_safety_net: true,
+        };
+        (dir, step)
+    }
+
+    #[test]
+    fn drop_reverts_and_removes_the_journal() {
+        let (dir, step) = tree();
+        let f = dir.path().join("proc/sys/kernel/sched_rt_runtime_us");
+        {
+            let mut a = Applied::new(dir.path()).unwrap();
+            let seen = a.apply(&step).unwrap();
+            assert_eq!(seen[0].1, "950000");
+            assert_eq!(fs::read_to_string(&f).unwrap(), "-1");
+            assert!(journal::path(dir.path()).exists());
+        }
+        assert_eq!(fs::read_to_string(&f).unwrap(), "950000");
+        assert!(!journal::path(dir.path()).exists());
+    }
+
+    #[test]
+    fn a_stale_journal_is_restored() {
+        let (dir, step) = tree();
+        let mut a = Applied::new(dir.path()).unwrap();
+        a.apply(&step).unwrap();
+        // A crash: nothing runs the guard's drop.
+        std::mem::forget(a);
+        let back = restore_stale(dir.path()).unwrap().unwrap();
+        assert_eq!(back.len(), 2);
+        assert!(back.iter().all(|r| r.ok));
+        assert_eq!(
+            fs::read_to_string(dir.path().join("proc/sys/kernel/timer_migration")).unwrap(),
+            "1"
+        );
+        assert!(!journal::path(dir.path()).exists());
+        assert!(restore_stale(dir.path()).unwrap().is_none());
+    }
+
+    #[test]
+    fn a_refused_write_reverts_the_step_and_gives_the_answer() {
+        let (dir, mut step) = tree();
+        step.changes.push(Change::Write {
+            path: "/proc/irq/36/smp_affinity_list".into(),
+            value: "0".into(),
+        });
+        let mut a = Applied::new(dir.path()).unwrap();
+        let e = a.apply(&step).unwrap_err();
+        assert!(e.to_string().contains("No such file"), "{e}");
+        assert_eq!(
+            fs::read_to_string(dir.path().join("proc/sys/kernel/sched_rt_runtime_us")).unwrap(),
+            "950000"
+        );
+        a.restore_all().unwrap();
+        assert!(!journal::path(dir.path()).exists());
+    }
+}

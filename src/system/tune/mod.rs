@@ -1,0 +1,327 @@
+//! Everything that changes a host setting: `tune`'s steps.
+//!
+//! A step is one audit finding's fix, made concrete: the files it writes and the values
+//! it writes there (or a PM QoS request held open), and its class on this host: it
+//! applies now, it does not apply (with the kernel's own answer: EIO from a managed IRQ,
+//! a missing file), it is boot-time only (the command-line fragment), or it needs another
+//! kernel build. The plan comes from the audit so that `tune` tries exactly what `audit`
+//! prints, and nothing else.
+//!
+//! Writes go through [`journal`]: the old value is recorded and synced before the new
+//! one is written, so a crash or SIGKILL leaves a journal that `tune --restore` reverts.
+//! [`apply::Applied`] holds what is applied and reverts it on drop.
+
+pub mod apply;
+pub mod experiment;
+pub mod journal;
+pub mod record;
+
+use std::fmt;
+use std::path::{Path, PathBuf};
+
+use serde::{Deserialize, Serialize};
+
+use crate::system::audit::{AuditReport, Effect, Finding, FindingId, Remedy, Severity};
+
+/// Where a step stands on this host.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "class", rename_all = "kebab-case")]
+pub enum Class {
+    /// It can be applied now, at run time.
+    Applies,
+    /// Every file it writes already holds its value.
+    AlreadyDone,
+    /// Not here: the kernel's own answer (EIO on a managed IRQ, a missing file).
+    NotApplicable { answer: String },
+    /// Only at boot: the kernel command-line fragment, printed, never written.
+    BootOnly { fragment: String },
+    /// This kernel lacks the build option; the fragment works on a kernel that has it.
+    NeedsKernel {
+        config: Vec<String>,
+        fragment: String,
+    },
+}
+
+impl Class {
+    pub fn label(&self) -> &'static str {
+        match self {
+            Class::Applies => "applies now",
+            Class::AlreadyDone => "already done",
+            Class::NotApplicable { .. } => "not applicable",
+            Class::BootOnly { .. } => "boot-time only",
+            Class::NeedsKernel { .. } => "needs another kernel",
+        }
+    }
+
+    /// The detail after the label: the kernel's answer, the fragment, the build option.
+    pub fn detail(&self) -> String {
+        match self {
+            Class::Applies | Class::AlreadyDone => String::new(),
+            Class::NotApplicable { answer } => answer.clone(),
+            Class::BootOnly { fragment } => fragment.clone(),
+            Class::NeedsKernel { config, fragment } => {
+                format!("{} then {fragment}", config.join(" "))
+            }
+        }
+    }
+}
+
+impl fmt::Display for Class {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self.detail() {
+            d if d.is_empty() => f.write_str(self.label()),
+            d => write!(f, "{}: {d}", self.label()),
+        }
+    }
+}
+
+/// One change to the host.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "kebab-case")]
+pub enum Change {
+    /// Write `value` to `path` (an absolute path on the host; below `--root` in a tree).
+    Write { path: String, value: String },
+    /// Hold /dev/cpu_dma_latency open with `value_us`: the request lapses when the file
+    /// closes, so it reverts itself, even after SIGKILL.
+    PmQos { value_us: i32 },
+}
+
+impl fmt::Display for Change {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Change::Write { path, value } => write!(f, "{path} = {value}"),
+            Change::PmQos { value_us } => {
+                write!(f, "/dev/cpu_dma_latency held open at {value_us} µs")
+            }
+        }
+    }
+}
+
+/// One step of the plan.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Step {
+    /// The audit finding whose fix this is (`sham` for the step that changes nothing).
+    pub id: String,
+    pub severity: Severity,
+    /// What the audit saw.
+    pub seen: String,
+    pub changes: Vec<Change>,
+    #[serde(flatten)]
+    pub class: Class,
+    /// The step removes a safety net (RT throttling): while it is applied no real-time
+    /// spinner may hold a CPU for long, and the CPU rests between blocks.
+    pub removes_safety_net: bool,
+}
+
+impl Step {
+    /// A short name: the finding id.
+    pub fn name(&self) -> String {
+        self.id.clone()
+    }
+
+    /// A step that changes no setting: what a step without effect is judged to be.
+    pub fn sham() -> Step {
+        Step {
+            id: "sham".into(),
+            severity: Severity::Info,
+            seen: "changes nothing".into(),
+            changes: Vec::new(),
+            class: Class::Applies,
+            removes_safety_net: false,
+        }
+    }
+}
+
+/// The path of `abs` below `root`.
+pub fn under(root: &Path, abs: &str) -> PathBuf {
+    root.join(abs.trim_start_matches('/'))
+}
+
+/// A file's value as it would be written back: trimmed, and for a kernel choice list
+/// (`always [madvise] never`) the chosen word.
+pub fn normalize(text: &str) -> String {
+    let t = text.trim();
+    if let (Some(a), Some(b)) = (t.find('['), t.find(']'))
+        && a < b
+    {
+        return t[a + 1..b].to_string();
+    }
+    t.to_string()
+}
+
+/// Whether a file that reads `now` already holds `wanted`. Masks compare as numbers
+/// ("01" and "1"); CPU lists as lists ("0" and "0").
+fn holds(now: &str, wanted: &str) -> bool {
+    let now = normalize(now);
+    if now == wanted {
+        return true;
+    }
+    match (
+        u64::from_str_radix(&now, 16),
+        u64::from_str_radix(wanted, 16),
+    ) {
+        (Ok(a), Ok(b)) if now.len() > 1 || wanted.len() > 1 => a == b && !now.contains('-'),
+        _ => false,
+    }
+}
+
+/// Findings whose fix is to keep the CPU out of deep idle states: PM QoS, held open.
+const PM_QOS_FINDINGS: &[FindingId] = &[
+    FindingId::IdleHaltpoll,
+    FindingId::IdleStatesDeep,
+    FindingId::IdleStatesShallow,
+];
+
+/// The plan for the audit's findings on the tree under `root`, most severe first (the
+/// order the audit's severities give when no trace attributes the causes). Findings
+/// without a fix of any kind, and those only a person or the hypervisor's host can
+/// change, are not steps.
+pub fn plan(report: &AuditReport, root: &Path) -> Vec<Step> {
+    let mut steps: Vec<Step> = report
+        .findings
+        .iter()
+        .filter(|f| f.severity > Severity::Ok)
+        .filter_map(|f| step_of(f, report, root))
+        .collect();
+    // Stable: the audit's own order within a severity.
+    steps.sort_by_key(|s| std::cmp::Reverse(s.severity));
+    steps
+}
+
+fn step_of(f: &Finding, report: &AuditReport, root: &Path) -> Option<Step> {
+    let mut changes = Vec::new();
+    let (mut boot, mut build) = (None, None);
+    let mut unsupported = None;
+    for r in &f.remedies {
+        match r {
+            Remedy::Runtime { effects, .. } => {
+                for e in effects {
+                    match e {
+                        Effect::Write { path, value } => changes.push(Change::Write {
+                            path: path.clone(),
+                            value: value.clone(),
+                        }),
+                        Effect::Affinity { pid, .. } => {
+                            unsupported = Some(format!(
+                                "moving threads (pid {pid}, …) is not one of tune's steps yet"
+                            ))
+                        }
+                    }
+                }
+            }
+            Remedy::Boot { options, .. } => boot = Some(options.join(" ")),
+            Remedy::KernelBuild {
+                config, options, ..
+            } => build = Some((config.clone(), options.join(" "))),
+            Remedy::Host { .. } | Remedy::Manual { .. } => {}
+        }
+    }
+    if f.id == FindingId::IrqManagedOnMeasured {
+        // The audit gives no run-time fix (there is none): the step is the write the
+        // kernel refuses, so that its answer is what the plan shows.
+        changes = irq_numbers(&f.value)
+            .into_iter()
+            .map(|n| Change::Write {
+                path: format!("/proc/irq/{n}/smp_affinity_list"),
+                value: report.housekeeping.to_string(),
+            })
+            .collect();
+    }
+    if PM_QOS_FINDINGS.contains(&f.id) {
+        changes.push(Change::PmQos { value_us: 0 });
+    }
+    let class = if !changes.is_empty() {
+        classify_runtime(f, &changes, root)
+    } else if let Some(why) = unsupported {
+        Class::NotApplicable { answer: why }
+    } else if let Some((config, fragment)) = build {
+        Class::NeedsKernel { config, fragment }
+    } else if let Some(fragment) = boot {
+        Class::BootOnly { fragment }
+    } else {
+        return None;
+    };
+    Some(Step {
+        id: f.id.to_string(),
+        severity: f.severity,
+        seen: f.value.clone(),
+        removes_safety_net: f.id == FindingId::RtThrottlingOn,
+        changes,
+        class,
+    })
+}
+
+/// The class of a step that writes files: a missing file is not applicable, with the
+/// kernel's answer to opening it; a managed IRQ is not, with the EIO the kernel gives
+/// (asked of the live host, where the IRQ's own file answers: see `apply::probe`).
+fn classify_runtime(f: &Finding, changes: &[Change], root: &Path) -> Class {
+    let mut all_done = true;
+    for c in changes {
+        let Change::Write { path, value } = c else {
+            if root != Path::new("/") {
+                return Class::NotApplicable {
+                    answer: "a PM QoS request needs the live host's /dev/cpu_dma_latency".into(),
+                };
+            }
+            all_done = false;
+            continue;
+        };
+        match std::fs::read_to_string(under(root, path)) {
+            Ok(now) => all_done &= holds(&now, value),
+            Err(e) => {
+                return Class::NotApplicable {
+                    answer: format!("{path}: {e}"),
+                };
+            }
+        }
+    }
+    if f.id == FindingId::IrqManagedOnMeasured {
+        return Class::NotApplicable {
+            answer: "kernel-managed IRQ: the kernel refuses writes to smp_affinity_list \
+                     (EIO, or EPERM on recent kernels)"
+                .into(),
+        };
+    }
+    if all_done {
+        Class::AlreadyDone
+    } else {
+        Class::Applies
+    }
+}
+
+/// The IRQ numbers of an IRQ finding's value: `IRQ 36 (virtio1-req.0) ×314713` or
+/// `2 IRQs: 26 (ttyS0) ×15, 31 (virtio0-stats) ×681`.
+pub fn irq_numbers(value: &str) -> Vec<u32> {
+    let list = match value.split_once("IRQs: ") {
+        Some((_, rest)) => rest,
+        None => value.strip_prefix("IRQ ").unwrap_or(value),
+    };
+    list.split(", ")
+        .filter_map(|item| item.split_whitespace().next()?.parse().ok())
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn irq_numbers_of_both_shapes() {
+        assert_eq!(irq_numbers("IRQ 36 (virtio1-req.0) ×314713"), vec![36]);
+        assert_eq!(
+            irq_numbers("2 IRQs: 26 (ttyS0) ×15, 31 (virtio0-stats, x) ×681"),
+            vec![26, 31]
+        );
+    }
+
+    #[test]
+    fn values_compare_as_the_kernel_prints_them() {
+        assert_eq!(normalize("always [madvise] never\n"), "madvise");
+        assert_eq!(normalize(" 950000\n"), "950000");
+        assert!(holds("[never] always", "never"));
+        assert!(holds("01\n", "1"));
+        assert!(!holds("3", "1"));
+        assert!(holds("0", "0"));
+        assert!(!holds("0-1", "0"));
+    }
+}
