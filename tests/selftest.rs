@@ -33,26 +33,35 @@ fn selftest_passes_here() {
     }
     let text = String::from_utf8_lossy(&out.stdout);
     eprintln!("{text}");
-    assert_eq!(
-        out.status.code(),
-        Some(0),
+    // Exit 3 (issue 22): nothing failed, but the host's background was too large to judge
+    // a check by; that check says so with its figures, and says nothing about the tool.
+    let code = out.status.code();
+    assert!(
+        code == Some(0) || code == Some(3),
         "{text}\n{:?}",
         stderr_lines(&out)
     );
+    let judged = |l: &str| {
+        let l = l.trim_start();
+        l.starts_with("pass")
+            || (code == Some(3) && l.starts_with("????") && l.contains("could not judge: "))
+    };
     for check in ["counter", "noise detection", "timer detection", "safety"] {
         assert!(
-            text.lines()
-                .any(|l| l.contains(check) && l.trim_start().starts_with("pass")),
+            text.lines().any(|l| l.contains(check) && judged(l)),
             "{check}: {text}"
         );
     }
     // Tracing passes where tracefs can be used, and otherwise says why it skipped.
     let tracing = text.lines().find(|l| l.contains("tracing")).unwrap();
     match crate::util::tracefs_usable() {
-        true => assert!(tracing.trim_start().starts_with("pass"), "{text}"),
+        true => assert!(judged(tracing), "{text}"),
         false => assert!(tracing.trim_start().starts_with("skip"), "{text}"),
     }
-    assert!(text.contains("all checks passed"));
+    match code {
+        Some(0) => assert!(text.contains("all checks passed")),
+        _ => assert!(text.contains("no check failed; could not judge")),
+    }
     let record: jitterscope::app::selftest::SelftestRecord =
         serde_json::from_str(&std::fs::read_to_string(&saved).unwrap()).unwrap();
     assert_eq!(record.checks.len(), 5);
