@@ -22,6 +22,7 @@
 //! Samples from one run are not truly independent (a host has phases longer than any
 //! interval), so a verdict on one pair of runs is a lead to confirm by repeating them.
 
+pub use crate::stats::rank::mann_whitney_p;
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 
@@ -387,55 +388,6 @@ pub fn quantile_interval(h: &hdrhistogram::Histogram<u64>, q: f64) -> (u64, u64)
     (at((n * q - half).floor()), at((n * q + half).ceil()))
 }
 
-/// Two-sided p of the Mann–Whitney U test, normal approximation with the tie correction
-/// and a continuity correction. Hand-written: it is twenty lines, and the statistics
-/// crates that have it (statrs and kin) bring far more than this needs.
-pub fn mann_whitney_p(a: &[u64], b: &[u64]) -> f64 {
-    let (n1, n2) = (a.len() as f64, b.len() as f64);
-    if a.is_empty() || b.is_empty() {
-        return 1.0;
-    }
-    let mut all: Vec<(u64, bool)> = a
-        .iter()
-        .map(|&v| (v, true))
-        .chain(b.iter().map(|&v| (v, false)))
-        .collect();
-    all.sort_unstable_by_key(|x| x.0);
-    let n = all.len() as f64;
-    let (mut rank_a, mut ties) = (0.0, 0.0);
-    let mut i = 0;
-    while i < all.len() {
-        let j = i + all[i..].iter().take_while(|x| x.0 == all[i].0).count();
-        let t = (j - i) as f64;
-        let mid = (i + j + 1) as f64 / 2.0; // the average of ranks i+1 ..= j
-        rank_a += mid * all[i..j].iter().filter(|x| x.1).count() as f64;
-        ties += t * t * t - t;
-        i = j;
-    }
-    let u = rank_a - n1 * (n1 + 1.0) / 2.0;
-    let mean = n1 * n2 / 2.0;
-    let var = n1 * n2 / 12.0 * ((n + 1.0) - ties / (n * (n - 1.0)));
-    if var <= 0.0 {
-        return 1.0; // every value equal
-    }
-    let z = ((u - mean).abs() - 0.5).max(0.0) / var.sqrt();
-    erfc(z / std::f64::consts::SQRT_2)
-}
-
-/// erfc for x ≥ 0 (Numerical Recipes' erfcc, relative error below 1.2e-7).
-fn erfc(x: f64) -> f64 {
-    let t = 1.0 / (1.0 + 0.5 * x);
-    let poly = -x * x - 1.265_512_23
-        + t * (1.000_023_68
-            + t * (0.374_091_96
-                + t * (0.096_784_18
-                    + t * (-0.186_288_06
-                        + t * (0.278_868_07
-                            + t * (-1.135_203_98
-                                + t * (1.488_515_87 + t * (-0.822_152_23 + t * 0.170_872_77))))))));
-    (t * poly.exp()).min(1.0)
-}
-
 fn median(v: &[u64]) -> f64 {
     let mut s = v.to_vec();
     s.sort_unstable();
@@ -635,13 +587,6 @@ mod tests {
         assert!(mann_whitney_p(&a, &b) > 0.5);
         // All equal: no evidence at all.
         assert_eq!(mann_whitney_p(&[5; 8], &[5; 8]), 1.0);
-    }
-
-    #[test]
-    fn erfc_is_accurate() {
-        assert!((erfc(0.0) - 1.0).abs() < 1e-6);
-        assert!((erfc(1.0) - 0.157_299_2).abs() < 1e-6);
-        assert!((erfc(2.0) - 0.004_677_735).abs() < 1e-7);
     }
 
     #[test]

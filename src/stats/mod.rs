@@ -7,6 +7,7 @@
 pub mod causes;
 pub mod events;
 pub mod histogram;
+pub mod rank;
 pub mod series;
 
 pub use events::{Event, EventLog, Largest};

@@ -14,7 +14,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::report::compare::mann_whitney_p;
+use crate::stats::rank::mann_whitney_p;
 
 /// The level of the test and of the interval: 1 %. A sham step (one that changes
 /// nothing) is then kept or reverted by chance in about 1 % of trials, each way ½ %.
