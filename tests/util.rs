@@ -251,8 +251,15 @@ pub fn selftest_passes(test: &str, mut cmd: impl FnMut() -> Command) -> String {
         let out = cmd().output().expect("selftest runs");
         text = String::from_utf8_lossy(&out.stdout).into_owned();
         eprintln!("{test}: selftest, attempt {attempt}:\n{text}");
-        if out.status.code() == Some(0) {
-            assert!(text.contains("all checks passed"), "{text}");
+        // 0: every check that ran passed (some may skip, saying why: no tracefs in a
+        // container); 3: none failed, one could not be judged on this host's background.
+        if matches!(out.status.code(), Some(0 | 3)) {
+            assert!(
+                text.contains("all checks passed")
+                    || text.contains("all checks that ran passed")
+                    || text.contains("no check failed; could not judge"),
+                "{text}"
+            );
             return text;
         }
         eprintln!("{}", String::from_utf8_lossy(&out.stderr));

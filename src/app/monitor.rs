@@ -290,7 +290,8 @@ pub fn run(
         } else {
             plan.housekeeping.to_string()
         },
-        args.listen,
+        // The address bound, so that `--listen 127.0.0.1:0` names the port it got.
+        listener.local_addr().unwrap_or(args.listen),
     );
     if let Some(above) = cfg.log_above_ns {
         eprintln!(
@@ -377,7 +378,13 @@ pub fn run(
                     }
                     handoffs[i].give_first(last);
                 }
-                if first && let Some(reason) = w.sched_refused {
+                // Once, however many threads were refused, and not again after the
+                // pre-flight check said so.
+                let known = (degraded.iter()).any(|d| matches!(d, Degraded::SchedRefused { .. }));
+                if first
+                    && !known
+                    && let Some(reason) = w.sched_refused
+                {
                     let d = Degraded::SchedRefused {
                         requested: req,
                         reason,
