@@ -177,24 +177,6 @@ fn attribute_one_noise(
     Some(a)
 }
 
-/// Each noise entry's gaps, attributed to the trace's events on its CPU.
-pub fn attribute_noise(entries: &mut [NoiseEntry], c: &Collected, scale: Scale, run_start: u64) {
-    let symbols = symbols_for(c);
-    let mut starts = Vec::new();
-    for e in entries.iter_mut() {
-        let Some(log) = &e.events else { continue };
-        starts.push(log.start_tsc.clone());
-        e.attribution = attribute_one_noise(e, c, &symbols, scale, run_start, TOP);
-    }
-    let counts = attribute::coincident(&starts, scale.to_ticks(COINCIDENCE_NS));
-    let with_logs = entries.iter_mut().filter(|e| e.events.is_some());
-    for (e, n) in with_logs.zip(counts) {
-        if let Some(a) = &mut e.attribution {
-            a.coincident_gaps = n;
-        }
-    }
-}
-
 /// The late wake-ups of each timer entry (the spikes at or above `above_ns`, or above the
 /// entry's p99 when none is given), from deadline to waking, attributed to the trace's
 /// events on its CPU: the time the CPU idled before the timer's interrupt (the IRQ delay
