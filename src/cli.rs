@@ -1131,10 +1131,15 @@ pub use crate::engine::run::MAX_DURATION;
 pub fn parse_duration(s: &str) -> Result<Duration, String> {
     let bad = || format!("expected a positive duration such as 500ms, 10s, 5m or 2h, got '{s}'");
     let t = s.trim();
-    // One unit (`1.5ms`, `2h`, bare seconds) as every time flag reads it, else
-    // humantime's compounds (`1h30m`).
-    let d = match crate::units::time_ns(t, Some(1e9)) {
-        Some(ns) if ns > 0.0 => Duration::try_from_secs_f64(ns / 1e9).map_err(|_| bad())?,
+    // Bare seconds (`10`, `1e9`), or one unit (`1.5ms`, `2h`) as every time flag reads
+    // it, else humantime's compounds (`1h30m`).
+    let ns =
+        (t.parse::<f64>().ok().map(|secs| secs * 1e9)).or_else(|| crate::units::time_ns(t, None));
+    let d = match ns {
+        Some(ns) if ns > 0.0 => match Duration::try_from_secs_f64(ns / 1e9) {
+            Ok(d) => d,
+            Err(_) => return Err(format!("'{s}' is longer than the 30-day limit")),
+        },
         Some(_) => return Err(bad()),
         None => humantime::parse_duration(t).map_err(|_| bad())?,
     };

@@ -1049,10 +1049,16 @@ fn every_finding_the_verdict_names_is_produced_at_warn_or_bad() {
         );
     }
     for cause in Cause::ALL {
+        // The fair server's finding is info (it matters only to a spinning loop); the
+        // verdict names it where the trace measured the fair server taking the CPU.
+        let floor = match cause {
+            Cause::FairServer => Severity::Info,
+            _ => Warn,
+        };
         for id in cause.findings() {
             assert!(
-                seen.iter().any(|(i, s)| i == id && *s >= Warn),
-                "{cause:?} names {id}, which no fixture gives at warn or bad"
+                seen.iter().any(|(i, s)| i == id && *s >= floor),
+                "{cause:?} names {id}, which no fixture gives at {floor:?} or above"
             );
         }
     }
