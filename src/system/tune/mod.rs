@@ -13,6 +13,7 @@
 
 pub mod apply;
 pub mod experiment;
+pub mod export;
 pub mod journal;
 pub mod record;
 
