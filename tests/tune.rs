@@ -522,3 +522,32 @@ fn issue23_the_applied_sysctl_d_file_makes_its_steps_done() {
     }
     let _ = std::fs::remove_dir_all(dir);
 }
+
+/// Issue 23: each fix a tune step applies at run time ends with the command that tries
+/// it; the managed IRQ (no run-time fix) and boot-only fixes do not.
+#[test]
+fn issue23_audit_fixes_end_with_the_tune_command() {
+    let root = fixture("managed-irq");
+    let o = jitterscope(&["audit", "-a", "1", "--root", root.to_str().unwrap()]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let text = String::from_utf8(o.stdout).unwrap();
+    let after = |id: &str| -> Vec<String> {
+        let mut lines = text
+            .lines()
+            .skip_while(|l| !l.contains(&format!(" {id}: ")));
+        lines.next();
+        lines
+            .take_while(|l| l.starts_with("        "))
+            .map(str::to_string)
+            .collect()
+    };
+    let irq = after("irq-on-measured-cpus");
+    assert_eq!(
+        irq.last().map(String::as_str),
+        Some("        try it: jitterscope tune --step irq-on-measured-cpus"),
+        "{irq:?}"
+    );
+    for id in ["irq-managed-on-measured", "managed-irq-not-isolated"] {
+        assert!(!after(id).iter().any(|l| l.contains("try it")), "{id}");
+    }
+}

@@ -302,7 +302,11 @@ fn verdict_section(heading: &str, v: &crate::report::verdict::Verdict) -> Sectio
     use crate::report::verdict::share_words;
     let rows = (v.fixes.iter().enumerate())
         .map(|(i, f)| {
-            let cells = [(i + 1).to_string(), f.fix.clone(), f.finding.clone()];
+            let fix = match &f.tune {
+                Some(cmd) => format!("{} (try it: {cmd})", f.fix),
+                None => f.fix.clone(),
+            };
+            let cells = [(i + 1).to_string(), fix, f.finding.clone()];
             cells.into_iter().chain([share_words(f.share)]).collect()
         })
         .collect();
