@@ -738,6 +738,11 @@ pub struct TuneArgs {
     #[arg(long)]
     pub restore: bool,
 
+    /// After the run, write the kept steps to DIR as a tuned profile, a sysctl.d file, a
+    /// oneshot systemd unit with its script, and the boot-only kernel command line.
+    #[arg(long, value_name = "DIR")]
+    pub export: Option<PathBuf>,
+
     /// Read and write /proc and /sys under DIR instead of / (a recorded tree, for tests).
     #[arg(long, value_name = "DIR")]
     pub root: Option<PathBuf>,

@@ -694,3 +694,141 @@ fn every_format_states_the_same_figures() {
         assert!(*n > 0, "{what}: no cell checked");
     }
 }
+
+/// Issue 23: `tune`'s staircase states the same figures in the terminal, CSV, Markdown and
+/// HTML. The fixture is a real run (RT throttling turned off and kept); the expected
+/// figures are the stored medians and interval ends, in ns, each cell in µs within its
+/// own rounding.
+#[test]
+fn the_tune_staircase_agrees_in_every_format() {
+    const TUNE: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures/tune.json");
+    let v: Value = serde_json::from_str(&std::fs::read_to_string(TUNE).unwrap()).unwrap();
+    let stairs = v["tune"]["staircase"].as_array().unwrap();
+    assert!(stairs.len() >= 2, "the fixture keeps a step");
+    let keys = ["p50_ns", "p99_ns", "p999_ns", "max_ns", "lost_ns_per_s"];
+    // Per stair: its name and, per figure, (median, low, high) in ns.
+    let expected: Vec<(String, Vec<[f64; 3]>)> = stairs
+        .iter()
+        .map(|s| {
+            let figs = keys
+                .iter()
+                .map(|k| ["median", "low", "high"].map(|p| s[k][p].as_f64().unwrap()))
+                .collect();
+            (s["after"].as_str().unwrap().to_string(), figs)
+        })
+        .collect();
+    let close = |what: &str, cell: &str, ns: f64| {
+        let us: f64 = cell
+            .trim()
+            .parse()
+            .unwrap_or_else(|_| panic!("{what}: {cell:?}"));
+        // short(): whole µs from 100 µs, tenths below.
+        let tol = if ns / 1e3 >= 100.0 { 0.5 } else { 0.05 } + 1e-9;
+        assert!((us - ns / 1e3).abs() <= tol, "{what}: {cell} µs vs {ns} ns");
+    };
+    // "13.0 [12.5–13.6]"
+    let fig_cell = |what: &str, cell: &str, want: &[f64; 3]| {
+        let (m, rest) = cell
+            .split_once(" [")
+            .unwrap_or_else(|| panic!("{what}: {cell}"));
+        let (l, h) = rest.trim_end_matches(']').split_once('–').unwrap();
+        close(what, m, want[0]);
+        close(what, l, want[1]);
+        close(what, h, want[2]);
+    };
+    let mut checked: BTreeMap<&str, usize> = BTreeMap::new();
+
+    let csv = run_ok(&["report", TUNE, "--format", "csv"]);
+    let mut lines = csv.lines();
+    let header: Vec<&str> = lines.next().unwrap().split(',').collect();
+    let body: Vec<Vec<&str>> = lines.map(|l| l.split(',').collect()).collect();
+    assert_eq!(body.len(), expected.len(), "{csv}");
+    let cols = ["p50", "p99", "p99.9", "max"];
+    for (row, (after, figs)) in body.iter().zip(&expected) {
+        assert_eq!(
+            row[header.iter().position(|h| *h == "after").unwrap()],
+            after
+        );
+        for (i, want) in figs.iter().enumerate() {
+            let names: [String; 3] = match cols.get(i) {
+                Some(f) => [
+                    format!("{f}_us"),
+                    format!("{f}_low_us"),
+                    format!("{f}_high_us"),
+                ],
+                None => {
+                    ["lost_us_per_s", "lost_low_us_per_s", "lost_high_us_per_s"].map(String::from)
+                }
+            };
+            for (name, ns) in names.iter().zip(want) {
+                let at = header.iter().position(|h| h == name).unwrap();
+                close("csv", row[at], *ns);
+                *checked.entry("csv").or_default() += 1;
+            }
+        }
+    }
+
+    let md = run_ok(&["report", TUNE, "--format", "markdown"]);
+    let rows: Vec<Vec<String>> = md
+        .lines()
+        .skip_while(|l| !l.starts_with("| after |"))
+        .skip(2)
+        .take_while(|l| l.starts_with('|'))
+        .map(|l| {
+            l.trim_matches('|')
+                .split(" | ")
+                .map(|c| c.trim().to_string())
+                .collect()
+        })
+        .collect();
+    let html = run_ok(&["report", TUNE, "--format", "html"]);
+    let (_, _, html_rows) = html_tables(&html)
+        .into_iter()
+        .find(|(c, _, _)| c.starts_with("tune: staircase"))
+        .expect("the page has the staircase table");
+    assert!(
+        html.contains("<polyline"),
+        "the page has the staircase chart"
+    );
+    for (what, rows) in [("markdown", rows), ("html", html_rows)] {
+        assert_eq!(rows.len(), expected.len(), "{what}");
+        for (row, (after, figs)) in rows.iter().zip(&expected) {
+            assert_eq!(&row[0], after, "{what}");
+            for (cell, want) in row[1..].iter().zip(figs) {
+                fig_cell(what, cell, want);
+                *checked.entry(what).or_default() += 3;
+            }
+        }
+    }
+
+    // The terminal: a line of medians, then a line of intervals, per stair.
+    let text = run_ok(&["report", TUNE]);
+    let lines: Vec<&str> = text
+        .lines()
+        .skip_while(|l| !l.trim_start().starts_with("after "))
+        .skip(1)
+        .take(2 * expected.len())
+        .collect();
+    for (pair, (after, figs)) in lines.chunks(2).zip(&expected) {
+        let medians: Vec<&str> = pair[0].split_whitespace().collect();
+        assert_eq!(medians[0], after, "terminal");
+        for (i, want) in figs.iter().enumerate() {
+            close("terminal", medians[i + 1], want[0]);
+            let interval = pair[1].split_whitespace().nth(i).unwrap();
+            let (l, h) = interval
+                .trim_matches(|c| c == '[' || c == ']')
+                .split_once('–')
+                .unwrap();
+            close("terminal", l, want[1]);
+            close("terminal", h, want[2]);
+            *checked.entry("terminal").or_default() += 3;
+        }
+    }
+    for what in ["csv", "markdown", "html", "terminal"] {
+        assert_eq!(
+            checked.get(what),
+            Some(&(15 * expected.len())),
+            "{what}: {checked:?}"
+        );
+    }
+}

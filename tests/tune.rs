@@ -261,3 +261,293 @@ fn issue23_turning_rt_throttling_off_is_kept() {
         "no soft lockup or RCU stall in the kernel log"
     );
 }
+
+/// A kept run, written by hand: three sysctls, an IRQ's affinity and PM QoS kept, one
+/// step inconclusive, one boot-only. `--export` writes from such an entry.
+fn kept_entry() -> jitterscope::system::tune::record::TuneEntry {
+    use jitterscope::system::audit::Severity;
+    use jitterscope::system::tune::experiment::{Decision, judge};
+    use jitterscope::system::tune::record::{Metric, StepRun, TuneEntry};
+    use jitterscope::system::tune::{Change, Class, Step};
+    let kept = judge(&[9, 9, 9, 9, 9, 9], &[1, 1, 1, 1, 1, 1], 0.01);
+    assert_eq!(kept.decision, Decision::Kept);
+    let same = judge(&[1, 2, 3, 4, 5, 6], &[1, 2, 3, 4, 5, 6], 0.01);
+    let step = |id: &str, changes: Vec<Change>, class: Class, j| StepRun {
+        step: Step {
+            id: id.into(),
+            severity: Severity::Warn,
+            seen: String::new(),
+            changes,
+            class,
+            removes_safety_net: false,
+        },
+        values: Vec::new(),
+        blocks: Vec::new(),
+        judgement: j,
+    };
+    let w = |path: &str, value: &str| Change::Write {
+        path: path.into(),
+        value: value.into(),
+    };
+    TuneEntry {
+        probe: "noise".into(),
+        metric: Metric::Max,
+        block_ns: 1_000_000_000,
+        pairs: 6,
+        rest_ns: 300_000_000,
+        alpha: 0.01,
+        steps: vec![
+            step(
+                "rt-throttling-on",
+                vec![w("/proc/sys/kernel/sched_rt_runtime_us", "-1")],
+                Class::Applies,
+                Some(kept),
+            ),
+            step(
+                "timer-migration-on",
+                vec![w("/proc/sys/kernel/timer_migration", "0")],
+                Class::Applies,
+                Some(kept),
+            ),
+            step(
+                "stat-interval-short",
+                vec![w("/proc/sys/vm/stat_interval", "10")],
+                Class::Applies,
+                Some(kept),
+            ),
+            step(
+                "hung-task-on",
+                vec![w("/proc/sys/kernel/hung_task_timeout_secs", "0")],
+                Class::Applies,
+                Some(same),
+            ),
+            step(
+                "irq-on-measured-cpus",
+                vec![w("/proc/irq/26/smp_affinity_list", "0")],
+                Class::Applies,
+                Some(kept),
+            ),
+            step(
+                "idle-haltpoll",
+                vec![Change::PmQos { value_us: 0 }],
+                Class::Applies,
+                Some(kept),
+            ),
+            step(
+                "isolated-missing",
+                Vec::new(),
+                Class::BootOnly {
+                    fragment: "isolcpus=1".into(),
+                },
+                None,
+            ),
+        ],
+        staircase: Vec::new(),
+        restored: Vec::new(),
+        kept_applied: false,
+    }
+}
+
+/// Writes the export of `kept_entry` to a fresh directory, one per test (they run at once).
+fn exported(test: &str) -> PathBuf {
+    let dir =
+        std::env::temp_dir().join(format!("jitterscope-export-{test}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    for f in jitterscope::system::tune::export::files(&kept_entry(), "jitterscope tune --export") {
+        let p = dir.join(f.path);
+        std::fs::create_dir_all(p.parent().unwrap()).unwrap();
+        std::fs::write(p, f.text).unwrap();
+    }
+    dir
+}
+
+#[test]
+fn issue23_export_needs_a_run() {
+    let o = jitterscope(&["tune", "--dry-run", "--export", "/tmp/x", "-a", "1"]);
+    assert_eq!(o.status.code(), Some(2));
+    let err = util::stderr_lines(&o);
+    assert_eq!(err.len(), 1, "{err:?}");
+    assert!(err[0].starts_with("jitterscope: --export /tmp/x: a dry run keeps nothing"));
+}
+
+/// tuned ships no offline checker (`tuned-adm verify` asks the running daemon), so the
+/// profile is loaded with tuned's own Loader, the code the daemon loads profiles with.
+#[test]
+fn issue23_tuned_loads_the_exported_profile() {
+    let has_tuned = || {
+        Command::new("/usr/bin/python3")
+            .args(["-Es", "-c", "import tuned.profiles.loader"])
+            .stderr(Stdio::null())
+            .status()
+            .is_ok_and(|s| s.success())
+    };
+    if !has_tuned() {
+        if !is_root() || Command::new("apt-get").arg("--version").output().is_err() {
+            return skip(
+                "issue23 tuned profile",
+                "tuned is not installed (needs root and apt)",
+            );
+        }
+        let _ = Command::new("apt-get")
+            .args(["install", "-y", "-q", "tuned"])
+            .stdout(Stdio::null())
+            .status();
+        if !has_tuned() {
+            return skip("issue23 tuned profile", "apt-get install tuned failed");
+        }
+    }
+    let dir = exported("tuned");
+    let script = "import sys\n\
+        import tuned.profiles.locator as l, tuned.profiles.loader as d\n\
+        import tuned.profiles.factory as f, tuned.profiles.merger as m\n\
+        import tuned.profiles.variables as v\n\
+        from tuned.utils.global_config import GlobalConfig\n\
+        p = d.Loader(l.Locator([sys.argv[1]]), f.Factory(), m.Merger(), GlobalConfig(),\n\
+        \x20   v.Variables()).load(['jitterscope'])\n\
+        for n, u in p.units.items():\n\
+        \x20   for k, x in u.options.items(): print(n, k, x)\n";
+    let o = Command::new("/usr/bin/python3")
+        .args(["-Es", "-c", script, dir.to_str().unwrap()])
+        .output()
+        .unwrap();
+    let out = String::from_utf8_lossy(&o.stdout);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    for line in [
+        "cpu force_latency 0",
+        "sysctl kernel.sched_rt_runtime_us -1",
+        "sysctl kernel.timer_migration 0",
+        "sysctl vm.stat_interval 10",
+    ] {
+        assert!(out.lines().any(|l| l == line), "{line} not in:\n{out}");
+    }
+    assert!(!out.contains("hung_task"), "not kept:\n{out}");
+    let _ = std::fs::remove_dir_all(dir);
+}
+
+#[test]
+fn issue23_systemd_accepts_the_exported_unit() {
+    if Command::new("systemd-analyze")
+        .arg("--version")
+        .output()
+        .is_err()
+    {
+        return skip("issue23 unit", "no systemd-analyze here");
+    }
+    let dir = exported("unit");
+    let unit = dir.join("systemd/jitterscope-tune.service");
+    let o = Command::new("systemd-analyze")
+        .arg("verify")
+        .arg(&unit)
+        .output()
+        .unwrap();
+    // verify exits 0 on many warnings: a warning about the unit is a failure too.
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(
+        o.status.success() && !err.contains("jitterscope-tune"),
+        "{err}"
+    );
+    let sh = std::fs::read_to_string(dir.join("jitterscope-tune.sh")).unwrap();
+    let o = Command::new("sh")
+        .arg("-n")
+        .arg(dir.join("jitterscope-tune.sh"))
+        .output();
+    assert!(o.unwrap().status.success(), "sh -n rejects:\n{sh}");
+    let _ = std::fs::remove_dir_all(dir);
+}
+
+/// Writes the sysctls back when dropped, so that a failed assertion restores them too.
+struct Sysctls(Vec<(String, String)>);
+
+impl Drop for Sysctls {
+    fn drop(&mut self) {
+        for (k, v) in &self.0 {
+            let _ = Command::new("sysctl")
+                .arg("-q")
+                .arg(format!("{k}={v}"))
+                .status();
+        }
+    }
+}
+
+fn sysctl(key: &str) -> String {
+    let o = Command::new("sysctl").args(["-n", key]).output().unwrap();
+    String::from_utf8_lossy(&o.stdout).trim().to_string()
+}
+
+#[test]
+fn issue23_the_applied_sysctl_d_file_makes_its_steps_done() {
+    if !is_root() || Command::new("sysctl").arg("--version").output().is_err() {
+        return skip(
+            "issue23 sysctl.d",
+            "needs root and sysctl to apply the file",
+        );
+    }
+    let _m = measuring();
+    let dir = exported("sysctl");
+    let keys = [
+        "kernel.sched_rt_runtime_us",
+        "kernel.timer_migration",
+        "vm.stat_interval",
+    ];
+    let before: Vec<(String, String)> = keys.iter().map(|k| (k.to_string(), sysctl(k))).collect();
+    {
+        let _back = Sysctls(before.clone());
+        let o = Command::new("sysctl")
+            .arg("-p")
+            .arg(dir.join("sysctl.d/90-jitterscope.conf"))
+            .output()
+            .unwrap();
+        assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+        assert_eq!(sysctl("kernel.sched_rt_runtime_us"), "-1");
+        let o = jitterscope(&["tune", "--dry-run", "-a", "1"]);
+        let plan = String::from_utf8_lossy(&o.stdout).to_string();
+        assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+        // A fixed finding leaves the audit (and so the plan), or stays as already done.
+        for id in [
+            "rt-throttling-on",
+            "timer-migration-on",
+            "stat-interval-short",
+        ] {
+            let line = plan
+                .lines()
+                .find(|l| l.split_whitespace().nth(1) == Some(id));
+            assert!(
+                line.is_none_or(|l| l.contains("already done")),
+                "{id} still to do:\n{plan}"
+            );
+        }
+    }
+    for (k, v) in &before {
+        assert_eq!(&sysctl(k), v, "{k} not restored");
+    }
+    let _ = std::fs::remove_dir_all(dir);
+}
+
+/// Issue 23: each fix a tune step applies at run time ends with the command that tries
+/// it; the managed IRQ (no run-time fix) and boot-only fixes do not.
+#[test]
+fn issue23_audit_fixes_end_with_the_tune_command() {
+    let root = fixture("managed-irq");
+    let o = jitterscope(&["audit", "-a", "1", "--root", root.to_str().unwrap()]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let text = String::from_utf8(o.stdout).unwrap();
+    let after = |id: &str| -> Vec<String> {
+        let mut lines = text
+            .lines()
+            .skip_while(|l| !l.contains(&format!(" {id}: ")));
+        lines.next();
+        lines
+            .take_while(|l| l.starts_with("        "))
+            .map(str::to_string)
+            .collect()
+    };
+    let irq = after("irq-on-measured-cpus");
+    assert_eq!(
+        irq.last().map(String::as_str),
+        Some("        try it: jitterscope tune --step irq-on-measured-cpus"),
+        "{irq:?}"
+    );
+    for id in ["irq-managed-on-measured", "managed-irq-not-isolated"] {
+        assert!(!after(id).iter().any(|l| l.contains("try it")), "{id}");
+    }
+}

@@ -57,6 +57,17 @@ pub fn run(args: &TuneArgs, argv: &[String], stop: &AtomicBool) -> anyhow::Resul
              run it with sudo (or --dry-run --root DIR on a recorded tree)"
         );
     }
+    // Checked before anything changes: a run whose export cannot be written is wasted.
+    if let Some(dir) = &args.export {
+        if args.dry_run {
+            bail!(
+                "--export {}: a dry run keeps nothing; --export writes what a run kept",
+                dir.display()
+            );
+        }
+        std::fs::create_dir_all(dir)
+            .with_context(|| format!("--export {}: cannot create it", dir.display()))?;
+    }
     let sched = tune_sched(args)?;
     if sched.policy.is_realtime() && args.block > MAX_BLOCK {
         bail!(
@@ -127,7 +138,42 @@ pub fn run(args: &TuneArgs, argv: &[String], stop: &AtomicBool) -> anyhow::Resul
         entry: None,
         undo: Vec::new(),
     };
-    Ok(execute(&mut cmd, argv, stop, &Warnings::stderr())?.1)
+    let ending = execute(&mut cmd, argv, stop, &Warnings::stderr())?.1;
+    if let (Some(dir), Some(t), Ending::Completed) = (&args.export, &cmd.entry, &ending) {
+        export(dir, t, &argv.join(" "))?;
+    }
+    Ok(ending)
+}
+
+/// `--export DIR`: writes the kept steps' files and says what each is for.
+fn export(dir: &Path, t: &TuneEntry, command: &str) -> anyhow::Result<()> {
+    let files = crate::system::tune::export::files(t, command);
+    if files.is_empty() {
+        println!(
+            "nothing exported to {}: no step was kept and none is boot-only",
+            dir.display()
+        );
+        return Ok(());
+    }
+    for f in &files {
+        let path = dir.join(f.path);
+        if let Some(parent) = path.parent() {
+            std::fs::create_dir_all(parent)
+                .with_context(|| format!("cannot create {}", parent.display()))?;
+        }
+        std::fs::write(&path, &f.text)
+            .with_context(|| format!("cannot write {}", path.display()))?;
+        if f.executable {
+            use std::os::unix::fs::PermissionsExt;
+            std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755))?;
+        }
+    }
+    println!(
+        "exported to {}: {} (see README.txt there)",
+        dir.display(),
+        files.iter().map(|f| f.path).collect::<Vec<_>>().join(", ")
+    );
+    Ok(())
 }
 
 /// SCHED_FIFO 1 unless asked otherwise: the measured thread of a latency-critical
@@ -478,7 +524,8 @@ impl Measure for TuneCommand {
     }
 
     fn finish(&mut self, result: &mut ResultFile) {
-        result.tune = self.entry.take();
+        // Kept here too: `--export` writes from it after the run.
+        result.tune = self.entry.clone();
     }
 
     fn text(&self, r: &ResultFile) -> String {

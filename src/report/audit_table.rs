@@ -60,6 +60,9 @@ fn block(f: &Finding, width: Option<usize>) -> String {
     for r in &f.remedies {
         b.push_str(&remedy(r, width));
     }
+    if let Some(cmd) = crate::system::tune::try_it(f) {
+        b.push_str(&format!("        try it: {cmd}\n"));
+    }
     if f.remedies.is_empty() && !f.fix.is_empty() {
         b.push_str(&wrap(
             &format!("        fix: {}", f.fix),

@@ -146,14 +146,30 @@ pub const CSV_HEADER: &str = "probe,file,key,metric,cpu,count,min_ns,p20_ns,p50_
 p90_ns,p99_ns,p999_ns,p9999_ns,max_ns,mean_ns,sum_ns,mad_ns,clamped,trusted";
 
 /// One row per distribution with every summary column.
+///
+/// `tune`'s staircase is a table of its own: a tune result has no distributions, so its
+/// CSV is the staircase alone; after other results' rows it follows a blank line.
 pub fn csv_summary(results: &[Loaded]) -> String {
     let mut out = format!("{CSV_HEADER}\n");
+    let mut rows = 0;
     for (path, r) in results {
         for d in distributions(r).0 {
             out.push_str(&csv_row(&summary_fields(&file_name(path), &d)));
+            rows += 1;
         }
     }
-    out
+    let tunes: Vec<(String, &crate::system::tune::record::TuneEntry)> = results
+        .iter()
+        .filter_map(|(path, r)| Some((file_name(path), r.tune.as_ref()?)))
+        .collect();
+    if tunes.is_empty() {
+        return out;
+    }
+    let staircase = crate::report::views::tune::staircase_csv(&tunes);
+    match rows {
+        0 => staircase,
+        _ => format!("{out}\n{staircase}"),
+    }
 }
 
 fn summary_fields(file: &str, d: &Dist) -> Vec<String> {

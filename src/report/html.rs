@@ -266,6 +266,10 @@ pub fn result_page(results: &[Loaded]) -> anyhow::Result<Page> {
                 ..Section::default()
             });
         }
+        if let Some(t) = &r.tune {
+            page.sections
+                .push(tune_section(&named("tune: staircase"), t));
+        }
         page.sections
             .extend(attribution_sections(r, &named, &mut page.warnings, &file));
         page.sections.push(measurements(&named("Measurements"), r));
@@ -288,6 +292,37 @@ pub fn result_page(results: &[Loaded]) -> anyhow::Result<Page> {
     Ok(page)
 }
 
+/// `tune`'s staircase: the chart of p99 and max after each kept step, then the same
+/// cells as the terminal, CSV and Markdown (`staircase_rows`), so that the figures agree.
+fn tune_section(heading: &str, t: &crate::system::tune::record::TuneEntry) -> Section {
+    let (header, rows) = crate::report::views::tune::staircase_rows(&t.staircase);
+    let kept = t.staircase.len().saturating_sub(1);
+    let mut section = Section {
+        heading: heading.into(),
+        text: vec![format!(
+            "{} step(s) judged on {}, {kept} kept. Each stair: the medians over its blocks \
+             [distribution-free interval], after the kept steps up to it.",
+            t.steps.iter().filter(|s| s.judgement.is_some()).count(),
+            t.metric.name()
+        )],
+        tables: vec![Table {
+            caption: "tune: staircase (µs, median [interval] over blocks)".into(),
+            headers: header.into_iter().map(String::from).collect(),
+            rows,
+            note: None,
+        }],
+        ..Section::default()
+    };
+    if !t.staircase.is_empty() {
+        section.lead.push(Figure {
+            caption: "Median p99 and median per-block max (µs) after each kept step".into(),
+            svg: crate::report::plot::staircase_svg(&t.staircase),
+            series: false,
+        });
+    }
+    section
+}
+
 /// A main job's verdict: the one stored, or for an older main-job file one made now.
 fn stored_or_main_verdict(r: &ResultFile) -> Option<crate::report::verdict::Verdict> {
     if let Some(v) = &r.verdict {
@@ -302,7 +337,11 @@ fn verdict_section(heading: &str, v: &crate::report::verdict::Verdict) -> Sectio
     use crate::report::verdict::share_words;
     let rows = (v.fixes.iter().enumerate())
         .map(|(i, f)| {
-            let cells = [(i + 1).to_string(), f.fix.clone(), f.finding.clone()];
+            let fix = match &f.tune {
+                Some(cmd) => format!("{} (try it: {cmd})", f.fix),
+                None => f.fix.clone(),
+            };
+            let cells = [(i + 1).to_string(), fix, f.finding.clone()];
             cells.into_iter().chain([share_words(f.share)]).collect()
         })
         .collect();

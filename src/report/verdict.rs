@@ -209,6 +209,9 @@ pub struct Fix {
     pub fix: String,
     /// Share of the measured interruption time it would remove (0..=1), when measured.
     pub share: Option<f64>,
+    /// The `tune` command that would try the fix, where a tune step applies it at run time.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tune: Option<String>,
 }
 
 /// The verdict, as the main job stores it in its result (`verdict`).
@@ -542,6 +545,7 @@ fn fix_of(f: &Finding, share: Option<f64>) -> Fix {
         finding: f.id.to_string(),
         fix: f.fix.clone(),
         share,
+        tune: crate::system::tune::try_it(f),
     }
 }
 
@@ -631,6 +635,9 @@ pub fn text(v: &Verdict) -> String {
         let head = format!("{}. {} ({}):", i + 1, f.finding, share_words(f.share));
         out.push_str(&wrap(&head));
         out.push_str(&format!("\n     {}\n", f.fix));
+        if let Some(cmd) = &f.tune {
+            out.push_str(&format!("     try it: {cmd}\n"));
+        }
     }
     out
 }
@@ -645,6 +652,36 @@ pub fn share_words(share: Option<f64>) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_fix_tune_can_try_ends_with_its_command() {
+        let v = Verdict {
+            lines: Vec::new(),
+            fixes: vec![
+                Fix {
+                    finding: "rt-throttling-on".into(),
+                    fix: "sysctl -w kernel.sched_rt_runtime_us=-1".into(),
+                    share: None,
+                    tune: Some("jitterscope tune --step rt-throttling-on".into()),
+                },
+                Fix {
+                    finding: "isolated-missing".into(),
+                    fix: "boot with isolcpus=1".into(),
+                    share: None,
+                    tune: None,
+                },
+            ],
+        };
+        let t = text(&v);
+        assert!(
+            t.contains(
+                "     sysctl -w kernel.sched_rt_runtime_us=-1\n     \
+                 try it: jitterscope tune --step rt-throttling-on\n  2."
+            ),
+            "{t}"
+        );
+        assert_eq!(t.matches("try it").count(), 1, "{t}");
+    }
 
     /// The frozen main-job fixture with steal counters of `steal_ms` on CPU 1.
     fn fixture_with_steal(steal_ms: Option<u64>) -> ResultFile {

@@ -13,6 +13,7 @@
 
 pub mod apply;
 pub mod experiment;
+pub mod export;
 pub mod journal;
 pub mod record;
 
@@ -287,6 +288,23 @@ fn classify_runtime(f: &Finding, changes: &[Change], root: &Path) -> Class {
     } else {
         Class::Applies
     }
+}
+
+/// The `tune` command that would try `f`'s fix, where a tune step applies it at run time:
+/// a run-time remedy that only writes files, or a PM QoS request. Audit and verdict end
+/// such a fix with it, so that the reader can measure whether it helps before keeping it.
+pub fn try_it(f: &Finding) -> Option<String> {
+    let writes = f.remedies.iter().any(|r| match r {
+        Remedy::Runtime { effects, .. } => {
+            !effects.is_empty() && effects.iter().all(|e| matches!(e, Effect::Write { .. }))
+        }
+        _ => false,
+    });
+    // A managed IRQ has no run-time fix: its step only shows the kernel's refusal.
+    let runtime = (writes || PM_QOS_FINDINGS.contains(&f.id))
+        && f.id != FindingId::IrqManagedOnMeasured
+        && f.severity > Severity::Ok;
+    runtime.then(|| format!("jitterscope tune --step {}", f.id))
 }
 
 /// The IRQ numbers of an IRQ finding's value: `IRQ 36 (virtio1-req.0) ×314713` or
