@@ -22,6 +22,7 @@ pub mod selftest;
 pub mod syscalls;
 pub mod timer;
 pub mod tracing;
+pub mod watch;
 pub mod work;
 
 /// How a command ended, for the exit code.

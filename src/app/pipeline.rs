@@ -248,6 +248,10 @@ pub trait Measure {
     /// Measures.
     fn measure(&mut self, ctx: &mut Ctx<'_>) -> anyhow::Result<Measured>;
 
+    /// Adds what is not a probe entry to the result before it is saved (`watch` puts
+    /// its section there) [default: nothing].
+    fn finish(&mut self, _result: &mut ResultFile) {}
+
     /// The text printed on the terminal.
     fn text(&self, result: &ResultFile) -> String;
 }
@@ -369,7 +373,8 @@ pub fn execute(
     let mut info = facts.run_info(&measured, degraded, warnings, sink);
     info.counters = delta.ok();
     let limit = measured.limit_exceeded;
-    let result = ResultFile::new(pre.host, info, measured.entries);
+    let mut result = ResultFile::new(pre.host, info, measured.entries);
+    m.finish(&mut result);
     emit(&result, &m.settings().save, || m.text(&result))?;
     let gated = gate(&result, &m.settings().gates);
     let end = match (limit, result.run.interrupted, gated) {

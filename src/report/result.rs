@@ -59,6 +59,10 @@ pub struct ResultFile {
     /// of single commands and of versions before it was stored.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub verdict: Option<crate::report::verdict::Verdict>,
+    /// `jitterscope watch`: another application's threads, watched; absent from every
+    /// other command's results and from versions before it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub watch: Option<crate::report::watch::WatchRecord>,
 }
 
 /// `run`: how this result was produced.
@@ -145,6 +149,7 @@ impl ResultFile {
             run,
             probes,
             verdict: None,
+            watch: None,
         }
     }
 
