@@ -211,6 +211,17 @@ impl Walk<'_> {
                     };
                 }
             }
+            // Another task woken for an idle CPU runs there next, switch recorded or not:
+            // a watched thread woken after it waits for a switch, not for a guess.
+            Kind::Wakeup {
+                task, target_cpu, ..
+            } => {
+                let target = usize::try_from(target_cpu).unwrap_or(cpu);
+                let c = self.cpus.entry(target).or_default();
+                if c.current.is_none_or(|t| t.pid == 0) {
+                    c.current = Some(task);
+                }
+            }
             Kind::Switch {
                 prev,
                 prev_state,
@@ -642,6 +653,33 @@ mod tests {
         assert_eq!(a.wakeup.max_ns(), Some(20_000), "corrected by the switch");
         assert_eq!(a.starts_guessed, 1);
         assert_eq!(a.runs, 3, "the first switch out was a run too");
+    }
+
+    /// A task woken for an idle CPU before the app runs there first (no switch out of
+    /// idle recorded): the app waits for the switch, and the interrupts meanwhile are
+    /// not its time.
+    #[test]
+    fn a_task_woken_first_on_an_idle_cpu_runs_first() {
+        let mut t = Trace::new();
+        let app = t.task("app", 10, 120);
+        let hog = t.task("hog", 20, 49);
+        let idle = t.task("swapper/1", 0, 120);
+        let name = t.names.intern("local_timer");
+        t.switch(1, 100, app, 1, idle);
+        t.wake(1, 1_000, hog, 1);
+        t.wake(1, 50_000, app, 1);
+        t.at(1, 50_100, Kind::VectorEntry { name });
+        t.at(1, 50_300, Kind::VectorExit { name });
+        t.switch(1, 301_000, hog, 1, app);
+        t.switch(1, 302_000, app, 1, idle);
+        let f = t.run(&tids(&[10]), 10_000);
+        let a = &f[0];
+        assert_eq!(a.wakeup.max_ns(), Some(251_000));
+        assert_eq!(a.starts_guessed, 0);
+        assert!(a.irq.is_none(), "the hog's interrupts are not the app's");
+        let attr = a.attribution.as_ref().unwrap();
+        assert!(attr.causes[0].cause.starts_with("task hog:20"), "{:?}", attr.causes);
+        assert_eq!(attr.causes[0].largest_in, 1);
     }
 
     /// A woken thread that switches out with no event before: its start is unseen.
