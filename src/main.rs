@@ -20,7 +20,8 @@ fn main() -> ExitCode {
     // monitor runs until SIGTERM, and SIGHUP asks it to reopen its log (logrotate).
     let monitor = matches!(cli.command, Some(Command::Monitor(_)));
     // A watch with no -D runs until Ctrl-C as asked: that ending is no interruption.
-    let endless = monitor || matches!(&cli.command, Some(Command::Watch(w)) if w.duration.is_none());
+    let endless =
+        monitor || matches!(&cli.command, Some(Command::Watch(w)) if w.duration.is_none());
     let (stop, reopen) = match install_signal_handlers(monitor) {
         Ok(flags) => flags,
         Err(e) => return fail(anyhow::anyhow!("cannot install signal handlers: {e}")),

@@ -38,4 +38,5 @@ mod timer_cli;
 mod timer_truth;
 mod trace;
 mod version;
+mod watch;
 mod work;

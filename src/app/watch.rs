@@ -118,7 +118,9 @@ fn alive(id: u32) -> bool {
         return false;
     };
     // The state follows the name, which may hold spaces and parentheses.
-    let state = stat.rsplit_once(')').and_then(|(_, r)| r.trim_start().chars().next());
+    let state = stat
+        .rsplit_once(')')
+        .and_then(|(_, r)| r.trim_start().chars().next());
     !matches!(state, None | Some('Z' | 'X' | 'x'))
 }
 

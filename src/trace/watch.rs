@@ -123,9 +123,15 @@ impl ThreadFigures {
 enum Phase {
     Asleep,
     /// Woken at `at` (a tick) for `cpu`.
-    Woken { at: u64, cpu: usize },
+    Woken {
+        at: u64,
+        cpu: usize,
+    },
     /// Switched out while runnable at `at` on `cpu`.
-    Preempted { at: u64, cpu: usize },
+    Preempted {
+        at: u64,
+        cpu: usize,
+    },
     /// Running on `cpu`; `guessed` holds the wake-up and the guessed start of a run that
     /// began with no switch recorded, until a switch confirms or corrects it.
     Running {
@@ -183,7 +189,14 @@ impl Walk<'_> {
         };
         th.figures.wakeup.record(ns);
         if ns >= threshold && start > at {
-            th.delays.push((cpu, Gap { start: at, end: start }, ns));
+            th.delays.push((
+                cpu,
+                Gap {
+                    start: at,
+                    end: start,
+                },
+                ns,
+            ));
         }
     }
 
@@ -398,14 +411,14 @@ impl Walk<'_> {
     }
 }
 
-/// Each watched thread's figures, from every traced CPU's events (each CPU's in time
-/// order), by thread id.
-pub fn watch(
+/// The walk over every CPU's events, merged in time order.
+fn walk<'a>(
     per_cpu: &BTreeMap<usize, Vec<Event>>,
-    names: &Names,
-    watched: &Watched,
-    s: &Settings<'_>,
-) -> Vec<ThreadFigures> {
+    names: &'a Names,
+    watched: &'a Watched,
+    scale: Scale,
+    threshold_ns: u64,
+) -> Walk<'a> {
     let mut merged: Vec<(u64, usize, &Event)> = (per_cpu.iter())
         .flat_map(|(&cpu, evs)| evs.iter().map(move |e| (e.ts, cpu, e)))
         .collect();
@@ -414,8 +427,8 @@ pub fn watch(
     let mut w = Walk {
         watched,
         names,
-        scale: s.scale,
-        threshold_ns: s.threshold_ns,
+        scale,
+        threshold_ns,
         threads: BTreeMap::new(),
         cpus: HashMap::new(),
     };
@@ -423,13 +436,47 @@ pub fn watch(
         w.step(cpu, e);
     }
     w.finish();
+    w
+}
+
+/// Every wake-up delay of each watched thread, by thread id: (the CPU that ran it,
+/// [wake-up, start) in ticks, ns), in time order. For checking a run against ground
+/// truth delay by delay; `watch` gives the figures.
+pub fn wakeup_delays(
+    per_cpu: &BTreeMap<usize, Vec<Event>>,
+    names: &Names,
+    watched: &Watched,
+    scale: Scale,
+) -> BTreeMap<u32, Vec<(usize, Gap, u64)>> {
+    let w = walk(per_cpu, names, watched, scale, 0);
+    (w.threads.into_iter())
+        .map(|(tid, th)| (tid, th.delays))
+        .collect()
+}
+
+/// Each watched thread's figures, from every traced CPU's events (each CPU's in time
+/// order), by thread id.
+pub fn watch(
+    per_cpu: &BTreeMap<usize, Vec<Event>>,
+    names: &Names,
+    watched: &Watched,
+    s: &Settings<'_>,
+) -> Vec<ThreadFigures> {
+    let w = walk(per_cpu, names, watched, s.scale, s.threshold_ns);
     let empty = Vec::new();
     (w.threads.into_values())
         .map(|mut th| {
             if !th.delays.is_empty() {
+                // Batches go to the tally in time order.
+                th.delays.sort_by_key(|d| d.1.start);
                 let events = |cpu: usize| per_cpu.get(&cpu).unwrap_or(&empty).as_slice();
-                th.figures.attribution =
-                    Some(attribute_delays(th.figures.tid, &th.delays, events, names, s));
+                th.figures.attribution = Some(attribute_delays(
+                    th.figures.tid,
+                    &th.delays,
+                    events,
+                    names,
+                    s,
+                ));
             }
             th.figures
         })
@@ -529,7 +576,10 @@ mod tests {
         }
 
         fn at(&mut self, cpu: usize, ts: u64, kind: Kind) {
-            self.per_cpu.entry(cpu).or_default().push(Event { ts, kind });
+            self.per_cpu
+                .entry(cpu)
+                .or_default()
+                .push(Event { ts, kind });
         }
 
         fn wake(&mut self, cpu: usize, ts: u64, task: Task, target: usize) {
@@ -678,7 +728,11 @@ mod tests {
         assert_eq!(a.starts_guessed, 0);
         assert!(a.irq.is_none(), "the hog's interrupts are not the app's");
         let attr = a.attribution.as_ref().unwrap();
-        assert!(attr.causes[0].cause.starts_with("task hog:20"), "{:?}", attr.causes);
+        assert!(
+            attr.causes[0].cause.starts_with("task hog:20"),
+            "{:?}",
+            attr.causes
+        );
         assert_eq!(attr.causes[0].largest_in, 1);
     }
 
