@@ -291,13 +291,13 @@ impl Walk<'_> {
                 }
                 c.depth += 1;
             }
-            Kind::IrqExit { .. } | Kind::SoftirqExit { .. } | Kind::VectorExit { .. } => {
-                // An exit whose entry came before the trace began closes nothing.
-                if c.depth > 0 {
-                    c.depth -= 1;
-                    if c.depth == 0 {
-                        took = Some(self.scale.to_ns(e.ts.saturating_sub(c.since)));
-                    }
+            // An exit whose entry came before the trace began closes nothing.
+            Kind::IrqExit { .. } | Kind::SoftirqExit { .. } | Kind::VectorExit { .. }
+                if c.depth > 0 =>
+            {
+                c.depth -= 1;
+                if c.depth == 0 {
+                    took = Some(self.scale.to_ns(e.ts.saturating_sub(c.since)));
                 }
             }
             // Stamped at its end; inside another context it is part of that one.
