@@ -115,16 +115,15 @@ pub fn watch_text(r: &ResultFile) -> String {
         core("migr."),
         wide("invol."),
         wide("runs"),
-        core(format!("main cause of its delays ≥ {th_us} µs")),
+        core(format!("main cause ≥ {th_us} µs")),
     ]);
     for th in &w.threads {
         let cause = th.attribution.as_ref().map_or("-".to_string(), |a| {
             let main = a.causes.iter().max_by_key(|c| c.largest_in);
             match main {
                 Some(c) if a.gaps > 0 => format!(
-                    "{:.0} % of {}: {}",
+                    "{:.0} % {}",
                     c.largest_in as f64 * 100.0 / a.gaps as f64,
-                    a.gaps,
                     c.cause
                 ),
                 _ => "-".into(),
@@ -155,7 +154,8 @@ pub fn watch_text(r: &ResultFile) -> String {
     for th in &w.threads {
         let Some(a) = &th.attribution else { continue };
         out.push_str(&format!(
-            "{}:{}: {} delays ≥ {th_us} µs, {:.3} ms in all, of which:\n",
+            "{}:{}: {} delays ≥ {th_us} µs, {:.3} ms in all; share of their time, and of \
+             the delays where it was the largest part:\n",
             th.comm,
             th.tid,
             a.gaps,
