@@ -240,9 +240,11 @@ impl Walk<'_> {
                 prev_state,
                 next,
             } => self.switch(cpu, e.ts, prev, prev_state, next),
+            // The interrupt that woke a thread ends before the thread runs: closed first,
+            // it is not the thread's time.
             _ => {
-                self.guess_start(cpu, e.ts);
                 self.interrupts(cpu, e);
+                self.guess_start(cpu, e.ts);
             }
         }
     }
@@ -703,6 +705,7 @@ mod tests {
         assert_eq!(a.wakeup.max_ns(), Some(20_000), "corrected by the switch");
         assert_eq!(a.starts_guessed, 1);
         assert_eq!(a.runs, 3, "the first switch out was a run too");
+        assert!(a.irq.is_none(), "the interrupts that woke it are not its time");
     }
 
     /// A task woken for an idle CPU before the app runs there first (no switch out of
