@@ -705,7 +705,10 @@ mod tests {
         assert_eq!(a.wakeup.max_ns(), Some(20_000), "corrected by the switch");
         assert_eq!(a.starts_guessed, 1);
         assert_eq!(a.runs, 3, "the first switch out was a run too");
-        assert!(a.irq.is_none(), "the interrupts that woke it are not its time");
+        assert!(
+            a.irq.is_none(),
+            "the interrupts that woke it are not its time"
+        );
     }
 
     /// A task woken for an idle CPU before the app runs there first (no switch out of
