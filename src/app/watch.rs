@@ -9,6 +9,12 @@
 //! that lives less than a pass may be missed. `--comm` is matched in the trace itself,
 //! so every task of that name counts, new processes included.
 //!
+//! This slice keeps the whole run's events (`reader::collect`: at most
+//! `MAX_EVENTS_PER_CPU` a CPU, about 48 MiB), then analyses them: a run without -D on a
+//! busy host goes past that bound in minutes, and the events beyond it are counted as
+//! lost. Following the trace in bounded windows (`reader::Follower`, as `follow_gaps`
+//! does for noise) is the next step.
+//!
 //! Filtering: none in the kernel, by choice. What ran instead of a watched thread is
 //! other tasks' switches, wake-ups and interrupts: `set_event_pid` (even with
 //! `options/event-fork`) records only events while a watched task is current, or switches
