@@ -23,6 +23,7 @@ pub mod syscalls;
 pub mod timer;
 pub mod tracing;
 pub mod tune;
+pub mod watch;
 pub mod work;
 
 /// How a command ended, for the exit code.

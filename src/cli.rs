@@ -88,6 +88,11 @@ pub enum Command {
     /// in interleaved baseline/step blocks (Mann–Whitney, Hodges–Lehmann shift), keeps or
     /// reverts it, and restores everything at the end (root only).
     Tune(TuneArgs),
+    /// Why were my application's threads late? Traces every CPU and follows the threads of
+    /// a process (--pid), given threads (--tid) or every task of a name (--comm): each
+    /// thread's wake-up delay (run-queue latency), time preempted and time lost to IRQs,
+    /// and what ran instead during its delays over -T. Needs root and tracefs.
+    Watch(WatchArgs),
 }
 
 /// `-a` for the commands that measure a set of CPUs.
@@ -1511,4 +1516,38 @@ mod tests {
         assert_eq!(a.run.duration_or_default(), Duration::from_secs(10));
         assert!(!a.run.no_mlock);
     }
+}
+
+// `jitterscope watch`.
+#[derive(Debug, Clone, Args)]
+#[command(group(clap::ArgGroup::new("target").required(true).args(["pid", "tid", "comm"])))]
+pub struct WatchArgs {
+    /// Watch every thread of process PID, those it starts later included.
+    #[arg(long, value_name = "PID")]
+    pub pid: Option<u32>,
+
+    /// Watch these threads, e.g. 1234,1240.
+    #[arg(long, value_name = "TID,...", value_delimiter = ',')]
+    pub tid: Option<Vec<u32>>,
+
+    /// Watch every task of this name (its comm, at most 15 bytes), new ones included.
+    #[arg(long, value_name = "NAME")]
+    pub comm: Option<String>,
+
+    /// How long to watch: 500ms, 10s, 5m (a bare number is seconds) [default: until
+    /// Ctrl-C or SIGTERM, or until the process ends].
+    #[arg(short = 'D', long, value_name = "DURATION", value_parser = parse_duration)]
+    pub duration: Option<Duration>,
+
+    /// Wake-up delays at or above this are split by what ran instead: 10us, 1ms (a bare
+    /// number is µs).
+    #[arg(short = 'T', long, value_name = "TIME", default_value = "10us", value_parser = parse_us)]
+    pub threshold: u64,
+
+    /// The CPU the trace reader runs on [default: the lowest allowed CPU].
+    #[arg(long, value_name = "CPU")]
+    pub housekeeping: Option<usize>,
+
+    #[command(flatten)]
+    pub save: SaveArgs,
 }

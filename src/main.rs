@@ -25,6 +25,9 @@ fn main() -> ExitCode {
     {
         say(&format!("warning: {w}"));
     }
+    // A watch with no -D runs until Ctrl-C as asked: that ending is no interruption.
+    let endless =
+        monitor || matches!(&cli.command, Some(Command::Watch(w)) if w.duration.is_none());
     let (stop, reopen) = match install_signal_handlers(monitor, tune) {
         Ok(flags) => flags,
         Err(e) => return fail(anyhow::anyhow!("cannot install signal handlers: {e}")),
@@ -47,11 +50,12 @@ fn main() -> ExitCode {
         Some(Command::Run(args)) => app::main_job::run(&args, &argv, &stop),
         Some(Command::Monitor(args)) => app::monitor::run(&args, &argv, &stop, &reopen),
         Some(Command::Tune(args)) => app::tune::run(&args, &argv, &stop),
+        Some(Command::Watch(args)) => app::watch::run(&args, &argv, &stop),
         None => app::main_job::run(&MainArgs::default(), &argv, &stop),
     };
     match outcome {
         // A signal that came while saving or printing still makes this an interrupted run.
-        Ok(Ending::Completed) if !monitor && stop.load(std::sync::atomic::Ordering::Relaxed) => {
+        Ok(Ending::Completed) if !endless && stop.load(std::sync::atomic::Ordering::Relaxed) => {
             ExitCode::from(130)
         }
         Ok(Ending::Completed) => ExitCode::SUCCESS,

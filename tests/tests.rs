@@ -39,4 +39,5 @@ mod timer_truth;
 mod trace;
 mod tune;
 mod version;
+mod watch;
 mod work;

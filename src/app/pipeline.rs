@@ -251,8 +251,8 @@ pub trait Measure {
     /// The text printed on the terminal.
     fn text(&self, result: &ResultFile) -> String;
 
-    /// Adds what the kind keeps beside its probe entries (`tune`'s steps) to the result,
-    /// before it is saved and printed.
+    /// Adds what the kind keeps beside its probe entries (`tune`'s steps, `watch`'s
+    /// threads) to the result, before it is saved and printed [default: nothing].
     fn finish(&mut self, _result: &mut ResultFile) {}
 }
 

@@ -78,7 +78,7 @@ pub fn traced<T>(ctx: &mut Ctx<'_>, measure: impl FnOnce() -> T) -> (T, Option<C
 }
 
 /// Work and hrtimer functions' names, for the addresses the trace holds.
-fn symbols_for(c: &Collected) -> HashMap<u64, String> {
+pub fn symbols_for(c: &Collected) -> HashMap<u64, String> {
     let addrs = c.per_cpu.values().flatten().filter_map(|e| match e.kind {
         Kind::WorkStart { function } | Kind::HrtimerEntry { function } => Some(function),
         _ => None,

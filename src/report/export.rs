@@ -165,7 +165,7 @@ pub fn csv_summary(results: &[Loaded]) -> String {
     if tunes.is_empty() {
         return out;
     }
-    let staircase = crate::report::views::tune::staircase_csv(&tunes);
+    let staircase = staircase_csv(&tunes);
     match rows {
         0 => staircase,
         _ => format!("{out}\n{staircase}"),
@@ -450,6 +450,43 @@ fn hdr_file(
         );
     }
     Ok(())
+}
+
+/// The staircases of `tunes` (file name, entry) as one CSV table: one row per stair, each
+/// figure as median, low and high in µs, the same figures the terminal and Markdown show.
+fn staircase_csv(tunes: &[(String, &crate::system::tune::record::TuneEntry)]) -> String {
+    let mut out = String::from("file,after,blocks,confidence");
+    for f in ["p50", "p99", "p99.9", "max"] {
+        out.push_str(&format!(",{f}_us,{f}_low_us,{f}_high_us"));
+    }
+    out.push_str(",lost_us_per_s,lost_low_us_per_s,lost_high_us_per_s\n");
+    for (file, t) in tunes {
+        for s in &t.staircase {
+            out.push_str(&format!(
+                "{},{},{},{:.4}",
+                csv_field(file),
+                csv_field(&s.after),
+                s.blocks,
+                s.confidence
+            ));
+            for f in [
+                &s.p50_ns,
+                &s.p99_ns,
+                &s.p999_ns,
+                &s.max_ns,
+                &s.lost_ns_per_s,
+            ] {
+                out.push_str(&format!(
+                    ",{},{},{}",
+                    crate::report::views::tune::short(f.median),
+                    crate::report::views::tune::short(f.low),
+                    crate::report::views::tune::short(f.high)
+                ));
+            }
+            out.push('\n');
+        }
+    }
+    out
 }
 
 #[cfg(test)]

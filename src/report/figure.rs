@@ -465,6 +465,7 @@ mod tests {
             cause: cause.into(),
             gaps: 1,
             occurrences: 1,
+            largest_in: 1,
             total_ns: 1,
             share_pct,
             median_ns: 1,

@@ -978,6 +978,7 @@ mod tests {
             cause: cause.into(),
             gaps: 3,
             occurrences: 4,
+            largest_in: 3,
             total_ns: (share_pct * 1000.0) as u64,
             share_pct,
             median_ns: 1500,

@@ -18,5 +18,6 @@ pub mod result;
 pub mod table;
 pub mod verdict;
 pub mod views;
+pub mod watch;
 
 pub use result::{ProbeEntry, ResultFile, RunInfo, SCHEMA};

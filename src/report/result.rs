@@ -62,6 +62,10 @@ pub struct ResultFile {
     /// `tune`'s steps, decisions and staircase; absent from every other command's result.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub tune: Option<crate::system::tune::record::TuneEntry>,
+    /// `jitterscope watch`: another application's threads, watched; absent from every
+    /// other command's results and from versions before it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub watch: Option<crate::report::watch::WatchRecord>,
 }
 
 /// `run`: how this result was produced.
@@ -149,6 +153,7 @@ impl ResultFile {
             probes,
             verdict: None,
             tune: None,
+            watch: None,
         }
     }
 

@@ -55,6 +55,10 @@ pub struct CauseRow {
     /// hold several ticks.
     #[serde(default)]
     pub occurrences: u64,
+    /// Gaps in which it took more time than any other cause (`watch`: "the hog was the
+    /// main cause of 98 % of the delays"); absent in results from before it was counted.
+    #[serde(default)]
+    pub largest_in: u64,
     pub total_ns: u64,
     /// Of the interrupted time of every attributed gap; the rows add up to 100.
     pub share_pct: f64,

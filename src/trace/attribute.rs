@@ -546,6 +546,8 @@ const SAMPLE: usize = 4096;
 struct Acc {
     gaps: u64,
     occurrences: u64,
+    /// Gaps in which it was the largest part.
+    largest_in: u64,
     total: u64,
     max: u64,
     /// Its time in every `stride`-th gap it appears in (all of them up to `SAMPLE`).
@@ -585,6 +587,7 @@ impl Acc {
             cause,
             gaps: self.gaps,
             occurrences: self.occurrences,
+            largest_in: self.largest_in,
             total_ns: self.total,
             share_pct: match all {
                 0 => 0.0,
@@ -664,14 +667,24 @@ impl Tally {
                     *row.entry(ran).or_default() += ns;
                 }
             }
-            for (cause, ns) in per_gap {
-                self.acc(cx.kind(cause), cx.label(cause)).add(gap.start, ns);
-            }
             let rest = duration_ns - covered;
+            // The gap's main cause: the largest part, the unaccounted rest included;
+            // ties go to the cause first by label, so that the count is reproducible.
+            let mut labelled: Vec<(CauseKind, String, u64)> = (per_gap.into_iter())
+                .map(|(cause, ns)| (cx.kind(cause), cx.label(cause), ns))
+                .collect();
             if rest > 0 {
-                let acc = self.acc(CauseKind::Unaccounted, unaccounted.into());
-                acc.add(gap.start, rest);
-                acc.occurrences += 1;
+                labelled.push((CauseKind::Unaccounted, unaccounted.into(), rest));
+            }
+            let main = (labelled.iter().enumerate())
+                .max_by(|(_, a), (_, b)| a.2.cmp(&b.2).then(b.1.cmp(&a.1)))
+                .map(|(i, _)| i);
+            for (i, (kind, label, ns)) in labelled.into_iter().enumerate() {
+                let is_rest = kind == CauseKind::Unaccounted;
+                let acc = self.acc(kind, label);
+                acc.add(gap.start, ns);
+                acc.occurrences += u64::from(is_rest);
+                acc.largest_in += u64::from(main == Some(i));
             }
             self.offer_top(duration_ns, || {
                 self_breakdown(cx, gap, duration_ns, &parts, rest)

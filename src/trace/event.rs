@@ -231,7 +231,8 @@ impl Decoder {
                 next_pid: g("next_pid")?,
                 next_prio: g("next_prio")?,
             })),
-            "sched:sched_wakeup" => Shape::Wakeup {
+            // A new thread's first wake-up has the same fields (watch follows new threads).
+            "sched:sched_wakeup" | "sched:sched_wakeup_new" => Shape::Wakeup {
                 comm: g("comm")?,
                 pid: g("pid")?,
                 prio: g("prio")?,

@@ -9,6 +9,8 @@
 //! - `event`: the events we use, typed, with TSC timestamps.
 //! - `reader`: a thread on the housekeeping CPU that drains `trace_pipe_raw`.
 //! - `attribute`: gaps × events → net time per cause. Pure: tested on made-up lists.
+//! - `watch`: per-thread wake-up delays, preemption and IRQ time of someone else's
+//!   threads, each delay attributed as a gap (`jitterscope watch`). Pure.
 //! - `breaktrace`: cyclictest's breaktrace on the global trace (timer `--stop-above`).
 
 pub mod attribute;
@@ -19,5 +21,6 @@ pub mod reader;
 pub mod ring;
 pub mod session;
 pub mod symbols;
+pub mod watch;
 
 pub use breaktrace::{BreakTracer, TraceAction, tracefs_in_mounts, tracefs_root};

@@ -71,6 +71,16 @@ pub struct TraceSession {
 impl TraceSession {
     /// Creates the instance on `cpus` with `buffer_kib` per CPU and starts tracing.
     pub fn start(cpus: &CpuList, buffer_kib: u64) -> Result<TraceSession, TraceError> {
+        Self::start_with(cpus, buffer_kib, &[])
+    }
+
+    /// As `start`, with `extra` events ("system:event") enabled beside the usual ones
+    /// (`watch` adds `sched:sched_wakeup_new` to see new threads' first wake-ups).
+    pub fn start_with(
+        cpus: &CpuList,
+        buffer_kib: u64,
+        extra: &[&str],
+    ) -> Result<TraceSession, TraceError> {
         if !rustix::process::geteuid().is_root() {
             return Err(TraceError::NotRoot);
         }
@@ -95,11 +105,11 @@ impl TraceSession {
         };
         // From here on, dropping `s` cleans up whatever was made.
         remove_stale(&s.root);
-        s.set_up()?;
+        s.set_up(extra)?;
         Ok(s)
     }
 
-    fn set_up(&mut self) -> Result<(), TraceError> {
+    fn set_up(&mut self, extra: &[&str]) -> Result<(), TraceError> {
         std::fs::create_dir(&self.dir).map_err(io(&self.dir))?;
         let clocks = self.read("trace_clock")?;
         if !clocks
@@ -119,7 +129,9 @@ impl TraceSession {
             .ok()
             .and_then(|t| PageLayout::parse(&t))
             .unwrap_or(PageLayout::DEFAULT);
-        for name in wanted_events(&self.root) {
+        let mut wanted = wanted_events(&self.root);
+        wanted.extend(extra.iter().map(|e| e.to_string()));
+        for name in wanted {
             let (sys, ev) = name.split_once(':').unwrap_or(("", ""));
             let dir = self.dir.join("events").join(sys).join(ev);
             let format = std::fs::read_to_string(dir.join("format"))

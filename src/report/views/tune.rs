@@ -32,7 +32,7 @@ fn fig(f: &Figure) -> String {
 }
 
 /// A figure in µs, without the unit (the column header carries it).
-fn short(ns: f64) -> String {
+pub fn short(ns: f64) -> String {
     let us = ns / 1e3;
     if us >= 100.0 {
         format!("{us:.0}")
@@ -65,43 +65,6 @@ pub fn staircase_rows(stairs: &[Stair]) -> (Vec<&'static str>, Vec<Vec<String>>)
         })
         .collect();
     (header, rows)
-}
-
-/// The staircases of `tunes` (file name, entry) as one CSV table: one row per stair, each
-/// figure as median, low and high in µs, the same figures the terminal and Markdown show.
-pub fn staircase_csv(tunes: &[(String, &TuneEntry)]) -> String {
-    let mut out = String::from("file,after,blocks,confidence");
-    for f in ["p50", "p99", "p99.9", "max"] {
-        out.push_str(&format!(",{f}_us,{f}_low_us,{f}_high_us"));
-    }
-    out.push_str(",lost_us_per_s,lost_low_us_per_s,lost_high_us_per_s\n");
-    for (file, t) in tunes {
-        for s in &t.staircase {
-            out.push_str(&format!(
-                "{},{},{},{:.4}",
-                crate::report::export::csv_field(file),
-                crate::report::export::csv_field(&s.after),
-                s.blocks,
-                s.confidence
-            ));
-            for f in [
-                &s.p50_ns,
-                &s.p99_ns,
-                &s.p999_ns,
-                &s.max_ns,
-                &s.lost_ns_per_s,
-            ] {
-                out.push_str(&format!(
-                    ",{},{},{}",
-                    short(f.median),
-                    short(f.low),
-                    short(f.high)
-                ));
-            }
-            out.push('\n');
-        }
-    }
-    out
 }
 
 /// The staircase as a Markdown table.

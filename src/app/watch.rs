@@ -1,0 +1,331 @@
+//! `jitterscope watch`: why were my application's threads late? The same trace session,
+//! reader and attribution as `--trace`, keyed by someone else's threads rather than by a
+//! probe's gaps (`trace::watch` does the pure part).
+//!
+//! The trace covers every online CPU, since threads migrate, and is read from the
+//! housekeeping CPU until -D, Ctrl-C or SIGTERM, or until the watched process (or every
+//! watched thread) ends. A process's threads are its `/proc/PID/task` listed at the
+//! start and again every pass (100 ms), so threads it starts later are followed; one
+//! that lives less than a pass may be missed. `--comm` is matched in the trace itself,
+//! so every task of that name counts, new processes included.
+//!
+//! This slice keeps the whole run's events (`reader::collect`: at most
+//! `MAX_EVENTS_PER_CPU` a CPU, about 48 MiB), then analyses them: a run without -D on a
+//! busy host goes past that bound in minutes, and the events beyond it are counted as
+//! lost. Following the trace in bounded windows (`reader::Follower`, as `follow_gaps`
+//! does for noise) is the next step.
+//!
+//! Filtering: none in the kernel, by choice. What ran instead of a watched thread is
+//! other tasks' switches, wake-ups and interrupts: `set_event_pid` (even with
+//! `options/event-fork`) records only events while a watched task is current, or switches
+//! and wake-ups that name one, so a delay's hog woken from idle, a switch between two
+//! other tasks and every IRQ inside a delay would be lost, and the delay left
+//! unaccounted. A `pid` or `comm` filter on `sched_wakeup` would lose the hogs' wake-ups,
+//! which date their runs where no switch out of idle is recorded. The cost is given as
+//! numbers instead: events read and lost, and the tool's own CPU time.
+
+use std::collections::HashSet;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::{Duration, Instant};
+
+use anyhow::{Context as _, bail};
+
+use crate::cli::WatchArgs;
+use crate::engine::cpu::{CpuList, CpuPlan, CpuUniverse};
+use crate::engine::run::RunOutcome;
+use crate::engine::sched::{self, SchedRequest};
+use crate::report::ResultFile;
+use crate::report::watch::{WatchRecord, WatchedThread};
+use crate::trace::reader;
+use crate::trace::session::TraceSession;
+use crate::trace::watch::{self, Settings, Watched};
+
+use super::Ending;
+use super::output::Warnings;
+use super::pipeline::{Ctx, Measure, Measured, RunSettings, execute};
+
+/// Per-CPU trace buffer: every CPU is traced, and the reader passes every 20 ms.
+const BUFFER_KIB: u64 = 4096;
+/// How often the watched process is checked and its threads listed again.
+const PASS: Duration = Duration::from_millis(100);
+/// How many of each thread's worst delays are kept as timelines.
+const TOP: usize = 5;
+
+/// What is watched, as given.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Target {
+    Pid(u32),
+    Tids(Vec<u32>),
+    Comm(String),
+}
+
+impl Target {
+    fn describe(&self) -> String {
+        match self {
+            Target::Pid(p) => format!("pid {p}"),
+            Target::Tids(t) => {
+                let t: Vec<String> = t.iter().map(u32::to_string).collect();
+                format!("tid {}", t.join(","))
+            }
+            Target::Comm(c) => format!("comm {c}"),
+        }
+    }
+}
+
+/// A watch run, described.
+pub struct WatchCommand {
+    pub settings: RunSettings,
+    pub target: Target,
+    pub threshold_ns: u64,
+    record: Option<WatchRecord>,
+}
+
+impl WatchCommand {
+    pub fn from_args(args: &WatchArgs) -> anyhow::Result<WatchCommand> {
+        let target = match (args.pid, &args.tid, &args.comm) {
+            (Some(p), None, None) => Target::Pid(p),
+            (None, Some(t), None) if !t.is_empty() => Target::Tids(t.clone()),
+            (None, None, Some(c)) => {
+                Target::Comm(watch::comm_of(c).map_err(|e| anyhow::anyhow!("--comm: {e}"))?)
+            }
+            _ => bail!("give one of --pid PID, --tid TID[,TID…] or --comm NAME"),
+        };
+        let settings = RunSettings {
+            cpus: None,
+            housekeeping: args.housekeeping,
+            sched: SchedRequest::OTHER,
+            duration: args.duration,
+            // Nothing here is timed by the tool itself: its memory may page.
+            mlock: false,
+            force: false,
+            save: args.save.clone(),
+            gates: Vec::new(),
+            whole_result: false,
+        };
+        Ok(WatchCommand {
+            settings,
+            target,
+            threshold_ns: args.threshold,
+            record: None,
+        })
+    }
+}
+
+/// `jitterscope watch`.
+pub fn run(args: &WatchArgs, argv: &[String], stop: &AtomicBool) -> anyhow::Result<Ending> {
+    let mut cmd = WatchCommand::from_args(args)?;
+    Ok(execute(&mut cmd, argv, stop, &Warnings::stderr())?.1)
+}
+
+/// Whether a task (process or thread) is alive: its `/proc` entry is there and it is
+/// no zombie.
+fn alive(id: u32) -> bool {
+    let Ok(stat) = std::fs::read_to_string(format!("/proc/{id}/stat")) else {
+        return false;
+    };
+    // The state follows the name, which may hold spaces and parentheses.
+    let state = stat
+        .rsplit_once(')')
+        .and_then(|(_, r)| r.trim_start().chars().next());
+    !matches!(state, None | Some('Z' | 'X' | 'x'))
+}
+
+/// The threads of `pid` now.
+fn threads_of(pid: u32) -> Vec<u32> {
+    std::fs::read_dir(format!("/proc/{pid}/task"))
+        .map(|d| {
+            d.filter_map(|e| e.ok()?.file_name().to_str()?.parse().ok())
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+/// jitterscope's own CPU time, all threads, user and system (getrusage's sum).
+fn own_cpu_ns() -> u64 {
+    let t = rustix::time::clock_gettime(rustix::time::ClockId::ProcessCPUTime);
+    t.tv_sec as u64 * 1_000_000_000 + t.tv_nsec as u64
+}
+
+/// Why the run ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum End {
+    Duration,
+    Signal,
+    ProcessEnded,
+}
+
+impl Measure for WatchCommand {
+    fn settings(&self) -> &RunSettings {
+        &self.settings
+    }
+
+    /// Every online CPU is traced; the reader keeps to the housekeeping CPU.
+    fn place(&mut self, universe: &CpuUniverse) -> anyhow::Result<CpuPlan> {
+        let usable = universe.usable();
+        let hk = match self.settings.housekeeping {
+            Some(c) if usable.cpus().contains(&c) => c,
+            Some(c) => bail!("--housekeeping: CPU {c} is not online and allowed ({usable})"),
+            None => usable.first().context("no usable CPU")?,
+        };
+        Ok(CpuPlan {
+            measured: universe.online.clone(),
+            housekeeping: CpuList::from_cpus(vec![hk]),
+        })
+    }
+
+    fn check(&self, _cpus: &CpuPlan) -> anyhow::Result<()> {
+        if !rustix::process::geteuid().is_root() {
+            bail!("watch needs root: it traces the scheduler with a tracefs instance of its own");
+        }
+        match &self.target {
+            Target::Pid(p) if !alive(*p) => bail!("--pid {p}: no such process"),
+            Target::Tids(tids) => {
+                if let Some(t) = tids.iter().find(|t| !alive(**t)) {
+                    bail!("--tid {t}: no such thread");
+                }
+            }
+            _ => {}
+        }
+        Ok(())
+    }
+
+    fn measure(&mut self, ctx: &mut Ctx<'_>) -> anyhow::Result<Measured> {
+        let cpus = ctx.cpus.measured.clone();
+        // Read before tracing: it may mount debugfs for the fair server's settings.
+        let throttle = crate::system::throttle::read(cpus.first().unwrap_or(0));
+        let mut session = TraceSession::start_with(&cpus, BUFFER_KIB, &["sched:sched_wakeup_new"])
+            .map_err(|e| anyhow::anyhow!("watch cannot trace: {e}"))?;
+        for needed in ["sched:sched_switch", "sched:sched_wakeup"] {
+            if session.missing.iter().any(|m| m == needed) {
+                bail!("watch cannot trace: this kernel's trace has no {needed} event");
+            }
+        }
+        let mut tids: HashSet<u32> = match &self.target {
+            Target::Pid(p) => threads_of(*p).into_iter().collect(),
+            Target::Tids(t) => t.iter().copied().collect(),
+            Target::Comm(_) => HashSet::new(),
+        };
+        let cpu_before = own_cpu_ns();
+        let run_start = crate::engine::clock::now();
+        let started = Instant::now();
+        let deadline = self.settings.duration.map(|d| started + d);
+        let done = AtomicBool::new(false);
+        let housekeeping = ctx.cpus.housekeeping.first();
+        let (end, collected) = std::thread::scope(|s| {
+            let reader = s.spawn(|| {
+                if let Some(cpu) = housekeeping {
+                    let _ = sched::pin_to(cpu);
+                }
+                reader::collect(&session, &done)
+            });
+            let end = loop {
+                if ctx.stop.load(Ordering::Relaxed) {
+                    break End::Signal;
+                }
+                let now = Instant::now();
+                if deadline.is_some_and(|d| now >= d) {
+                    break End::Duration;
+                }
+                let gone = match &self.target {
+                    Target::Pid(p) => {
+                        tids.extend(threads_of(*p));
+                        !alive(*p)
+                    }
+                    Target::Tids(t) => t.iter().all(|t| !alive(*t)),
+                    Target::Comm(_) => false,
+                };
+                if gone {
+                    break End::ProcessEnded;
+                }
+                let left = deadline.map_or(PASS, |d| d.saturating_duration_since(now));
+                std::thread::sleep(left.min(PASS));
+            };
+            done.store(true, Ordering::Relaxed);
+            (end, reader.join())
+        });
+        let elapsed = started.elapsed();
+        session.close();
+        let c = match collected {
+            Ok(Ok(c)) => c,
+            Ok(Err(e)) => bail!("the trace failed: {e}"),
+            Err(_) => bail!("the trace reader panicked"),
+        };
+        let lost: u64 = c.lost.values().sum();
+        if lost > 0 {
+            ctx.note(format!(
+                "{lost} trace events were lost: delays in those stretches may be missing or \
+                 misread"
+            ));
+        }
+        if end == End::ProcessEnded {
+            ctx.note(format!(
+                "{} ended after {:.3} s: the watch ended with it",
+                self.target.describe(),
+                elapsed.as_secs_f64()
+            ));
+        }
+        let watched = match &self.target {
+            Target::Comm(name) => Watched::Comm(name.clone()),
+            _ => Watched::Tids(tids),
+        };
+        let symbols = super::tracing::symbols_for(&c);
+        let s = Settings {
+            scale: ctx.host.clock.scale,
+            threshold_ns: self.threshold_ns,
+            top: TOP,
+            symbols: &symbols,
+            throttle,
+            run_start,
+        };
+        let figures = watch::watch(&c.per_cpu, &c.decoder.names, &watched, &s);
+        let threads = (figures.into_iter())
+            .map(|f| WatchedThread::from_figures(f, ctx.keep))
+            .collect();
+        self.record = Some(WatchRecord {
+            target: self.target.describe(),
+            threshold_ns: self.threshold_ns,
+            ended: match end {
+                End::Duration => "duration",
+                End::Signal if deadline.is_some() => "interrupted",
+                End::Signal => "stopped by a signal, as asked",
+                End::ProcessEnded => "process ended",
+            }
+            .into(),
+            method: "kernel trace events of every online CPU on the TSC (x86-tsc): per \
+                     watched thread, sched_wakeup/sched_wakeup_new to the sched_switch that \
+                     runs it, switched out runnable to switched in, and interrupt contexts \
+                     while it ran"
+                .into(),
+            filtering: "none in the kernel: what ran instead is other tasks' events, which \
+                        a pid filter would drop"
+                .into(),
+            events_read: c.read.values().sum(),
+            events_lost: lost,
+            tool_cpu_ns: own_cpu_ns().saturating_sub(cpu_before),
+            threads,
+        });
+        let interrupted = end == End::Signal && deadline.is_some();
+        Ok(Measured {
+            entries: Vec::new(),
+            outcome: RunOutcome {
+                workers: Vec::new(),
+                window: None,
+                interrupted,
+                elapsed,
+                mlock_error: None,
+            },
+            requested: self.settings.duration.unwrap_or(Duration::ZERO),
+            mlock: false,
+            actual: Some(elapsed),
+            limit_exceeded: false,
+        })
+    }
+
+    fn finish(&mut self, result: &mut ResultFile) {
+        result.watch = self.record.take();
+    }
+
+    fn text(&self, r: &ResultFile) -> String {
+        crate::report::watch::watch_text(r)
+    }
+}
