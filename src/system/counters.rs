@@ -255,8 +255,8 @@ pub fn parse_softirqs(text: &str) -> Result<Vec<(String, Vec<u64>)>, CountersErr
         .collect())
 }
 
-/// The `cpuN` lines of /proc/stat for `cpus`.
-fn parse_stat(text: &str, cpus: &CpuList) -> Result<Vec<CpuTime>, CountersError> {
+/// The `cpuN` lines of /proc/stat for `cpus` (public for the fuzz target).
+pub fn parse_stat(text: &str, cpus: &CpuList) -> Result<Vec<CpuTime>, CountersError> {
     let ms_per_tick = 1000 / rustix::param::clock_ticks_per_second().max(1);
     cpus.cpus()
         .iter()
