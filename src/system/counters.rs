@@ -17,7 +17,7 @@ use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 
-use crate::engine::cpu::CpuList;
+use crate::engine::cpu::{CpuList, MAX_CPUS};
 
 /// Why a snapshot could not be taken.
 #[derive(Debug, thiserror::Error)]
@@ -193,9 +193,11 @@ pub fn snapshot_at(root: &Path, cpus: &CpuList) -> Result<Snapshot, CountersErro
 fn parse_table(text: &str, path: &str) -> Result<Vec<(String, Vec<u64>, String)>, CountersError> {
     let mut lines = text.lines();
     let header = lines.next().unwrap_or_default();
+    // A CPU number no kernel has (a damaged header) would size every row's vector.
     let cols: Vec<usize> = header
         .split_whitespace()
         .map(|c| c.strip_prefix("CPU").and_then(|n| n.parse().ok()))
+        .map(|n| n.filter(|&n| n < MAX_CPUS))
         .collect::<Option<_>>()
         .ok_or_else(|| CountersError::Parse {
             path: path.into(),
@@ -255,8 +257,8 @@ pub fn parse_softirqs(text: &str) -> Result<Vec<(String, Vec<u64>)>, CountersErr
         .collect())
 }
 
-/// The `cpuN` lines of /proc/stat for `cpus`.
-fn parse_stat(text: &str, cpus: &CpuList) -> Result<Vec<CpuTime>, CountersError> {
+/// The `cpuN` lines of /proc/stat for `cpus` (public for the fuzz target).
+pub fn parse_stat(text: &str, cpus: &CpuList) -> Result<Vec<CpuTime>, CountersError> {
     let ms_per_tick = 1000 / rustix::param::clock_ticks_per_second().max(1);
     cpus.cpus()
         .iter()
@@ -280,8 +282,8 @@ fn parse_stat(text: &str, cpus: &CpuList) -> Result<Vec<CpuTime>, CountersError>
                 stat_total_and_steal(&n).ok_or_else(|| bad(format!("{line:?}")))?;
             Ok(CpuTime {
                 cpu: *cpu,
-                total_ms: total * ms_per_tick,
-                steal_ms: steal * ms_per_tick,
+                total_ms: total.saturating_mul(ms_per_tick),
+                steal_ms: steal.saturating_mul(ms_per_tick),
             })
         })
         .collect()
@@ -291,7 +293,9 @@ fn parse_stat(text: &str, cpus: &CpuList) -> Result<Vec<CpuTime>, CountersError>
 /// steal). guest and guest_nice are already counted in user and nice.
 pub fn stat_total_and_steal(n: &[u64]) -> Option<(u64, u64)> {
     let steal = *n.get(7)?;
-    Some((n.iter().take(8).sum(), steal))
+    // Saturating: a damaged line must not overflow (and panic in debug builds).
+    let total = n.iter().take(8).fold(0u64, |t, &v| t.saturating_add(v));
+    Some((total, steal))
 }
 
 /// Kernel threads (parent kthreadd) allowed on any of `cpus`, with their CPU time.
@@ -440,6 +444,32 @@ mod tests {
         let gap = parse_interrupts("  CPU0 CPU2\n LOC: 5 7 Local timer\n").expect("parses");
         assert_eq!(gap[0].per_cpu, [5, 0, 7]);
         assert!(parse_interrupts("garbage\n").is_err());
+    }
+
+    /// Fuzzing (issue 22) found a header naming CPU 6666666666666 asking for a row of
+    /// that many counts: CPU numbers past what any thread can be pinned to are refused.
+    #[test]
+    fn issue22_a_header_with_an_impossible_cpu_is_refused() {
+        let text = "  CPU0 CPU6666666666666\n LOC: 5 7 Local timer\n";
+        assert!(parse_interrupts(text).is_err());
+        assert!(parse_softirqs("  CPU0 CPU99999999999999999999999\n TIMER: 1 2\n").is_err());
+        let last = format!("  CPU0 CPU{}\n LOC: 5 7\n", MAX_CPUS - 1);
+        assert_eq!(
+            parse_interrupts(&last).expect("parses")[0].per_cpu.len(),
+            MAX_CPUS
+        );
+    }
+
+    /// A /proc/stat line whose counts sum past 64 bits (a damaged file, read while
+    /// fixing the above) saturates instead of overflowing.
+    #[test]
+    fn issue22_stat_counts_past_64_bits_saturate() {
+        let big = u64::MAX;
+        let n = [big, big, 0, 0, 0, 0, 0, 7];
+        assert_eq!(stat_total_and_steal(&n), Some((u64::MAX, 7)));
+        let text = format!("cpu0 {big} {big} 0 0 0 0 0 {big}\n");
+        let t = parse_stat(&text, &CpuList::from_cpus(vec![0])).expect("parses");
+        assert_eq!((t[0].total_ms, t[0].steal_ms), (u64::MAX, u64::MAX));
     }
 
     #[test]

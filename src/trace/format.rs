@@ -107,7 +107,8 @@ impl PageLayout {
 
 /// Reads an unsigned little-endian field of up to 8 bytes.
 pub fn read_u64(data: &[u8], offset: usize, size: usize) -> Option<u64> {
-    let bytes = data.get(offset..offset + size)?;
+    // Offsets come from format files: a damaged one may point past the address space.
+    let bytes = data.get(offset..offset.checked_add(size)?)?;
     let mut buf = [0u8; 8];
     buf[..size.min(8)].copy_from_slice(&bytes[..size.min(8)]);
     Some(u64::from_le_bytes(buf))
@@ -132,7 +133,7 @@ pub fn read_str<'a>(data: &'a [u8], f: &Field) -> Option<&'a str> {
             let (off, len) = ((loc & 0xffff) as usize, (loc >> 16) as usize);
             data.get(off..off + len)?
         }
-        false => data.get(f.offset..f.offset + f.size)?,
+        false => data.get(f.offset..f.offset.checked_add(f.size)?)?,
     };
     let end = bytes.iter().position(|&b| b == 0).unwrap_or(bytes.len());
     std::str::from_utf8(&bytes[..end]).ok()
@@ -183,5 +184,23 @@ mod tests {
         assert_eq!(read_str(&rec, f.field("prev_comm").unwrap()), Some("ksoft"));
         assert_eq!(read_i64(&rec, f.field("prev_pid").unwrap()), Some(-5));
         assert_eq!(read_str(&rec, f.field("name").unwrap()), Some("eth"));
+    }
+
+    /// Fields whose offset and size pass the address space, as a damaged format file
+    /// can give (issue 22's fuzzing): no value, not a panic.
+    #[test]
+    fn issue22_fields_past_the_address_space_read_as_none() {
+        let rec = [0u8; 16];
+        assert_eq!(read_u64(&rec, usize::MAX, 8), None);
+        assert_eq!(read_u64(&rec, 8, usize::MAX), None);
+        let f = Field {
+            name: "comm".into(),
+            offset: usize::MAX - 1,
+            size: 16,
+            signed: false,
+            data_loc: false,
+        };
+        assert_eq!(read_str(&rec, &f), None);
+        assert_eq!(read_i64(&rec, &f), None);
     }
 }

@@ -45,7 +45,8 @@ pub fn parse_page<'a>(page: &'a [u8], layout: &PageLayout) -> Page<'a> {
     };
     let len = (commit & !(MISSED_EVENTS | MISSED_STORED) & 0xffff_ffff) as usize;
     let start = layout.data_offset;
-    let Some(data) = page.get(start..start + len) else {
+    // A layout from a damaged header_page may put the data past the address space.
+    let Some(data) = start.checked_add(len).and_then(|end| page.get(start..end)) else {
         out.malformed = true;
         return out;
     };
@@ -71,7 +72,10 @@ pub fn parse_page<'a>(page: &'a [u8], layout: &PageLayout) -> Page<'a> {
             },
             TIME_EXTEND => {
                 let Some(hi) = word(0) else { break };
-                ts += delta | (hi << 27);
+                if !advance(&mut ts, delta | (hi << 27)) {
+                    out.malformed = true;
+                    break;
+                }
                 at += 8;
             }
             TIME_STAMP => {
@@ -82,27 +86,45 @@ pub fn parse_page<'a>(page: &'a [u8], layout: &PageLayout) -> Page<'a> {
             0 => {
                 let Some(n) = word(0) else { break };
                 let n = n as usize;
-                ts += delta;
                 let Some(payload) = data.get(at + 8..at + 4 + n) else {
                     out.malformed = true;
                     break;
                 };
+                if !advance(&mut ts, delta) {
+                    out.malformed = true;
+                    break;
+                }
                 out.records.push(Record { ts, data: payload });
                 at += 4 + n.max(4);
             }
             words => {
-                ts += delta;
                 let end = at + 4 + 4 * words as usize;
                 let Some(payload) = data.get(at + 4..end) else {
                     out.malformed = true;
                     break;
                 };
+                if !advance(&mut ts, delta) {
+                    out.malformed = true;
+                    break;
+                }
                 out.records.push(Record { ts, data: payload });
                 at = end;
             }
         }
     }
     out
+}
+
+/// Moves the page's clock on by `by`; false when that passes 64 bits, which no real
+/// stamp does (the page is damaged), rather than wrapping to a time that looks valid.
+fn advance(ts: &mut u64, by: u64) -> bool {
+    match ts.checked_add(by) {
+        Some(t) => {
+            *ts = t;
+            true
+        }
+        None => false,
+    }
 }
 
 #[cfg(test)]
@@ -166,5 +188,56 @@ mod tests {
         assert_eq!(got.records.len(), 1);
         let truncated = parse_page(&p[..10], &PageLayout::DEFAULT);
         assert!(truncated.malformed);
+    }
+
+    /// Fuzzing (issue 22) found stamps that overflow 64 bits panicking the parser (in
+    /// debug builds; release builds wrapped them to a plausible time).
+    #[test]
+    fn issue22_a_stamp_past_64_bits_marks_the_page_malformed() {
+        let mut extend = Vec::new();
+        extend.extend(head(TIME_EXTEND, 0));
+        extend.extend(u32::MAX.to_le_bytes());
+        extend.extend(head(1, 0));
+        extend.extend([1u8; 4]);
+        let mut long = Vec::new();
+        long.extend(head(1, 5));
+        long.extend([1u8; 4]);
+        long.extend(head(0, 10));
+        long.extend(8u32.to_le_bytes());
+        long.extend([2u8; 4]);
+        for body in [&extend, &long] {
+            let p = page(u64::MAX - 6, 0, body);
+            let got = parse_page(&p, &PageLayout::DEFAULT);
+            assert!(got.malformed, "{body:?}");
+            assert!(got.records.iter().all(|r| r.ts >= u64::MAX - 6), "{got:?}");
+        }
+        // The record before the overflow is kept with its time.
+        let p = page(u64::MAX - 6, 0, &long);
+        let got = parse_page(&p, &PageLayout::DEFAULT);
+        assert_eq!(got.records.len(), 1);
+        assert_eq!(got.records[0].ts, u64::MAX - 1);
+    }
+
+    /// A layout parsed from a damaged header_page, with offsets near usize::MAX, found
+    /// by fuzzing (issue 22): the page is malformed, not a panic.
+    #[test]
+    fn issue22_a_layout_with_absurd_offsets_marks_the_page_malformed() {
+        let p = page(0, 0, &[]);
+        for layout in [
+            PageLayout {
+                data_offset: usize::MAX,
+                ..PageLayout::DEFAULT
+            },
+            PageLayout {
+                commit_offset: usize::MAX - 2,
+                ..PageLayout::DEFAULT
+            },
+            PageLayout {
+                timestamp_offset: usize::MAX,
+                ..PageLayout::DEFAULT
+            },
+        ] {
+            assert!(parse_page(&p, &layout).malformed, "{layout:?}");
+        }
     }
 }
