@@ -141,6 +141,14 @@ pub fn table(name: &str, log: &IntervalLogFile) -> String {
 
 #[cfg(test)]
 mod tests {
+    /// Issue 22: the input the fuzzer found asked the HdrHistogram decoder for 3.3 GB;
+    /// it is now refused as an error.
+    #[test]
+    fn issue22_a_log_whose_histogram_lies_about_its_length_is_an_error() {
+        let bytes = include_bytes!("../../fuzz/corpus/interval_log/issue22-oom-declared-length");
+        assert!(super::parse(bytes).is_err());
+    }
+
     use super::*;
 
     #[test]

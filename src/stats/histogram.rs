@@ -183,10 +183,55 @@ impl LatencyHistogram {
         let bytes = base64::engine::general_purpose::STANDARD
             .decode(text.trim())
             .map_err(|e| format!("histogram is not base64: {e}"))?;
+        let plain = plain_v2(&bytes)?;
         Deserializer::new()
-            .deserialize(&mut bytes.as_slice())
+            .deserialize(&mut plain.as_slice())
             .map_err(|e| format!("histogram is not HdrHistogram V2: {e:?}"))
     }
+}
+
+/// HdrHistogram V2's cookies (with the 0x10 of its word size): plain, and zlib-compressed
+/// around a plain one.
+const V2_COOKIE: u32 = 0x1c84_9313;
+const V2_COMPRESSED_COOKIE: u32 = 0x1c84_9314;
+/// The plain header: cookie, payload length, offset, digits, lowest, highest, ratio.
+const V2_HEADER: usize = 40;
+/// The most an encoded histogram may inflate to: a full one of ours is well under 1 MiB.
+const MAX_PLAIN: u64 = 16 << 20;
+
+/// The plain V2 form of `bytes`, inflated if need be, once its declared payload length
+/// is checked against what is there: the decoder sizes its buffer by that declaration,
+/// so a few bytes of hostile input asked it for 3.3 GB (found by fuzzing, issue 22), and
+/// by the digits and range, which size the counts.
+fn plain_v2(bytes: &[u8]) -> Result<Vec<u8>, String> {
+    use std::io::Read;
+    let be32 = |b: &[u8], at: usize| {
+        (b.get(at..at + 4)).map(|w| u32::from_be_bytes(w.try_into().unwrap_or([0; 4])))
+    };
+    let plain = match be32(bytes, 0) {
+        Some(V2_COMPRESSED_COOKIE) => {
+            let mut out = Vec::new();
+            let body = bytes.get(8..).unwrap_or_default();
+            flate2::read::ZlibDecoder::new(body)
+                .take(MAX_PLAIN)
+                .read_to_end(&mut out)
+                .map_err(|e| format!("histogram does not inflate: {e}"))?;
+            out
+        }
+        Some(V2_COOKIE) => bytes.to_vec(),
+        _ => return Err("histogram is not HdrHistogram V2: unknown cookie".into()),
+    };
+    let declared = be32(&plain, 4).unwrap_or(u32::MAX) as usize;
+    let digits = be32(&plain, 12).unwrap_or(u32::MAX);
+    if be32(&plain, 0) != Some(V2_COOKIE) || declared > plain.len().saturating_sub(V2_HEADER) {
+        return Err("histogram is not HdrHistogram V2: its length is not what it holds".into());
+    }
+    if digits > 5 {
+        return Err(format!(
+            "histogram has {digits} significant digits; at most 5"
+        ));
+    }
+    Ok(plain)
 }
 
 /// The distribution summary every probe reports, in ns. Percentiles come from the
@@ -214,6 +259,36 @@ pub struct Summary {
 
 #[cfg(test)]
 mod tests {
+    /// Issue 22 (fuzzing): a histogram that declares more payload than it holds, or a
+    /// compressed one that inflates to such, is refused without the allocation it asks for.
+    #[test]
+    fn issue22_a_histogram_that_lies_about_its_length_is_refused() {
+        use base64::Engine;
+        let mut plain = Vec::new();
+        plain.extend(0x1c84_9313u32.to_be_bytes());
+        plain.extend(0xc500_0000u32.to_be_bytes()); // 3.3 GB of payload, declared
+        plain.extend(0u32.to_be_bytes());
+        plain.extend(3u32.to_be_bytes());
+        plain.extend(1u64.to_be_bytes());
+        plain.extend(3_600_000_000_000u64.to_be_bytes());
+        plain.extend(1f64.to_be_bytes());
+        let b64 = |b: &[u8]| base64::engine::general_purpose::STANDARD.encode(b);
+        let err = LatencyHistogram::decode_base64(&b64(&plain)).unwrap_err();
+        assert!(err.contains("length"), "{err}");
+        let mut z = flate2::write::ZlibEncoder::new(Vec::new(), flate2::Compression::fast());
+        std::io::Write::write_all(&mut z, &plain).unwrap();
+        let deflated = z.finish().unwrap();
+        let mut packed = 0x1c84_9314u32.to_be_bytes().to_vec();
+        packed.extend((deflated.len() as u32).to_be_bytes());
+        packed.extend(deflated);
+        assert!(LatencyHistogram::decode_base64(&b64(&packed)).is_err());
+        // A real one still decodes.
+        let mut h = LatencyHistogram::new();
+        h.record(1234);
+        let text = h.encode_base64();
+        assert_eq!(LatencyHistogram::decode_base64(&text).unwrap().len(), 1);
+    }
+
     use super::*;
     use proptest::prelude::*;
 
