@@ -670,15 +670,20 @@ fn counters_see_the_local_timer_tick_of_a_busy_cpu_at_config_hz() {
         .join()
         .expect("spinner")
     };
+    let background = idle_loc_per_s(cpu);
     let ((), delta) = counters::around(&cpus, spin);
     let delta = delta.expect("snapshots");
     let loc = delta.interrupts_on("LOC", cpu) as f64;
     let secs = delta.elapsed_ns as f64 / 1e9;
     let expected = f64::from(hz) * secs;
-    eprintln!("LOC on CPU {cpu}: {loc} in {secs:.3} s; CONFIG_HZ={hz} gives {expected:.0}");
+    let above = 2.0 * expected + background * secs;
+    eprintln!(
+        "LOC on CPU {cpu}: {loc} in {secs:.3} s; CONFIG_HZ={hz} gives {expected:.0}; the idle \
+         CPU's own timers {background:.0}/s"
+    );
     assert!(
-        (0.8 * expected..=2.0 * expected).contains(&loc),
-        "LOC {loc} outside 0.8-2 × {expected:.0}; delta: {:?}",
+        (0.8 * expected..=above).contains(&loc),
+        "LOC {loc} outside 0.8 × {expected:.0} to 2 × it + the background; delta: {:?}",
         delta.interrupts.iter().take(5).collect::<Vec<_>>()
     );
     assert_eq!(delta.steal.len(), 1);
@@ -1064,6 +1069,18 @@ fn every_finding_the_verdict_names_is_produced_at_warn_or_bad() {
     }
 }
 
+/// The local timer interrupts a second on `cpu` while nothing of ours runs there: with
+/// the tick stopped on an idle CPU (NO_HZ_IDLE), what other tasks' timers cost. A busy
+/// CPU's count is judged above it (issue 22: a neighbour sleeping 1 ms at a time on the
+/// CPU put LOC at 4.5 × HZ).
+fn idle_loc_per_s(cpu: usize) -> f64 {
+    let cpus = CpuList::from_cpus(vec![cpu]);
+    let wait = || std::thread::sleep(std::time::Duration::from_millis(500));
+    let ((), delta) = jitterscope::system::counters::around(&cpus, wait);
+    let delta = delta.expect("snapshots");
+    delta.interrupts_on("LOC", cpu) as f64 / (delta.elapsed_ns as f64 / 1e9)
+}
+
 /// Issue 18: a measuring run stores the counters' deltas on its measured CPUs, and a busy
 /// run's local timer count rises by about CONFIG_HZ a second (the band of the test above).
 #[test]
@@ -1081,13 +1098,15 @@ fn issue18_a_run_stores_its_counter_deltas() {
         return crate::util::skip(test, "the CPU is nohz_full: a busy CPU has no tick");
     }
     let _lock = crate::util::measuring();
+    let background = idle_loc_per_s(cpu);
     let r = crate::util::json_result(&["noise", "-D", "1s", "-a", &cpu.to_string()]);
     let delta = r.run.counters.expect("the run's counters are stored");
     assert_eq!(delta.cpus, CpuList::from_cpus(vec![cpu]));
     let loc = delta.interrupts_on("LOC", cpu) as f64;
-    let expected = f64::from(hz) * delta.elapsed_ns as f64 / 1e9;
+    let secs = delta.elapsed_ns as f64 / 1e9;
+    let expected = f64::from(hz) * secs;
     assert!(
-        (0.8 * expected..=2.0 * expected).contains(&loc),
+        (0.8 * expected..=2.0 * expected + background * secs).contains(&loc),
         "LOC {loc} outside 0.8-2 × {expected:.0}"
     );
     assert_eq!(delta.steal.len(), 1, "steal over the run, per measured CPU");
