@@ -25,17 +25,25 @@ pub const COINCIDENCE_NS: u64 = 5_000;
 /// How many of the largest gaps are broken down.
 pub const TOP: usize = 10;
 
-/// Runs `measure` with a trace of `cpus` read from the housekeeping CPU; `None` for the
-/// trace when it could not be made (recorded as a degradation).
-pub fn traced<T>(ctx: &mut Ctx<'_>, measure: impl FnOnce() -> T) -> (T, Option<Collected>) {
-    let mut session = match TraceSession::start(&ctx.cpus.measured, BUFFER_KIB) {
-        Ok(s) => s,
+/// A trace session on the measured CPUs, or `None` with the reason recorded as a
+/// degradation (the run goes on untraced).
+fn start(ctx: &mut Ctx<'_>) -> Option<TraceSession> {
+    match TraceSession::start(&ctx.cpus.measured, BUFFER_KIB) {
+        Ok(s) => Some(s),
         Err(e) => {
             ctx.degrade(Degraded::TraceUnavailable {
                 reason: e.to_string(),
             });
-            return (measure(), None);
+            None
         }
+    }
+}
+
+/// Runs `measure` with a trace of `cpus` read from the housekeeping CPU; `None` for the
+/// trace when it could not be made (recorded as a degradation).
+pub fn traced<T>(ctx: &mut Ctx<'_>, measure: impl FnOnce() -> T) -> (T, Option<Collected>) {
+    let Some(mut session) = start(ctx) else {
+        return (measure(), None);
     };
     let done = AtomicBool::new(false);
     let housekeeping = ctx.cpus.housekeeping.first();
@@ -247,14 +255,8 @@ pub fn traced_stream<T>(
     measure: impl FnOnce() -> T,
 ) -> (T, Option<Streamed>) {
     let cpus = ctx.cpus.measured.clone();
-    let mut session = match TraceSession::start(&cpus, BUFFER_KIB) {
-        Ok(s) => s,
-        Err(e) => {
-            ctx.degrade(Degraded::TraceUnavailable {
-                reason: e.to_string(),
-            });
-            return (measure(), None);
-        }
+    let Some(mut session) = start(ctx) else {
+        return (measure(), None);
     };
     let done = AtomicBool::new(false);
     let housekeeping = ctx.cpus.housekeeping.first();
