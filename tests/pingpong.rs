@@ -192,7 +192,8 @@ fn interrupt_one(cpus: &str, m: Mechanism) {
         .stderr(Stdio::piped())
         .spawn()
         .unwrap();
-    std::thread::sleep(Duration::from_millis(400));
+    // Past the warm-up even with a build beside the test (400 ms was not, in CI).
+    std::thread::sleep(Duration::from_millis(1200));
     kill_process(Pid::from_child(&child), Signal::INT).unwrap();
     let sent = Instant::now();
     let status = loop {
