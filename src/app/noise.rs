@@ -108,7 +108,7 @@ impl Measure for NoiseCommand {
         };
         let mut run = run.context("the noise run failed")?;
         if let (Some(s), Some(w)) = (streamed, run.outcome.window) {
-            tracing::attach_streamed(&mut run.entries, s, &rings, clock.scale, w.start);
+            tracing::attach_streamed(&mut run.entries, s, clock.scale, w.start);
         }
         Ok(Measured::of_plan(
             run.entries,

@@ -393,19 +393,9 @@ fn follow_gaps(
 /// Puts each CPU's streamed attribution on its noise entry: every gap the loop saw,
 /// less those its queue dropped (`unattributed_gaps`). Coincidences with other CPUs are
 /// counted over the gaps the entries' logs kept.
-pub fn attach_streamed(
-    entries: &mut [NoiseEntry],
-    s: Streamed,
-    rings: &[crate::stats::events::GapRing],
-    scale: Scale,
-    run_start: u64,
-) {
-    let per_cpu = s
-        .per_cpu
-        .into_iter()
-        .zip(rings)
-        .zip(s.read.into_iter().zip(s.lost));
-    for (((cpu, tally), _ring), (read, lost)) in per_cpu {
+pub fn attach_streamed(entries: &mut [NoiseEntry], s: Streamed, scale: Scale, run_start: u64) {
+    let per_cpu = s.per_cpu.into_iter().zip(s.read.into_iter().zip(s.lost));
+    for ((cpu, tally), (read, lost)) in per_cpu {
         let Some(e) = entries.iter_mut().find(|e| e.cpu == cpu) else {
             continue;
         };

@@ -180,16 +180,7 @@ fn export(dir: &Path, t: &TuneEntry, command: &str) -> anyhow::Result<()> {
 /// program is a real-time one, and RT throttling only shows for such a thread.
 fn tune_sched(args: &TuneArgs) -> anyhow::Result<SchedRequest> {
     let policy = args.policy.unwrap_or(Policy::Fifo);
-    match (policy, args.priority) {
-        (Policy::Other, Some(p)) => {
-            bail!("-p/--priority {p} needs --policy fifo or rr; SCHED_OTHER has no priority")
-        }
-        (Policy::Other, None) => Ok(SchedRequest::OTHER),
-        (p, prio) => Ok(SchedRequest {
-            policy: p,
-            priority: prio.unwrap_or(1),
-        }),
-    }
+    super::pipeline::sched_request(Some(policy), args.priority)
 }
 
 fn metric_of(m: TuneMetric) -> Metric {

@@ -542,7 +542,7 @@ pub struct Tally {
 const SAMPLE: usize = 4096;
 
 /// One cause's sums.
-#[derive(Debug, Default)]
+#[derive(Debug)]
 struct Acc {
     gaps: u64,
     occurrences: u64,
@@ -557,9 +557,23 @@ struct Acc {
     starts: Vec<u64>,
 }
 
+impl Default for Acc {
+    fn default() -> Acc {
+        Acc {
+            gaps: 0,
+            occurrences: 0,
+            total: 0,
+            max: 0,
+            sample: Vec::new(),
+            stride: 1,
+            starts: Vec::new(),
+            largest_in: 0,
+        }
+    }
+}
+
 impl Acc {
     fn add(&mut self, start: u64, ns: u64) {
-        self.stride = self.stride.max(1);
         if self.gaps.is_multiple_of(self.stride) {
             if self.sample.len() == SAMPLE {
                 // Keep every other value and take every other one from now on.
