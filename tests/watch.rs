@@ -27,7 +27,8 @@ const HOG_PERIOD: Duration = Duration::from_millis(10);
 const SLEEP_NS: u64 = 1_030_000;
 
 /// At SCHED_FIFO 5, sleeps to deadlines `SLEEP_NS` apart on `cpu` until `stop`, keeping each lateness
-/// (deadline on CLOCK_MONOTONIC, and deadline to running, ns) while `recording`.
+/// (deadline on CLOCK_MONOTONIC, and deadline to running, ns) while `recording`, for
+/// the deadlines it slept to.
 fn sleeper(
     cpu: usize,
     tid: std::sync::mpsc::Sender<u32>,
@@ -50,6 +51,7 @@ fn sleeper(
         .unwrap();
     let mut late = Vec::new();
     let mut next = clock::monotonic_ns();
+    let mut ran = next;
     while !stop.load(Ordering::Relaxed) {
         next += SLEEP_NS;
         let ts = Timespec {
@@ -57,8 +59,11 @@ fn sleeper(
             tv_nsec: (next % 1_000_000_000) as i64,
         };
         let _ = rustix::thread::clock_nanosleep_absolute(ClockId::Monotonic, &ts);
-        let ran = clock::monotonic_ns();
-        if recording.load(Ordering::Relaxed) {
+        // A deadline already past when the last wake-up ran was no sleep, so no
+        // wake-up: a catch-up, left out.
+        let slept = next > ran;
+        ran = clock::monotonic_ns();
+        if recording.load(Ordering::Relaxed) && slept {
             late.push((next, ran.saturating_sub(next)));
         }
     }
@@ -194,96 +199,124 @@ fn issue25_the_delays_a_hog_made_are_the_hogs_and_as_long_as_the_thread_saw() {
         held.len()
     );
     let floor = HOLD.as_nanos() as u64 / 2;
-    // A delay within 20 µs of the floor may fall on either side of it by the thread's
-    // clock (which adds its way out of the sleep) and by the trace's: counted by neither.
-    let clear = |l: u64| l >= floor && l.abs_diff(floor) > 20_000;
-    // The trace's delays that began inside a hold, and the sleeper's deadlines that did.
-    let in_hold = |t: u64| held.iter().any(|h| h.start <= t && t < h.end);
-    let gaps: Vec<(Gap, u64)> = (delays.iter())
-        .filter(|d| d.0 == cpu && clear(d.2) && in_hold(d.1.start))
-        .map(|d| (d.1, d.2))
-        .collect();
     let in_hold_mono =
         |t: u64| (held.iter()).any(|h| h.start_monotonic_ns <= t && t < h.end_monotonic_ns);
+    // The delays the program saw above D/2 whose deadline fell inside a hold. One within
+    // 20 µs of D/2 may fall on either side of it by the two clocks: left out.
     let mine: Vec<(u64, u64)> = (late.iter())
-        .filter(|(deadline, l)| clear(*l) && in_hold_mono(*deadline))
+        .filter(|&&(deadline, l)| l >= floor + 20_000 && in_hold_mono(deadline))
         .copied()
         .collect();
+    // Matched one by one: the traced wake-up delay that ended when the program ran (the
+    // holds tie the counter to CLOCK_MONOTONIC; the program's period is 1.03 ms).
+    // A hold's two clocks are read a moment apart, and an interrupt between them moves
+    // one pair by µs: the median offset of the holds within 50 ms of `t` ties them.
+    let offsets: Vec<(u64, i128)> = (held.iter())
+        .map(|h| {
+            (
+                h.start,
+                h.start_monotonic_ns as i128 - scale.to_ns(h.start) as i128,
+            )
+        })
+        .collect();
+    let near = scale.to_ticks(50_000_000);
+    let to_mono = |t: u64| {
+        let mut o: Vec<i128> = (offsets.iter())
+            .filter(|(at, _)| at.abs_diff(t) <= near)
+            .map(|(_, o)| *o)
+            .collect();
+        o.sort_unstable();
+        let o = o.get(o.len() / 2).copied().unwrap_or(offsets[0].1);
+        (scale.to_ns(t) as i128 + o) as u64
+    };
+    // Each as (the program's lateness less its timer's way, the gap, the traced delay).
+    // The program's clock counts from the deadline, a wake-up delay from the wake-up: the
+    // way between is the timer's (its interrupt, the wake-up), ~10 µs on these guests,
+    // and the trace's wake-up event measures it delay by delay.
+    let pairs: Vec<(u64, Gap, u64)> = (mine.iter())
+        .filter_map(|&(deadline, l)| {
+            let ran = deadline + l;
+            let d =
+                (delays.iter()).find(|d| d.0 == cpu && to_mono(d.1.end).abs_diff(ran) <= 50_000)?;
+            let timer = to_mono(d.1.start).saturating_sub(deadline);
+            Some((l.saturating_sub(timer), d.1, d.2))
+        })
+        .collect();
     eprintln!(
-        "{test}: {} delays over {} µs inside holds in the trace, {} by the thread's clock; \
+        "{test}: the program saw {} delays over {} µs in holds, {} matched in the trace; \
          {} events, {} lost",
-        gaps.len(),
-        floor / 1000,
         mine.len(),
+        floor / 1000,
+        pairs.len(),
         collected.read.values().sum::<u64>(),
         collected.lost.values().sum::<u64>()
     );
     assert!(
         mine.len() >= 30,
-        "the sleeper saw {} hog delays",
+        "the program saw {} hog delays",
         mine.len()
     );
-    // Delay by delay: each of the thread's hog delays against the traced wake-up delay
-    // that ended when the thread ran (the holds tie the counter to CLOCK_MONOTONIC).
-    // Comparing the two sets' quantiles instead failed whenever one delay near a hold's
-    // edge fell in one set and not the other.
-    let to_mono = |t: u64| {
-        let h = (held.iter()).min_by_key(|h| h.start.abs_diff(t)).unwrap();
-        if t >= h.start {
-            h.start_monotonic_ns + scale.to_ns(t - h.start)
-        } else {
-            h.start_monotonic_ns
-                .saturating_sub(scale.to_ns(h.start - t))
-        }
-    };
-    let traced: Vec<(u64, u64)> = (delays.iter())
-        .filter(|d| d.0 == cpu)
-        .map(|d| (to_mono(d.1.end), d.2))
-        .collect();
-    let pairs: Vec<(u64, u64)> = (mine.iter())
-        .filter_map(|&(deadline, l)| {
-            let ran = deadline + l;
-            // The thread reads its clock just after it runs; its period is 1.03 ms.
-            let d = (traced.iter()).find(|(end, _)| end.abs_diff(ran) <= 50_000)?;
-            Some((l, d.1))
-        })
-        .collect();
     assert!(
         pairs.len() * 10 >= mine.len() * 9,
-        "the trace saw a wake-up delay for {} of the thread's {} hog delays",
+        "the trace has a wake-up delay for {} of the program's {} hog delays",
         pairs.len(),
         mine.len()
     );
-    // The thread's clock adds the timer's way from deadline to wake-up (and any stall
-    // of the vCPU on it): the two agree within 20 µs and a twentieth, for all but one
-    // in ten (a stall is real, and not the trace's to see).
-    let off: Vec<u64> = pairs.iter().map(|&(l, d)| l.abs_diff(d)).collect();
-    let agree = (pairs.iter()).filter(|&&(l, d)| l.abs_diff(d) <= l / 20 + 20_000);
-    let mut sorted = off.clone();
-    sorted.sort_unstable();
-    eprintln!(
-        "{test}: {} pairs; thread − trace p50 {} ns, p90 {} ns, max {} ns",
-        pairs.len(),
-        at(&sorted, 0.5),
-        at(&sorted, 0.9),
-        at(&sorted, 1.0)
-    );
-    assert!(
-        agree.count() * 10 >= pairs.len() * 9,
-        "the thread and the trace disagree by {:?} ns",
-        sorted
-    );
-    // The timer's way alone is what the thread sees when nothing holds it: its lateness
-    // outside the holds, measured beside (about 10 µs on these guests).
-    let mut free: Vec<u64> = (late.iter())
-        .filter(|(deadline, _)| !in_hold_mono(*deadline))
-        .map(|(_, l)| *l)
+    // Delay by delay within 5 % and 5 µs, and so at p50 and p99.
+    let agrees = |&&(l, _, d): &&(u64, Gap, u64)| l.abs_diff(d) <= l / 20 + 5_000;
+    let off: Vec<i64> = (pairs.iter())
+        .filter(|p| !agrees(p))
+        .map(|&(l, _, d)| l as i64 - d as i64)
         .collect();
-    free.sort_unstable();
-    let timer = at(&free, 0.5);
+    for &(l, g, d) in pairs.iter().filter(|p| !agrees(p)) {
+        // What the trace holds around a disagreeing pair, on every CPU, for the record.
+        eprintln!("{test}: program {l} ns past its timer, trace {d} ns; the events:");
+        for (c, evs) in &collected.per_cpu {
+            for e in evs
+                .iter()
+                .filter(|e| e.ts + scale.to_ticks(300_000) >= g.start && e.ts <= g.end)
+            {
+                let rel = e.ts as i64 - g.start as i64;
+                eprintln!(
+                    "  cpu {c} {:+} ns {:?}",
+                    scale.to_ns(rel.unsigned_abs()) as i64 * rel.signum(),
+                    e.kind
+                );
+            }
+        }
+    }
     assert!(
-        at(&sorted, 0.5) <= timer + 5_000,
-        "the thread and the trace disagree by {sorted:?} ns, its timer alone {timer} ns"
+        off.len() * 100 <= pairs.len(),
+        "{} of {} pairs disagree, program − trace: {off:?} ns",
+        off.len(),
+        pairs.len()
+    );
+    let quantiles = |f: fn(&(u64, Gap, u64)) -> u64| {
+        let mut v: Vec<u64> = pairs.iter().map(f).collect();
+        v.sort_unstable();
+        (at(&v, 0.5), at(&v, 0.99))
+    };
+    let (m50, m99) = quantiles(|p| p.0);
+    let (s50, s99) = quantiles(|p| p.2);
+    for (q, m, s) in [(50, m50, s50), (99, m99, s99)] {
+        eprintln!("{test}: p{q} program {m} ns past its timer, watch {s} ns");
+        assert!(
+            m.abs_diff(s) <= m / 20 + 5_000,
+            "p{q}: the program saw {m} ns past its timer, the trace {s} ns"
+        );
+    }
+    // The hog is the top cause of each matched delay whose wake-up fell inside a hold
+    // (one that woke after the hold, its timer late, is not the hog's).
+    let in_hold = |t: u64| held.iter().any(|h| h.start <= t && t < h.end);
+    let gaps: Vec<(Gap, u64)> = (pairs.iter())
+        .filter(|p| in_hold(p.1.start))
+        .map(|&(_, g, d)| (g, d))
+        .collect();
+    assert!(
+        gaps.len() * 10 >= pairs.len() * 9,
+        "{} of {} matched delays woke inside a hold",
+        gaps.len(),
+        pairs.len()
     );
     let symbols = std::collections::HashMap::new();
     let cx = Context {
@@ -297,44 +330,25 @@ fn issue25_the_delays_a_hog_made_are_the_hogs_and_as_long_as_the_thread_saw() {
         naming: Naming::Full,
         throttle: Throttle::default(),
     };
-    // Gap by gap: where a hold covers most of a delay, the hog is its main cause. The
-    // rest of a delay is the machine's (the fair server lends a waiting build task up to
-    // 50 ms/s even under SCHED_FIFO), and a delay mostly not the hog's may name it.
-    let held_of = |g: &Gap| -> u64 {
-        (held.iter())
-            .map(|h| h.end.min(g.end).saturating_sub(h.start.max(g.start)))
-            .sum()
-    };
-    let mostly_held: Vec<(Gap, u64)> = (gaps.iter())
-        .filter(|(g, _)| held_of(g) * 2 >= g.end - g.start)
-        .copied()
-        .collect();
     let events = &collected.per_cpu[&cpu];
-    let named: Vec<String> = (mostly_held.iter())
-        .map(|g| {
+    let others: Vec<String> = (gaps.iter())
+        .filter_map(|g| {
             let a = attribute::attribute(std::slice::from_ref(g), events, &cx);
             let main = a.causes.iter().max_by_key(|c| c.largest_in);
-            main.map(|c| c.cause.clone()).unwrap_or_default()
+            let main = main.map(|c| c.cause.clone()).unwrap_or_default();
+            (!main.starts_with("task js-hog:")).then_some(main)
         })
         .collect();
-    let others: Vec<&String> = named
-        .iter()
-        .filter(|c| !c.starts_with("task js-hog:"))
-        .collect();
     eprintln!(
-        "{test}: {} of {} delays mostly inside a hold; named otherwise: {others:?}",
-        mostly_held.len(),
+        "{test}: the hog is the top cause of {} of {}; the others: {others:?}",
+        gaps.len() - others.len(),
         gaps.len()
     );
     assert!(
-        mostly_held.len() * 10 >= gaps.len() * 9,
-        "{} of {} delays were mostly inside a hold",
-        mostly_held.len(),
+        others.len() * 100 <= gaps.len(),
+        "the hog is not the top cause of {} of {} delays: {others:?}",
+        others.len(),
         gaps.len()
-    );
-    assert!(
-        others.is_empty(),
-        "delays the hog held named otherwise: {others:?}"
     );
 }
 
