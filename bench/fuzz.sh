@@ -10,13 +10,18 @@
 # crashed, leaked, ran out of memory or timed out (libFuzzer stops a target at its first;
 # reproduce one with `cargo +nightly fuzz run TARGET PATH`). Exits 1 if any target crashed.
 #
-# Needs nightly and cargo-fuzz (`cargo install cargo-fuzz`). Usage: bench/fuzz.sh [SECONDS]
-# (default 600).
+# Needs nightly and cargo-fuzz (`cargo install cargo-fuzz`). Usage:
+# bench/fuzz.sh [SECONDS [TARGET...]] (default 600 s, every target).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 secs=${1:-600}
+shift || true
 nice -n 19 cargo +nightly fuzz build
-mapfile -t targets < <(cargo +nightly fuzz list)
+if [[ $# -gt 0 ]]; then
+  targets=("$@")
+else
+  mapfile -t targets < <(cargo +nightly fuzz list)
+fi
 
 # One target: fuzz it, then print its line; returns 1 if it crashed.
 fuzz_one() {

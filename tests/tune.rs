@@ -196,7 +196,7 @@ fn issue23_killed_runs_leave_every_file_as_before() {
 #[test]
 #[ignore = "on 6.12+ kernels the fair server (dl_server) still takes up to 50 ms/s from a \
             SCHED_FIFO spinner whenever a fair task waits on its CPU, so with other tests \
-            around a step block shows tens of ms too; run alone with --ignored"]
+            around a step block shows tens of ms too; scripts/test runs it alone"]
 fn issue23_turning_rt_throttling_off_is_kept() {
     if !is_root() {
         return skip("issue23 rt throttling", "needs root");
