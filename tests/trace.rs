@@ -300,18 +300,17 @@ fn issue13_killed_runs_leave_tracefs_as_it_was() {
         let status = child.wait().unwrap();
         eprintln!("{sig:?} after {ms} ms: {status:?}");
     }
-    // One more run, which removes what the last SIGKILL left.
-    let out = crate::util::jitterscope(&[
-        "noise",
-        "--trace",
-        "-D",
-        "200ms",
-        "-q",
-        "-a",
-        &cpu.to_string(),
-    ]);
-    assert_eq!(out.status.code(), Some(0), "{:?}", stderr_lines(&out));
+    // One more run, which removes what the last SIGKILL left, and says so.
+    let left = our_instances();
+    let out =
+        crate::util::jitterscope(&["noise", "--trace", "-D", "200ms", "-a", &cpu.to_string()]);
+    let said = stderr_lines(&out);
+    assert_eq!(out.status.code(), Some(0), "{said:?}");
     assert!(our_instances().is_empty(), "{:?}", our_instances());
+    for name in &left {
+        let line = format!("removed tracefs instance {name}, left by a run that was killed");
+        assert!(said.iter().any(|l| l.contains(&line)), "{said:?}");
+    }
     assert_eq!(tracing_state(), before);
 }
 

@@ -29,7 +29,12 @@ pub const TOP: usize = 10;
 /// degradation (the run goes on untraced).
 fn start(ctx: &mut Ctx<'_>) -> Option<TraceSession> {
     match TraceSession::start(&ctx.cpus.measured, BUFFER_KIB) {
-        Ok(s) => Some(s),
+        Ok(s) => {
+            for name in &s.removed_stale {
+                ctx.note(stale_removed(name));
+            }
+            Some(s)
+        }
         Err(e) => {
             ctx.degrade(Degraded::TraceUnavailable {
                 reason: e.to_string(),
@@ -37,6 +42,11 @@ fn start(ctx: &mut Ctx<'_>) -> Option<TraceSession> {
             None
         }
     }
+}
+
+/// What a start that removed a killed run's instance says.
+pub fn stale_removed(name: &str) -> String {
+    format!("removed tracefs instance {name}, left by a run that was killed")
 }
 
 /// Runs `measure` with a trace of `cpus` read from the housekeeping CPU; `None` for the

@@ -195,6 +195,9 @@ impl Measure for WatchCommand {
         let throttle = crate::system::throttle::read(cpus.first().unwrap_or(0));
         let mut session = TraceSession::start_with(&cpus, BUFFER_KIB, &["sched:sched_wakeup_new"])
             .map_err(|e| anyhow::anyhow!("watch cannot trace: {e}"))?;
+        for name in &session.removed_stale {
+            ctx.note(super::tracing::stale_removed(name));
+        }
         for needed in ["sched:sched_switch", "sched:sched_wakeup"] {
             if session.missing.iter().any(|m| m == needed) {
                 bail!("watch cannot trace: this kernel's trace has no {needed} event");

@@ -184,9 +184,15 @@ impl LatencyHistogram {
             .decode(text.trim())
             .map_err(|e| format!("histogram is not base64: {e}"))?;
         let plain = plain_v2(&bytes)?;
-        Deserializer::new()
+        let h: Histogram<u64> = Deserializer::new()
             .deserialize(&mut plain.as_slice())
-            .map_err(|e| format!("histogram is not HdrHistogram V2: {e:?}"))
+            .map_err(|e| format!("histogram is not HdrHistogram V2: {e:?}"))?;
+        // The decoder saturates its total, and then a quantile's running sum overflows
+        // (found by fuzzing, issue 22). No run records 2^53 values: 104 days at one a ns.
+        if h.len() > MAX_COUNT {
+            return Err(format!("histogram holds {} values; at most 2^53", h.len()));
+        }
+        Ok(h)
     }
 }
 
@@ -196,6 +202,8 @@ const V2_COOKIE: u32 = 0x1c84_9313;
 const V2_COMPRESSED_COOKIE: u32 = 0x1c84_9314;
 /// The plain header: cookie, payload length, offset, digits, lowest, highest, ratio.
 const V2_HEADER: usize = 40;
+/// The most values a decoded histogram may hold: each counts exactly as an f64.
+const MAX_COUNT: u64 = 1 << 53;
 /// The most an encoded histogram may inflate to: a full one of ours is well under 1 MiB.
 const MAX_PLAIN: u64 = 16 << 20;
 
@@ -287,6 +295,24 @@ mod tests {
         h.record(1234);
         let text = h.encode_base64();
         assert_eq!(LatencyHistogram::decode_base64(&text).unwrap().len(), 1);
+    }
+
+    /// Issue 22 (fuzzing): a histogram whose counts sum past u64 is refused, not left
+    /// to overflow the first quantile asked of it.
+    #[test]
+    fn issue22_a_histogram_of_more_values_than_any_run_is_refused() {
+        let mut h = Histogram::<u64>::new_with_bounds(1, 3_600_000_000_000, 3).unwrap();
+        // The format carries counts up to i64::MAX each; three of them overflow a u64.
+        for v in [10, 20, 30] {
+            h.record_n(v, i64::MAX as u64).unwrap();
+        }
+        let mut bytes = Vec::new();
+        V2DeflateSerializer::new()
+            .serialize(&h, &mut bytes)
+            .unwrap();
+        let text = base64::Engine::encode(&base64::engine::general_purpose::STANDARD, bytes);
+        let err = LatencyHistogram::decode_base64(&text).unwrap_err();
+        assert!(err.contains("at most 2^53"), "{err}");
     }
 
     use super::*;

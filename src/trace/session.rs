@@ -64,6 +64,8 @@ pub struct TraceSession {
     pub layout: PageLayout,
     /// The size of one page of `trace_pipe_raw`.
     pub page_size: usize,
+    /// The instances of killed runs this start removed, by name: the caller says so.
+    pub removed_stale: Vec<String>,
     mounted: bool,
     closed: bool,
 }
@@ -100,11 +102,12 @@ impl TraceSession {
             missing: Vec::new(),
             layout: PageLayout::DEFAULT,
             page_size: 4096,
+            removed_stale: Vec::new(),
             mounted,
             closed: false,
         };
         // From here on, dropping `s` cleans up whatever was made.
-        remove_stale(&s.root);
+        s.removed_stale = remove_stale(&s.root);
         s.set_up(extra)?;
         Ok(s)
     }
@@ -269,10 +272,15 @@ pub fn stale_instances(root: &Path) -> Vec<PathBuf> {
     .collect()
 }
 
-fn remove_stale(root: &Path) {
-    for dir in stale_instances(root) {
-        remove_instance(&dir);
+/// Removes them, and names them.
+fn remove_stale(root: &Path) -> Vec<String> {
+    let stale = stale_instances(root);
+    for dir in &stale {
+        remove_instance(dir);
     }
+    (stale.iter())
+        .filter_map(|d| Some(d.file_name()?.to_string_lossy().into_owned()))
+        .collect()
 }
 
 /// Turns an instance off and removes it; tracefs refuses while a file of it is open, so
