@@ -9,11 +9,9 @@
 //! that lives less than a pass may be missed. `--comm` is matched in the trace itself,
 //! so every task of that name counts, new processes included.
 //!
-//! This slice keeps the whole run's events (`reader::collect`: at most
-//! `MAX_EVENTS_PER_CPU` a CPU, about 48 MiB), then analyses them: a run without -D on a
-//! busy host goes past that bound in minutes, and the events beyond it are counted as
-//! lost. Following the trace in bounded windows (`reader::Follower`, as `follow_gaps`
-//! does for noise) is the next step.
+//! The trace is followed as it is read (`follow`): each CPU's events are walked once
+//! they are `SETTLE` old, in time order across CPUs, by a `trace::watch::Watcher` that
+//! keeps only open state, so memory stays flat however long the run.
 //!
 //! Filtering: none in the kernel, by choice. What ran instead of a watched thread is
 //! other tasks' switches, wake-ups and interrupts: `set_event_pid` (even with
@@ -24,21 +22,26 @@
 //! which date their runs where no switch out of idle is recorded. The cost is given as
 //! numbers instead: events read and lost, and the tool's own CPU time.
 
-use std::collections::HashSet;
+use std::collections::{BTreeMap, HashMap, HashSet};
+use std::sync::Mutex;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
 use anyhow::{Context as _, bail};
 
 use crate::cli::WatchArgs;
+use crate::engine::clock::Scale;
 use crate::engine::cpu::{CpuList, CpuPlan, CpuUniverse};
 use crate::engine::run::RunOutcome;
 use crate::engine::sched::{self, SchedRequest};
 use crate::report::ResultFile;
 use crate::report::watch::{WatchRecord, WatchedThread};
+use crate::trace::event::Kind;
 use crate::trace::reader;
+use crate::trace::session::TraceError;
 use crate::trace::session::TraceSession;
-use crate::trace::watch::{self, Settings, Watched};
+use crate::trace::symbols::Symbols;
+use crate::trace::watch::{self, Settings, ThreadFigures, Watched, Watcher};
 
 use super::Ending;
 use super::output::Warnings;
@@ -46,6 +49,14 @@ use super::pipeline::{Ctx, Measure, Measured, RunSettings, execute};
 
 /// Per-CPU trace buffer: every CPU is traced, and the reader passes every 20 ms.
 const BUFFER_KIB: u64 = 4096;
+/// How often the reader drains the trace.
+const READ_PASS: Duration = Duration::from_millis(20);
+/// How old an event is when it is walked: by then every CPU's events before it have
+/// been read, and a thread the process started then has been listed (a pass is 100 ms).
+const SETTLE: Duration = Duration::from_millis(300);
+/// Events read but not yet walked, per CPU (48 bytes each): far above SETTLE's worth
+/// on a busy CPU; beyond it they are counted as lost.
+const WINDOW_EVENTS: usize = 262_144;
 /// How often the watched process is checked and its threads listed again.
 const PASS: Duration = Duration::from_millis(100);
 /// How many of each thread's worst delays are kept as timelines.
@@ -203,23 +214,39 @@ impl Measure for WatchCommand {
                 bail!("watch cannot trace: this kernel's trace has no {needed} event");
             }
         }
-        let mut tids: HashSet<u32> = match &self.target {
+        let tids: HashSet<u32> = match &self.target {
             Target::Pid(p) => threads_of(*p).into_iter().collect(),
             Target::Tids(t) => t.iter().copied().collect(),
             Target::Comm(_) => HashSet::new(),
         };
+        let watched = match &self.target {
+            Target::Comm(name) => Watched::Comm(name.clone()),
+            _ => Watched::Tids(tids.clone()),
+        };
+        let tids = Mutex::new(tids);
         let cpu_before = own_cpu_ns();
         let run_start = crate::engine::clock::now();
+        let scale = ctx.host.clock.scale;
+        let watcher = Watcher::new(
+            watched,
+            Settings {
+                scale,
+                threshold_ns: self.threshold_ns,
+                top: TOP,
+                throttle,
+                run_start,
+            },
+        );
         let started = Instant::now();
         let deadline = self.settings.duration.map(|d| started + d);
         let done = AtomicBool::new(false);
         let housekeeping = ctx.cpus.housekeeping.first();
-        let (end, collected) = std::thread::scope(|s| {
+        let (end, followed) = std::thread::scope(|s| {
             let reader = s.spawn(|| {
                 if let Some(cpu) = housekeeping {
                     let _ = sched::pin_to(cpu);
                 }
-                reader::collect(&session, &done)
+                follow(&session, watcher, &tids, scale, &done)
             });
             let end = loop {
                 if ctx.stop.load(Ordering::Relaxed) {
@@ -231,7 +258,8 @@ impl Measure for WatchCommand {
                 }
                 let gone = match &self.target {
                     Target::Pid(p) => {
-                        tids.extend(threads_of(*p));
+                        let found = threads_of(*p);
+                        lock(&tids).extend(found);
                         !alive(*p)
                     }
                     Target::Tids(t) => t.iter().all(|t| !alive(*t)),
@@ -248,12 +276,12 @@ impl Measure for WatchCommand {
         });
         let elapsed = started.elapsed();
         session.close();
-        let c = match collected {
-            Ok(Ok(c)) => c,
+        let f = match followed {
+            Ok(Ok(f)) => f,
             Ok(Err(e)) => bail!("the trace failed: {e}"),
             Err(_) => bail!("the trace reader panicked"),
         };
-        let lost: u64 = c.lost.values().sum();
+        let lost = f.lost;
         if lost > 0 {
             ctx.note(format!(
                 "{lost} trace events were lost: delays in those stretches may be missing or \
@@ -267,20 +295,7 @@ impl Measure for WatchCommand {
                 elapsed.as_secs_f64()
             ));
         }
-        let watched = match &self.target {
-            Target::Comm(name) => Watched::Comm(name.clone()),
-            _ => Watched::Tids(tids),
-        };
-        let symbols = super::tracing::symbols_for(&c);
-        let s = Settings {
-            scale: ctx.host.clock.scale,
-            threshold_ns: self.threshold_ns,
-            top: TOP,
-            symbols: &symbols,
-            throttle,
-            run_start,
-        };
-        let figures = watch::watch(&c.per_cpu, &c.decoder.names, &watched, &s);
+        let figures = f.figures;
         let threads = (figures.into_iter())
             .map(|f| WatchedThread::from_figures(f, ctx.keep))
             .collect();
@@ -302,7 +317,7 @@ impl Measure for WatchCommand {
             filtering: "none in the kernel: what ran instead is other tasks' events, which \
                         a pid filter would drop"
                 .into(),
-            events_read: c.read.values().sum(),
+            events_read: f.read,
             events_lost: lost,
             tool_cpu_ns: own_cpu_ns().saturating_sub(cpu_before),
             threads,
@@ -330,5 +345,98 @@ impl Measure for WatchCommand {
 
     fn text(&self, r: &ResultFile) -> String {
         crate::report::watch::watch_text(r)
+    }
+}
+
+fn lock(tids: &Mutex<HashSet<u32>>) -> std::sync::MutexGuard<'_, HashSet<u32>> {
+    tids.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+/// What the reader made of the trace.
+struct Followed {
+    figures: Vec<ThreadFigures>,
+    read: u64,
+    lost: u64,
+}
+
+/// The reader: drains the trace every `READ_PASS` and feeds the watcher each CPU's
+/// events once they are `SETTLE` old, so that nothing of the run is kept but open
+/// state (issue 25: memory flat over the length of a run).
+fn follow(
+    session: &TraceSession,
+    mut watcher: Watcher,
+    tids: &Mutex<HashSet<u32>>,
+    scale: Scale,
+    done: &AtomicBool,
+) -> Result<Followed, TraceError> {
+    let io = |source| TraceError::Io {
+        path: session.pipe(session.cpus.first().unwrap_or(0)),
+        source,
+    };
+    let mut follower = reader::Follower::open(session, WINDOW_EVENTS)?;
+    let kallsyms = Symbols::load();
+    let mut symbols: HashMap<u64, String> = HashMap::new();
+    let settle = scale.to_ticks(SETTLE.as_nanos() as u64);
+    let mut names = 0;
+    loop {
+        let last = done.load(Ordering::Relaxed);
+        if last {
+            session.stop_recording();
+        }
+        let until = match last {
+            true => u64::MAX,
+            false => crate::engine::clock::now().saturating_sub(settle),
+        };
+        follower.pass().map_err(io)?;
+        // The follower started afresh (too many names): the events held name by the
+        // old ones.
+        if follower.decoder.names.len() < names {
+            watcher.forget_events();
+        }
+        names = follower.decoder.names.len();
+        watcher.watch_tids(lock(tids).iter().copied());
+        let mut batch = BTreeMap::new();
+        for w in &mut follower.windows {
+            let cpu = w.cpu;
+            let evs = w.events();
+            let n = evs.partition_point(|e| e.ts < until);
+            batch.insert(cpu, evs[..n].to_vec());
+            w.forget_before(until);
+        }
+        resolve(&kallsyms, &mut symbols, &batch);
+        watcher.feed(&batch, until, &follower.decoder.names, &symbols);
+        if last {
+            break;
+        }
+        std::thread::sleep(READ_PASS);
+    }
+    let lost = (follower.windows.iter())
+        .map(|w| w.evicted + session.lost(w.cpu))
+        .sum::<u64>()
+        + watcher.evicted;
+    Ok(Followed {
+        read: follower.windows.iter().map(|w| w.read).sum(),
+        lost,
+        figures: watcher.finish(&follower.decoder.names, &symbols),
+    })
+}
+
+/// Names the work and hrtimer functions first seen in `batch`.
+fn resolve(
+    kallsyms: &Symbols,
+    symbols: &mut HashMap<u64, String>,
+    batch: &BTreeMap<usize, Vec<crate::trace::event::Event>>,
+) {
+    let addrs: Vec<u64> = (batch.values().flatten())
+        .filter_map(|e| match e.kind {
+            Kind::WorkStart { function } | Kind::HrtimerEntry { function } => {
+                Some(function).filter(|f| !symbols.contains_key(f))
+            }
+            _ => None,
+        })
+        .collect();
+    if !addrs.is_empty() {
+        let new = kallsyms.names(addrs.into_iter());
+        symbols.extend(new);
     }
 }

@@ -182,7 +182,8 @@ pub fn compare(runs: &[Run<'_>]) -> Result<Comparison, String> {
 /// on one CPU) is numbered `#2`, `#3` … in entry order, so none replaces another.
 fn keyed(r: &ResultFile) -> BTreeMap<(&'static str, String, &'static str), Dist<'_>> {
     let mut m = BTreeMap::new();
-    for d in export::distributions(r).0 {
+    let watched = r.watch.iter().flat_map(crate::report::watch::wakeup_dists);
+    for d in export::distributions(r).0.into_iter().chain(watched) {
         let mut key = (d.probe, d.key.clone(), d.metric);
         let mut n = 1;
         while m.contains_key(&key) {

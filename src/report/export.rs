@@ -136,7 +136,7 @@ pub fn csv_field(s: &str) -> String {
     }
 }
 
-fn csv_row(fields: &[String]) -> String {
+pub fn csv_row(fields: &[String]) -> String {
     let cells: Vec<String> = fields.iter().map(|f| csv_field(f)).collect();
     cells.join(",") + "\n"
 }
@@ -147,8 +147,9 @@ p90_ns,p99_ns,p999_ns,p9999_ns,max_ns,mean_ns,sum_ns,mad_ns,clamped,trusted";
 
 /// One row per distribution with every summary column.
 ///
-/// `tune`'s staircase is a table of its own: a tune result has no distributions, so its
-/// CSV is the staircase alone; after other results' rows it follows a blank line.
+/// `tune`'s staircase and `watch`'s threads are tables of their own: such a result has
+/// no distributions, so its CSV is that table alone; after other rows (or tables) each
+/// follows a blank line.
 pub fn csv_summary(results: &[Loaded]) -> String {
     let mut out = format!("{CSV_HEADER}\n");
     let mut rows = 0;
@@ -162,13 +163,22 @@ pub fn csv_summary(results: &[Loaded]) -> String {
         .iter()
         .filter_map(|(path, r)| Some((file_name(path), r.tune.as_ref()?)))
         .collect();
-    if tunes.is_empty() {
-        return out;
+    let watches: Vec<(String, &crate::report::watch::WatchRecord)> = results
+        .iter()
+        .filter_map(|(path, r)| Some((file_name(path), r.watch.as_ref()?)))
+        .collect();
+    // Tables of their own, each after a blank line.
+    let mut tables = Vec::new();
+    if !tunes.is_empty() {
+        tables.push(staircase_csv(&tunes));
     }
-    let staircase = staircase_csv(&tunes);
-    match rows {
-        0 => staircase,
-        _ => format!("{out}\n{staircase}"),
+    if !watches.is_empty() {
+        tables.push(crate::report::watch::watch_csv(&watches));
+    }
+    match (rows, tables.is_empty()) {
+        (_, true) => out,
+        (0, false) => tables.join("\n"),
+        _ => format!("{out}\n{}", tables.join("\n")),
     }
 }
 
@@ -329,6 +339,10 @@ fn md_table<'a>(out: &mut String, probe: &str, dists: impl Iterator<Item = &'a D
 /// The unit of a probe kind's tables (`Kind::unit`); ns for a kind this version does
 /// not know.
 pub fn unit_of(probe: &str) -> Unit {
+    // Wake-up delays are read in µs, as the watch table shows them.
+    if probe == "watch" {
+        return Unit::Us;
+    }
     Kind::of_probe(probe).map_or(Unit::Ns, Kind::unit)
 }
 

@@ -179,3 +179,241 @@ pub fn watch_text(r: &ResultFile) -> String {
     ));
     out
 }
+
+/// The watch CSV's header: one row per thread (`row` = `thread`) with its figures, then
+/// one per cause of its delays at or above the threshold (`row` = `cause`, naming it).
+/// Units are in the names; a column that does not apply to the row is empty.
+pub const WATCH_CSV_HEADER: &str = "file,tid,comm,row,wakeups,wakeup_p50_ns,wakeup_p99_ns,\
+wakeup_max_ns,preempted_count,preempted_sum_ns,irq_count,irq_sum_ns,migrations,\
+involuntary_switches,runs,run_events_read,run_events_lost,cause,cause_kind,delays,\
+main_cause_of,cause_total_ns,cause_share_pct,cause_max_ns";
+
+/// `report --format csv` of watch sections (file name, section).
+pub fn watch_csv(watches: &[(String, &WatchRecord)]) -> String {
+    use super::export::csv_row;
+    let opt = |v: Option<u64>| v.map_or_else(String::new, |v| v.to_string());
+    let mut out = format!("{WATCH_CSV_HEADER}\n");
+    for (file, w) in watches {
+        for th in &w.threads {
+            let who = [file.clone(), th.tid.to_string(), th.comm.clone()];
+            let mut row = who.to_vec();
+            row.extend([
+                "thread".into(),
+                th.wakeup.count.to_string(),
+                opt(th.wakeup.p50_ns),
+                opt(th.wakeup.p99_ns),
+                opt(th.wakeup.max_ns),
+                th.preempted.count.to_string(),
+                th.preempted.sum_ns.to_string(),
+                th.irq.count.to_string(),
+                th.irq.sum_ns.to_string(),
+                th.migrations.to_string(),
+                th.involuntary_switches.to_string(),
+                th.runs.to_string(),
+                w.events_read.to_string(),
+                w.events_lost.to_string(),
+            ]);
+            row.extend(std::iter::repeat_n(String::new(), 7));
+            out.push_str(&csv_row(&row));
+            let causes = th.attribution.iter().flat_map(|a| a.causes.iter());
+            for c in causes {
+                let mut row = who.to_vec();
+                row.push("cause".into());
+                row.extend(std::iter::repeat_n(String::new(), 13));
+                row.extend([
+                    c.cause.clone(),
+                    serde_json::to_string(&c.kind)
+                        .unwrap_or_default()
+                        .trim_matches('"')
+                        .to_string(),
+                    c.gaps.to_string(),
+                    c.largest_in.to_string(),
+                    c.total_ns.to_string(),
+                    format!("{:.3}", c.share_pct),
+                    c.max_ns.to_string(),
+                ]);
+                out.push_str(&csv_row(&row));
+            }
+        }
+    }
+    out
+}
+
+/// Each watched thread's wake-up delays as a distribution `compare` matches across runs
+/// by thread name: probe `watch`, key the comm (thread ids differ from run to run; a
+/// name that repeats is numbered `#2`, `#3` … in thread-id order), metric `wakeup`.
+pub fn wakeup_dists(w: &WatchRecord) -> Vec<super::dist::Dist<'_>> {
+    use std::borrow::Cow;
+    (w.threads.iter())
+        .map(|th| super::dist::Dist {
+            probe: "watch",
+            key: super::dist::tag_safe(&th.comm),
+            metric: "wakeup",
+            cpu: String::new(),
+            summary: Cow::Borrowed(&th.wakeup),
+            histogram: (th.wakeup_histogram.encoding != crate::probes::record::OMITTED)
+                .then_some(Cow::Borrowed(&th.wakeup_histogram)),
+            trusted: true,
+            series: None,
+            rate_per_s: None,
+            interrupted_pct: None,
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::report::compare::{Run, Verdict, compare};
+    use crate::stats::causes::{CauseKind, CauseRow};
+
+    fn cause(kind: CauseKind, cause: &str, gaps: u64, total_ns: u64) -> CauseRow {
+        CauseRow {
+            kind,
+            cause: cause.into(),
+            gaps,
+            occurrences: gaps,
+            largest_in: gaps,
+            total_ns,
+            share_pct: 50.0,
+            median_ns: 0,
+            max_ns: total_ns,
+            period_ns: None,
+            tasks: Vec::new(),
+        }
+    }
+
+    /// A thread whose wake-up delays are `delays` (ns), with these causes.
+    fn thread(tid: u32, comm: &str, delays: &[u64], causes: Vec<CauseRow>) -> WatchedThread {
+        let mut wakeup = LatencyHistogram::new();
+        delays.iter().for_each(|&d| wakeup.record(d));
+        let mut irq = LatencyHistogram::new();
+        irq.record(700);
+        let attribution = (!causes.is_empty()).then(|| Attribution {
+            method: String::new(),
+            gaps: causes.iter().map(|c| c.gaps).sum(),
+            interrupted_ns: causes.iter().map(|c| c.total_ns).sum(),
+            causes,
+            top: Vec::new(),
+            coincident_gaps: 0,
+            coincidence_window_ns: 0,
+            unattributed_gaps: 0,
+            events_read: 0,
+            events_lost: 0,
+            trace_cost: None,
+        });
+        let f = ThreadFigures {
+            tid,
+            comm: comm.into(),
+            wakeup,
+            preempted: None,
+            irq: Some(irq),
+            runs: 9,
+            migrations: 2,
+            involuntary: 3,
+            starts_guessed: 0,
+            starts_unseen: 0,
+            attribution,
+        };
+        WatchedThread::from_figures(f, true)
+    }
+
+    fn result(threads: Vec<WatchedThread>) -> ResultFile {
+        let mut r =
+            ResultFile::parse(include_str!("../../tests/fixtures/all-probes.json")).unwrap();
+        r.probes.clear();
+        r.watch = Some(WatchRecord {
+            target: "comm app".into(),
+            threshold_ns: 10_000,
+            ended: "duration".into(),
+            method: String::new(),
+            filtering: String::new(),
+            events_read: 1234,
+            events_lost: 5,
+            tool_cpu_ns: 0,
+            threads,
+        });
+        r
+    }
+
+    /// One row per thread with its figures, one per cause of its delays; every row as
+    /// wide as the header, the units in its names.
+    #[test]
+    fn csv_has_a_row_per_thread_and_per_cause() {
+        let causes = vec![
+            cause(
+                CauseKind::Task,
+                "task hog:20 (SCHED_FIFO 50)",
+                40,
+                9_000_000,
+            ),
+            cause(CauseKind::Irq, "irq 30 eth0, rx", 3, 30_000),
+        ];
+        let r = result(vec![
+            thread(10, "app", &[20_000; 100], causes),
+            thread(11, "app", &[3_000], Vec::new()),
+        ]);
+        let w = r.watch.as_ref().unwrap();
+        let csv = watch_csv(&[("r.json".into(), w)]);
+        let lines: Vec<&str> = csv.lines().collect();
+        assert_eq!(lines[0], WATCH_CSV_HEADER);
+        assert!(lines[0].contains("wakeup_p99_ns") && lines[0].contains("cause_total_ns"));
+        assert_eq!(lines.len(), 1 + 3 + 1, "{csv}");
+        let width = lines[0].split(',').count();
+        let p50 = w.threads[0].wakeup.p50_ns.unwrap();
+        assert_eq!(
+            lines[1],
+            format!("r.json,10,app,thread,100,{p50},{p50},{p50},0,0,1,700,2,3,9,1234,5,,,,,,,")
+        );
+        assert_eq!(
+            lines[2],
+            "r.json,10,app,cause,,,,,,,,,,,,,,task hog:20 (SCHED_FIFO 50),task,40,40,9000000,50.000,9000000"
+        );
+        // Quoted: the name holds a comma.
+        assert!(lines[3].ends_with(",\"irq 30 eth0, rx\",irq,3,3,30000,50.000,30000"));
+        assert!(lines[4].starts_with("r.json,11,app,thread,1,"));
+        for l in [lines[1], lines[2], lines[4]] {
+            assert_eq!(l.split(',').count(), width, "{l}");
+        }
+        // In `report --format csv`, after the (empty) distributions table.
+        let all = super::super::export::csv_summary(&[("r.json".into(), r.clone())]);
+        assert!(all.ends_with(&csv), "{all}");
+    }
+
+    fn runs<'a>(results: &'a [ResultFile]) -> Vec<Run<'a>> {
+        (results.iter().enumerate())
+            .map(|(i, r)| Run {
+                label: format!("run{i}"),
+                path: format!("r{i}.json").into(),
+                result: r,
+            })
+            .collect()
+    }
+
+    /// Two watch results are matched by thread name, whatever their thread ids: a wake-up
+    /// delay three times as long is worse, the same one is no clear difference.
+    #[test]
+    fn compare_matches_watched_threads_by_name() {
+        let spread = |base: u64| -> Vec<u64> { (0..2_000).map(|i| base + i % 997).collect() };
+        let before = result(vec![thread(100, "app", &spread(20_000), Vec::new())]);
+        let same = result(vec![thread(200, "app", &spread(20_000), Vec::new())]);
+        let worse = result(vec![
+            thread(300, "app", &spread(60_000), Vec::new()),
+            thread(301, "other", &spread(1_000), Vec::new()),
+        ]);
+        let all = [before, same, worse];
+        let c = compare(&runs(&all)).unwrap();
+        let row = (c.rows.iter())
+            .find(|r| r.probe == "watch" && r.key == "app" && r.metric == "wakeup")
+            .expect("a watch row for app");
+        assert!(
+            row.figures.iter().all(Option::is_some),
+            "matched in all three"
+        );
+        let verdict = |i: usize| row.judgements[i].as_ref().unwrap().verdict;
+        assert_eq!(verdict(1), Verdict::NoClearDifference);
+        assert_eq!(verdict(2), Verdict::Worse);
+        let other = c.rows.iter().find(|r| r.key == "other").unwrap();
+        assert!(other.figures[0].is_none() && other.figures[2].is_some());
+    }
+}

@@ -23,7 +23,7 @@
 //! thread that stops before any such event had its start unseen: its delay is not
 //! recorded, only counted.
 
-use std::collections::{BTreeMap, HashMap, HashSet};
+use std::collections::{BTreeMap, HashMap, HashSet, VecDeque};
 
 use crate::engine::clock::Scale;
 use crate::stats::causes::Attribution;
@@ -59,14 +59,13 @@ pub fn still_runnable(prev_state: i64) -> bool {
 }
 
 /// How the figures are made.
-pub struct Settings<'a> {
+#[derive(Debug, Clone, Copy)]
+pub struct Settings {
     pub scale: Scale,
     /// Wake-up delays at or above this are attributed.
     pub threshold_ns: u64,
     /// How many of each thread's worst delays are kept as timelines.
     pub top: usize,
-    /// Work and hrtimer functions' names by address.
-    pub symbols: &'a HashMap<u64, String>,
     pub throttle: Throttle,
     /// The run's first tick, for the timelines' start times.
     pub run_start: u64,
@@ -144,9 +143,10 @@ struct Thread {
     figures: ThreadFigures,
     phase: Phase,
     last_cpu: Option<usize>,
-    /// Delays at or above the threshold: (CPU, [wake-up, start), ns).
-    delays: Vec<(usize, Gap, u64)>,
 }
+
+/// A wake-up delay that ended: (thread, the CPU that ran it, [wake-up, start), ns).
+type Delay = (u32, usize, Gap, u64);
 
 #[derive(Debug, Default, Clone, Copy)]
 struct Cpu {
@@ -157,24 +157,36 @@ struct Cpu {
     since: u64,
 }
 
-/// The walk over the merged stream.
-struct Walk<'a> {
-    watched: &'a Watched,
-    names: &'a Names,
+/// The walk over the merged stream: only open state (each CPU's task and interrupt
+/// depth, each thread's phase and figures), so a run of any length fits.
+struct Walk {
+    watched: Watched,
     scale: Scale,
     threshold_ns: u64,
     threads: BTreeMap<u32, Thread>,
     cpus: HashMap<usize, Cpu>,
+    /// Delays at or above the threshold, in the order they ended, until taken.
+    ended: Vec<Delay>,
 }
 
-impl Walk<'_> {
-    fn thread(&mut self, t: &Task) -> &mut Thread {
-        let comm = self.names.get(t.comm).to_string();
+impl Walk {
+    fn new(watched: Watched, scale: Scale, threshold_ns: u64) -> Walk {
+        Walk {
+            watched,
+            scale,
+            threshold_ns,
+            threads: BTreeMap::new(),
+            cpus: HashMap::new(),
+            ended: Vec::new(),
+        }
+    }
+
+    fn thread(&mut self, t: &Task, names: &Names) -> &mut Thread {
+        let comm = names.get(t.comm).to_string();
         let th = self.threads.entry(t.pid).or_insert_with(|| Thread {
             figures: ThreadFigures::new(t.pid, comm.clone()),
             phase: Phase::Asleep,
             last_cpu: None,
-            delays: Vec::new(),
         });
         th.figures.comm = comm;
         th
@@ -189,14 +201,11 @@ impl Walk<'_> {
         };
         th.figures.wakeup.record(ns);
         if ns >= threshold && start > at {
-            th.delays.push((
-                cpu,
-                Gap {
-                    start: at,
-                    end: start,
-                },
-                ns,
-            ));
+            let gap = Gap {
+                start: at,
+                end: start,
+            };
+            self.ended.push((tid, cpu, gap, ns));
         }
     }
 
@@ -208,12 +217,12 @@ impl Walk<'_> {
         th.last_cpu = Some(cpu);
     }
 
-    fn step(&mut self, cpu: usize, e: &Event) {
+    fn step(&mut self, names: &Names, cpu: usize, e: &Event) {
         match e.kind {
             Kind::Wakeup {
                 task, target_cpu, ..
-            } if self.watched.wants(&task, self.names) => {
-                let th = self.thread(&task);
+            } if self.watched.wants(&task, names) => {
+                let th = self.thread(&task, names);
                 // A wake-up of a thread still on its CPU, or already runnable, changes
                 // nothing: it waits for no CPU.
                 if matches!(th.phase, Phase::Asleep) {
@@ -239,7 +248,7 @@ impl Walk<'_> {
                 prev,
                 prev_state,
                 next,
-            } => self.switch(cpu, e.ts, prev, prev_state, next),
+            } => self.switch(names, cpu, e.ts, prev, prev_state, next),
             // The interrupt that woke a thread ends before the thread runs: closed first,
             // it is not the thread's time.
             _ => {
@@ -319,21 +328,29 @@ impl Walk<'_> {
         }
     }
 
-    fn switch(&mut self, cpu: usize, ts: u64, prev: Task, prev_state: i64, next: Task) {
+    fn switch(
+        &mut self,
+        names: &Names,
+        cpu: usize,
+        ts: u64,
+        prev: Task,
+        prev_state: i64,
+        next: Task,
+    ) {
         // Interrupt contexts end before a switch: one still open lost its exit.
         let c = self.cpus.entry(cpu).or_default();
         c.depth = 0;
         c.current = Some(next);
-        if self.watched.wants(&prev, self.names) {
-            self.switched_out(cpu, ts, prev, prev_state);
+        if self.watched.wants(&prev, names) {
+            self.switched_out(names, cpu, ts, prev, prev_state);
         }
-        if self.watched.wants(&next, self.names) {
-            self.switched_in(cpu, ts, next);
+        if self.watched.wants(&next, names) {
+            self.switched_in(names, cpu, ts, next);
         }
     }
 
-    fn switched_out(&mut self, cpu: usize, ts: u64, prev: Task, prev_state: i64) {
-        let th = self.thread(&prev);
+    fn switched_out(&mut self, names: &Names, cpu: usize, ts: u64, prev: Task, prev_state: i64) {
+        let th = self.thread(&prev, names);
         match th.phase {
             Phase::Running {
                 guessed: Some((at, start)),
@@ -346,7 +363,7 @@ impl Walk<'_> {
             Phase::Woken { .. } => th.figures.starts_unseen += 1,
             _ => {}
         }
-        let th = self.thread(&prev);
+        let th = self.thread(&prev, names);
         if !matches!(th.phase, Phase::Running { .. }) {
             Self::starts_on(th, cpu);
         }
@@ -360,9 +377,9 @@ impl Walk<'_> {
         };
     }
 
-    fn switched_in(&mut self, cpu: usize, ts: u64, next: Task) {
+    fn switched_in(&mut self, names: &Names, cpu: usize, ts: u64, next: Task) {
         let scale = self.scale;
-        let th = self.thread(&next);
+        let th = self.thread(&next, names);
         match th.phase {
             Phase::Woken { at, .. } => {
                 Self::starts_on(th, cpu);
@@ -413,32 +430,185 @@ impl Walk<'_> {
     }
 }
 
-/// The walk over every CPU's events, merged in time order.
-fn walk<'a>(
-    per_cpu: &BTreeMap<usize, Vec<Event>>,
-    names: &'a Names,
-    watched: &'a Watched,
-    scale: Scale,
-    threshold_ns: u64,
-) -> Walk<'a> {
-    let mut merged: Vec<(u64, usize, &Event)> = (per_cpu.iter())
-        .flat_map(|(&cpu, evs)| evs.iter().map(move |e| (e.ts, cpu, e)))
-        .collect();
-    // Stable: events of one CPU at one stamp keep their order.
-    merged.sort_by_key(|&(ts, cpu, _)| (ts, cpu));
-    let mut w = Walk {
-        watched,
-        names,
-        scale,
-        threshold_ns,
-        threads: BTreeMap::new(),
-        cpus: HashMap::new(),
-    };
-    for (_, cpu, e) in merged {
-        w.step(cpu, e);
+/// Events kept per CPU for the delays still open (48 bytes each, 6 MiB a CPU): past it
+/// the oldest are dropped and counted as lost.
+pub const TAIL_CAP: usize = 131_072;
+/// A wake-up open longer than this keeps no events for itself: one whose switch-in was
+/// lost would otherwise hold every CPU's events to the cap.
+const HORIZON_NS: u64 = 2_000_000_000;
+
+/// Follows a trace as it is read: events go in window by window, in time order, and
+/// only open state stays: each CPU's task, each thread's phase and figures, a streaming
+/// attribution per thread (bounded by its causes), and each CPU's tail of events back
+/// to the last switch before the oldest open wake-up, which is what attributing that
+/// delay needs. Memory is flat over the length of a run.
+pub struct Watcher {
+    walk: Walk,
+    settings: Settings,
+    /// Each CPU's events since the last switch before the oldest open delay.
+    tails: BTreeMap<usize, VecDeque<Event>>,
+    tallies: BTreeMap<u32, Tally>,
+    /// Delays at or above the threshold whose CPU's events are not all fed yet.
+    pending: Vec<Delay>,
+    /// Events dropped from a full tail: delays then may be misread.
+    pub evicted: u64,
+}
+
+impl Watcher {
+    pub fn new(watched: Watched, settings: Settings) -> Watcher {
+        Watcher {
+            walk: Walk::new(watched, settings.scale, settings.threshold_ns),
+            settings,
+            tails: BTreeMap::new(),
+            tallies: BTreeMap::new(),
+            pending: Vec::new(),
+            evicted: 0,
+        }
     }
-    w.finish();
-    w
+
+    /// Threads found since the start (a process's new threads).
+    pub fn watch_tids(&mut self, tids: impl IntoIterator<Item = u32>) {
+        if let Watched::Tids(set) = &mut self.walk.watched {
+            set.extend(tids);
+        }
+    }
+
+    /// Drops every event held and each CPU's task (the reader started afresh with new
+    /// names for them), counting the events as lost.
+    pub fn forget_events(&mut self) {
+        self.evicted += self.tails.values().map(|t| t.len() as u64).sum::<u64>();
+        self.tails.clear();
+        self.walk.cpus.clear();
+    }
+
+    /// Takes every CPU's events stamped before `until` (each CPU's in time order, later
+    /// than any fed before, none at or after `until`): walks them merged in time order,
+    /// attributes the delays that ended before `until`, and forgets the events no open
+    /// delay needs.
+    pub fn feed(
+        &mut self,
+        per_cpu: &BTreeMap<usize, Vec<Event>>,
+        until: u64,
+        names: &Names,
+        symbols: &HashMap<u64, String>,
+    ) {
+        let mut merged: Vec<(u64, usize, &Event)> = (per_cpu.iter())
+            .flat_map(|(&cpu, evs)| evs.iter().map(move |e| (e.ts, cpu, e)))
+            .collect();
+        // Stable: events of one CPU at one stamp keep their order.
+        merged.sort_by_key(|&(ts, cpu, _)| (ts, cpu));
+        for (_, cpu, e) in merged {
+            self.walk.step(names, cpu, e);
+            let tail = self.tails.entry(cpu).or_default();
+            if tail.len() >= TAIL_CAP {
+                tail.pop_front();
+                self.evicted += 1;
+            }
+            tail.push_back(*e);
+        }
+        self.settle(until, names, symbols);
+    }
+
+    /// Attributes the delays whose events are all in (those that ended before
+    /// `until`), then trims the tails to what the open ones need.
+    fn settle(&mut self, until: u64, names: &Names, symbols: &HashMap<u64, String>) {
+        self.pending.append(&mut self.walk.ended);
+        let (ready, wait): (Vec<Delay>, Vec<Delay>) =
+            self.pending.drain(..).partition(|d| d.2.end < until);
+        self.pending = wait;
+        for (tid, cpu, gap, ns) in ready {
+            self.attribute(tid, cpu, gap, ns, names, symbols);
+        }
+        let horizon = until.saturating_sub(self.settings.scale.to_ticks(HORIZON_NS));
+        let need = self.oldest_open().unwrap_or(until).min(until).max(horizon);
+        for tail in self.tails.values_mut() {
+            let at = tail.partition_point(|e| e.ts < need);
+            let from = (tail.range(..at))
+                .rposition(|e| matches!(e.kind, Kind::Switch { .. }))
+                .unwrap_or(at);
+            tail.drain(..from);
+        }
+    }
+
+    /// The earliest wake-up of a delay not yet attributed.
+    fn oldest_open(&self) -> Option<u64> {
+        let phases = self.walk.threads.values().filter_map(|th| match th.phase {
+            Phase::Woken { at, .. } => Some(at),
+            Phase::Running {
+                guessed: Some((at, _)),
+                ..
+            } => Some(at),
+            _ => None,
+        });
+        phases.chain(self.pending.iter().map(|d| d.2.start)).min()
+    }
+
+    /// One delay split by what ran on its CPU instead: that CPU's events from the last
+    /// switch before it (which says who held the CPU) to its end.
+    fn attribute(
+        &mut self,
+        tid: u32,
+        cpu: usize,
+        gap: Gap,
+        ns: u64,
+        names: &Names,
+        symbols: &HashMap<u64, String>,
+    ) {
+        let s = &self.settings;
+        let cx = Context {
+            names,
+            symbols,
+            scale: s.scale,
+            run_start: s.run_start,
+            // Its own time is no cause.
+            measurer: tid,
+            top: s.top,
+            // Nothing is known to run at a wake-up: whatever ran then is the delay's.
+            quiet_at_gap_start: false,
+            naming: Naming::Full,
+            throttle: s.throttle,
+        };
+        let evs: &[Event] = match self.tails.get_mut(&cpu) {
+            Some(t) => t.make_contiguous(),
+            None => &[],
+        };
+        let at = evs.partition_point(|e| e.ts < gap.start);
+        let from = (evs[..at].iter())
+            .rposition(|e| matches!(e.kind, Kind::Switch { .. }))
+            .unwrap_or(0);
+        let to = evs.partition_point(|e| e.ts <= gap.end).max(from);
+        let tally = self.tallies.entry(tid).or_insert_with(|| Tally::new(s.top));
+        tally.add(&[(gap, ns)], &evs[from..to], &cx);
+    }
+
+    /// The figures of every thread seen, by thread id, once the trace has ended: a
+    /// guessed start still open is recorded, and every delay left is attributed.
+    pub fn finish(mut self, names: &Names, symbols: &HashMap<u64, String>) -> Vec<ThreadFigures> {
+        self.walk.finish();
+        self.settle(u64::MAX, names, symbols);
+        let s = self.settings;
+        let mut tallies = self.tallies;
+        (self.walk.threads.into_iter())
+            .map(|(tid, th)| {
+                let mut f = th.figures;
+                f.attribution = tallies.remove(&tid).map(|t| {
+                    let mut a = t.finish(s.scale);
+                    a.method = method(s.threshold_ns);
+                    a
+                });
+                f
+            })
+            .collect()
+    }
+}
+
+fn method(threshold_ns: u64) -> String {
+    format!(
+        "kernel trace events on the TSC (x86-tsc): each wake-up delay at or above {} µs, \
+         from the thread's wake-up to the switch that ran it, split by what ran on that \
+         CPU instead",
+        threshold_ns as f64 / 1e3
+    )
 }
 
 /// Every wake-up delay of each watched thread, by thread id: (the CPU that ran it,
@@ -450,85 +620,34 @@ pub fn wakeup_delays(
     watched: &Watched,
     scale: Scale,
 ) -> BTreeMap<u32, Vec<(usize, Gap, u64)>> {
-    let w = walk(per_cpu, names, watched, scale, 0);
-    (w.threads.into_iter())
-        .map(|(tid, th)| (tid, th.delays))
-        .collect()
+    let mut merged: Vec<(u64, usize, &Event)> = (per_cpu.iter())
+        .flat_map(|(&cpu, evs)| evs.iter().map(move |e| (e.ts, cpu, e)))
+        .collect();
+    merged.sort_by_key(|&(ts, cpu, _)| (ts, cpu));
+    let mut w = Walk::new(watched.clone(), scale, 0);
+    for (_, cpu, e) in merged {
+        w.step(names, cpu, e);
+    }
+    w.finish();
+    let mut out: BTreeMap<u32, Vec<(usize, Gap, u64)>> = BTreeMap::new();
+    for (tid, cpu, gap, ns) in w.ended {
+        out.entry(tid).or_default().push((cpu, gap, ns));
+    }
+    out
 }
 
 /// Each watched thread's figures, from every traced CPU's events (each CPU's in time
-/// order), by thread id.
+/// order), by thread id: a `Watcher` fed them all at once.
 pub fn watch(
     per_cpu: &BTreeMap<usize, Vec<Event>>,
     names: &Names,
     watched: &Watched,
-    s: &Settings<'_>,
+    s: &Settings,
+    symbols: &HashMap<u64, String>,
 ) -> Vec<ThreadFigures> {
-    let w = walk(per_cpu, names, watched, s.scale, s.threshold_ns);
-    let empty = Vec::new();
-    (w.threads.into_values())
-        .map(|mut th| {
-            if !th.delays.is_empty() {
-                // Batches go to the tally in time order.
-                th.delays.sort_by_key(|d| d.1.start);
-                let events = |cpu: usize| per_cpu.get(&cpu).unwrap_or(&empty).as_slice();
-                th.figures.attribution = Some(attribute_delays(
-                    th.figures.tid,
-                    &th.delays,
-                    events,
-                    names,
-                    s,
-                ));
-            }
-            th.figures
-        })
-        .collect()
-}
-
-/// A thread's delays (in time order) split by what ran on their CPUs instead: each run
-/// of delays on one CPU is one batch, with that CPU's events from the last switch
-/// before it (which says who held the CPU) to its end.
-fn attribute_delays<'e>(
-    tid: u32,
-    delays: &[(usize, Gap, u64)],
-    events: impl Fn(usize) -> &'e [Event],
-    names: &Names,
-    s: &Settings<'_>,
-) -> Attribution {
-    let cx = Context {
-        names,
-        symbols: s.symbols,
-        scale: s.scale,
-        run_start: s.run_start,
-        // Its own time is no cause.
-        measurer: tid,
-        top: s.top,
-        // Nothing is known to run at a wake-up: whatever ran then is the delay's.
-        quiet_at_gap_start: false,
-        naming: Naming::Full,
-        throttle: s.throttle,
-    };
-    let mut tally = Tally::new(s.top);
-    for batch in delays.chunk_by(|a, b| a.0 == b.0) {
-        let evs = events(batch[0].0);
-        let first = batch[0].1.start;
-        let last = batch.iter().map(|d| d.1.end).max().unwrap_or(first);
-        let at = evs.partition_point(|e| e.ts < first);
-        let from = (evs[..at].iter())
-            .rposition(|e| matches!(e.kind, Kind::Switch { .. }))
-            .unwrap_or(0);
-        let to = evs.partition_point(|e| e.ts <= last);
-        let gaps: Vec<(Gap, u64)> = batch.iter().map(|&(_, g, ns)| (g, ns)).collect();
-        tally.add(&gaps, &evs[from..to.max(from)], &cx);
-    }
-    let mut a = tally.finish(s.scale);
-    a.method = format!(
-        "kernel trace events on the TSC (x86-tsc): each wake-up delay at or above {} µs, \
-         from the thread's wake-up to the switch that ran it, split by what ran on that \
-         CPU instead",
-        s.threshold_ns as f64 / 1e3
-    );
-    a
+    let mut w = Watcher::new(watched.clone(), *s);
+    w.feed(per_cpu, u64::MAX, names, symbols);
+    w.finish(names, symbols)
 }
 
 /// A task's name as the kernel keeps it: at most 15 bytes.
@@ -608,11 +727,10 @@ mod tests {
                 scale: scale(),
                 threshold_ns,
                 top: 5,
-                symbols: &symbols,
                 throttle: Throttle::default(),
                 run_start: 0,
             };
-            watch(&self.per_cpu, &self.names, watched, &s)
+            watch(&self.per_cpu, &self.names, watched, &s, &symbols)
         }
     }
 
@@ -778,6 +896,112 @@ mod tests {
             assert_eq!(x.wakeup.max_ns(), Some(50_000));
             let attr = x.attribution.as_ref().unwrap();
             assert!(attr.causes[0].cause.starts_with("task busy:20"));
+        }
+    }
+
+    /// A busy made-up trace on two CPUs: delays behind a hog with IRQs inside, starts
+    /// from idle guessed, preemptions and migrations, 200 times over.
+    fn busy_trace() -> Trace {
+        let mut t = Trace::new();
+        let app = t.task("app", 10, 120);
+        let app2 = t.task("app", 11, 120);
+        let hog = t.task("hog", 20, 49);
+        let other = t.task("other", 30, 120);
+        let idle0 = t.task("swapper/0", 0, 120);
+        let idle1 = t.task("swapper/1", 0, 120);
+        let eth = t.names.intern("eth0");
+        let timer = t.names.intern("local_timer");
+        for i in 0..200u64 {
+            let b = i * 1_000_000;
+            let late = 5_000 + (i * 7_919) % 300_000;
+            t.switch(1, b + 100, idle1, 0, hog);
+            t.wake(1, b + 2_000, app, 1);
+            t.at(1, b + 3_000, Kind::IrqEntry { irq: 30, name: eth });
+            t.at(1, b + 3_000 + late / 10, Kind::IrqExit { irq: 30 });
+            t.switch(1, b + 2_000 + late, hog, 1, app);
+            t.switch(1, b + 10_000 + late, app, 1, idle1);
+            // On CPU 0: a start from idle, guessed; every third run preempted and
+            // finished on CPU 1.
+            t.at(0, b + 500_000, Kind::VectorEntry { name: timer });
+            t.wake(0, b + 500_200, app2, 0);
+            t.at(
+                0,
+                b + 500_900 + (i % 4) * 5_000,
+                Kind::VectorExit { name: timer },
+            );
+            if i % 3 == 0 {
+                t.switch(0, b + 520_000, app2, 0, other);
+                t.switch(1, b + 560_000, idle1, 0, app2);
+                t.switch(1, b + 570_000, app2, 1, idle1);
+                t.switch(0, b + 580_000, other, 1, idle0);
+            } else {
+                t.switch(0, b + 530_000, app2, 1, idle0);
+            }
+        }
+        t
+    }
+
+    fn settings() -> Settings {
+        Settings {
+            scale: scale(),
+            threshold_ns: 10_000,
+            top: 5,
+            throttle: Throttle::default(),
+            run_start: 0,
+        }
+    }
+
+    /// What a thread's figures say, for comparing two runs.
+    fn seen(f: &ThreadFigures) -> String {
+        let sum = |h: &Option<LatencyHistogram>| h.as_ref().map(|h| h.summary());
+        format!(
+            "{} {} {:?} {:?} {:?} {} {} {} {} {} {:?}",
+            f.tid,
+            f.comm,
+            f.wakeup.summary(),
+            sum(&f.preempted),
+            sum(&f.irq),
+            f.runs,
+            f.migrations,
+            f.involuntary,
+            f.starts_guessed,
+            f.starts_unseen,
+            f.attribution
+        )
+    }
+
+    /// Fed window by window (cut inside delays, inside interrupts and between a guess
+    /// and its switch), the watcher gives what it gives fed all at once, and keeps only
+    /// the events the open delays need.
+    #[test]
+    fn windows_give_the_figures_the_whole_trace_gives() {
+        let t = busy_trace();
+        let symbols = HashMap::new();
+        let watched = Watched::Comm("app".into());
+        let whole = watch(&t.per_cpu, &t.names, &watched, &settings(), &symbols);
+        assert_eq!(whole.len(), 2);
+        assert!(whole.iter().all(|f| f.attribution.is_some()));
+        for step in [333_333u64, 1_000_000, 7_777_777] {
+            let mut w = Watcher::new(watched.clone(), settings());
+            let mut most = 0;
+            for from in (0..200_000_000u64).step_by(step as usize) {
+                let until = from + step;
+                let window: BTreeMap<usize, Vec<Event>> = (t.per_cpu.iter())
+                    .map(|(&c, evs)| {
+                        let part = evs.iter().filter(|e| from <= e.ts && e.ts < until);
+                        (c, part.copied().collect())
+                    })
+                    .collect();
+                w.feed(&window, until, &t.names, &symbols);
+                most = most.max(w.tails.values().map(VecDeque::len).max().unwrap_or(0));
+            }
+            let got = w.finish(&t.names, &symbols);
+            assert_eq!(got.len(), whole.len());
+            for (a, b) in got.iter().zip(&whole) {
+                assert_eq!(seen(a), seen(b), "windows of {step} ticks");
+            }
+            // A CPU's events of about one period (6 a period), not of the run (1 800).
+            assert!(most <= 40, "{most} events held with windows of {step}");
         }
     }
 
