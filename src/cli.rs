@@ -688,7 +688,8 @@ pub struct TuneArgs {
     #[arg(long, value_name = "CPU")]
     pub housekeeping: Option<usize>,
 
-    /// The probe that measures each block: noise.
+    /// The probe that measures each block: noise (a spinning thread's gaps) or timer
+    /// (cyclictest's wake-up latency, at a 1 ms interval).
     #[arg(long, value_enum, default_value = "noise")]
     pub probe: TuneProbe,
 
@@ -760,6 +761,7 @@ pub struct TuneArgs {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
 pub enum TuneProbe {
     Noise,
+    Timer,
 }
 
 /// `tune --metric`.

@@ -79,6 +79,54 @@ fn issue23_on_this_host_the_managed_irq_gets_the_kernels_answer() {
     assert!(class_of(&plan, "nohz-full-unsupported").contains("needs another kernel"));
 }
 
+/// Issue 23: `--probe timer` measures each block with cyclictest's loop; the entry says
+/// so and each block has the wake-ups' figures. A sham step changes nothing, so the run
+/// is safe on the live host; a block too short for its metric is bad input.
+#[test]
+fn issue23_tune_judges_with_the_timer_probe() {
+    util::assert_bad_input(&[
+        &[
+            "tune",
+            "--dry-run",
+            "-a",
+            "1",
+            "--probe",
+            "timer",
+            "--block",
+            "500ms",
+            "--metric",
+            "p99.9",
+        ],
+        &["tune", "--dry-run", "-a", "1", "--probe", "cyclic"],
+    ]);
+    if !is_root() {
+        return skip("issue23 timer probe", "tune runs as root only");
+    }
+    let _m = measuring();
+    let r = util::json_result(&[
+        "tune", "--yes", "-a", "1", "--probe", "timer", "--step", "sham", "--metric", "p99",
+        "--block", "200ms", "--blocks", "2", "--rest", "20ms",
+    ]);
+    let t = r.tune.expect("a tune entry");
+    assert_eq!(t.probe, "timer");
+    let sham = t
+        .steps
+        .iter()
+        .find(|s| s.step.id == "sham")
+        .expect("the sham step");
+    assert_eq!(sham.blocks.len(), 4, "{sham:?}");
+    for b in &sham.blocks {
+        // One wake-up a ms: about 200 a block, each a few µs late at least.
+        assert!((150..=210).contains(&b.wakeups), "{b:?}");
+        assert!(
+            b.p50_ns > 0 && b.p50_ns <= b.p99_ns && b.p99_ns <= b.max_ns,
+            "{b:?}"
+        );
+        assert!(b.lost_ns_per_s > 0, "{b:?}");
+    }
+    assert!(sham.judgement.is_some(), "judged");
+}
+
 /// Every file of a tree, by path.
 fn snapshot(root: &Path) -> BTreeMap<PathBuf, String> {
     let mut out = BTreeMap::new();
