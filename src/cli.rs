@@ -693,6 +693,12 @@ pub struct TuneArgs {
     #[arg(long, value_enum, default_value = "noise")]
     pub probe: TuneProbe,
 
+    /// Trace the blocks (noise only; root and tracefs): a traced baseline block first
+    /// orders the steps by the share of the lost time each one's cause takes, largest
+    /// first, and each step shows that share before and after.
+    #[arg(long)]
+    pub trace: bool,
+
     /// Length of one block (at most 2s: with RT throttling off, no real-time spinner may
     /// hold a CPU longer).
     #[arg(long, value_name = "DURATION", default_value = "1200ms", value_parser = parse_duration)]

@@ -120,6 +120,15 @@ fn issue23_tune_judges_with_the_timer_probe() {
             "p99.9",
         ],
         &["tune", "--dry-run", "-a", "1", "--probe", "cyclic"],
+        &[
+            "tune",
+            "--dry-run",
+            "-a",
+            "1",
+            "--probe",
+            "timer",
+            "--trace",
+        ],
     ]);
     if !is_root() {
         return skip("issue23 timer probe", "tune runs as root only");
@@ -147,6 +156,54 @@ fn issue23_tune_judges_with_the_timer_probe() {
         assert!(b.lost_ns_per_s > 0, "{b:?}");
     }
     assert!(sham.judgement.is_some(), "judged");
+}
+
+/// Issue 23: with `--trace`, a traced baseline block orders the steps by the share of
+/// the lost time their causes take, and each measured step records that share before
+/// and after. Two sysctl steps at SCHED_OTHER, in short blocks; both are reverted.
+#[test]
+fn issue23_traced_tune_shows_each_steps_cause_share() {
+    if !is_root() || !util::tracefs_usable() {
+        return skip("issue23 traced tune", "needs root and tracefs");
+    }
+    let _m = measuring();
+    let steps = "stat-interval-short,timer-migration-on";
+    let o = jitterscope(&[
+        "tune", "--yes", "-a", "1", "--policy", "other", "--trace", "--step", steps, "--block",
+        "300ms", "--blocks", "2", "--rest", "20ms", "--json",
+    ]);
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(o.status.success(), "{err}");
+    let r = jitterscope::report::ResultFile::parse(&String::from_utf8_lossy(&o.stdout)).unwrap();
+    let t = r.tune.expect("a tune entry");
+    let measured: Vec<_> = t.steps.iter().filter(|s| !s.blocks.is_empty()).collect();
+    if measured.is_empty() {
+        return skip(
+            "issue23 traced tune",
+            "neither sysctl step applies on this host",
+        );
+    }
+    let order = err
+        .lines()
+        .find(|l| l.starts_with("by traced cause share: "))
+        .unwrap_or_else(|| panic!("no order line:\n{err}"));
+    eprintln!("{order}");
+    for s in &measured {
+        let (b, a) = (s.share_before_pct, s.share_after_pct);
+        eprintln!("{}: {b:?} → {a:?}", s.step.id);
+        for p in [b, a] {
+            let p = p.unwrap_or_else(|| panic!("{}: no share: {s:?}", s.step.id));
+            assert!((0.0..=100.0).contains(&p), "{p}");
+        }
+        assert!(err.contains("of lost time"), "{err}");
+    }
+    // The steps ran in the order the line gives.
+    let ids: Vec<&str> = t.steps.iter().map(|s| s.step.id.as_str()).collect();
+    let listed: Vec<&str> = order["by traced cause share: ".len()..]
+        .split(", ")
+        .map(|x| x.split_whitespace().next().unwrap())
+        .collect();
+    assert_eq!(ids, listed, "{order}");
 }
 
 /// Every file of a tree, by path.
@@ -354,6 +411,8 @@ fn kept_entry() -> jitterscope::system::tune::record::TuneEntry {
         values: Vec::new(),
         blocks: Vec::new(),
         judgement: j,
+        share_before_pct: None,
+        share_after_pct: None,
     };
     let w = |path: &str, value: &str| Change::Write {
         path: path.into(),

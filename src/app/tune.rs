@@ -1,6 +1,8 @@
 //! `jitterscope tune`: the audit's run-time fixes as a measured experiment.
 //!
-//! The plan is the audit's findings made into steps (`system::tune`), most severe first.
+//! The plan is the audit's findings made into steps (`system::tune`), most severe first;
+//! with `--trace`, a traced baseline block reorders them by the share of the lost time
+//! the cause each one targets takes, and every step records that share before and after.
 //! Each step that applies now is judged in interleaved blocks, baseline then step, `pairs`
 //! times, so that drift in the host falls on both sides; the blocks are short noise runs
 //! and the CPU rests between them, so that with a safety net removed (RT throttling) no
@@ -22,15 +24,19 @@ use crate::engine::sched::{Policy, SchedRequest};
 use crate::probes::noise::{self, NoiseConfig, NoiseEntry};
 use crate::probes::timer::{self, NoBreakHook, TimerConfig, TimerEntry};
 use crate::report::{ProbeEntry, ResultFile};
+use crate::stats::causes::Attribution;
+use crate::stats::events::GapRing;
 use crate::system::audit::{AuditReport, FindingId};
 use crate::system::tune::apply::{self, Applied, ApplyError};
 use crate::system::tune::experiment::{self, ALPHA, Decision};
 use crate::system::tune::record::{Block, Metric, Stair, StepRun, TuneEntry, Value, stair};
+use crate::system::tune::share::{self, share_of};
 use crate::system::tune::{Class, Step, plan};
 
 use super::Ending;
 use super::output::Warnings;
 use super::pipeline::{Ctx, Measure, Measured, RunSettings, execute, plan_cpus};
+use super::tracing;
 
 /// The longest block a real-time spinner may run: far inside the kernel's soft-lockup
 /// (20 s) and RCU stall (21 s) warnings, with RT throttling off.
@@ -79,6 +85,9 @@ pub fn run(args: &TuneArgs, argv: &[String], stop: &AtomicBool) -> anyhow::Resul
     }
     let metric = metric_of(args.metric);
     let probe = probe_of(args.probe, args.block, metric)?;
+    if args.trace && args.probe != TuneProbe::Noise {
+        bail!("--trace attributes noise gaps: use it with --probe noise");
+    }
     let universe = CpuUniverse::detect().context("cannot read the system's CPUs")?;
     let cpus = plan_cpus(args.cpus.as_deref(), args.housekeeping, &universe)?;
     let online = super::audit::online_cpus(&root)?;
@@ -133,6 +142,7 @@ pub fn run(args: &TuneArgs, argv: &[String], stop: &AtomicBool) -> anyhow::Resul
         root,
         steps,
         probe,
+        trace: args.trace,
         metric,
         pairs: args.blocks,
         block: args.block,
@@ -382,6 +392,8 @@ struct TuneCommand {
     root: PathBuf,
     steps: Vec<Step>,
     probe: BlockProbe,
+    /// Trace the noise blocks: order the steps by cause share, and show it per step.
+    trace: bool,
     metric: Metric,
     pairs: u32,
     block: Duration,
@@ -393,8 +405,8 @@ struct TuneCommand {
 }
 
 impl TuneCommand {
-    /// One block of the probe on the plan's CPUs.
-    fn block(&self, ctx: &Ctx<'_>, applied: bool) -> anyhow::Result<(Block, RunOutcome<()>)> {
+    /// One block of the probe on the plan's CPUs, with each CPU's attribution if traced.
+    fn block(&self, ctx: &mut Ctx<'_>, applied: bool) -> anyhow::Result<BlockRun> {
         let plan = RunPlan {
             cpus: ctx.cpus.clone(),
             sched: ctx.sched,
@@ -404,22 +416,59 @@ impl TuneCommand {
             setup_timeout: self.probe.warmup() + Duration::from_secs(10),
         };
         let (clock, stop) = (&ctx.host.clock, ctx.stop);
-        let (mut b, outcome) = match &self.probe {
+        let (mut b, outcome, attrs) = match &self.probe {
+            BlockProbe::Noise(cfg) if self.trace => {
+                let rings: Vec<GapRing> = (ctx.cpus.measured.cpus().iter())
+                    .map(|_| GapRing::new(tracing::STREAM_GAPS))
+                    .collect();
+                let h = noise::Histograms::Omitted;
+                let run = || noise::run_streaming(cfg, &plan, clock, stop, h, &rings);
+                let (run, streamed) = tracing::traced_stream(ctx, &rings, clock.scale, run);
+                let mut run = run.context("a traced noise block failed")?;
+                if let (Some(s), Some(w)) = (streamed, run.outcome.window) {
+                    tracing::attach_streamed(&mut run.entries, s, clock.scale, w.start);
+                }
+                let attrs = (run.entries.iter())
+                    .filter_map(|e| e.attribution.clone())
+                    .collect();
+                (noise_block(&run.entries), run.outcome, attrs)
+            }
             BlockProbe::Noise(cfg) => {
                 let run = noise::run_with(cfg, &plan, clock, stop, noise::Histograms::Omitted)
                     .context("a noise block failed")?;
-                (noise_block(&run.entries), run.outcome)
+                (noise_block(&run.entries), run.outcome, Vec::new())
             }
             BlockProbe::Timer(cfg) => {
                 let run = timer::run(cfg, &plan, clock, stop, &NoBreakHook, None)
                     .context("a timer block failed")?;
-                (timer_block(&run.entries), run.outcome)
+                (timer_block(&run.entries), run.outcome, Vec::new())
             }
         };
         b.applied = applied;
-        Ok((b, outcome))
+        Ok((b, outcome, attrs))
+    }
+
+    /// With a trace, one baseline block first: the steps go by the share of the lost
+    /// time their causes take, largest first (without one, the audit's severity order).
+    fn order_by_cause(&mut self, ctx: &mut Ctx<'_>) -> anyhow::Result<()> {
+        let (_, _, attrs) = self.block(ctx, false)?;
+        std::thread::sleep(self.rest);
+        let refs: Vec<&Attribution> = attrs.iter().collect();
+        share::order(&mut self.steps, |s| share_of(&s.id, &refs));
+        let order: Vec<String> = (self.steps.iter())
+            .filter(|s| s.class == Class::Applies)
+            .map(|s| match share_of(&s.id, &refs) {
+                Some(p) => format!("{} {p:.0}%", s.id),
+                None => s.id.clone(),
+            })
+            .collect();
+        eprintln!("by traced cause share: {}", order.join(", "));
+        Ok(())
     }
 }
+
+/// A block's figures, how the run ended, and each traced CPU's attribution.
+type BlockRun = (Block, RunOutcome<()>, Vec<Attribution>);
 
 /// A noise block's figures: its CPUs' gaps, the worst CPU's percentiles.
 fn noise_block(entries: &[NoiseEntry]) -> Block {
@@ -474,6 +523,9 @@ impl Measure for TuneCommand {
         let mut last: Option<RunOutcome<()>> = None;
         let mut measured = Duration::ZERO;
         let stopped = |ctx: &Ctx<'_>| ctx.stop.load(Ordering::Relaxed);
+        if self.trace {
+            self.order_by_cause(ctx)?;
+        }
         let steps = self.steps.clone();
         for step in steps {
             let mut run = StepRun {
@@ -481,7 +533,10 @@ impl Measure for TuneCommand {
                 values: Vec::new(),
                 blocks: Vec::new(),
                 judgement: None,
+                share_before_pct: None,
+                share_after_pct: None,
             };
+            let mut traced: [Vec<Attribution>; 2] = [Vec::new(), Vec::new()];
             if step.class != Class::Applies || stopped(ctx) {
                 runs.push(run);
                 continue;
@@ -518,7 +573,8 @@ impl Measure for TuneCommand {
                 if on {
                     applied.revert_to(mark);
                 }
-                let (b, outcome) = result?;
+                let (b, outcome, attrs) = result?;
+                traced[on as usize].extend(attrs);
                 measured +=
                     Duration::from_nanos(b.runtime_ns / ctx.cpus.measured.len().max(1) as u64);
                 last = Some(outcome);
@@ -526,6 +582,8 @@ impl Measure for TuneCommand {
                 // The CPU rests: the kernel's own work catches up, whatever was turned off.
                 std::thread::sleep(self.rest);
             }
+            let [before, after] = traced.map(|a| share_of(&step.id, &a.iter().collect::<Vec<_>>()));
+            (run.share_before_pct, run.share_after_pct) = (before, after);
             let complete = run.blocks.len() == 2 * self.pairs as usize;
             if complete {
                 let base: Vec<u64> = run
@@ -629,8 +687,12 @@ fn step_line(run: &StepRun, metric: Metric) -> String {
         return String::new();
     };
     let v = |x: f64| crate::report::views::tune::value(x, metric);
+    let share = match (run.share_before_pct, run.share_after_pct) {
+        (Some(b), Some(a)) => format!("; its causes {b:.1}% → {a:.1}% of lost time"),
+        _ => String::new(),
+    };
     format!(
-        "{:<30} {:<12} {} {} → {}, shift {} [{}, {}], p {:.4}{}",
+        "{:<30} {:<12} {} {} → {}, shift {} [{}, {}], p {:.4}{}{share}",
         fit(&run.step.id, 30),
         j.decision.as_str(),
         metric.name(),

@@ -16,6 +16,7 @@ pub mod experiment;
 pub mod export;
 pub mod journal;
 pub mod record;
+pub mod share;
 
 use std::fmt;
 use std::path::{Path, PathBuf};

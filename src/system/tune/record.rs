@@ -90,6 +90,12 @@ pub struct StepRun {
     /// Absent for a step that was not measured (its class, or an interrupted run).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub judgement: Option<Judgement>,
+    /// With a trace: the share (% of the attributed lost time) of the causes the step
+    /// targets (`share::targets`), over its baseline blocks and over its step blocks.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub share_before_pct: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub share_after_pct: Option<f64>,
 }
 
 /// A figure over a set of blocks: the median of the blocks' values and its
