@@ -357,7 +357,7 @@ fn issue23_turning_rt_throttling_off_is_kept() {
         "--metric",
         "max",
         "--block",
-        "1100ms",
+        "2s",
         "--blocks",
         "5",
         "--rest",
