@@ -688,9 +688,16 @@ pub struct TuneArgs {
     #[arg(long, value_name = "CPU")]
     pub housekeeping: Option<usize>,
 
-    /// The probe that measures each block: noise.
+    /// The probe that measures each block: noise (a spinning thread's gaps) or timer
+    /// (cyclictest's wake-up latency, at a 1 ms interval).
     #[arg(long, value_enum, default_value = "noise")]
     pub probe: TuneProbe,
+
+    /// Trace the blocks (noise only; root and tracefs): a traced baseline block first
+    /// orders the steps by the share of the lost time each one's cause takes, largest
+    /// first, and each step shows that share before and after.
+    #[arg(long)]
+    pub trace: bool,
 
     /// Length of one block (at most 2s: with RT throttling off, no real-time spinner may
     /// hold a CPU longer).
@@ -760,6 +767,7 @@ pub struct TuneArgs {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
 pub enum TuneProbe {
     Noise,
+    Timer,
 }
 
 /// `tune --metric`.

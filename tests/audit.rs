@@ -733,7 +733,11 @@ fn issue18_a_managed_irq_gets_isolcpus_managed_irq_not_an_affinity_write() {
     let managed = the(&r, FindingId::IrqManagedOnMeasured);
     assert_eq!(managed.severity, Bad);
     assert_eq!(managed.value, "IRQ 36 (virtio1-req.0) ×80089");
-    assert!(managed.why.contains("EIO"), "{managed:?}");
+    // The errno differs by kernel (EIO, EPERM): only tune's live answer names it.
+    assert!(
+        managed.why.contains("refuses writes") && !managed.why.contains("EIO"),
+        "{managed:?}"
+    );
     assert!(
         matches!(managed.remedies.as_slice(), [Remedy::Boot { options, how }]
             if options == &["isolcpus=managed_irq,1"] && how.contains("VM's host")),

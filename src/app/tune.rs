@@ -1,6 +1,8 @@
 //! `jitterscope tune`: the audit's run-time fixes as a measured experiment.
 //!
-//! The plan is the audit's findings made into steps (`system::tune`), most severe first.
+//! The plan is the audit's findings made into steps (`system::tune`), most severe first;
+//! with `--trace`, a traced baseline block reorders them by the share of the lost time
+//! the cause each one targets takes, and every step records that share before and after.
 //! Each step that applies now is judged in interleaved blocks, baseline then step, `pairs`
 //! times, so that drift in the host falls on both sides; the blocks are short noise runs
 //! and the CPU rests between them, so that with a safety net removed (RT throttling) no
@@ -15,21 +17,26 @@ use std::time::Duration;
 
 use anyhow::{Context, bail};
 
-use crate::cli::{TuneArgs, TuneMetric};
+use crate::cli::{TuneArgs, TuneMetric, TuneProbe};
 use crate::engine::cpu::{CpuPlan, CpuUniverse};
 use crate::engine::run::{RunOutcome, RunPlan};
 use crate::engine::sched::{Policy, SchedRequest};
-use crate::probes::noise::{self, NoiseConfig};
+use crate::probes::noise::{self, NoiseConfig, NoiseEntry};
+use crate::probes::timer::{self, NoBreakHook, TimerConfig, TimerEntry};
 use crate::report::{ProbeEntry, ResultFile};
+use crate::stats::causes::Attribution;
+use crate::stats::events::GapRing;
 use crate::system::audit::{AuditReport, FindingId};
 use crate::system::tune::apply::{self, Applied, ApplyError};
 use crate::system::tune::experiment::{self, ALPHA, Decision};
 use crate::system::tune::record::{Block, Metric, Stair, StepRun, TuneEntry, Value, stair};
+use crate::system::tune::share::{self, share_of};
 use crate::system::tune::{Class, Step, plan};
 
 use super::Ending;
 use super::output::Warnings;
 use super::pipeline::{Ctx, Measure, Measured, RunSettings, execute, plan_cpus};
+use super::tracing;
 
 /// The longest block a real-time spinner may run: far inside the kernel's soft-lockup
 /// (20 s) and RCU stall (21 s) warnings, with RT throttling off.
@@ -76,6 +83,11 @@ pub fn run(args: &TuneArgs, argv: &[String], stop: &AtomicBool) -> anyhow::Resul
             args.block
         );
     }
+    let metric = metric_of(args.metric);
+    let probe = probe_of(args.probe, args.block, metric)?;
+    if args.trace && args.probe != TuneProbe::Noise {
+        bail!("--trace attributes noise gaps: use it with --probe noise");
+    }
     let universe = CpuUniverse::detect().context("cannot read the system's CPUs")?;
     let cpus = plan_cpus(args.cpus.as_deref(), args.housekeeping, &universe)?;
     let online = super::audit::online_cpus(&root)?;
@@ -97,10 +109,9 @@ pub fn run(args: &TuneArgs, argv: &[String], stop: &AtomicBool) -> anyhow::Resul
     if args.sham || args.step.iter().any(|s| s == "sham") {
         steps.push(Step::sham());
     }
-    let metric = metric_of(args.metric);
     let out = std::io::stdout();
     let quiet = args.save.quiet || args.save.json.as_ref().is_some_and(Option::is_none);
-    let plan_text = plan_table(&steps, &cpus, args, metric);
+    let plan_text = plan_table(&steps, &cpus, args, metric, probe.name());
     if !quiet || args.dry_run {
         let _ = out.lock().write_all(plan_text.as_bytes());
     }
@@ -130,6 +141,8 @@ pub fn run(args: &TuneArgs, argv: &[String], stop: &AtomicBool) -> anyhow::Resul
         },
         root,
         steps,
+        probe,
+        trace: args.trace,
         metric,
         pairs: args.blocks,
         block: args.block,
@@ -181,6 +194,60 @@ fn export(dir: &Path, t: &TuneEntry, command: &str) -> anyhow::Result<()> {
 fn tune_sched(args: &TuneArgs) -> anyhow::Result<SchedRequest> {
     let policy = args.policy.unwrap_or(Policy::Fifo);
     super::pipeline::sched_request(Some(policy), args.priority)
+}
+
+/// What measures each block. The timer's /dev/cpu_dma_latency is left alone: holding it
+/// would hide what the PM QoS steps change.
+#[derive(Debug, Clone)]
+enum BlockProbe {
+    Noise(NoiseConfig),
+    Timer(TimerConfig),
+}
+
+impl BlockProbe {
+    fn name(&self) -> &'static str {
+        match self {
+            BlockProbe::Noise(_) => "noise",
+            BlockProbe::Timer(_) => "timer",
+        }
+    }
+
+    fn warmup(&self) -> Duration {
+        match self {
+            BlockProbe::Noise(c) => c.warmup,
+            BlockProbe::Timer(c) => c.warmup,
+        }
+    }
+}
+
+/// The probe, checked against the block and the metric: a timer block must hold enough
+/// wake-ups for the metric to be more than the block's max.
+fn probe_of(p: TuneProbe, block: Duration, metric: Metric) -> anyhow::Result<BlockProbe> {
+    match p {
+        TuneProbe::Noise => Ok(BlockProbe::Noise(NoiseConfig::default())),
+        TuneProbe::Timer => {
+            let cfg = TimerConfig {
+                distance_ns: 0,
+                ..TimerConfig::default()
+            };
+            let wakeups = block.as_nanos() / cfg.interval_ns as u128;
+            let needed = match metric {
+                Metric::P999 => 1000,
+                Metric::P99 => 100,
+                Metric::Lost | Metric::Max => 10,
+            };
+            if wakeups < needed {
+                bail!(
+                    "--block {}: with --probe timer a block holds {wakeups} wake-ups (one every \
+                     {} µs), too few for {} (needs {needed}); lengthen --block",
+                    humantime::format_duration(block),
+                    cfg.interval_ns / 1000,
+                    metric.name()
+                );
+            }
+            Ok(BlockProbe::Timer(cfg))
+        }
+    }
 }
 
 fn metric_of(m: TuneMetric) -> Metric {
@@ -263,13 +330,19 @@ fn restore(root: &Path) -> anyhow::Result<Ending> {
 }
 
 /// The plan, one line a step (fits 100 columns).
-fn plan_table(steps: &[Step], cpus: &CpuPlan, args: &TuneArgs, metric: Metric) -> String {
+fn plan_table(
+    steps: &[Step],
+    cpus: &CpuPlan,
+    args: &TuneArgs,
+    metric: Metric,
+    probe: &str,
+) -> String {
     let runnable = steps.iter().filter(|s| s.class == Class::Applies).count();
     let per_step = (args.block + args.rest).as_secs_f64() * 2.0 * args.blocks as f64;
     let mut out = format!(
         "tune plan for CPUs {} (housekeeping {}): {} steps, {runnable} apply now\n\
-         each judged on {} in {} baseline/step pairs of {:.0} ms blocks, {:.0} ms rest \
-         (about {:.0} s a step)\n",
+         each judged on {} by the {probe} probe, in {} baseline/step pairs\n\
+         of {:.0} ms blocks with {:.0} ms rest (about {:.0} s a step)\n",
         cpus.measured,
         cpus.housekeeping,
         steps.len(),
@@ -318,6 +391,9 @@ struct TuneCommand {
     settings: RunSettings,
     root: PathBuf,
     steps: Vec<Step>,
+    probe: BlockProbe,
+    /// Trace the noise blocks: order the steps by cause share, and show it per step.
+    trace: bool,
     metric: Metric,
     pairs: u32,
     block: Duration,
@@ -329,48 +405,110 @@ struct TuneCommand {
 }
 
 impl TuneCommand {
-    /// One noise block on the plan's CPUs.
-    fn block(&self, ctx: &Ctx<'_>, applied: bool) -> anyhow::Result<(Block, RunOutcome<()>)> {
-        let cfg = NoiseConfig::default();
+    /// One block of the probe on the plan's CPUs, with each CPU's attribution if traced.
+    fn block(&self, ctx: &mut Ctx<'_>, applied: bool) -> anyhow::Result<BlockRun> {
         let plan = RunPlan {
             cpus: ctx.cpus.clone(),
             sched: ctx.sched,
             mlock: self.settings.mlock,
             duration: self.block,
             priospread: false,
-            setup_timeout: cfg.warmup + Duration::from_secs(10),
+            setup_timeout: self.probe.warmup() + Duration::from_secs(10),
         };
-        let run = noise::run_with(
-            &cfg,
-            &plan,
-            &ctx.host.clock,
-            ctx.stop,
-            noise::Histograms::Omitted,
-        )
-        .context("a noise block failed")?;
-        let (mut runtime, mut lost, mut count) = (0u64, 0u64, 0u64);
-        let (mut p50, mut p99, mut p999, mut max) = (0, 0, 0, 0);
-        for e in &run.entries {
-            runtime += e.runtime_ns;
-            lost += e.interrupted_ns;
-            count += e.interruptions;
-            p50 = p50.max(e.summary.p50_ns.unwrap_or(0));
-            p99 = p99.max(e.summary.p99_ns.unwrap_or(0));
-            p999 = p999.max(e.summary.p999_ns.unwrap_or(0));
-            max = max.max(e.summary.max_ns.unwrap_or(0));
-        }
-        let b = Block {
-            applied,
-            runtime_ns: runtime,
-            interruptions: count,
-            lost_ns_per_s: (lost as f64 * 1e9 / runtime.max(1) as f64).round() as u64,
-            p50_ns: p50,
-            p99_ns: p99,
-            p999_ns: p999,
-            max_ns: max,
+        let (clock, stop) = (&ctx.host.clock, ctx.stop);
+        let (mut b, outcome, attrs) = match &self.probe {
+            BlockProbe::Noise(cfg) if self.trace => {
+                let rings: Vec<GapRing> = (ctx.cpus.measured.cpus().iter())
+                    .map(|_| GapRing::new(tracing::STREAM_GAPS))
+                    .collect();
+                let h = noise::Histograms::Omitted;
+                let run = || noise::run_streaming(cfg, &plan, clock, stop, h, &rings);
+                let (run, streamed) = tracing::traced_stream(ctx, &rings, clock.scale, run);
+                let mut run = run.context("a traced noise block failed")?;
+                if let (Some(s), Some(w)) = (streamed, run.outcome.window) {
+                    tracing::attach_streamed(&mut run.entries, s, clock.scale, w.start);
+                }
+                let attrs = (run.entries.iter())
+                    .filter_map(|e| e.attribution.clone())
+                    .collect();
+                (noise_block(&run.entries), run.outcome, attrs)
+            }
+            BlockProbe::Noise(cfg) => {
+                let run = noise::run_with(cfg, &plan, clock, stop, noise::Histograms::Omitted)
+                    .context("a noise block failed")?;
+                (noise_block(&run.entries), run.outcome, Vec::new())
+            }
+            BlockProbe::Timer(cfg) => {
+                let run = timer::run(cfg, &plan, clock, stop, &NoBreakHook, None)
+                    .context("a timer block failed")?;
+                (timer_block(&run.entries), run.outcome, Vec::new())
+            }
         };
-        Ok((b, run.outcome))
+        b.applied = applied;
+        Ok((b, outcome, attrs))
     }
+
+    /// With a trace, one baseline block first: the steps go by the share of the lost
+    /// time their causes take, largest first (without one, the audit's severity order).
+    fn order_by_cause(&mut self, ctx: &mut Ctx<'_>) -> anyhow::Result<()> {
+        let (_, _, attrs) = self.block(ctx, false)?;
+        std::thread::sleep(self.rest);
+        let refs: Vec<&Attribution> = attrs.iter().collect();
+        share::order(&mut self.steps, |s| share_of(&s.id, &refs));
+        let order: Vec<String> = (self.steps.iter())
+            .filter(|s| s.class == Class::Applies)
+            .map(|s| match share_of(&s.id, &refs) {
+                Some(p) => format!("{} {p:.0}%", s.id),
+                None => s.id.clone(),
+            })
+            .collect();
+        eprintln!("by traced cause share: {}", order.join(", "));
+        Ok(())
+    }
+}
+
+/// A block's figures, how the run ended, and each traced CPU's attribution.
+type BlockRun = (Block, RunOutcome<()>, Vec<Attribution>);
+
+/// A noise block's figures: its CPUs' gaps, the worst CPU's percentiles.
+fn noise_block(entries: &[NoiseEntry]) -> Block {
+    let mut b = Block::default();
+    let mut lost = 0u64;
+    for e in entries {
+        b.runtime_ns += e.runtime_ns;
+        lost += e.interrupted_ns;
+        b.interruptions += e.interruptions;
+        worst(&mut b, &e.summary);
+    }
+    b.lost_ns_per_s = per_second(lost, b.runtime_ns);
+    b
+}
+
+/// A timer block's figures: the wake-ups' lateness, the worst CPU's percentiles; the
+/// time lost is the lateness summed.
+fn timer_block(entries: &[TimerEntry]) -> Block {
+    let mut b = Block::default();
+    let mut late = 0u64;
+    for e in entries {
+        b.runtime_ns += e.runtime_ns;
+        late += e.summary.sum_ns;
+        b.interruptions += e.overruns;
+        b.wakeups += e.wakeups;
+        worst(&mut b, &e.summary);
+    }
+    b.lost_ns_per_s = per_second(late, b.runtime_ns);
+    b
+}
+
+fn worst(b: &mut Block, s: &crate::stats::Summary) {
+    b.p50_ns = b.p50_ns.max(s.p50_ns.unwrap_or(0));
+    b.p99_ns = b.p99_ns.max(s.p99_ns.unwrap_or(0));
+    b.p999_ns = b.p999_ns.max(s.p999_ns.unwrap_or(0));
+    b.max_ns = b.max_ns.max(s.max_ns.unwrap_or(0));
+}
+
+fn per_second(ns: u64, runtime_ns: u64) -> u64 {
+    (ns as f64 * 1e9 / runtime_ns.max(1) as f64).round() as u64
 }
 
 impl Measure for TuneCommand {
@@ -385,6 +523,9 @@ impl Measure for TuneCommand {
         let mut last: Option<RunOutcome<()>> = None;
         let mut measured = Duration::ZERO;
         let stopped = |ctx: &Ctx<'_>| ctx.stop.load(Ordering::Relaxed);
+        if self.trace {
+            self.order_by_cause(ctx)?;
+        }
         let steps = self.steps.clone();
         for step in steps {
             let mut run = StepRun {
@@ -392,7 +533,10 @@ impl Measure for TuneCommand {
                 values: Vec::new(),
                 blocks: Vec::new(),
                 judgement: None,
+                share_before_pct: None,
+                share_after_pct: None,
             };
+            let mut traced: [Vec<Attribution>; 2] = [Vec::new(), Vec::new()];
             if step.class != Class::Applies || stopped(ctx) {
                 runs.push(run);
                 continue;
@@ -429,7 +573,8 @@ impl Measure for TuneCommand {
                 if on {
                     applied.revert_to(mark);
                 }
-                let (b, outcome) = result?;
+                let (b, outcome, attrs) = result?;
+                traced[on as usize].extend(attrs);
                 measured +=
                     Duration::from_nanos(b.runtime_ns / ctx.cpus.measured.len().max(1) as u64);
                 last = Some(outcome);
@@ -437,6 +582,8 @@ impl Measure for TuneCommand {
                 // The CPU rests: the kernel's own work catches up, whatever was turned off.
                 std::thread::sleep(self.rest);
             }
+            let [before, after] = traced.map(|a| share_of(&step.id, &a.iter().collect::<Vec<_>>()));
+            (run.share_before_pct, run.share_after_pct) = (before, after);
             let complete = run.blocks.len() == 2 * self.pairs as usize;
             if complete {
                 let base: Vec<u64> = run
@@ -490,7 +637,7 @@ impl Measure for TuneCommand {
             ));
         }
         self.entry = Some(TuneEntry {
-            probe: "noise".into(),
+            probe: self.probe.name().into(),
             metric: self.metric,
             block_ns: self.block.as_nanos() as u64,
             pairs: self.pairs,
@@ -540,8 +687,12 @@ fn step_line(run: &StepRun, metric: Metric) -> String {
         return String::new();
     };
     let v = |x: f64| crate::report::views::tune::value(x, metric);
+    let share = match (run.share_before_pct, run.share_after_pct) {
+        (Some(b), Some(a)) => format!("; its causes {b:.1}% → {a:.1}% of lost time"),
+        _ => String::new(),
+    };
     format!(
-        "{:<30} {:<12} {} {} → {}, shift {} [{}, {}], p {:.4}{}",
+        "{:<30} {:<12} {} {} → {}, shift {} [{}, {}], p {:.4}{}{share}",
         fit(&run.step.id, 30),
         j.decision.as_str(),
         metric.name(),

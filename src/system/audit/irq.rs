@@ -3,7 +3,8 @@
 //!
 //! An IRQ's severity follows how often it fired on the measured CPUs: one that fired
 //! never or once is info. A kernel-managed IRQ cannot be moved at run time (writing its
-//! `smp_affinity_list` fails with EIO): it gets the boot option that does move it.
+//! `smp_affinity_list` is refused, EIO or EPERM by kernel version): it gets the boot
+//! option that does move it.
 
 use super::{Area, Effect, Finding, FindingId as Id, Host, Severity, finding, process_comms};
 use crate::system::counters;
@@ -95,8 +96,8 @@ pub(super) fn irqs(h: &Host) -> Vec<Finding> {
                 labels(&managed),
             )
             .why(
-                "kernel-managed IRQs (the driver spread its queues over the CPUs): writing \
-                     their smp_affinity_list fails with EIO and irqaffinity= does not move \
+                "kernel-managed IRQs (the driver spread its queues over the CPUs): the kernel \
+                     refuses writes to their smp_affinity_list and irqaffinity= does not move \
                      them; isolcpus=managed_irq keeps them off the measured CPUs",
             )
             .boot(h, &[opt]),

@@ -173,7 +173,8 @@ fn managed_irq(h: &Host) -> Finding {
     let on = c.flags("isolcpus").contains(&"managed_irq");
     let cpus = c.cpus("isolcpus").ok().flatten().unwrap_or_default();
     let why = "kernel-managed IRQs (multi-queue block and NVMe queues) keep their CPUs: \
-               smp_affinity refuses them (EIO) and irqaffinity= does not move them; only \
+               the kernel refuses writes to their smp_affinity and irqaffinity= does not move \
+               them; only \
                isolcpus=managed_irq keeps them off a CPU while a housekeeping CPU is left";
     if on && h.measured.intersect(&cpus) == h.measured {
         return finding(

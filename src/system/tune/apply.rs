@@ -249,7 +249,8 @@ pub fn restore_stale(root: &Path) -> Result<Option<Vec<Readback>>, JournalError>
 }
 
 /// Asks the kernel whether `path` (an IRQ's smp_affinity_list) can be written, by
-/// writing back the value it holds, which changes nothing: a managed IRQ answers EIO.
+/// writing back the value it holds, which changes nothing: a managed IRQ is refused, and
+/// the answer names the errno the kernel gave (EIO or EPERM, by kernel version).
 /// `None` when the write is accepted.
 pub fn probe(root: &Path, path: &str) -> Option<String> {
     let file = under(root, path);
@@ -259,7 +260,17 @@ pub fn probe(root: &Path, path: &str) -> Option<String> {
     };
     fs::write(&file, &now)
         .err()
-        .map(|e| format!("{path}: the kernel answers {e}"))
+        .map(|e| format!("{path}: the kernel answers {}", answer(&e)))
+}
+
+/// An error as the kernel gave it: "EPERM (Operation not permitted)".
+fn answer(e: &std::io::Error) -> String {
+    let Some(errno) = e.raw_os_error() else {
+        return e.to_string();
+    };
+    let text = std::io::Error::from_raw_os_error(errno).to_string();
+    let text = text.split(" (os error").next().unwrap_or(&text).to_string();
+    format!("{} ({text})", crate::probes::ptp::errno_name(errno))
 }
 
 #[cfg(test)]

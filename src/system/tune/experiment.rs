@@ -56,13 +56,24 @@ pub struct Judgement {
     pub exact: bool,
     /// Hodges–Lehmann estimate of step − baseline.
     pub shift: f64,
-    /// Its distribution-free interval at 1 − `ALPHA`.
+    /// Its distribution-free interval at 1 − `ALPHA`: unbounded when the blocks are too
+    /// few for any, which JSON writes as null and reads back as such.
+    #[serde(deserialize_with = "null_is_neg_inf")]
     pub ci_low: f64,
+    #[serde(deserialize_with = "null_is_inf")]
     pub ci_high: f64,
     /// The medians of each side.
     pub baseline_median: f64,
     pub step_median: f64,
     pub alpha: f64,
+}
+
+fn null_is_neg_inf<'de, D: serde::Deserializer<'de>>(d: D) -> Result<f64, D::Error> {
+    Ok(Option::<f64>::deserialize(d)?.unwrap_or(f64::NEG_INFINITY))
+}
+
+fn null_is_inf<'de, D: serde::Deserializer<'de>>(d: D) -> Result<f64, D::Error> {
+    Ok(Option::<f64>::deserialize(d)?.unwrap_or(f64::INFINITY))
 }
 
 /// Judges `step` against `baseline` (lower is better) at level `alpha`.
@@ -256,6 +267,18 @@ pub fn schedule(pairs: usize) -> Vec<bool> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Two pairs allow no interval: JSON writes ±∞ as null, and the file must read back
+    /// (a `tune --blocks 2` result could not be reported before).
+    #[test]
+    fn an_unbounded_interval_survives_the_result_file() {
+        let j = judge(&[5, 6], &[6, 7], ALPHA);
+        assert_eq!((j.ci_low, j.ci_high), (f64::NEG_INFINITY, f64::INFINITY));
+        let text = serde_json::to_string(&j).unwrap();
+        assert!(text.contains("\"ci_low\":null"), "{text}");
+        let back: Judgement = serde_json::from_str(&text).unwrap();
+        assert_eq!(back, j);
+    }
 
     #[test]
     fn exact_null_distribution_sums_to_the_binomial() {

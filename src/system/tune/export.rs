@@ -286,6 +286,8 @@ mod tests {
                 step_median: 1.0,
                 alpha: 0.01,
             }),
+            share_before_pct: None,
+            share_after_pct: None,
         }
     }
 

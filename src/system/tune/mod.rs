@@ -2,8 +2,8 @@
 //!
 //! A step is one audit finding's fix, made concrete: the files it writes and the values
 //! it writes there (or a PM QoS request held open), and its class on this host: it
-//! applies now, it does not apply (with the kernel's own answer: EIO from a managed IRQ,
-//! a missing file), it is boot-time only (the command-line fragment), or it needs another
+//! applies now, it does not apply (with the kernel's own answer: the errno a managed
+//! IRQ's affinity write gets, a missing file), it is boot-time only (the command-line fragment), or it needs another
 //! kernel build. The plan comes from the audit so that `tune` tries exactly what `audit`
 //! prints, and nothing else.
 //!
@@ -16,6 +16,7 @@ pub mod experiment;
 pub mod export;
 pub mod journal;
 pub mod record;
+pub mod share;
 
 use std::fmt;
 use std::path::{Path, PathBuf};
@@ -32,7 +33,7 @@ pub enum Class {
     Applies,
     /// Every file it writes already holds its value.
     AlreadyDone,
-    /// Not here: the kernel's own answer (EIO on a managed IRQ, a missing file).
+    /// Not here: the kernel's own answer (a managed IRQ's errno, a missing file).
     NotApplicable { answer: String },
     /// Only at boot: the kernel command-line fragment, printed, never written.
     BootOnly { fragment: String },
@@ -253,8 +254,9 @@ fn step_of(f: &Finding, report: &AuditReport, root: &Path) -> Option<Step> {
 }
 
 /// The class of a step that writes files: a missing file is not applicable, with the
-/// kernel's answer to opening it; a managed IRQ is not, with the EIO the kernel gives
-/// (asked of the live host, where the IRQ's own file answers: see `apply::probe`).
+/// kernel's answer to opening it; a managed IRQ is not. Its errno differs by kernel
+/// (EIO, EPERM), so only the live host's own file can say it (`apply::probe`); a
+/// recorded tree says the write is refused and names none.
 fn classify_runtime(f: &Finding, changes: &[Change], root: &Path) -> Class {
     let mut all_done = true;
     for c in changes {
@@ -278,8 +280,8 @@ fn classify_runtime(f: &Finding, changes: &[Change], root: &Path) -> Class {
     }
     if f.id == FindingId::IrqManagedOnMeasured {
         return Class::NotApplicable {
-            answer: "kernel-managed IRQ: the kernel refuses writes to smp_affinity_list \
-                     (EIO, or EPERM on recent kernels)"
+            answer: "kernel-managed IRQ: the kernel refuses writes to its smp_affinity_list \
+                     (a recorded tree cannot say with which errno; the live host's plan does)"
                 .into(),
         };
     }

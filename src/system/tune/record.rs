@@ -11,7 +11,8 @@ use super::experiment::Judgement;
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Metric {
-    /// Time taken from the measured CPUs, ns per second.
+    /// Time taken from the measured CPUs, ns per second (timer: the wake-ups' summed
+    /// lateness per second).
     Lost,
     P99,
     P999,
@@ -48,17 +49,25 @@ impl Metric {
 }
 
 /// One measured block.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Block {
     /// Measured with the step applied (else: the baseline).
     pub applied: bool,
     pub runtime_ns: u64,
+    /// Gaps (noise), or deadlines skipped by a wake-up over an interval late (timer).
     pub interruptions: u64,
+    /// Wake-ups measured (timer; absent for noise).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub wakeups: u64,
     pub lost_ns_per_s: u64,
     pub p50_ns: u64,
     pub p99_ns: u64,
     pub p999_ns: u64,
     pub max_ns: u64,
+}
+
+fn is_zero(n: &u64) -> bool {
+    *n == 0
 }
 
 /// One file a step wrote: before, and as read back after the write.
@@ -81,6 +90,12 @@ pub struct StepRun {
     /// Absent for a step that was not measured (its class, or an interrupted run).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub judgement: Option<Judgement>,
+    /// With a trace: the share (% of the attributed lost time) of the causes the step
+    /// targets (`share::targets`), over its baseline blocks and over its step blocks.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub share_before_pct: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub share_after_pct: Option<f64>,
 }
 
 /// A figure over a set of blocks: the median of the blocks' values and its

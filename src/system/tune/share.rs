@@ -1,0 +1,189 @@
+//! The cause each step targets, and the steps ordered by its traced share.
+//!
+//! With a trace, a step that goes after the largest share of the lost time is tried
+//! first; the table below says which attributed causes each step's fix removes. Steps
+//! it does not name (PM QoS: a spinning CPU never idles, so no gap shows its cost) have
+//! no share and keep their severity order after those that do.
+
+use crate::stats::causes::{Attribution, CauseKind};
+
+use super::Step;
+
+/// A cause a step targets: a kind, and where given a word its cause names contain
+/// ("task kworker/1:1:57 (SCHED_OTHER nice 0) vmstat_update").
+type Target = (CauseKind, Option<&'static str>);
+
+/// Finding id → the causes its fix removes from the measured CPUs.
+const TARGETS: &[(&str, &[Target])] = &[
+    ("rt-throttling-on", &[(CauseKind::Throttling, None)]),
+    ("irq-on-measured-cpus", &[(CauseKind::Irq, None)]),
+    ("irq-affinity-includes-measured", &[(CauseKind::Irq, None)]),
+    ("irq-quiet-on-measured", &[(CauseKind::Irq, None)]),
+    ("irq-managed-on-measured", &[(CauseKind::Irq, None)]),
+    // Timers armed elsewhere stop being queued here: their softirq and tick work.
+    (
+        "timer-migration-on",
+        &[
+            (CauseKind::Softirq, Some("TIMER")),
+            (CauseKind::Vector, Some("local_timer")),
+        ],
+    ),
+    ("stat-interval-short", &[(CauseKind::Task, Some("vmstat"))]),
+    (
+        "workqueue-on-measured",
+        &[(CauseKind::Task, Some("kworker"))],
+    ),
+    (
+        "writeback-on-measured",
+        &[(CauseKind::Task, Some("kworker"))],
+    ),
+    (
+        "workqueues-on-measured",
+        &[(CauseKind::Task, Some("kworker"))],
+    ),
+    ("soft-watchdog-on", &[(CauseKind::Task, Some("watchdog"))]),
+    ("damon-running", &[(CauseKind::Task, Some("kdamond"))]),
+    ("thp-madvise", &[(CauseKind::Task, Some("khugepaged"))]),
+    ("hung-task-on", &[(CauseKind::Task, Some("khungtaskd"))]),
+];
+
+/// The causes `step_id` targets (none for a step the table does not name).
+pub fn targets(step_id: &str) -> &'static [Target] {
+    TARGETS
+        .iter()
+        .find(|(id, _)| *id == step_id)
+        .map_or(&[], |(_, t)| *t)
+}
+
+/// The share, in % of the interrupted time of every attributed gap of `attrs` (one per
+/// CPU and block, pooled), of the causes `step_id` targets; None without a target or
+/// with no attributed time.
+pub fn share_of(step_id: &str, attrs: &[&Attribution]) -> Option<f64> {
+    let t = targets(step_id);
+    let total: u64 = attrs.iter().map(|a| a.interrupted_ns).sum();
+    if t.is_empty() || total == 0 {
+        return None;
+    }
+    let hit: u64 = (attrs.iter().flat_map(|a| &a.causes))
+        .filter(|row| {
+            t.iter()
+                .any(|(k, word)| row.kind == *k && word.is_none_or(|w| row.cause.contains(w)))
+        })
+        .map(|row| row.total_ns)
+        .sum();
+    Some(hit as f64 * 100.0 / total as f64)
+}
+
+/// Orders `steps` by `share` of each, largest first; those without one keep their
+/// (severity) order after them. Stable, so equal shares keep the audit's order.
+pub fn order(steps: &mut [Step], share: impl Fn(&Step) -> Option<f64>) {
+    let key = |s: &Step| std::cmp::Reverse(share(s).map(|p| (p * 1000.0).round() as i64));
+    steps.sort_by_cached_key(key);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::stats::causes::CauseRow;
+
+    fn row(kind: CauseKind, cause: &str, total_ns: u64) -> CauseRow {
+        CauseRow {
+            kind,
+            cause: cause.into(),
+            gaps: 1,
+            occurrences: 1,
+            largest_in: 0,
+            total_ns,
+            share_pct: 0.0,
+            median_ns: total_ns,
+            max_ns: total_ns,
+            period_ns: None,
+            tasks: Vec::new(),
+        }
+    }
+
+    fn attribution(causes: Vec<CauseRow>) -> Attribution {
+        Attribution {
+            method: String::new(),
+            gaps: 1,
+            interrupted_ns: causes.iter().map(|c| c.total_ns).sum(),
+            causes,
+            top: Vec::new(),
+            coincident_gaps: 0,
+            coincidence_window_ns: 0,
+            unattributed_gaps: 0,
+            events_read: 0,
+            events_lost: 0,
+            trace_cost: None,
+        }
+    }
+
+    fn step(id: &str) -> Step {
+        Step {
+            id: id.into(),
+            ..Step::sham()
+        }
+    }
+
+    #[test]
+    fn shares_pool_the_blocks_and_match_by_kind_and_name() {
+        let a = attribution(vec![
+            row(CauseKind::Throttling, "throttling", 600),
+            row(
+                CauseKind::Task,
+                "task kworker/1:1:57 (SCHED_OTHER nice 0) vmstat_update",
+                100,
+            ),
+            row(CauseKind::Vector, "vector local_timer", 200),
+            row(CauseKind::Softirq, "softirq RCU", 100),
+        ]);
+        let b = attribution(vec![row(CauseKind::Irq, "irq 36 virtio1-req.0", 1000)]);
+        let both = [&a, &b];
+        assert_eq!(share_of("rt-throttling-on", &both), Some(30.0));
+        assert_eq!(share_of("irq-on-measured-cpus", &both), Some(50.0));
+        assert_eq!(share_of("timer-migration-on", &both), Some(10.0));
+        // The vmstat work runs on a kworker: both steps see it.
+        assert_eq!(share_of("stat-interval-short", &both), Some(5.0));
+        assert_eq!(share_of("workqueue-on-measured", &both), Some(5.0));
+        assert_eq!(share_of("idle-haltpoll", &both), None);
+        assert_eq!(share_of("rt-throttling-on", &[]), None);
+    }
+
+    #[test]
+    fn steps_go_largest_share_first_and_the_rest_keep_their_order() {
+        // In severity order, as the plan gives them.
+        let mut steps: Vec<Step> = [
+            "irq-on-measured-cpus",
+            "idle-haltpoll",
+            "stat-interval-short",
+            "rt-throttling-on",
+            "pm-qos-unset",
+            "timer-migration-on",
+            "workqueue-on-measured",
+        ]
+        .map(step)
+        .to_vec();
+        let shares = |s: &Step| match s.id.as_str() {
+            "irq-on-measured-cpus" => Some(3.0),
+            "stat-interval-short" => Some(12.5),
+            "rt-throttling-on" => Some(80.0),
+            "timer-migration-on" => Some(3.0),
+            "workqueue-on-measured" => Some(0.0),
+            _ => None,
+        };
+        order(&mut steps, shares);
+        let ids: Vec<&str> = steps.iter().map(|s| s.id.as_str()).collect();
+        assert_eq!(
+            ids,
+            [
+                "rt-throttling-on",
+                "stat-interval-short",
+                "irq-on-measured-cpus",
+                "timer-migration-on",
+                "workqueue-on-measured",
+                "idle-haltpoll",
+                "pm-qos-unset",
+            ]
+        );
+    }
+}
