@@ -648,7 +648,19 @@ impl Measure for TuneCommand {
             restored: readbacks,
             kept_applied,
         });
-        let mut outcome = last.context("no block was measured")?;
+        // A stop before the first block ends is an interrupted run of nothing (exit 130,
+        // its restorations saved), not an error.
+        let mut outcome = match (last, interrupted) {
+            (Some(o), _) => o,
+            (None, true) => RunOutcome {
+                workers: Vec::new(),
+                window: None,
+                interrupted: true,
+                elapsed: Duration::ZERO,
+                mlock_error: None,
+            },
+            (None, false) => bail!("no block was measured"),
+        };
         outcome.interrupted = interrupted;
         outcome.elapsed = measured;
         Ok(Measured {
