@@ -141,6 +141,14 @@ pub fn csv_row(fields: &[String]) -> String {
     cells.join(",") + "\n"
 }
 
+/// `report --format csv`'s watch table (file name, section).
+pub fn watch_csv(watches: &[(String, &crate::report::watch::WatchRecord)]) -> String {
+    let rows = crate::report::watch::watch_csv_rows(watches);
+    let mut out = format!("{}\n", crate::report::watch::WATCH_CSV_HEADER);
+    out.extend(rows.iter().map(|r| csv_row(r)));
+    out
+}
+
 /// The summary CSV's header.
 pub const CSV_HEADER: &str = "probe,file,key,metric,cpu,count,min_ns,p20_ns,p50_ns,p80_ns,\
 p90_ns,p99_ns,p999_ns,p9999_ns,max_ns,mean_ns,sum_ns,mad_ns,clamped,trusted";
@@ -173,7 +181,7 @@ pub fn csv_summary(results: &[Loaded]) -> String {
         tables.push(staircase_csv(&tunes));
     }
     if !watches.is_empty() {
-        tables.push(crate::report::watch::watch_csv(&watches));
+        tables.push(watch_csv(&watches));
     }
     match (rows, tables.is_empty()) {
         (_, true) => out,

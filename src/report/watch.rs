@@ -188,11 +188,11 @@ wakeup_max_ns,preempted_count,preempted_sum_ns,irq_count,irq_sum_ns,migrations,\
 involuntary_switches,runs,run_events_read,run_events_lost,cause,cause_kind,delays,\
 main_cause_of,cause_total_ns,cause_share_pct,cause_max_ns";
 
-/// `report --format csv` of watch sections (file name, section).
-pub fn watch_csv(watches: &[(String, &WatchRecord)]) -> String {
-    use super::export::csv_row;
+/// The rows of `report --format csv`'s watch table (file name, section), under
+/// `WATCH_CSV_HEADER`; `export::watch_csv` writes them.
+pub fn watch_csv_rows(watches: &[(String, &WatchRecord)]) -> Vec<Vec<String>> {
     let opt = |v: Option<u64>| v.map_or_else(String::new, |v| v.to_string());
-    let mut out = format!("{WATCH_CSV_HEADER}\n");
+    let mut out = Vec::new();
     for (file, w) in watches {
         for th in &w.threads {
             let who = [file.clone(), th.tid.to_string(), th.comm.clone()];
@@ -214,7 +214,7 @@ pub fn watch_csv(watches: &[(String, &WatchRecord)]) -> String {
                 w.events_lost.to_string(),
             ]);
             row.extend(std::iter::repeat_n(String::new(), 7));
-            out.push_str(&csv_row(&row));
+            out.push(row);
             let causes = th.attribution.iter().flat_map(|a| a.causes.iter());
             for c in causes {
                 let mut row = who.to_vec();
@@ -232,7 +232,7 @@ pub fn watch_csv(watches: &[(String, &WatchRecord)]) -> String {
                     format!("{:.3}", c.share_pct),
                     c.max_ns.to_string(),
                 ]);
-                out.push_str(&csv_row(&row));
+                out.push(row);
             }
         }
     }
@@ -354,7 +354,7 @@ mod tests {
             thread(11, "app", &[3_000], Vec::new()),
         ]);
         let w = r.watch.as_ref().unwrap();
-        let csv = watch_csv(&[("r.json".into(), w)]);
+        let csv = super::super::export::watch_csv(&[("r.json".into(), w)]);
         let lines: Vec<&str> = csv.lines().collect();
         assert_eq!(lines[0], WATCH_CSV_HEADER);
         assert!(lines[0].contains("wakeup_p99_ns") && lines[0].contains("cause_total_ns"));
