@@ -486,8 +486,10 @@ fn issue22_every_gap_of_a_traced_run_is_attributed() {
          read {}, lost {}",
         n.interruptions, a.gaps, a.unattributed_gaps, a.events_read, a.events_lost
     );
+    // About 20 000 when the loop has its CPU; a build beside it (the loop runs at the
+    // default policy) leaves it a quarter of that. Either way ten times the log's 100.
     assert!(
-        n.interruptions > 5_000,
+        n.interruptions > 1_000,
         "the holder made {} gaps",
         n.interruptions
     );

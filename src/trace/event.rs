@@ -132,6 +132,13 @@ pub struct Event {
     pub kind: Kind,
 }
 
+/// A `sched_switch`'s `prev_state` says the task could still run: no sleep bit among
+/// the kernel's reported states (the low byte). A preempted task reports 0, or
+/// TASK_REPORT_MAX (0x100, "R+") on kernels that mark preemption.
+pub fn still_runnable(prev_state: i64) -> bool {
+    prev_state & 0xff == 0
+}
+
 /// How one event id decodes.
 #[derive(Debug, Clone)]
 enum Shape {

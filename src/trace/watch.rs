@@ -51,12 +51,7 @@ impl Watched {
     }
 }
 
-/// A `sched_switch`'s `prev_state` says the task could still run: no sleep bit among
-/// the kernel's reported states (the low byte). A preempted task reports 0, or
-/// TASK_REPORT_MAX (0x100, "R+") on kernels that mark preemption.
-pub fn still_runnable(prev_state: i64) -> bool {
-    prev_state & 0xff == 0
-}
+pub use super::event::still_runnable;
 
 /// How the figures are made.
 #[derive(Debug, Clone, Copy)]
