@@ -74,6 +74,8 @@ fn sort(t: &TuneEntry) -> Sorted {
                 Change::PmQos { value_us } => {
                     s.pm_qos_us = Some(s.pm_qos_us.map_or(*value_us, |v| v.min(*value_us)))
                 }
+                // A pid names a thread of this boot only: no boot-time file can say it.
+                Change::Affinity { .. } => {}
                 Change::Write { path, value } => {
                     let pair = (path.clone(), value.clone());
                     if let Some(key) = sysctl_key(path) {

@@ -17,6 +17,7 @@ pub mod export;
 pub mod journal;
 pub mod record;
 pub mod share;
+pub mod thread;
 
 use std::fmt;
 use std::path::{Path, PathBuf};
@@ -86,6 +87,9 @@ pub enum Change {
     /// Hold /dev/cpu_dma_latency open with `value_us`: the request lapses when the file
     /// closes, so it reverts itself, even after SIGKILL.
     PmQos { value_us: i32 },
+    /// Move kernel thread `pid` to `cpus` (sched_setaffinity); its old mask is journaled
+    /// with its start time, so a restore never moves a thread that reuses the pid.
+    Affinity { pid: u32, cpus: String },
 }
 
 impl fmt::Display for Change {
@@ -95,6 +99,7 @@ impl fmt::Display for Change {
             Change::PmQos { value_us } => {
                 write!(f, "/dev/cpu_dma_latency held open at {value_us} µs")
             }
+            Change::Affinity { pid, cpus } => write!(f, "pid {pid} allowed CPUs = {cpus}"),
         }
     }
 }
@@ -193,7 +198,6 @@ pub fn plan(report: &AuditReport, root: &Path) -> Vec<Step> {
 fn step_of(f: &Finding, report: &AuditReport, root: &Path) -> Option<Step> {
     let mut changes = Vec::new();
     let (mut boot, mut build) = (None, None);
-    let mut unsupported = None;
     for r in &f.remedies {
         match r {
             Remedy::Runtime { effects, .. } => {
@@ -203,11 +207,10 @@ fn step_of(f: &Finding, report: &AuditReport, root: &Path) -> Option<Step> {
                             path: path.clone(),
                             value: value.clone(),
                         }),
-                        Effect::Affinity { pid, .. } => {
-                            unsupported = Some(format!(
-                                "moving threads (pid {pid}, …) is not one of tune's steps yet"
-                            ))
-                        }
+                        Effect::Affinity { pid, cpus } => changes.push(Change::Affinity {
+                            pid: *pid,
+                            cpus: cpus.to_string(),
+                        }),
                     }
                 }
             }
@@ -232,10 +235,17 @@ fn step_of(f: &Finding, report: &AuditReport, root: &Path) -> Option<Step> {
     if PM_QOS_FINDINGS.contains(&f.id) {
         changes.push(Change::PmQos { value_us: 0 });
     }
+    let refused = movable_threads(&mut changes, root);
+    let mut seen = f.value.clone();
+    if !refused.is_empty() {
+        seen = format!("{seen}; refused: {}", refused.join(", "));
+    }
     let class = if !changes.is_empty() {
         classify_runtime(f, &changes, root)
-    } else if let Some(why) = unsupported {
-        Class::NotApplicable { answer: why }
+    } else if !refused.is_empty() {
+        Class::NotApplicable {
+            answer: refused.join("; "),
+        }
     } else if let Some((config, fragment)) = build {
         Class::NeedsKernel { config, fragment }
     } else if let Some(fragment) = boot {
@@ -246,11 +256,28 @@ fn step_of(f: &Finding, report: &AuditReport, root: &Path) -> Option<Step> {
     Some(Step {
         id: f.id.to_string(),
         severity: f.severity,
-        seen: f.value.clone(),
+        seen,
         removes_safety_net: f.id == FindingId::RtThrottlingOn,
         changes,
         class,
     })
+}
+
+/// Drops from `changes` the threads the kernel refuses to move, and returns its
+/// answers: a per-CPU kthread's EINVAL, an exited thread's ENOENT.
+fn movable_threads(changes: &mut Vec<Change>, root: &Path) -> Vec<String> {
+    let mut refused = Vec::new();
+    changes.retain(|c| match c {
+        Change::Affinity { pid, .. } => match thread::refusal(root, *pid) {
+            Some(answer) => {
+                refused.push(answer);
+                false
+            }
+            None => true,
+        },
+        _ => true,
+    });
+    refused
 }
 
 /// The class of a step that writes files: a missing file is not applicable, with the
@@ -260,22 +287,28 @@ fn step_of(f: &Finding, report: &AuditReport, root: &Path) -> Option<Step> {
 fn classify_runtime(f: &Finding, changes: &[Change], root: &Path) -> Class {
     let mut all_done = true;
     for c in changes {
-        let Change::Write { path, value } = c else {
-            if root != Path::new("/") {
+        let (now, wanted) = match c {
+            Change::PmQos { .. } if root != Path::new("/") => {
                 return Class::NotApplicable {
                     answer: "a PM QoS request needs the live host's /dev/cpu_dma_latency".into(),
                 };
             }
-            all_done = false;
-            continue;
-        };
-        match std::fs::read_to_string(under(root, path)) {
-            Ok(now) => all_done &= holds(&now, value),
-            Err(e) => {
-                return Class::NotApplicable {
-                    answer: format!("{path}: {e}"),
-                };
+            Change::PmQos { .. } => {
+                all_done = false;
+                continue;
             }
+            Change::Write { path, value } => (
+                std::fs::read_to_string(under(root, path)).map_err(|e| format!("{path}: {e}")),
+                value,
+            ),
+            Change::Affinity { pid, cpus } => (
+                thread::allowed(root, *pid).map_err(|e| format!("pid {pid}: {e}")),
+                cpus,
+            ),
+        };
+        match now {
+            Ok(now) => all_done &= holds(&now, wanted) || thread::same(&now, wanted),
+            Err(answer) => return Class::NotApplicable { answer },
         }
     }
     if f.id == FindingId::IrqManagedOnMeasured {
@@ -293,12 +326,13 @@ fn classify_runtime(f: &Finding, changes: &[Change], root: &Path) -> Class {
 }
 
 /// The `tune` command that would try `f`'s fix, where a tune step applies it at run time:
-/// a run-time remedy that only writes files, or a PM QoS request. Audit and verdict end
+/// a run-time remedy (files written, kernel threads moved), or a PM QoS request. Audit and verdict end
 /// such a fix with it, so that the reader can measure whether it helps before keeping it.
 pub fn try_it(f: &Finding) -> Option<String> {
     let writes = f.remedies.iter().any(|r| match r {
         Remedy::Runtime { effects, .. } => {
-            !effects.is_empty() && effects.iter().all(|e| matches!(e, Effect::Write { .. }))
+            // Both effects are steps: a file written, a kernel thread moved.
+            !effects.is_empty()
         }
         _ => false,
     });
@@ -324,6 +358,65 @@ pub fn irq_numbers(value: &str) -> Vec<u32> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::engine::cpu::CpuList;
+    use crate::system::tune::thread::tests::kthread;
+
+    /// The plan of CPU 1 (housekeeping 0) on the tree at `root`.
+    fn plan_of(root: &Path) -> (AuditReport, Vec<Step>) {
+        let online = CpuList::from_cpus(vec![0, 1]);
+        let report = AuditReport::of(root, CpuList::from_cpus(vec![1]), &online);
+        let steps = plan(&report, root);
+        (report, steps)
+    }
+
+    fn step(steps: &[Step], id: FindingId) -> &Step {
+        let id = id.to_string();
+        steps
+            .iter()
+            .find(|s| s.id == id)
+            .expect("the step is planned")
+    }
+
+    /// PF_KTHREAD and friends, as a movable kthread's stat shows them.
+    const MOVABLE: u64 = 0x0020_8040;
+
+    #[test]
+    fn a_kthread_on_the_measured_cpus_is_moved_and_each_class_shows() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path();
+        kthread(root, 20, "khugepaged", "0-1", MOVABLE);
+        let (report, steps) = plan_of(root);
+        let s = step(&steps, FindingId::KthreadsOnMeasured);
+        assert_eq!(s.class, Class::Applies);
+        let moved = Change::Affinity {
+            pid: 20,
+            cpus: "0".into(),
+        };
+        assert_eq!(s.changes, vec![moved]);
+        let f = report.findings.iter().find(|f| f.id.to_string() == s.id);
+        assert!(try_it(f.unwrap()).is_some());
+        // The same finding, the thread since moved by hand: nothing left to do.
+        thread::set(root, 20, "0").unwrap();
+        let s = plan(&report, root);
+        assert_eq!(
+            step(&s, FindingId::KthreadsOnMeasured).class,
+            Class::AlreadyDone
+        );
+        // A per-CPU kthread (PF_NO_SETAFFINITY): the kernel's EINVAL.
+        kthread(root, 20, "khugepaged", "0-1", MOVABLE | 0x0400_0000);
+        let s = plan(&report, root);
+        let c = &step(&s, FindingId::KthreadsOnMeasured).class;
+        assert!(
+            c.to_string()
+                .contains("not applicable: pid 20: the kernel answers EINVAL"),
+            "{c}"
+        );
+        // One that has exited: the missing file.
+        std::fs::remove_dir_all(root.join("proc/20")).unwrap();
+        let s = plan(&report, root);
+        let c = &step(&s, FindingId::KthreadsOnMeasured).class;
+        assert!(c.to_string().contains("ENOENT"), "{c}");
+    }
 
     #[test]
     fn irq_numbers_of_both_shapes() {
