@@ -232,6 +232,9 @@ fn step_of(f: &Finding, report: &AuditReport, root: &Path) -> Option<Step> {
             })
             .collect();
     }
+    if f.id == FindingId::CpufreqNone {
+        return Some(no_cpufreq(f, report, root));
+    }
     if PM_QOS_FINDINGS.contains(&f.id) {
         changes.push(Change::PmQos { value_us: 0 });
     }
@@ -261,6 +264,27 @@ fn step_of(f: &Finding, report: &AuditReport, root: &Path) -> Option<Step> {
         changes,
         class,
     })
+}
+
+/// The governor step where there is no cpufreq driver (a guest; a kernel without one):
+/// not applicable, with the kernel's answer to opening the governor's file.
+fn no_cpufreq(f: &Finding, report: &AuditReport, root: &Path) -> Step {
+    let cpu = report.measured.first().unwrap_or(0);
+    let path = format!("/sys/devices/system/cpu/cpu{cpu}/cpufreq/scaling_governor");
+    let why = match std::fs::metadata(under(root, &path)) {
+        Err(e) => format!("{path}: {}", apply::answer(&e)),
+        Ok(_) => format!("{path} exists but the audit found no cpufreq directory"),
+    };
+    Step {
+        id: f.id.to_string(),
+        severity: f.severity,
+        seen: f.value.clone(),
+        changes: Vec::new(),
+        class: Class::NotApplicable {
+            answer: format!("no cpufreq: {why}"),
+        },
+        removes_safety_net: false,
+    }
 }
 
 /// Drops from `changes` the threads the kernel refuses to move, and returns its
@@ -416,6 +440,27 @@ mod tests {
         let s = plan(&report, root);
         let c = &step(&s, FindingId::KthreadsOnMeasured).class;
         assert!(c.to_string().contains("ENOENT"), "{c}");
+    }
+
+    #[test]
+    fn the_governor_applies_where_cpufreq_is_and_is_not_applicable_where_not() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path();
+        let (_, steps) = plan_of(root);
+        let c = step(&steps, FindingId::CpufreqNone).class.to_string();
+        assert!(c.starts_with("not applicable: no cpufreq: /sys/devices/system/cpu/cpu1/cpufreq/scaling_governor: ENOENT"), "{c}");
+        let freq = root.join("sys/devices/system/cpu/cpu1/cpufreq");
+        std::fs::create_dir_all(&freq).unwrap();
+        std::fs::write(freq.join("scaling_governor"), "powersave\n").unwrap();
+        std::fs::write(freq.join("scaling_driver"), "intel_pstate\n").unwrap();
+        let (_, steps) = plan_of(root);
+        let s = step(&steps, FindingId::GovernorNotPerformance);
+        assert_eq!(s.class, Class::Applies);
+        assert!(
+            steps
+                .iter()
+                .all(|s| s.id != FindingId::CpufreqNone.to_string())
+        );
     }
 
     #[test]
