@@ -43,6 +43,8 @@ pub enum Class {
         config: Vec<String>,
         fragment: String,
     },
+    /// It would apply here, but tune does not apply it yet: the commands, printed.
+    ByHand { how: String },
 }
 
 impl Class {
@@ -53,6 +55,7 @@ impl Class {
             Class::NotApplicable { .. } => "not applicable",
             Class::BootOnly { .. } => "boot-time only",
             Class::NeedsKernel { .. } => "needs another kernel",
+            Class::ByHand { .. } => "by hand (tune does not apply it)",
         }
     }
 
@@ -62,6 +65,7 @@ impl Class {
             Class::Applies | Class::AlreadyDone => String::new(),
             Class::NotApplicable { answer } => answer.clone(),
             Class::BootOnly { fragment } => fragment.clone(),
+            Class::ByHand { how } => how.clone(),
             Class::NeedsKernel { config, fragment } => {
                 format!("{} then {fragment}", config.join(" "))
             }
@@ -235,6 +239,9 @@ fn step_of(f: &Finding, report: &AuditReport, root: &Path) -> Option<Step> {
     if f.id == FindingId::CpufreqNone {
         return Some(no_cpufreq(f, report, root));
     }
+    if f.id == FindingId::CpusetPartitionNone {
+        return Some(cpuset_partition(f, report, root));
+    }
     if PM_QOS_FINDINGS.contains(&f.id) {
         changes.push(Change::PmQos { value_us: 0 });
     }
@@ -285,6 +292,57 @@ fn no_cpufreq(f: &Finding, report: &AuditReport, root: &Path) -> Step {
         },
         removes_safety_net: false,
     }
+}
+
+/// The cpuset partition step: a child cgroup of cgroup v2 holding the measured CPUs as
+/// an `isolated` partition. Not applicable without cgroup v2 or its cpuset controller
+/// (bound to cgroup v1 on a hybrid host), with the file that says so. Where it would
+/// apply, tune leaves it to the reader: the probe itself would have to run inside the
+/// partition (its CPUs leave every other cgroup), which tune's probes do not yet do.
+fn cpuset_partition(f: &Finding, report: &AuditReport, root: &Path) -> Step {
+    let class = match cgroup2_with_cpuset(root) {
+        Err(answer) => Class::NotApplicable { answer },
+        Ok(mnt) => Class::ByHand {
+            how: format!(
+                "echo +cpuset > {mnt}/cgroup.subtree_control; mkdir {mnt}/jitterscope; \
+                 echo {m} > {mnt}/jitterscope/cpuset.cpus; echo isolated > \
+                 {mnt}/jitterscope/cpuset.cpus.partition; cat \
+                 {mnt}/jitterscope/cpuset.cpus.partition (reads 'isolated', else the kernel \
+                 says why); then run the measured program in that cgroup",
+                m = report.measured
+            ),
+        },
+    };
+    Step {
+        id: f.id.to_string(),
+        severity: f.severity,
+        seen: f.value.clone(),
+        changes: Vec::new(),
+        class,
+        removes_safety_net: false,
+    }
+}
+
+/// The cgroup v2 mount point, where its controllers include cpuset; else why not.
+fn cgroup2_with_cpuset(root: &Path) -> Result<String, String> {
+    let mounts = std::fs::read_to_string(under(root, "/proc/mounts"))
+        .map_err(|e| format!("/proc/mounts: {}", apply::answer(&e)))?;
+    let mnt = mounts
+        .lines()
+        .map(|l| l.split_whitespace().collect::<Vec<_>>())
+        .find(|f| f.get(2) == Some(&"cgroup2"))
+        .and_then(|f| f.get(1).map(|m| m.to_string()))
+        .ok_or("no cgroup2 line in /proc/mounts: cgroup v2 is not mounted")?;
+    let file = format!("{mnt}/cgroup.controllers");
+    let controllers = std::fs::read_to_string(under(root, &file))
+        .map_err(|e| format!("{file}: {}", apply::answer(&e)))?;
+    if !controllers.split_whitespace().any(|c| c == "cpuset") {
+        return Err(format!(
+            "{file} reads '{}': no cpuset controller (it is bound to cgroup v1)",
+            controllers.trim()
+        ));
+    }
+    Ok(mnt)
 }
 
 /// Drops from `changes` the threads the kernel refuses to move, and returns its
@@ -460,6 +518,43 @@ mod tests {
             steps
                 .iter()
                 .all(|s| s.id != FindingId::CpufreqNone.to_string())
+        );
+    }
+
+    #[test]
+    fn the_cpuset_partition_is_left_to_the_reader_where_the_controller_is() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path();
+        let class = |root: &Path| {
+            let (_, steps) = plan_of(root);
+            step(&steps, FindingId::CpusetPartitionNone).class.clone()
+        };
+        std::fs::create_dir_all(root.join("proc")).unwrap();
+        // The isolation checks start from the command line.
+        std::fs::write(root.join("proc/cmdline"), "ro quiet\n").unwrap();
+        std::fs::write(root.join("proc/mounts"), "proc /proc proc rw 0 0\n").unwrap();
+        // Without cgroup v2 the audit has a manual fix only; the step says why not.
+        let c = class(root).to_string();
+        assert!(c.contains("not applicable: no cgroup2 line"), "{c}");
+        // A hybrid host (as this VM): cpuset is bound to cgroup v1.
+        let unified = root.join("sys/fs/cgroup/unified");
+        std::fs::create_dir_all(&unified).unwrap();
+        std::fs::write(
+            root.join("proc/mounts"),
+            "cgroup2 /sys/fs/cgroup/unified cgroup2 rw 0 0\n",
+        )
+        .unwrap();
+        std::fs::write(unified.join("cgroup.controllers"), "\n").unwrap();
+        let c = class(root).to_string();
+        assert!(
+            c.contains("not applicable") && c.contains("no cpuset controller"),
+            "{c}"
+        );
+        std::fs::write(unified.join("cgroup.controllers"), "cpuset cpu io memory\n").unwrap();
+        let c = class(root);
+        assert!(
+            matches!(&c, Class::ByHand { how } if how.contains("echo 1 > /sys/fs/cgroup/unified/jitterscope/cpuset.cpus")),
+            "{c}"
         );
     }
 
