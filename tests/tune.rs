@@ -59,6 +59,87 @@ fn issue23_each_class_on_recorded_trees() {
         "{c}"
     );
     assert!(class_of(&nohz, "isolated-missing").contains("isolcpus=1"));
+    // The governor step, where the guest has no cpufreq driver.
+    let guest = plan("guest-no-cpufreq");
+    let c = class_of(&guest, "cpufreq-none");
+    assert!(
+        c.contains("not applicable") && c.contains("no cpufreq") && c.contains("ENOENT"),
+        "{c}"
+    );
+}
+
+/// Each movable kernel thread's allowed CPUs, by pid and start time (a pid the kernel
+/// reuses meanwhile is another thread).
+fn kthread_masks() -> BTreeMap<(u32, String), String> {
+    let mut out = BTreeMap::new();
+    for e in std::fs::read_dir("/proc").unwrap().flatten() {
+        let Ok(pid) = e.file_name().to_string_lossy().parse::<u32>() else {
+            continue;
+        };
+        let read =
+            |f: &str| std::fs::read_to_string(format!("/proc/{pid}/{f}")).unwrap_or_default();
+        let status = read("status");
+        let field = |n: &str| {
+            status
+                .lines()
+                .find_map(|l| l.strip_prefix(n))
+                .map(str::trim)
+        };
+        if field("PPid:") != Some("2") {
+            continue;
+        }
+        let start = read("stat")
+            .rsplit_once(')')
+            .map_or(String::new(), |(_, r)| {
+                r.split_whitespace().nth(19).unwrap_or("").to_string()
+            });
+        out.insert(
+            (pid, start),
+            field("Cpus_allowed_list:").unwrap_or("").to_string(),
+        );
+    }
+    out
+}
+
+#[test]
+fn issue23_kthreads_are_moved_and_moved_back() {
+    if !is_root() {
+        return skip("issue23 kthreads", "needs root");
+    }
+    let _m = measuring();
+    let before = kthread_masks();
+    let r = util::json_result(&[
+        "tune",
+        "-a",
+        "1",
+        "--step",
+        "kthreads-on-measured",
+        "--block",
+        "300ms",
+        "--blocks",
+        "5",
+        "--rest",
+        "100ms",
+        "--yes",
+    ]);
+    let after = kthread_masks();
+    let t = r.tune.expect("a tune entry");
+    let Some(step) = t.steps.first() else {
+        return skip("issue23 kthreads", "no kernel thread may run on CPU 1 here");
+    };
+    eprintln!(
+        "kthreads-on-measured: {}, {} reverts",
+        step.step.class,
+        t.restored.len()
+    );
+    assert!(step.judgement.is_some(), "judged: {:?}", step.step.class);
+    assert!(t.restored.iter().all(|r| r.ok), "{:?}", t.restored);
+    // Threads that lived through the run have their masks back.
+    for (k, mask) in &before {
+        if let Some(now) = after.get(k) {
+            assert_eq!(now, mask, "pid {} restored", k.0);
+        }
+    }
 }
 
 #[test]
