@@ -200,23 +200,15 @@ impl Applied {
         self.close()
     }
 
-    /// Leaves what is applied as it is (`--keep`) and removes the journal: the caller
-    /// prints how to undo it. PM QoS requests still lapse when the process exits.
-    pub fn keep(mut self) -> Result<Vec<(String, String)>, JournalError> {
+    /// Leaves what is applied as it is (`--keep`) and removes the journal. Returns the
+    /// shell commands that undo it, last change first, for the caller to print. PM QoS
+    /// requests still lapse when the process exits.
+    pub fn keep(mut self) -> Result<Vec<String>, JournalError> {
         let undo = self
             .stack
             .iter()
             .filter_map(|u| match u {
-                Undo::Change {
-                    target: Target::File(path),
-                    old,
-                    ..
-                } => Some((path.clone(), old.clone())),
-                Undo::Change {
-                    target: Target::Thread { pid, .. },
-                    old,
-                    ..
-                } => Some((format!("pid {pid} allowed CPUs"), old.clone())),
+                Undo::Change { target, old, .. } => Some(undo_command(target, old)),
                 Undo::PmQos(_) => None,
             })
             .rev()
@@ -278,6 +270,15 @@ pub fn restore_stale(root: &Path) -> Result<Option<Vec<Readback>>, JournalError>
         })?;
     }
     Ok(Some(out))
+}
+
+/// The shell command that puts `old` back.
+fn undo_command(target: &Target, old: &str) -> String {
+    match target {
+        Target::File(path) => format!("echo {old} > {path}"),
+        // A thread that has exited since has nothing to undo: taskset only fails.
+        Target::Thread { pid, .. } => format!("taskset -pc {old} {pid}"),
+    }
 }
 
 /// Reverts one change and reads it back.
@@ -460,6 +461,29 @@ mod tests {
         assert_eq!(back[0].now, "exited");
         assert_eq!(thread::allowed(root, 20).unwrap(), "0");
         assert!(!journal::path(root).exists());
+    }
+
+    #[test]
+    fn kept_changes_print_the_commands_that_undo_them() {
+        let (dir, mut step) = tree();
+        crate::system::tune::thread::tests::kthread(dir.path(), 20, "ksmd", "0-1", 0x0020_8040);
+        step.changes.push(Change::Affinity {
+            pid: 20,
+            cpus: "0".into(),
+        });
+        let mut a = Applied::new(dir.path()).unwrap();
+        a.apply(&step).unwrap();
+        let undo = a.keep().unwrap();
+        assert_eq!(
+            undo,
+            [
+                "taskset -pc 0-1 20",
+                "echo 1 > /proc/sys/kernel/timer_migration",
+                "echo 950000 > /proc/sys/kernel/sched_rt_runtime_us",
+            ]
+        );
+        assert_eq!(thread::allowed(dir.path(), 20).unwrap(), "0");
+        assert!(!journal::path(dir.path()).exists());
     }
 
     #[test]
