@@ -319,11 +319,42 @@ fn copy_tree(from: &Path, to: &Path) {
             "sys/kernel/mm/transparent_hugepage/enabled",
             "always [madvise] never\n",
         ),
+        // A movable kernel thread, for the kthread step: in a tree its status file's
+        // mask stands in for the kernel's.
+        (
+            "proc/20/status",
+            "Name:\tkhugepaged\nPPid:\t2\nCpus_allowed_list:\t0-1\n",
+        ),
+        (
+            "proc/20/stat",
+            "20 (khugepaged) S 2 0 0 0 -1 2129984 0 0 0 0 0 0 0 0 0 0 0 0 1020\n",
+        ),
+        ("proc/20/comm", "khugepaged\n"),
     ] {
         let dest = to.join(p);
         std::fs::create_dir_all(dest.parent().unwrap()).unwrap();
         std::fs::write(dest, v).unwrap();
     }
+}
+
+/// The ids of the steps that apply now on the tree at `root`.
+fn applying_steps(root: &Path) -> Vec<String> {
+    let o = jitterscope(&[
+        "tune",
+        "--dry-run",
+        "-a",
+        "1",
+        "--root",
+        root.to_str().unwrap(),
+    ]);
+    let plan = String::from_utf8_lossy(&o.stdout).to_string();
+    let ids: Vec<String> = plan
+        .lines()
+        .filter(|l| l.ends_with("applies now"))
+        .filter_map(|l| l.split_whitespace().nth(1).map(String::from))
+        .collect();
+    assert!(ids.iter().any(|i| i == "kthreads-on-measured"), "{plan}");
+    ids
 }
 
 /// Trials of a tune run on a copy of a recorded tree, each stopped at a chosen moment by
@@ -354,13 +385,18 @@ fn issue23_killed_runs_leave_every_file_as_before() {
         let dir = tempfile::tempdir().unwrap();
         copy_tree(&fixture("managed-irq"), dir.path());
         let before = snapshot(dir.path());
+        // A random step of the tree's plan, as issue 23 asks: each is reached, the
+        // kthread move included, rather than only the first few the plan lists.
+        let steps = applying_steps(dir.path());
+        let step = &steps[next() as usize % steps.len()];
         let signal = ["INT", "TERM", "KILL"][trial % 3];
-        let wait = Duration::from_millis(150 + next() % 1500);
+        // One step runs about 1 s here: the kill lands while it runs, or just after.
+        let wait = Duration::from_millis(150 + next() % 1000);
         let mut child = Command::new(bin())
             .args([
                 "tune", "--yes", "-a", "1", "--policy", "other", "--block", "100ms",
             ])
-            .args(["--blocks", "2", "--rest", "20ms", "--root"])
+            .args(["--blocks", "2", "--rest", "20ms", "--step", step, "--root"])
             .arg(dir.path())
             .stdout(Stdio::null())
             .stderr(Stdio::null())
@@ -372,6 +408,7 @@ fn issue23_killed_runs_leave_every_file_as_before() {
             .status();
         let started = Instant::now();
         let status = child.wait().unwrap();
+        eprintln!("trial {trial}: {step}, {signal} at {wait:?}: {status}");
         assert!(started.elapsed() < Duration::from_secs(10));
         if signal == "KILL" {
             let o = jitterscope(&["tune", "--restore", "--root", dir.path().to_str().unwrap()]);
@@ -381,7 +418,7 @@ fn issue23_killed_runs_leave_every_file_as_before() {
         let journal = dir.path().join("run/jitterscope/tune.journal");
         assert!(
             !journal.exists(),
-            "trial {trial} ({signal} at {wait:?}): a journal remains"
+            "trial {trial} ({step}, {signal} at {wait:?}): a journal remains"
         );
         // As the kernel reads them: a sysfs or procfs file prints its value with a
         // newline (and a choice list with the choice bracketed) whatever was written.
@@ -390,7 +427,7 @@ fn issue23_killed_runs_leave_every_file_as_before() {
             assert_eq!(
                 after.get(p).map(|t| value(t)),
                 Some(value(text)),
-                "trial {trial} ({signal} at {wait:?}, {status}): {} changed",
+                "trial {trial} ({step}, {signal} at {wait:?}, {status}): {} changed",
                 p.display()
             );
         }
