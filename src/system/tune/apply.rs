@@ -134,7 +134,7 @@ impl Applied {
                 let now = fs::read_to_string(&file).map(|t| normalize(&t));
                 Ok(Some((path.clone(), old, now.unwrap_or_default())))
             }
-            Change::Affinity { pid, cpus } => self.move_thread(step, *pid, cpus),
+            Change::Affinity { pid, cpus, .. } => self.move_thread(step, *pid, cpus),
         }
     }
 
@@ -424,6 +424,7 @@ mod tests {
             id: FindingId::KthreadsOnMeasured.to_string(),
             changes: vec![Change::Affinity {
                 pid: 20,
+                comm: "khugepaged".into(),
                 cpus: "0".into(),
             }],
             ..Step::sham()
@@ -469,6 +470,7 @@ mod tests {
         crate::system::tune::thread::tests::kthread(dir.path(), 20, "ksmd", "0-1", 0x0020_8040);
         step.changes.push(Change::Affinity {
             pid: 20,
+            comm: "ksmd".into(),
             cpus: "0".into(),
         });
         let mut a = Applied::new(dir.path()).unwrap();

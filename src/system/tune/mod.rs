@@ -93,7 +93,13 @@ pub enum Change {
     PmQos { value_us: i32 },
     /// Move kernel thread `pid` to `cpus` (sched_setaffinity); its old mask is journaled
     /// with its start time, so a restore never moves a thread that reuses the pid.
-    Affinity { pid: u32, cpus: String },
+    /// `comm` is the thread's name, which an export needs: a pid lasts one boot.
+    Affinity {
+        pid: u32,
+        #[serde(default)]
+        comm: String,
+        cpus: String,
+    },
 }
 
 impl fmt::Display for Change {
@@ -103,7 +109,9 @@ impl fmt::Display for Change {
             Change::PmQos { value_us } => {
                 write!(f, "/dev/cpu_dma_latency held open at {value_us} µs")
             }
-            Change::Affinity { pid, cpus } => write!(f, "pid {pid} allowed CPUs = {cpus}"),
+            Change::Affinity { pid, comm, cpus } => {
+                write!(f, "{comm} (pid {pid}) allowed CPUs = {cpus}")
+            }
         }
     }
 }
@@ -213,6 +221,7 @@ fn step_of(f: &Finding, report: &AuditReport, root: &Path) -> Option<Step> {
                         }),
                         Effect::Affinity { pid, cpus } => changes.push(Change::Affinity {
                             pid: *pid,
+                            comm: thread::comm(root, *pid),
                             cpus: cpus.to_string(),
                         }),
                     }
@@ -383,7 +392,7 @@ fn classify_runtime(f: &Finding, changes: &[Change], root: &Path) -> Class {
                 std::fs::read_to_string(under(root, path)).map_err(|e| format!("{path}: {e}")),
                 value,
             ),
-            Change::Affinity { pid, cpus } => (
+            Change::Affinity { pid, cpus, .. } => (
                 thread::allowed(root, *pid).map_err(|e| format!("pid {pid}: {e}")),
                 cpus,
             ),
@@ -472,6 +481,7 @@ mod tests {
         assert_eq!(s.class, Class::Applies);
         let moved = Change::Affinity {
             pid: 20,
+            comm: "khugepaged".into(),
             cpus: "0".into(),
         };
         assert_eq!(s.changes, vec![moved]);

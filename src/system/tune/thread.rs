@@ -42,6 +42,13 @@ pub fn allowed(root: &Path, pid: u32) -> io::Result<String> {
         .ok_or_else(|| io::Error::other(format!("/proc/{pid}/status has no Cpus_allowed_list")))
 }
 
+/// The thread's name ("" when it has exited).
+pub fn comm(root: &Path, pid: u32) -> String {
+    std::fs::read_to_string(under(root, &format!("/proc/{pid}/comm")))
+        .map(|c| c.trim().to_string())
+        .unwrap_or_default()
+}
+
 /// The thread's start time (field 22 of stat): with the pid it names the thread, so a
 /// restore after a crash never moves a later thread that reuses the pid.
 pub fn start_time(root: &Path, pid: u32) -> Option<u64> {
