@@ -59,6 +59,87 @@ fn issue23_each_class_on_recorded_trees() {
         "{c}"
     );
     assert!(class_of(&nohz, "isolated-missing").contains("isolcpus=1"));
+    // The governor step, where the guest has no cpufreq driver.
+    let guest = plan("guest-no-cpufreq");
+    let c = class_of(&guest, "cpufreq-none");
+    assert!(
+        c.contains("not applicable") && c.contains("no cpufreq") && c.contains("ENOENT"),
+        "{c}"
+    );
+}
+
+/// Each movable kernel thread's allowed CPUs, by pid and start time (a pid the kernel
+/// reuses meanwhile is another thread).
+fn kthread_masks() -> BTreeMap<(u32, String), String> {
+    let mut out = BTreeMap::new();
+    for e in std::fs::read_dir("/proc").unwrap().flatten() {
+        let Ok(pid) = e.file_name().to_string_lossy().parse::<u32>() else {
+            continue;
+        };
+        let read =
+            |f: &str| std::fs::read_to_string(format!("/proc/{pid}/{f}")).unwrap_or_default();
+        let status = read("status");
+        let field = |n: &str| {
+            status
+                .lines()
+                .find_map(|l| l.strip_prefix(n))
+                .map(str::trim)
+        };
+        if field("PPid:") != Some("2") {
+            continue;
+        }
+        let start = read("stat")
+            .rsplit_once(')')
+            .map_or(String::new(), |(_, r)| {
+                r.split_whitespace().nth(19).unwrap_or("").to_string()
+            });
+        out.insert(
+            (pid, start),
+            field("Cpus_allowed_list:").unwrap_or("").to_string(),
+        );
+    }
+    out
+}
+
+#[test]
+fn issue23_kthreads_are_moved_and_moved_back() {
+    if !is_root() {
+        return skip("issue23 kthreads", "needs root");
+    }
+    let _m = measuring();
+    let before = kthread_masks();
+    let r = util::json_result(&[
+        "tune",
+        "-a",
+        "1",
+        "--step",
+        "kthreads-on-measured",
+        "--block",
+        "300ms",
+        "--blocks",
+        "5",
+        "--rest",
+        "100ms",
+        "--yes",
+    ]);
+    let after = kthread_masks();
+    let t = r.tune.expect("a tune entry");
+    let Some(step) = t.steps.first() else {
+        return skip("issue23 kthreads", "no kernel thread may run on CPU 1 here");
+    };
+    eprintln!(
+        "kthreads-on-measured: {}, {} reverts",
+        step.step.class,
+        t.restored.len()
+    );
+    assert!(step.judgement.is_some(), "judged: {:?}", step.step.class);
+    assert!(t.restored.iter().all(|r| r.ok), "{:?}", t.restored);
+    // Threads that lived through the run have their masks back.
+    for (k, mask) in &before {
+        if let Some(now) = after.get(k) {
+            assert_eq!(now, mask, "pid {} restored", k.0);
+        }
+    }
 }
 
 #[test]
@@ -238,11 +319,42 @@ fn copy_tree(from: &Path, to: &Path) {
             "sys/kernel/mm/transparent_hugepage/enabled",
             "always [madvise] never\n",
         ),
+        // A movable kernel thread, for the kthread step: in a tree its status file's
+        // mask stands in for the kernel's.
+        (
+            "proc/20/status",
+            "Name:\tkhugepaged\nPPid:\t2\nCpus_allowed_list:\t0-1\n",
+        ),
+        (
+            "proc/20/stat",
+            "20 (khugepaged) S 2 0 0 0 -1 2129984 0 0 0 0 0 0 0 0 0 0 0 0 1020\n",
+        ),
+        ("proc/20/comm", "khugepaged\n"),
     ] {
         let dest = to.join(p);
         std::fs::create_dir_all(dest.parent().unwrap()).unwrap();
         std::fs::write(dest, v).unwrap();
     }
+}
+
+/// The ids of the steps that apply now on the tree at `root`.
+fn applying_steps(root: &Path) -> Vec<String> {
+    let o = jitterscope(&[
+        "tune",
+        "--dry-run",
+        "-a",
+        "1",
+        "--root",
+        root.to_str().unwrap(),
+    ]);
+    let plan = String::from_utf8_lossy(&o.stdout).to_string();
+    let ids: Vec<String> = plan
+        .lines()
+        .filter(|l| l.ends_with("applies now"))
+        .filter_map(|l| l.split_whitespace().nth(1).map(String::from))
+        .collect();
+    assert!(ids.iter().any(|i| i == "kthreads-on-measured"), "{plan}");
+    ids
 }
 
 /// Trials of a tune run on a copy of a recorded tree, each stopped at a chosen moment by
@@ -273,13 +385,18 @@ fn issue23_killed_runs_leave_every_file_as_before() {
         let dir = tempfile::tempdir().unwrap();
         copy_tree(&fixture("managed-irq"), dir.path());
         let before = snapshot(dir.path());
+        // A random step of the tree's plan, as issue 23 asks: each is reached, the
+        // kthread move included, rather than only the first few the plan lists.
+        let steps = applying_steps(dir.path());
+        let step = &steps[next() as usize % steps.len()];
         let signal = ["INT", "TERM", "KILL"][trial % 3];
-        let wait = Duration::from_millis(150 + next() % 1500);
+        // One step runs about 1 s here: the kill lands while it runs, or just after.
+        let wait = Duration::from_millis(150 + next() % 1000);
         let mut child = Command::new(bin())
             .args([
                 "tune", "--yes", "-a", "1", "--policy", "other", "--block", "100ms",
             ])
-            .args(["--blocks", "2", "--rest", "20ms", "--root"])
+            .args(["--blocks", "2", "--rest", "20ms", "--step", step, "--root"])
             .arg(dir.path())
             .stdout(Stdio::null())
             .stderr(Stdio::null())
@@ -291,6 +408,7 @@ fn issue23_killed_runs_leave_every_file_as_before() {
             .status();
         let started = Instant::now();
         let status = child.wait().unwrap();
+        eprintln!("trial {trial}: {step}, {signal} at {wait:?}: {status}");
         assert!(started.elapsed() < Duration::from_secs(10));
         if signal == "KILL" {
             let o = jitterscope(&["tune", "--restore", "--root", dir.path().to_str().unwrap()]);
@@ -300,7 +418,7 @@ fn issue23_killed_runs_leave_every_file_as_before() {
         let journal = dir.path().join("run/jitterscope/tune.journal");
         assert!(
             !journal.exists(),
-            "trial {trial} ({signal} at {wait:?}): a journal remains"
+            "trial {trial} ({step}, {signal} at {wait:?}): a journal remains"
         );
         // As the kernel reads them: a sysfs or procfs file prints its value with a
         // newline (and a choice list with the choice bracketed) whatever was written.
@@ -309,7 +427,7 @@ fn issue23_killed_runs_leave_every_file_as_before() {
             assert_eq!(
                 after.get(p).map(|t| value(t)),
                 Some(value(text)),
-                "trial {trial} ({signal} at {wait:?}, {status}): {} changed",
+                "trial {trial} ({step}, {signal} at {wait:?}, {status}): {} changed",
                 p.display()
             );
         }

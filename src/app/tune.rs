@@ -401,7 +401,7 @@ struct TuneCommand {
     keep: bool,
     entry: Option<TuneEntry>,
     /// What to write back to undo the kept steps (`--keep`).
-    undo: Vec<(String, String)>,
+    undo: Vec<String>,
 }
 
 impl TuneCommand {
@@ -685,8 +685,8 @@ impl Measure for TuneCommand {
         let mut out = crate::report::views::tune::tune_text(t);
         if t.kept_applied {
             out.push_str("kept steps left applied (--keep); to undo them:\n");
-            for (path, old) in &self.undo {
-                out.push_str(&format!("  echo {old} > {path}\n"));
+            for command in &self.undo {
+                out.push_str(&format!("  {command}\n"));
             }
         }
         out

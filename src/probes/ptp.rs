@@ -460,6 +460,8 @@ pub fn errno_name(errno: i32) -> String {
         libc::EFAULT => "EFAULT",
         libc::ETIMEDOUT => "ETIMEDOUT",
         libc::EAGAIN => "EAGAIN",
+        libc::ENOENT => "ENOENT",
+        libc::ESRCH => "ESRCH",
         _ => return format!("errno {errno}"),
     };
     name.to_string()

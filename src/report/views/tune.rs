@@ -158,7 +158,8 @@ pub fn tune_text(t: &TuneEntry) -> String {
     let bad = t.restored.iter().filter(|r| !r.ok).count();
     if !t.kept_applied {
         let state = match bad {
-            0 => "every file reads as before",
+            // Files and kernel threads alike: a thread move is read back too.
+            0 => "every setting reads as before",
             _ => "`jitterscope tune --restore` retries the others",
         };
         out.push_str(&format!(

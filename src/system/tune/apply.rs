@@ -11,8 +11,8 @@ use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 
-use super::journal::{self, Journal, JournalError};
-use super::{Change, Step, holds, normalize, under};
+use super::journal::{self, Journal, JournalError, Target};
+use super::{Change, Step, holds, normalize, thread, under};
 use crate::engine::pmqos::{DEVICE, DmaLatencyGuard};
 
 /// A file read back after a revert.
@@ -37,7 +37,11 @@ pub enum ApplyError {
 }
 
 enum Undo {
-    Write { seq: u64, path: String, old: String },
+    Change {
+        seq: u64,
+        target: Target,
+        old: String,
+    },
     PmQos(#[allow(dead_code)] DmaLatencyGuard),
 }
 
@@ -122,38 +126,67 @@ impl Applied {
                     journal.restored(seq)?;
                     return Err(refused(e));
                 }
-                self.stack.push(Undo::Write {
+                self.stack.push(Undo::Change {
                     seq,
-                    path: path.clone(),
+                    target: Target::File(path.clone()),
                     old: old.clone(),
                 });
                 let now = fs::read_to_string(&file).map(|t| normalize(&t));
                 Ok(Some((path.clone(), old, now.unwrap_or_default())))
             }
+            Change::Affinity { pid, cpus, .. } => self.move_thread(step, *pid, cpus),
         }
+    }
+
+    /// Moves kernel thread `pid` to `cpus`, its old mask journaled first. A thread that
+    /// has exited since the plan is skipped, as the audit's own command skips it.
+    fn move_thread(
+        &mut self,
+        step: &str,
+        pid: u32,
+        cpus: &str,
+    ) -> Result<Option<(String, String, String)>, ApplyError> {
+        let name = format!("pid {pid}");
+        let refused = |e: std::io::Error| ApplyError::Refused {
+            path: name.clone(),
+            answer: answer(&e),
+        };
+        let (old, start) = match (
+            thread::allowed(&self.root, pid),
+            thread::start_time(&self.root, pid),
+        ) {
+            (Ok(old), Some(start)) => (old, start),
+            (Err(e), _) if e.kind() != std::io::ErrorKind::NotFound => return Err(refused(e)),
+            _ => return Ok(None),
+        };
+        let journal = self.journal.as_mut().expect("journal open while applying");
+        let seq = journal.will_move(step, (pid, start), &old, cpus)?;
+        if let Err(e) = thread::set(&self.root, pid, cpus) {
+            journal.restored(seq)?;
+            return Err(refused(e));
+        }
+        self.stack.push(Undo::Change {
+            seq,
+            target: Target::Thread { pid, start },
+            old: old.clone(),
+        });
+        let now = thread::allowed(&self.root, pid).unwrap_or_default();
+        Ok(Some((name, old, now)))
     }
 
     /// Reverts every change made after `mark`, last first, reading each file back.
     pub fn revert_to(&mut self, mark: usize) {
         while self.stack.len() > mark {
             match self.stack.pop() {
-                Some(Undo::Write { seq, path, old }) => {
-                    let file = under(&self.root, &path);
-                    let wrote = fs::write(&file, &old);
-                    let now = fs::read_to_string(&file)
-                        .map(|t| normalize(&t))
-                        .unwrap_or_else(|e| format!("unreadable: {e}"));
-                    let ok = wrote.is_ok() && holds(&now, &old);
-                    if ok && let Some(j) = self.journal.as_mut() {
+                Some(Undo::Change { seq, target, old }) => {
+                    let back = revert(&self.root, &target, &old);
+                    if back.ok
+                        && let Some(j) = self.journal.as_mut()
+                    {
                         // A failed revert stays pending, for `tune --restore`.
                         let _ = j.restored(seq);
                     }
-                    self.readbacks.push(Readback {
-                        path,
-                        expected: old,
-                        now,
-                        ok,
-                    });
+                    self.readbacks.push(back);
                 }
                 Some(Undo::PmQos(guard)) => drop(guard),
                 None => break,
@@ -167,14 +200,15 @@ impl Applied {
         self.close()
     }
 
-    /// Leaves what is applied as it is (`--keep`) and removes the journal: the caller
-    /// prints how to undo it. PM QoS requests still lapse when the process exits.
-    pub fn keep(mut self) -> Result<Vec<(String, String)>, JournalError> {
+    /// Leaves what is applied as it is (`--keep`) and removes the journal. Returns the
+    /// shell commands that undo it, last change first, for the caller to print. PM QoS
+    /// requests still lapse when the process exits.
+    pub fn keep(mut self) -> Result<Vec<String>, JournalError> {
         let undo = self
             .stack
             .iter()
             .filter_map(|u| match u {
-                Undo::Write { path, old, .. } => Some((path.clone(), old.clone())),
+                Undo::Change { target, old, .. } => Some(undo_command(target, old)),
                 Undo::PmQos(_) => None,
             })
             .rev()
@@ -219,25 +253,15 @@ pub fn restore_stale(root: &Path) -> Result<Option<Vec<Readback>>, JournalError>
             source,
         })?;
     let mut out = Vec::new();
-    for (seq, p, old) in journal::pending(&entries) {
-        let target = under(root, &p);
-        let wrote = fs::write(&target, &old);
-        let now = fs::read_to_string(&target)
-            .map(|t| normalize(&t))
-            .unwrap_or_else(|e| format!("unreadable: {e}"));
-        let ok = wrote.is_ok() && holds(&now, &old);
-        if ok {
+    for (seq, target, old) in journal::pending(&entries) {
+        let back = revert(root, &target, &old);
+        if back.ok {
             use std::io::Write;
             let line = serde_json::to_string(&journal::Entry::Restored { seq })
                 .expect("entries serialize");
             let _ = writeln!(file, "{line}").and_then(|_| file.sync_data());
         }
-        out.push(Readback {
-            path: p,
-            expected: old,
-            now,
-            ok,
-        });
+        out.push(back);
     }
     if out.iter().all(|r| r.ok) {
         fs::remove_file(&path).map_err(|source| JournalError::Io {
@@ -246,6 +270,59 @@ pub fn restore_stale(root: &Path) -> Result<Option<Vec<Readback>>, JournalError>
         })?;
     }
     Ok(Some(out))
+}
+
+/// The shell command that puts `old` back.
+fn undo_command(target: &Target, old: &str) -> String {
+    match target {
+        Target::File(path) => format!("echo {old} > {path}"),
+        // A thread that has exited since has nothing to undo: taskset only fails.
+        Target::Thread { pid, .. } => format!("taskset -pc {old} {pid}"),
+    }
+}
+
+/// Reverts one change and reads it back.
+fn revert(root: &Path, target: &Target, old: &str) -> Readback {
+    let (path, wrote, now) = match target {
+        Target::File(path) => {
+            let file = under(root, path);
+            let wrote = fs::write(&file, old).is_ok();
+            let now = fs::read_to_string(&file).map(|t| normalize(&t));
+            (path.clone(), wrote, now)
+        }
+        Target::Thread { pid, start } => return revert_thread(root, *pid, *start, old),
+    };
+    let now = now.unwrap_or_else(|e| format!("unreadable: {e}"));
+    Readback {
+        path,
+        ok: wrote && (holds(&now, old) || thread::same(&now, old)),
+        expected: old.to_string(),
+        now,
+    }
+}
+
+/// Moves a thread back to `old`. One that has exited (or whose pid a later thread
+/// reuses, with another start time) has nothing to restore, even if it exits mid-way.
+fn revert_thread(root: &Path, pid: u32, start: u64, old: &str) -> Readback {
+    let gone = || thread::start_time(root, pid) != Some(start);
+    let (now, ok) = if gone() {
+        ("exited".to_string(), true)
+    } else {
+        match (thread::set(root, pid, old), thread::allowed(root, pid)) {
+            (Ok(()), Ok(now)) => {
+                let ok = thread::same(&now, old);
+                (now, ok)
+            }
+            _ if gone() => ("exited".to_string(), true),
+            (Err(e), _) | (_, Err(e)) => (format!("unwritable: {}", answer(&e)), false),
+        }
+    };
+    Readback {
+        path: format!("pid {pid} allowed CPUs"),
+        expected: old.to_string(),
+        now,
+        ok,
+    }
 }
 
 /// Asks the kernel whether `path` (an IRQ's smp_affinity_list) can be written, by
@@ -264,7 +341,7 @@ pub fn probe(root: &Path, path: &str) -> Option<String> {
 }
 
 /// An error as the kernel gave it: "EPERM (Operation not permitted)".
-fn answer(e: &std::io::Error) -> String {
+pub(super) fn answer(e: &std::io::Error) -> String {
     let Some(errno) = e.raw_os_error() else {
         return e.to_string();
     };
@@ -336,6 +413,79 @@ mod tests {
         );
         assert!(!journal::path(dir.path()).exists());
         assert!(restore_stale(dir.path()).unwrap().is_none());
+    }
+
+    #[test]
+    fn a_moved_thread_is_journaled_and_moved_back_even_after_a_crash() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path();
+        crate::system::tune::thread::tests::kthread(root, 20, "khugepaged", "0-1", 0x0020_8040);
+        let step = Step {
+            id: FindingId::KthreadsOnMeasured.to_string(),
+            changes: vec![Change::Affinity {
+                pid: 20,
+                comm: "khugepaged".into(),
+                cpus: "0".into(),
+            }],
+            ..Step::sham()
+        };
+        {
+            let mut a = Applied::new(root).unwrap();
+            let seen = a.apply(&step).unwrap();
+            assert_eq!(seen, vec![("pid 20".into(), "0-1".into(), "0".into())]);
+        }
+        assert_eq!(thread::allowed(root, 20).unwrap(), "0-1");
+        assert!(!journal::path(root).exists());
+        let mut a = Applied::new(root).unwrap();
+        a.apply(&step).unwrap();
+        std::mem::forget(a);
+        let text = fs::read_to_string(journal::path(root)).unwrap();
+        assert!(
+            text.contains("\"entry\":\"affinity\"") && text.contains("\"start\":1020"),
+            "{text}"
+        );
+        let back = restore_stale(root).unwrap().unwrap();
+        assert!(back.iter().all(|r| r.ok), "{back:?}");
+        assert_eq!(thread::allowed(root, 20).unwrap(), "0-1");
+        // A pid reused by a later thread after a crash is left alone.
+        let mut a = Applied::new(root).unwrap();
+        a.apply(&step).unwrap();
+        std::mem::forget(a);
+        crate::system::tune::thread::tests::kthread(root, 20, "kworker/u4:2", "0", 0x0020_8040);
+        let s = root.join("proc/20/stat");
+        fs::write(
+            &s,
+            fs::read_to_string(&s).unwrap().replace(" 1020", " 5000"),
+        )
+        .unwrap();
+        let back = restore_stale(root).unwrap().unwrap();
+        assert_eq!(back[0].now, "exited");
+        assert_eq!(thread::allowed(root, 20).unwrap(), "0");
+        assert!(!journal::path(root).exists());
+    }
+
+    #[test]
+    fn kept_changes_print_the_commands_that_undo_them() {
+        let (dir, mut step) = tree();
+        crate::system::tune::thread::tests::kthread(dir.path(), 20, "ksmd", "0-1", 0x0020_8040);
+        step.changes.push(Change::Affinity {
+            pid: 20,
+            comm: "ksmd".into(),
+            cpus: "0".into(),
+        });
+        let mut a = Applied::new(dir.path()).unwrap();
+        a.apply(&step).unwrap();
+        let undo = a.keep().unwrap();
+        assert_eq!(
+            undo,
+            [
+                "taskset -pc 0-1 20",
+                "echo 1 > /proc/sys/kernel/timer_migration",
+                "echo 950000 > /proc/sys/kernel/sched_rt_runtime_us",
+            ]
+        );
+        assert_eq!(thread::allowed(dir.path(), 20).unwrap(), "0");
+        assert!(!journal::path(dir.path()).exists());
     }
 
     #[test]

@@ -42,6 +42,8 @@ struct Sorted {
     sysfs: Vec<(String, String)>,
     /// (path, value) of writes only a script makes (IRQ affinity, the workqueue mask).
     script: Vec<(String, String)>,
+    /// (thread name, CPUs) of kernel threads moved: a pid lasts one boot, a name more.
+    threads: Vec<(String, String)>,
     pm_qos_us: Option<i32>,
     /// (step id, fragment) of the boot-only fixes.
     boot: Vec<(String, String)>,
@@ -74,6 +76,7 @@ fn sort(t: &TuneEntry) -> Sorted {
                 Change::PmQos { value_us } => {
                     s.pm_qos_us = Some(s.pm_qos_us.map_or(*value_us, |v| v.min(*value_us)))
                 }
+                Change::Affinity { comm, cpus, .. } => s.threads.push((comm.clone(), cpus.clone())),
                 Change::Write { path, value } => {
                     let pair = (path.clone(), value.clone());
                     if let Some(key) = sysctl_key(path) {
@@ -143,13 +146,20 @@ pub fn files(t: &TuneEntry, command: &str) -> Vec<File> {
             executable: false,
         });
     }
-    if !s.script.is_empty() || s.pm_qos_us.is_some() {
+    if !s.script.is_empty() || !s.threads.is_empty() || s.pm_qos_us.is_some() {
         let mut sh = format!("#!/bin/sh\n{}", head("#"));
         sh.push_str("# A write the kernel refuses is reported, and the others still made.\nrc=0\n");
         for (path, v) in &s.script {
             sh.push_str(&format!(
                 "echo {} > {path} || {{ echo \"jitterscope-tune: {path}: refused\" >&2; rc=1; }}\n",
                 shell_word(v)
+            ));
+        }
+        for (comm, cpus) in &s.threads {
+            // By name among kthreadd's children: the pids of the run are this boot's only.
+            sh.push_str(&format!(
+                "for p in $(pgrep -P 2 -x {}); do taskset -pc {cpus} \"$p\" >/dev/null || rc=1; done\n",
+                shell_word(comm)
             ));
         }
         if let Some(us) = s.pm_qos_us {
@@ -388,6 +398,40 @@ mod tests {
         assert!(get("systemd/jitterscope-tune.service").contains("Type=oneshot"));
         assert_eq!(get("kernel-cmdline.txt"), "nohz_full=1 rcu_nocbs=1\n");
         assert!(get("README.txt").contains("nohz-full-off"));
+    }
+
+    #[test]
+    fn kept_thread_moves_are_exported_by_name() {
+        let moved = |pid, comm: &str| Change::Affinity {
+            pid,
+            comm: comm.into(),
+            cpus: "0".into(),
+        };
+        let changes = vec![
+            moved(15, "rcu_preempt"),
+            moved(16, "rcu_exp_par_gp_kthread_worker/0"),
+        ];
+        let t = entry(vec![run(
+            "kthreads-on-measured",
+            changes,
+            Class::Applies,
+            Some(Decision::Kept),
+        )]);
+        let f = files(&t, "jitterscope tune");
+        let sh = &f
+            .iter()
+            .find(|f| f.path == "jitterscope-tune.sh")
+            .unwrap()
+            .text;
+        assert!(
+            sh.contains("for p in $(pgrep -P 2 -x 'rcu_preempt'); do taskset -pc 0 \"$p\" >/dev/null || rc=1; done\n")
+                && sh.contains("pgrep -P 2 -x 'rcu_exp_par_gp_kthread_worker/0')"),
+            "{sh}"
+        );
+        assert!(
+            f.iter()
+                .any(|f| f.path == "systemd/jitterscope-tune.service")
+        );
     }
 
     #[test]

@@ -50,6 +50,16 @@ pub enum Entry {
         old: String,
         new: String,
     },
+    /// Thread `pid`, started at `start` (stat's field 22), was allowed `old` before it
+    /// was moved to `new`, for `step`.
+    Affinity {
+        seq: u64,
+        step: String,
+        pid: u32,
+        start: u64,
+        old: String,
+        new: String,
+    },
     /// The write `seq` was reverted (or never happened: the kernel refused it).
     Restored { seq: u64 },
 }
@@ -130,6 +140,28 @@ impl Journal {
         Ok(seq)
     }
 
+    /// Records a thread move about to be made; returns its sequence number. Synced on
+    /// return.
+    pub fn will_move(
+        &mut self,
+        step: &str,
+        (pid, start): (u32, u64),
+        old: &str,
+        new: &str,
+    ) -> Result<u64, JournalError> {
+        let seq = self.next;
+        self.next += 1;
+        self.append(&Entry::Affinity {
+            seq,
+            step: step.to_string(),
+            pid,
+            start,
+            old: old.to_string(),
+            new: new.to_string(),
+        })?;
+        Ok(seq)
+    }
+
     /// Records that write `seq` is undone.
     pub fn restored(&mut self, seq: u64) -> Result<(), JournalError> {
         self.append(&Entry::Restored { seq })
@@ -186,8 +218,17 @@ pub fn read(path: &Path) -> Result<Vec<Entry>, JournalError> {
     Ok(out)
 }
 
-/// The writes not yet restored, last first: the order to revert them in.
-pub fn pending(entries: &[Entry]) -> Vec<(u64, String, String)> {
+/// What a journaled change changed.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Target {
+    /// A file (absolute, below the root in a tree).
+    File(String),
+    /// A thread's allowed CPUs: the pid and its start time.
+    Thread { pid: u32, start: u64 },
+}
+
+/// The changes not yet restored, last first: the order to revert them in.
+pub fn pending(entries: &[Entry]) -> Vec<(u64, Target, String)> {
     let restored: Vec<u64> = entries
         .iter()
         .filter_map(|e| match e {
@@ -195,14 +236,28 @@ pub fn pending(entries: &[Entry]) -> Vec<(u64, String, String)> {
             _ => None,
         })
         .collect();
-    let mut out: Vec<(u64, String, String)> = entries
+    let mut out: Vec<(u64, Target, String)> = entries
         .iter()
         .filter_map(|e| match e {
-            Entry::Write { seq, path, old, .. } if !restored.contains(seq) => {
-                Some((*seq, path.clone(), old.clone()))
-            }
+            Entry::Write { seq, path, old, .. } => Some((*seq, Target::File(path.clone()), old)),
+            Entry::Affinity {
+                seq,
+                pid,
+                start,
+                old,
+                ..
+            } => Some((
+                *seq,
+                Target::Thread {
+                    pid: *pid,
+                    start: *start,
+                },
+                old,
+            )),
             _ => None,
         })
+        .filter(|(seq, ..)| !restored.contains(seq))
+        .map(|(seq, t, old)| (seq, t, old.clone()))
         .collect();
     out.reverse();
     out
@@ -253,13 +308,23 @@ mod tests {
         let a = j.will_write("s", "/a", "1", "2").unwrap();
         let _b = j.will_write("s", "/b", "x", "y").unwrap();
         let _c = j.will_write("t", "/c", "p", "q").unwrap();
+        let _d = j.will_move("k", (20, 1020), "0-1", "0").unwrap();
         j.restored(a).unwrap();
         let p = path(dir.path());
         let entries = read(&p).unwrap();
         let pend = pending(&entries);
+        let file = |p: &str| Target::File(p.into());
+        let thread = Target::Thread {
+            pid: 20,
+            start: 1020,
+        };
         assert_eq!(
             pend,
-            vec![(2, "/c".into(), "p".into()), (1, "/b".into(), "x".into())]
+            vec![
+                (3, thread, "0-1".into()),
+                (2, file("/c"), "p".into()),
+                (1, file("/b"), "x".into())
+            ]
         );
         // A second journal is refused while this one exists.
         assert!(matches!(

@@ -17,6 +17,7 @@ pub mod export;
 pub mod journal;
 pub mod record;
 pub mod share;
+pub mod thread;
 
 use std::fmt;
 use std::path::{Path, PathBuf};
@@ -42,6 +43,8 @@ pub enum Class {
         config: Vec<String>,
         fragment: String,
     },
+    /// It would apply here, but tune does not apply it yet: the commands, printed.
+    ByHand { how: String },
 }
 
 impl Class {
@@ -52,6 +55,7 @@ impl Class {
             Class::NotApplicable { .. } => "not applicable",
             Class::BootOnly { .. } => "boot-time only",
             Class::NeedsKernel { .. } => "needs another kernel",
+            Class::ByHand { .. } => "by hand (tune does not apply it)",
         }
     }
 
@@ -61,6 +65,7 @@ impl Class {
             Class::Applies | Class::AlreadyDone => String::new(),
             Class::NotApplicable { answer } => answer.clone(),
             Class::BootOnly { fragment } => fragment.clone(),
+            Class::ByHand { how } => how.clone(),
             Class::NeedsKernel { config, fragment } => {
                 format!("{} then {fragment}", config.join(" "))
             }
@@ -86,6 +91,15 @@ pub enum Change {
     /// Hold /dev/cpu_dma_latency open with `value_us`: the request lapses when the file
     /// closes, so it reverts itself, even after SIGKILL.
     PmQos { value_us: i32 },
+    /// Move kernel thread `pid` to `cpus` (sched_setaffinity); its old mask is journaled
+    /// with its start time, so a restore never moves a thread that reuses the pid.
+    /// `comm` is the thread's name, which an export needs: a pid lasts one boot.
+    Affinity {
+        pid: u32,
+        #[serde(default)]
+        comm: String,
+        cpus: String,
+    },
 }
 
 impl fmt::Display for Change {
@@ -94,6 +108,9 @@ impl fmt::Display for Change {
             Change::Write { path, value } => write!(f, "{path} = {value}"),
             Change::PmQos { value_us } => {
                 write!(f, "/dev/cpu_dma_latency held open at {value_us} µs")
+            }
+            Change::Affinity { pid, comm, cpus } => {
+                write!(f, "{comm} (pid {pid}) allowed CPUs = {cpus}")
             }
         }
     }
@@ -193,7 +210,6 @@ pub fn plan(report: &AuditReport, root: &Path) -> Vec<Step> {
 fn step_of(f: &Finding, report: &AuditReport, root: &Path) -> Option<Step> {
     let mut changes = Vec::new();
     let (mut boot, mut build) = (None, None);
-    let mut unsupported = None;
     for r in &f.remedies {
         match r {
             Remedy::Runtime { effects, .. } => {
@@ -203,11 +219,11 @@ fn step_of(f: &Finding, report: &AuditReport, root: &Path) -> Option<Step> {
                             path: path.clone(),
                             value: value.clone(),
                         }),
-                        Effect::Affinity { pid, .. } => {
-                            unsupported = Some(format!(
-                                "moving threads (pid {pid}, …) is not one of tune's steps yet"
-                            ))
-                        }
+                        Effect::Affinity { pid, cpus } => changes.push(Change::Affinity {
+                            pid: *pid,
+                            comm: thread::comm(root, *pid),
+                            cpus: cpus.to_string(),
+                        }),
                     }
                 }
             }
@@ -229,13 +245,26 @@ fn step_of(f: &Finding, report: &AuditReport, root: &Path) -> Option<Step> {
             })
             .collect();
     }
+    if f.id == FindingId::CpufreqNone {
+        return Some(no_cpufreq(f, report, root));
+    }
+    if f.id == FindingId::CpusetPartitionNone {
+        return Some(cpuset_partition(f, report, root));
+    }
     if PM_QOS_FINDINGS.contains(&f.id) {
         changes.push(Change::PmQos { value_us: 0 });
     }
+    let refused = movable_threads(&mut changes, root);
+    let mut seen = f.value.clone();
+    if !refused.is_empty() {
+        seen = format!("{seen}; refused: {}", refused.join(", "));
+    }
     let class = if !changes.is_empty() {
         classify_runtime(f, &changes, root)
-    } else if let Some(why) = unsupported {
-        Class::NotApplicable { answer: why }
+    } else if !refused.is_empty() {
+        Class::NotApplicable {
+            answer: refused.join("; "),
+        }
     } else if let Some((config, fragment)) = build {
         Class::NeedsKernel { config, fragment }
     } else if let Some(fragment) = boot {
@@ -246,11 +275,100 @@ fn step_of(f: &Finding, report: &AuditReport, root: &Path) -> Option<Step> {
     Some(Step {
         id: f.id.to_string(),
         severity: f.severity,
-        seen: f.value.clone(),
+        seen,
         removes_safety_net: f.id == FindingId::RtThrottlingOn,
         changes,
         class,
     })
+}
+
+/// The governor step where there is no cpufreq driver (a guest; a kernel without one):
+/// not applicable, with the kernel's answer to opening the governor's file.
+fn no_cpufreq(f: &Finding, report: &AuditReport, root: &Path) -> Step {
+    let cpu = report.measured.first().unwrap_or(0);
+    let path = format!("/sys/devices/system/cpu/cpu{cpu}/cpufreq/scaling_governor");
+    let why = match std::fs::metadata(under(root, &path)) {
+        Err(e) => format!("{path}: {}", apply::answer(&e)),
+        Ok(_) => format!("{path} exists but the audit found no cpufreq directory"),
+    };
+    Step {
+        id: f.id.to_string(),
+        severity: f.severity,
+        seen: f.value.clone(),
+        changes: Vec::new(),
+        class: Class::NotApplicable {
+            answer: format!("no cpufreq: {why}"),
+        },
+        removes_safety_net: false,
+    }
+}
+
+/// The cpuset partition step: a child cgroup of cgroup v2 holding the measured CPUs as
+/// an `isolated` partition. Not applicable without cgroup v2 or its cpuset controller
+/// (bound to cgroup v1 on a hybrid host), with the file that says so. Where it would
+/// apply, tune leaves it to the reader: the probe itself would have to run inside the
+/// partition (its CPUs leave every other cgroup), which tune's probes do not yet do.
+fn cpuset_partition(f: &Finding, report: &AuditReport, root: &Path) -> Step {
+    let class = match cgroup2_with_cpuset(root) {
+        Err(answer) => Class::NotApplicable { answer },
+        Ok(mnt) => Class::ByHand {
+            how: format!(
+                "echo +cpuset > {mnt}/cgroup.subtree_control; mkdir {mnt}/jitterscope; \
+                 echo {m} > {mnt}/jitterscope/cpuset.cpus; echo isolated > \
+                 {mnt}/jitterscope/cpuset.cpus.partition; cat \
+                 {mnt}/jitterscope/cpuset.cpus.partition (reads 'isolated', else the kernel \
+                 says why); then run the measured program in that cgroup",
+                m = report.measured
+            ),
+        },
+    };
+    Step {
+        id: f.id.to_string(),
+        severity: f.severity,
+        seen: f.value.clone(),
+        changes: Vec::new(),
+        class,
+        removes_safety_net: false,
+    }
+}
+
+/// The cgroup v2 mount point, where its controllers include cpuset; else why not.
+fn cgroup2_with_cpuset(root: &Path) -> Result<String, String> {
+    let mounts = std::fs::read_to_string(under(root, "/proc/mounts"))
+        .map_err(|e| format!("/proc/mounts: {}", apply::answer(&e)))?;
+    let mnt = mounts
+        .lines()
+        .map(|l| l.split_whitespace().collect::<Vec<_>>())
+        .find(|f| f.get(2) == Some(&"cgroup2"))
+        .and_then(|f| f.get(1).map(|m| m.to_string()))
+        .ok_or("no cgroup2 line in /proc/mounts: cgroup v2 is not mounted")?;
+    let file = format!("{mnt}/cgroup.controllers");
+    let controllers = std::fs::read_to_string(under(root, &file))
+        .map_err(|e| format!("{file}: {}", apply::answer(&e)))?;
+    if !controllers.split_whitespace().any(|c| c == "cpuset") {
+        return Err(format!(
+            "{file} reads '{}': no cpuset controller (it is bound to cgroup v1)",
+            controllers.trim()
+        ));
+    }
+    Ok(mnt)
+}
+
+/// Drops from `changes` the threads the kernel refuses to move, and returns its
+/// answers: a per-CPU kthread's EINVAL, an exited thread's ENOENT.
+fn movable_threads(changes: &mut Vec<Change>, root: &Path) -> Vec<String> {
+    let mut refused = Vec::new();
+    changes.retain(|c| match c {
+        Change::Affinity { pid, .. } => match thread::refusal(root, *pid) {
+            Some(answer) => {
+                refused.push(answer);
+                false
+            }
+            None => true,
+        },
+        _ => true,
+    });
+    refused
 }
 
 /// The class of a step that writes files: a missing file is not applicable, with the
@@ -260,22 +378,28 @@ fn step_of(f: &Finding, report: &AuditReport, root: &Path) -> Option<Step> {
 fn classify_runtime(f: &Finding, changes: &[Change], root: &Path) -> Class {
     let mut all_done = true;
     for c in changes {
-        let Change::Write { path, value } = c else {
-            if root != Path::new("/") {
+        let (now, wanted) = match c {
+            Change::PmQos { .. } if root != Path::new("/") => {
                 return Class::NotApplicable {
                     answer: "a PM QoS request needs the live host's /dev/cpu_dma_latency".into(),
                 };
             }
-            all_done = false;
-            continue;
-        };
-        match std::fs::read_to_string(under(root, path)) {
-            Ok(now) => all_done &= holds(&now, value),
-            Err(e) => {
-                return Class::NotApplicable {
-                    answer: format!("{path}: {e}"),
-                };
+            Change::PmQos { .. } => {
+                all_done = false;
+                continue;
             }
+            Change::Write { path, value } => (
+                std::fs::read_to_string(under(root, path)).map_err(|e| format!("{path}: {e}")),
+                value,
+            ),
+            Change::Affinity { pid, cpus, .. } => (
+                thread::allowed(root, *pid).map_err(|e| format!("pid {pid}: {e}")),
+                cpus,
+            ),
+        };
+        match now {
+            Ok(now) => all_done &= holds(&now, wanted) || thread::same(&now, wanted),
+            Err(answer) => return Class::NotApplicable { answer },
         }
     }
     if f.id == FindingId::IrqManagedOnMeasured {
@@ -293,12 +417,13 @@ fn classify_runtime(f: &Finding, changes: &[Change], root: &Path) -> Class {
 }
 
 /// The `tune` command that would try `f`'s fix, where a tune step applies it at run time:
-/// a run-time remedy that only writes files, or a PM QoS request. Audit and verdict end
+/// a run-time remedy (files written, kernel threads moved), or a PM QoS request. Audit and verdict end
 /// such a fix with it, so that the reader can measure whether it helps before keeping it.
 pub fn try_it(f: &Finding) -> Option<String> {
     let writes = f.remedies.iter().any(|r| match r {
         Remedy::Runtime { effects, .. } => {
-            !effects.is_empty() && effects.iter().all(|e| matches!(e, Effect::Write { .. }))
+            // Both effects are steps: a file written, a kernel thread moved.
+            !effects.is_empty()
         }
         _ => false,
     });
@@ -324,6 +449,124 @@ pub fn irq_numbers(value: &str) -> Vec<u32> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::engine::cpu::CpuList;
+    use crate::system::tune::thread::tests::kthread;
+
+    /// The plan of CPU 1 (housekeeping 0) on the tree at `root`.
+    fn plan_of(root: &Path) -> (AuditReport, Vec<Step>) {
+        let online = CpuList::from_cpus(vec![0, 1]);
+        let report = AuditReport::of(root, CpuList::from_cpus(vec![1]), &online);
+        let steps = plan(&report, root);
+        (report, steps)
+    }
+
+    fn step(steps: &[Step], id: FindingId) -> &Step {
+        let id = id.to_string();
+        steps
+            .iter()
+            .find(|s| s.id == id)
+            .expect("the step is planned")
+    }
+
+    /// PF_KTHREAD and friends, as a movable kthread's stat shows them.
+    const MOVABLE: u64 = 0x0020_8040;
+
+    #[test]
+    fn a_kthread_on_the_measured_cpus_is_moved_and_each_class_shows() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path();
+        kthread(root, 20, "khugepaged", "0-1", MOVABLE);
+        let (report, steps) = plan_of(root);
+        let s = step(&steps, FindingId::KthreadsOnMeasured);
+        assert_eq!(s.class, Class::Applies);
+        let moved = Change::Affinity {
+            pid: 20,
+            comm: "khugepaged".into(),
+            cpus: "0".into(),
+        };
+        assert_eq!(s.changes, vec![moved]);
+        let f = report.findings.iter().find(|f| f.id.to_string() == s.id);
+        assert!(try_it(f.unwrap()).is_some());
+        // The same finding, the thread since moved by hand: nothing left to do.
+        thread::set(root, 20, "0").unwrap();
+        let s = plan(&report, root);
+        assert_eq!(
+            step(&s, FindingId::KthreadsOnMeasured).class,
+            Class::AlreadyDone
+        );
+        // A per-CPU kthread (PF_NO_SETAFFINITY): the kernel's EINVAL.
+        kthread(root, 20, "khugepaged", "0-1", MOVABLE | 0x0400_0000);
+        let s = plan(&report, root);
+        let c = &step(&s, FindingId::KthreadsOnMeasured).class;
+        assert!(
+            c.to_string()
+                .contains("not applicable: pid 20: the kernel answers EINVAL"),
+            "{c}"
+        );
+        // One that has exited: the missing file.
+        std::fs::remove_dir_all(root.join("proc/20")).unwrap();
+        let s = plan(&report, root);
+        let c = &step(&s, FindingId::KthreadsOnMeasured).class;
+        assert!(c.to_string().contains("ENOENT"), "{c}");
+    }
+
+    #[test]
+    fn the_governor_applies_where_cpufreq_is_and_is_not_applicable_where_not() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path();
+        let (_, steps) = plan_of(root);
+        let c = step(&steps, FindingId::CpufreqNone).class.to_string();
+        assert!(c.starts_with("not applicable: no cpufreq: /sys/devices/system/cpu/cpu1/cpufreq/scaling_governor: ENOENT"), "{c}");
+        let freq = root.join("sys/devices/system/cpu/cpu1/cpufreq");
+        std::fs::create_dir_all(&freq).unwrap();
+        std::fs::write(freq.join("scaling_governor"), "powersave\n").unwrap();
+        std::fs::write(freq.join("scaling_driver"), "intel_pstate\n").unwrap();
+        let (_, steps) = plan_of(root);
+        let s = step(&steps, FindingId::GovernorNotPerformance);
+        assert_eq!(s.class, Class::Applies);
+        assert!(
+            steps
+                .iter()
+                .all(|s| s.id != FindingId::CpufreqNone.to_string())
+        );
+    }
+
+    #[test]
+    fn the_cpuset_partition_is_left_to_the_reader_where_the_controller_is() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path();
+        let class = |root: &Path| {
+            let (_, steps) = plan_of(root);
+            step(&steps, FindingId::CpusetPartitionNone).class.clone()
+        };
+        std::fs::create_dir_all(root.join("proc")).unwrap();
+        // The isolation checks start from the command line.
+        std::fs::write(root.join("proc/cmdline"), "ro quiet\n").unwrap();
+        std::fs::write(root.join("proc/mounts"), "proc /proc proc rw 0 0\n").unwrap();
+        // Without cgroup v2 the audit has a manual fix only; the step says why not.
+        let c = class(root).to_string();
+        assert!(c.contains("not applicable: no cgroup2 line"), "{c}");
+        // A hybrid host (as this VM): cpuset is bound to cgroup v1.
+        let unified = root.join("sys/fs/cgroup/unified");
+        std::fs::create_dir_all(&unified).unwrap();
+        std::fs::write(
+            root.join("proc/mounts"),
+            "cgroup2 /sys/fs/cgroup/unified cgroup2 rw 0 0\n",
+        )
+        .unwrap();
+        std::fs::write(unified.join("cgroup.controllers"), "\n").unwrap();
+        let c = class(root).to_string();
+        assert!(
+            c.contains("not applicable") && c.contains("no cpuset controller"),
+            "{c}"
+        );
+        std::fs::write(unified.join("cgroup.controllers"), "cpuset cpu io memory\n").unwrap();
+        let c = class(root);
+        assert!(
+            matches!(&c, Class::ByHand { how } if how.contains("echo 1 > /sys/fs/cgroup/unified/jitterscope/cpuset.cpus")),
+            "{c}"
+        );
+    }
 
     #[test]
     fn irq_numbers_of_both_shapes() {

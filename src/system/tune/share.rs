@@ -41,6 +41,21 @@ const TARGETS: &[(&str, &[Target])] = &[
         "workqueues-on-measured",
         &[(CauseKind::Task, Some("kworker"))],
     ),
+    // The audit's watched kernel threads, less the kworkers (they follow the workqueue
+    // masks) and IRQ threads (their IRQ's affinity), which this step does not move.
+    (
+        "kthreads-on-measured",
+        &[
+            (CauseKind::Task, Some("task rcu")),
+            (CauseKind::Task, Some("task kdamond")),
+            (CauseKind::Task, Some("task kcompactd")),
+            (CauseKind::Task, Some("task khugepaged")),
+            (CauseKind::Task, Some("task ksmd")),
+            (CauseKind::Task, Some("task kswapd")),
+            (CauseKind::Task, Some("task khungtaskd")),
+            (CauseKind::Task, Some("task oom_reaper")),
+        ],
+    ),
     ("soft-watchdog-on", &[(CauseKind::Task, Some("watchdog"))]),
     ("damon-running", &[(CauseKind::Task, Some("kdamond"))]),
     ("thp-madvise", &[(CauseKind::Task, Some("khugepaged"))]),
@@ -137,6 +152,21 @@ mod tests {
             row(CauseKind::Vector, "vector local_timer", 200),
             row(CauseKind::Softirq, "softirq RCU", 100),
         ]);
+        let k = attribution(vec![
+            row(
+                CauseKind::Task,
+                "task rcu_preempt:16 (SCHED_OTHER nice 0)",
+                300,
+            ),
+            row(
+                CauseKind::Task,
+                "task kworker/1:1:57 (SCHED_OTHER nice 0)",
+                100,
+            ),
+            row(CauseKind::Softirq, "softirq RCU", 100),
+        ]);
+        // Kernel threads other than kworkers: not the RCU softirq, not a kworker.
+        assert_eq!(share_of("kthreads-on-measured", &[&k]), Some(60.0));
         let b = attribution(vec![row(CauseKind::Irq, "irq 36 virtio1-req.0", 1000)]);
         let both = [&a, &b];
         assert_eq!(share_of("rt-throttling-on", &both), Some(30.0));
