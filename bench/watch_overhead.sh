@@ -16,7 +16,9 @@ for tool in cc stress-ng; do
 done
 cargo build --release -q
 bin=$PWD/target/release/jitterscope
-dir=$(mktemp -d); trap 'rm -rf "$dir"' EXIT
+# KEEP=1 keeps the sleeper's figures and watch's results, and says where.
+dir=$(mktemp -d)
+if [ -n "${KEEP:-}" ]; then trap 'echo "kept in $dir"' EXIT; else trap 'rm -rf "$dir"' EXIT; fi
 # The name is the comm watched.
 cc -O2 -o "$dir/js-sleeper" bench/watch_sleeper.c
 
@@ -66,9 +68,10 @@ def tool(i):
     th = [t for t in w["threads"] if t["comm"] == "js-sleeper"]
     return dict(read=w["events_read"], lost=w["events_lost"], secs=secs,
                 cpu=w["tool_cpu_ns"] / secs / 1e6, threads=len(th),
-                wakeups=sum(t["wakeup"]["count"] for t in th))
+                wakeups=sum(t["wakeup"]["count"] for t in th),
+                unseen=sum(t["starts_unseen"] for t in th))
 print(f"{'run':<10}{'wakes':>7}{'p50 µs':>8}{'p99 µs':>8}{'max µs':>9}{'switch/s':>10}"
-      f"{'events':>10}{'lost':>8}{'tool ms/s':>10}{'traced wakes':>13}")
+      f"{'events':>10}{'lost':>8}{'tool ms/s':>10}{'traced wakes':>13}{'undated':>8}")
 rows = {"plain": [], "watched": []}
 for i in range(1, n + 1):
     for k in rows:
@@ -78,7 +81,7 @@ for i in range(1, n + 1):
                 f"{x['max'] / 1e3:>9.1f}{x['rate']:>10}")
         if k == "watched":
             t = tool(i)
-            line += f"{t['read']:>10}{t['lost']:>8}{t['cpu']:>10.2f}{t['wakeups']:>13}"
+            line += f"{t['read']:>10}{t['lost']:>8}{t['cpu']:>10.2f}{t['wakeups']:>13}{t['unseen']:>8}"
         print(line)
 slow = [x["rate"] for k in rows for x in rows[k] if x["rate"] <= 50000]
 if slow:
