@@ -411,6 +411,155 @@ fn issue25_watch_saves_the_threads_figures_and_names_the_hog() {
     assert!(hog.is_some_and(|h| h.largest_in > 0), "{:?}", a.causes);
 }
 
+/// Root and tracefs, or why not (printed): what `watch` needs of the host.
+fn can_trace(test: &str) -> bool {
+    let why = match () {
+        _ if !is_root() => "tracefs instances need root",
+        _ if !tracefs_usable() => "tracefs cannot be mounted here",
+        _ => return true,
+    };
+    skip(test, why);
+    false
+}
+
+/// Starts 20 threads, one every 100 ms, once a line comes on stdin; prints each one's
+/// thread id; every thread sleeps 1 ms at a time until stdin closes.
+const THREADS_PROGRAM: &str = r#"
+import sys, threading, time
+stop = threading.Event()
+def sleeper():
+    print(threading.get_native_id(), flush=True)
+    while not stop.is_set():
+        time.sleep(0.001)
+print(threading.get_native_id(), flush=True)
+sys.stdin.readline()
+for _ in range(20):
+    threading.Thread(target=sleeper).start()
+    time.sleep(0.1)
+sys.stdin.readline()
+stop.set()
+"#;
+
+/// A child process, killed when dropped (a failed assertion leaves none behind).
+struct Child(std::process::Child);
+
+impl Drop for Child {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+/// Waits until the watch run `pid` has its tracefs instance: it has begun tracing.
+fn wait_for_instance(pid: u32) {
+    let name = format!("jitterscope-{pid}");
+    let start = std::time::Instant::now();
+    while !our_instances().contains(&name) {
+        assert!(
+            start.elapsed() < Duration::from_secs(10),
+            "watch never began"
+        );
+        std::thread::sleep(Duration::from_millis(10));
+    }
+}
+
+/// Issue 25, done-when 3: threads that come and go. A process starts 20 threads, one
+/// every 100 ms, after `watch --pid` began: each is in the result, its wake-ups counted.
+#[test]
+fn issue25_watch_pid_follows_threads_started_after_it_began() {
+    use std::io::{BufRead, BufReader, Write};
+    let test = "issue25_watch_pid_follows_threads_started_after_it_began";
+    let _m = measuring();
+    if !can_trace(test) {
+        return;
+    }
+    let mut child = Child(
+        Command::new("python3")
+            .args(["-c", THREADS_PROGRAM])
+            .stdin(std::process::Stdio::piped())
+            .stdout(std::process::Stdio::piped())
+            .spawn()
+            .expect("python3 runs"),
+    );
+    let mut tids = BufReader::new(child.0.stdout.take().unwrap()).lines();
+    let main_tid: u32 = tids.next().unwrap().unwrap().parse().unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let json = dir.path().join("watch.json");
+    let watch = Command::new(bin())
+        .args([
+            "watch",
+            "--pid",
+            &child.0.id().to_string(),
+            "-D",
+            "3s",
+            "-q",
+        ])
+        .arg(format!("--json={}", json.display()))
+        .spawn()
+        .expect("the binary runs");
+    wait_for_instance(watch.id());
+    std::thread::sleep(Duration::from_millis(300));
+    let mut stdin = child.0.stdin.take().unwrap();
+    writeln!(stdin).unwrap();
+    let new: Vec<u32> = (0..20)
+        .map(|_| tids.next().unwrap().unwrap().parse().unwrap())
+        .collect();
+    let out = watch.wait_with_output().unwrap();
+    writeln!(stdin).unwrap();
+    assert_eq!(out.status.code(), Some(0));
+    let w = ResultFile::read(&json).expect("the result").watch.unwrap();
+    assert_eq!(w.ended, "duration");
+    let wakeups = |tid: u32| {
+        let th = w.threads.iter().find(|t| t.tid == tid);
+        th.map_or(0, |t| t.wakeup.count)
+    };
+    let counts: Vec<u64> = new.iter().map(|&t| wakeups(t)).collect();
+    eprintln!(
+        "{test}: {} threads in the result; main {} wake-ups, the 20 new ones {counts:?}",
+        w.threads.len(),
+        wakeups(main_tid)
+    );
+    assert!(wakeups(main_tid) > 0, "the main thread's wake-ups");
+    // The last thread starts 1.9 s after the signal, 2.2 s or more into a 3 s run, and
+    // sleeps 1 ms at a time: some 800 wake-ups on a quiet host, 100 on a busy one.
+    assert!(counts.iter().all(|&c| c >= 100), "{new:?}: {counts:?}");
+}
+
+/// Issue 25, done-when 5: a watched process that exits mid-run ends the run, which is
+/// saved and says the process ended.
+#[test]
+fn issue25_watch_ends_and_saves_when_the_process_ends() {
+    let test = "issue25_watch_ends_and_saves_when_the_process_ends";
+    let _m = measuring();
+    if !can_trace(test) {
+        return;
+    }
+    let child = Child(Command::new("sleep").arg("1").spawn().expect("sleep runs"));
+    let dir = tempfile::tempdir().unwrap();
+    let json = dir.path().join("watch.json");
+    let start = std::time::Instant::now();
+    let out = Command::new(bin())
+        .args(["watch", "--pid", &child.0.id().to_string(), "-D", "10s"])
+        .arg(format!("--json={}", json.display()))
+        .output()
+        .expect("the binary runs");
+    let took = start.elapsed();
+    let err = String::from_utf8_lossy(&out.stderr);
+    eprintln!("{test}: ended after {took:?}; stderr:\n{err}");
+    assert_eq!(out.status.code(), Some(0), "{err}");
+    // `sleep 1` ends about 1 s in: the watch follows within a pass, not at -D.
+    assert!(took < Duration::from_millis(2500), "{took:?}");
+    let r = ResultFile::read(&json).expect("the result");
+    assert_eq!(r.watch.expect("a watch section").ended, "process ended");
+    let said = |t: &str| t.contains("ended after") && t.contains("the watch ended with it");
+    assert!(said(&err), "stderr says the process ended: {err}");
+    assert!(
+        r.run.warnings.iter().any(|w| said(w)),
+        "{:?}",
+        r.run.warnings
+    );
+}
+
 #[test]
 fn watch_refuses_bad_targets() {
     assert_bad_input(&[

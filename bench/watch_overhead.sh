@@ -1,0 +1,99 @@
+#!/usr/bin/env bash
+# Issue 25, done-when 4: what `watch` costs the program it watches. Under
+# `stress-ng --switch 1` (over 50 000 context switches a second, from /proc/stat), a
+# sleeper of our own (bench/watch_sleeper.c: clock_nanosleep to deadlines every 1 ms,
+# SCHED_FIFO 1, pinned) runs once unwatched and once under `watch --comm js-sleeper`, in
+# pairs. Prints per run the sleeper's own p50/p99/max lateness and the switch rate; for the
+# watched runs the events read and lost and the tool's CPU time per second; last, the p99
+# watched / unwatched (goal: at most 1.10). The measuring lock is held around each pair,
+# stress-ng included. Needs root (tracefs, SCHED_FIFO), cc and stress-ng. Usage:
+#   bench/watch_overhead.sh [CPU] [PAIRS] [SECONDS] [fifo|other]
+set -euo pipefail
+cd "$(dirname "$0")/.."
+cpu=${1:-1}; pairs=${2:-3}; secs=${3:-10}; policy=${4:-fifo}
+for tool in cc stress-ng; do
+  command -v "$tool" >/dev/null || { echo "needs $tool" >&2; exit 2; }
+done
+cargo build --release -q
+bin=$PWD/target/release/jitterscope
+# KEEP=1 keeps the sleeper's figures and watch's results, and says where.
+dir=$(mktemp -d)
+if [ -n "${KEEP:-}" ]; then trap 'echo "kept in $dir"' EXIT; else trap 'rm -rf "$dir"' EXIT; fi
+# The name is the comm watched.
+cc -O2 -o "$dir/js-sleeper" bench/watch_sleeper.c
+
+ctxt() { awk '/^ctxt/ {print $2}' /proc/stat; }
+# The sleeper for $secs on $cpu: "n p50 p99 max switches/s" into $1.
+sleeper() {
+  local c0 c1 t0 t1
+  c0=$(ctxt); t0=$(date +%s%N)
+  taskset -c "$cpu" "$dir/js-sleeper" "$secs" 1000 "$policy" | tr -d '\n' >"$1"
+  c1=$(ctxt); t1=$(date +%s%N)
+  echo " $(( (c1 - c0) * 1000000000 / (t1 - t0) ))" >>"$1"
+}
+# watch --comm js-sleeper around one sleeper run; waits until its trace has begun.
+watched() {
+  "$bin" watch --comm js-sleeper -D "$((secs + 2))s" -q --json="$dir/watch-$1.json" \
+    2>"$dir/watch-$1.err" &
+  local w=$! t=0
+  until [ -d "/sys/kernel/tracing/instances/jitterscope-$w" ]; do
+    sleep 0.05; t=$((t + 1)); [ "$t" -lt 200 ] || { echo "watch never began" >&2; exit 1; }
+  done
+  sleep 0.3
+  sleeper "$dir/watched-$1"
+  wait "$w" || { cat "$dir/watch-$1.err" >&2; exit 1; }
+}
+
+for i in $(seq 1 "$pairs"); do
+  (
+    flock 9
+    stress-ng --switch 1 --timeout $((secs * 2 + 10))s -q &
+    s=$!
+    sleep 1
+    sleeper "$dir/plain-$i"
+    watched "$i"
+    kill "$s"; wait "$s" || true
+  ) 9>/tmp/jitterscope-measuring.lock
+done
+
+python3 - "$dir" "$pairs" <<'PY'
+import json, sys, statistics
+d, n = sys.argv[1], int(sys.argv[2])
+def own(kind, i):
+    c, p50, p99, mx, rate = map(int, open(f"{d}/{kind}-{i}").read().split())
+    return dict(n=c, p50=p50, p99=p99, max=mx, rate=rate)
+def tool(i):
+    r = json.load(open(f"{d}/watch-{i}.json"))
+    w, secs = r["watch"], r["run"]["actual_duration_ns"] / 1e9
+    th = [t for t in w["threads"] if t["comm"] == "js-sleeper"]
+    return dict(read=w["events_read"], lost=w["events_lost"], secs=secs,
+                cpu=w["tool_cpu_ns"] / secs / 1e6, threads=len(th),
+                wakeups=sum(t["wakeup"]["count"] for t in th),
+                unseen=sum(t["starts_unseen"] for t in th))
+print(f"{'run':<10}{'wakes':>7}{'p50 µs':>8}{'p99 µs':>8}{'max µs':>9}{'switch/s':>10}"
+      f"{'events':>10}{'lost':>8}{'tool ms/s':>10}{'traced wakes':>13}{'undated':>8}")
+rows = {"plain": [], "watched": []}
+for i in range(1, n + 1):
+    for k in rows:
+        x = own(k, i)
+        rows[k].append(x)
+        line = (f"{k + ' ' + str(i):<10}{x['n']:>7}{x['p50'] / 1e3:>8.1f}{x['p99'] / 1e3:>8.1f}"
+                f"{x['max'] / 1e3:>9.1f}{x['rate']:>10}")
+        if k == "watched":
+            t = tool(i)
+            line += f"{t['read']:>10}{t['lost']:>8}{t['cpu']:>10.2f}{t['wakeups']:>13}{t['unseen']:>8}"
+        print(line)
+slow = [x["rate"] for k in rows for x in rows[k] if x["rate"] <= 50000]
+if slow:
+    print(f"WARNING: {len(slow)} runs at or below 50 000 context switches/s: {slow}")
+# Each pair ran back to back; on a shared host one noisy run can swing a mean, so the
+# median of the pairs' ratios is given beside the ratio of the means.
+pair = [w["p99"] / p["p99"] for p, w in zip(rows["plain"], rows["watched"])]
+print("p99 watched / unwatched per pair: " + ", ".join(f"{r:.3f}" for r in pair)
+      + f"; median {statistics.median(pair):.3f}")
+m = {k: statistics.mean(x["p99"] for x in rows[k]) for k in rows}
+print(f"p99 lateness: unwatched {m['plain'] / 1e3:.1f} µs, watched {m['watched'] / 1e3:.1f} µs, "
+      f"ratio {m['watched'] / m['plain']:.3f} (goal: at most 1.10)")
+print(f"max lateness: unwatched {max(x['max'] for x in rows['plain']) / 1e3:.1f} µs, "
+      f"watched {max(x['max'] for x in rows['watched']) / 1e3:.1f} µs")
+PY
