@@ -7,7 +7,8 @@
 # watched runs the events read and lost and the tool's CPU time per second; last, the p99
 # watched / unwatched (goal: at most 1.10). The measuring lock is held around each pair,
 # stress-ng included. Needs root (tracefs, SCHED_FIFO), cc and stress-ng. Usage:
-#   bench/watch_overhead.sh [CPU] [PAIRS] [SECONDS] [fifo|other]
+#   [SWITCH_FREQ=N] bench/watch_overhead.sh [CPU] [PAIRS] [SECONDS] [fifo|other]
+# SWITCH_FREQ asks stress-ng for that many switches a second (default: as fast as it can).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 cpu=${1:-1}; pairs=${2:-3}; secs=${3:-10}; policy=${4:-fifo}
@@ -47,7 +48,7 @@ watched() {
 for i in $(seq 1 "$pairs"); do
   (
     flock 9
-    stress-ng --switch 1 --timeout $((secs * 2 + 10))s -q &
+    stress-ng --switch 1 ${SWITCH_FREQ:+--switch-freq "$SWITCH_FREQ"} --timeout $((secs * 2 + 10))s -q &
     s=$!
     sleep 1
     sleeper "$dir/plain-$i"
