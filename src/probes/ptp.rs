@@ -446,26 +446,8 @@ fn is_unsupported(e: &io::Error) -> bool {
     )
 }
 
-/// The short name of the errnos a PTP device gives; the number otherwise.
-pub fn errno_name(errno: i32) -> String {
-    let name = match errno {
-        libc::EOPNOTSUPP => "EOPNOTSUPP",
-        libc::ENOTTY => "ENOTTY",
-        libc::EINVAL => "EINVAL",
-        libc::ENODEV => "ENODEV",
-        libc::EIO => "EIO",
-        libc::EBUSY => "EBUSY",
-        libc::EPERM => "EPERM",
-        libc::EACCES => "EACCES",
-        libc::EFAULT => "EFAULT",
-        libc::ETIMEDOUT => "ETIMEDOUT",
-        libc::EAGAIN => "EAGAIN",
-        libc::ENOENT => "ENOENT",
-        libc::ESRCH => "ESRCH",
-        _ => return format!("errno {errno}"),
-    };
-    name.to_string()
-}
+/// The short name of an errno (`engine::errno::name`), as PTP results carry it.
+pub use crate::engine::errno::name as errno_name;
 
 /// The PHC − system offsets of a method's readings, in ns (signed). Percentiles are
 /// exact (nearest rank over every reading); the spread, max − min, includes any drift

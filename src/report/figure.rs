@@ -476,19 +476,7 @@ mod tests {
     }
 
     fn attribution(causes: Vec<CauseRow>) -> Attribution {
-        Attribution {
-            method: String::new(),
-            gaps: 1,
-            interrupted_ns: 1,
-            causes,
-            top: Vec::new(),
-            coincident_gaps: 0,
-            coincidence_window_ns: 0,
-            unattributed_gaps: 0,
-            events_read: 0,
-            events_lost: 0,
-            trace_cost: None,
-        }
+        Attribution::of_causes(causes, 1, 1)
     }
 
     #[test]

@@ -289,18 +289,10 @@ mod tests {
         delays.iter().for_each(|&d| wakeup.record(d));
         let mut irq = LatencyHistogram::new();
         irq.record(700);
-        let attribution = (!causes.is_empty()).then(|| Attribution {
-            method: String::new(),
-            gaps: causes.iter().map(|c| c.gaps).sum(),
-            interrupted_ns: causes.iter().map(|c| c.total_ns).sum(),
-            causes,
-            top: Vec::new(),
-            coincident_gaps: 0,
-            coincidence_window_ns: 0,
-            unattributed_gaps: 0,
-            events_read: 0,
-            events_lost: 0,
-            trace_cost: None,
+        let attribution = (!causes.is_empty()).then(|| {
+            let gaps = causes.iter().map(|c| c.gaps).sum();
+            let lost = causes.iter().map(|c| c.total_ns).sum();
+            Attribution::of_causes(causes, gaps, lost)
         });
         let f = ThreadFigures {
             tid,

@@ -130,6 +130,27 @@ pub struct Attribution {
     pub trace_cost: Option<TraceCost>,
 }
 
+#[cfg(test)]
+impl Attribution {
+    /// A test's attribution: `causes` over `gaps` gaps that lost `interrupted_ns`, and
+    /// nothing else measured.
+    pub fn of_causes(causes: Vec<CauseRow>, gaps: u64, interrupted_ns: u64) -> Attribution {
+        Attribution {
+            method: String::new(),
+            gaps,
+            interrupted_ns,
+            causes,
+            top: Vec::new(),
+            coincident_gaps: 0,
+            coincidence_window_ns: 0,
+            unattributed_gaps: 0,
+            events_read: 0,
+            events_lost: 0,
+            trace_cost: None,
+        }
+    }
+}
+
 /// Tracing's own cost inside the gaps, measured from the trace itself.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 pub struct TraceCost {

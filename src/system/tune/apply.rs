@@ -347,7 +347,7 @@ pub(super) fn answer(e: &std::io::Error) -> String {
     };
     let text = std::io::Error::from_raw_os_error(errno).to_string();
     let text = text.split(" (os error").next().unwrap_or(&text).to_string();
-    format!("{} ({text})", crate::probes::ptp::errno_name(errno))
+    format!("{} ({text})", crate::engine::errno::name(errno))
 }
 
 #[cfg(test)]

@@ -118,19 +118,8 @@ mod tests {
     }
 
     fn attribution(causes: Vec<CauseRow>) -> Attribution {
-        Attribution {
-            method: String::new(),
-            gaps: 1,
-            interrupted_ns: causes.iter().map(|c| c.total_ns).sum(),
-            causes,
-            top: Vec::new(),
-            coincident_gaps: 0,
-            coincidence_window_ns: 0,
-            unattributed_gaps: 0,
-            events_read: 0,
-            events_lost: 0,
-            trace_cost: None,
-        }
+        let lost = causes.iter().map(|c| c.total_ns).sum();
+        Attribution::of_causes(causes, 1, lost)
     }
 
     fn step(id: &str) -> Step {
