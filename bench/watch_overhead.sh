@@ -5,7 +5,8 @@
 # SCHED_FIFO 1, pinned) runs once unwatched and once under `watch --comm js-sleeper`, in
 # pairs. Prints per run the sleeper's own p50/p99/max lateness and the switch rate; for the
 # watched runs the events read and lost and the tool's CPU time per second; last, the p99
-# watched / unwatched (goal: at most 1.10). The measuring lock is held around each pair,
+# watched / unwatched (goal: at most 1.10). Lost events read "Nk+Mr": N overwritten in the
+# kernel's buffers (the reader was too slow), M dropped by watch's own bounds. The measuring lock is held around each pair,
 # stress-ng included. Needs root (tracefs, SCHED_FIFO), cc and stress-ng. Usage:
 #   [SWITCH_FREQ=N] bench/watch_overhead.sh [CPU] [PAIRS] [SECONDS] [fifo|other]
 # SWITCH_FREQ asks stress-ng for that many switches a second (default: as fast as it can).
@@ -67,12 +68,13 @@ def tool(i):
     r = json.load(open(f"{d}/watch-{i}.json"))
     w, secs = r["watch"], r["run"]["actual_duration_ns"] / 1e9
     th = [t for t in w["threads"] if t["comm"] == "js-sleeper"]
-    return dict(read=w["events_read"], lost=w["events_lost"], secs=secs,
+    lost = f'{w["events_lost_kernel"]}k+{w["events_lost_reader"]}r' if w["events_lost"] else "0"
+    return dict(read=w["events_read"], lost=lost, secs=secs,
                 cpu=w["tool_cpu_ns"] / secs / 1e6, threads=len(th),
                 wakeups=sum(t["wakeup"]["count"] for t in th),
                 unseen=sum(t["starts_unseen"] for t in th))
 print(f"{'run':<10}{'wakes':>7}{'p50 µs':>8}{'p99 µs':>8}{'max µs':>9}{'switch/s':>10}"
-      f"{'events':>10}{'lost':>8}{'tool ms/s':>10}{'traced wakes':>13}{'undated':>8}")
+      f"{'events':>10}{'lost':>14}{'tool ms/s':>10}{'traced wakes':>13}{'undated':>8}")
 rows = {"plain": [], "watched": []}
 for i in range(1, n + 1):
     for k in rows:
@@ -82,7 +84,7 @@ for i in range(1, n + 1):
                 f"{x['max'] / 1e3:>9.1f}{x['rate']:>10}")
         if k == "watched":
             t = tool(i)
-            line += f"{t['read']:>10}{t['lost']:>8}{t['cpu']:>10.2f}{t['wakeups']:>13}{t['unseen']:>8}"
+            line += f"{t['read']:>10}{t['lost']:>14}{t['cpu']:>10.2f}{t['wakeups']:>13}{t['unseen']:>8}"
         print(line)
 slow = [x["rate"] for k in rows for x in rows[k] if x["rate"] <= 50000]
 if slow:

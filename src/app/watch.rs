@@ -204,6 +204,9 @@ impl Measure for WatchCommand {
         let cpus = ctx.cpus.measured.clone();
         // Read before tracing: it may mount debugfs for the fair server's settings.
         let throttle = crate::system::throttle::read(cpus.first().unwrap_or(0));
+        // Read before tracing too: it takes ~60 ms here, during which a busy CPU's
+        // buffer would fill with nobody reading it.
+        let kallsyms = Symbols::load();
         let mut session = TraceSession::start_with(&cpus, BUFFER_KIB, &["sched:sched_wakeup_new"])
             .map_err(|e| anyhow::anyhow!("watch cannot trace: {e}"))?;
         for name in &session.removed_stale {
@@ -246,7 +249,7 @@ impl Measure for WatchCommand {
                 if let Some(cpu) = housekeeping {
                     let _ = sched::pin_to(cpu);
                 }
-                follow(&session, watcher, &tids, scale, &done)
+                follow(&session, &kallsyms, watcher, &tids, scale, &done)
             });
             let end = loop {
                 if ctx.stop.load(Ordering::Relaxed) {
@@ -281,11 +284,13 @@ impl Measure for WatchCommand {
             Ok(Err(e)) => bail!("the trace failed: {e}"),
             Err(_) => bail!("the trace reader panicked"),
         };
-        let lost = f.lost;
+        let lost = f.lost_kernel + f.lost_reader;
         if lost > 0 {
             ctx.note(format!(
-                "{lost} trace events were lost: delays in those stretches may be missing or \
-                 misread"
+                "{lost} trace events were lost ({} overwritten in the kernel's buffers before \
+                 they were read, {} dropped by jitterscope's bounds): delays in those \
+                 stretches may be missing or misread",
+                f.lost_kernel, f.lost_reader
             ));
         }
         if end == End::ProcessEnded {
@@ -319,6 +324,8 @@ impl Measure for WatchCommand {
                 .into(),
             events_read: f.read,
             events_lost: lost,
+            events_lost_kernel: f.lost_kernel,
+            events_lost_reader: f.lost_reader,
             tool_cpu_ns: own_cpu_ns().saturating_sub(cpu_before),
             threads,
         });
@@ -356,7 +363,9 @@ fn lock(tids: &Mutex<HashSet<u32>>) -> std::sync::MutexGuard<'_, HashSet<u32>> {
 struct Followed {
     figures: Vec<ThreadFigures>,
     read: u64,
-    lost: u64,
+    /// Overwritten or dropped by the kernel, and dropped by the reader's own bounds.
+    lost_kernel: u64,
+    lost_reader: u64,
 }
 
 /// The reader: drains the trace every `READ_PASS` and feeds the watcher each CPU's
@@ -364,6 +373,7 @@ struct Followed {
 /// state (issue 25: memory flat over the length of a run).
 fn follow(
     session: &TraceSession,
+    kallsyms: &Symbols,
     mut watcher: Watcher,
     tids: &Mutex<HashSet<u32>>,
     scale: Scale,
@@ -374,7 +384,6 @@ fn follow(
         source,
     };
     let mut follower = reader::Follower::open(session, WINDOW_EVENTS)?;
-    let kallsyms = Symbols::load();
     let mut symbols: HashMap<u64, String> = HashMap::new();
     let settle = scale.to_ticks(SETTLE.as_nanos() as u64);
     let mut names = 0;
@@ -403,20 +412,23 @@ fn follow(
             batch.insert(cpu, evs[..n].to_vec());
             w.forget_before(until);
         }
-        resolve(&kallsyms, &mut symbols, &batch);
+        resolve(kallsyms, &mut symbols, &batch);
         watcher.feed(&batch, until, &follower.decoder.names, &symbols);
         if last {
             break;
         }
         std::thread::sleep(READ_PASS);
     }
-    let lost = (follower.windows.iter())
-        .map(|w| w.evicted + session.lost(w.cpu))
-        .sum::<u64>()
-        + watcher.evicted;
+    let windows = &follower.windows;
+    // The kernel's count, or what its pages said they missed where that is more.
+    let lost_kernel = (windows.iter())
+        .map(|w| session.lost(w.cpu).max(w.missed))
+        .sum();
+    let lost_reader = windows.iter().map(|w| w.evicted).sum::<u64>() + watcher.evicted;
     Ok(Followed {
-        read: follower.windows.iter().map(|w| w.read).sum(),
-        lost,
+        read: windows.iter().map(|w| w.read).sum(),
+        lost_kernel,
+        lost_reader,
         figures: watcher.finish(&follower.decoder.names, &symbols),
     })
 }

@@ -28,6 +28,15 @@ pub struct WatchRecord {
     /// beyond what is kept): delays while events were lost may be missing or misread.
     pub events_read: u64,
     pub events_lost: u64,
+    /// Of `events_lost`: overwritten or dropped by the kernel before the reader came (its
+    /// per-CPU buffers' `overrun` and `dropped events`), and dropped by jitterscope
+    /// itself (a window or a delay's tail past its bound, or a restart on too many
+    /// names). The first says the reader was too slow, the second that its bounds were
+    /// too small; absent in results from before they were told apart.
+    #[serde(default)]
+    pub events_lost_kernel: u64,
+    #[serde(default)]
+    pub events_lost_reader: u64,
     /// jitterscope's own CPU time over the run (user + system, all its threads).
     pub tool_cpu_ns: u64,
     /// One per thread seen, by thread id.
@@ -171,13 +180,25 @@ pub fn watch_text(r: &ResultFile) -> String {
     let guessed: u64 = w.threads.iter().map(|t| t.starts_guessed).sum();
     let unseen: u64 = w.threads.iter().map(|t| t.starts_unseen).sum();
     out.push_str(&format!(
-        "trace: {} events read, {} lost; jitterscope used {:.3} s of CPU; {guessed} starts \
-         from idle dated by the CPU's next event, {unseen} undated (left out)\n",
+        "trace: {} events read, {} lost{}; jitterscope used {:.3} s of CPU; {guessed} \
+         starts from idle dated by the CPU's next event, {unseen} undated (left out)\n",
         w.events_read,
         w.events_lost,
+        lost_split(w),
         w.tool_cpu_ns as f64 / 1e9
     ));
     out
+}
+
+/// Where the lost events went, when any were: " (N by the kernel, M by jitterscope)".
+fn lost_split(w: &WatchRecord) -> String {
+    if w.events_lost == 0 || w.events_lost != w.events_lost_kernel + w.events_lost_reader {
+        return String::new();
+    }
+    format!(
+        " ({} overwritten in the kernel's buffers, {} dropped by jitterscope's bounds)",
+        w.events_lost_kernel, w.events_lost_reader
+    )
 }
 
 /// The watch CSV's header: one row per thread (`row` = `thread`) with its figures, then
@@ -322,6 +343,8 @@ mod tests {
             filtering: String::new(),
             events_read: 1234,
             events_lost: 5,
+            events_lost_kernel: 3,
+            events_lost_reader: 2,
             tool_cpu_ns: 0,
             threads,
         });
@@ -330,6 +353,29 @@ mod tests {
 
     /// One row per thread with its figures, one per cause of its delays; every row as
     /// wide as the header, the units in its names.
+    /// The text says where lost events went: a slow reader and too small a bound call
+    /// for different fixes.
+    #[test]
+    fn text_tells_kernel_losses_from_the_readers() {
+        let r = result(vec![thread(10, "app", &[20_000; 10], Vec::new())]);
+        let text = watch_text(&r);
+        assert!(
+            text.contains(
+                "5 lost (3 overwritten in the kernel's buffers, 2 dropped by jitterscope's \
+                 bounds)"
+            ),
+            "{text}"
+        );
+        let mut old = r.clone();
+        let w = old.watch.as_mut().unwrap();
+        (w.events_lost_kernel, w.events_lost_reader) = (0, 0);
+        let text = watch_text(&old);
+        assert!(
+            text.contains("5 lost;"),
+            "an older result has no split: {text}"
+        );
+    }
+
     #[test]
     fn csv_has_a_row_per_thread_and_per_cause() {
         let causes = vec![

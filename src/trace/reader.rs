@@ -164,6 +164,8 @@ pub struct EventWindow {
     pub read: u64,
     /// Events pushed out by the bound before the caller forgot them: lost to it.
     pub evicted: u64,
+    /// Events the buffer's pages said the kernel lost before them.
+    pub missed: u64,
 }
 
 impl EventWindow {
@@ -175,6 +177,7 @@ impl EventWindow {
             cap: cap.max(1),
             read: 0,
             evicted: 0,
+            missed: 0,
         }
     }
 
@@ -265,6 +268,7 @@ impl Follower {
                 &mut |e| w.push(e),
             )?;
             w.read += d.read;
+            w.missed += d.missed;
             self.malformed_pages += d.malformed_pages;
         }
         Ok(())

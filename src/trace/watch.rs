@@ -428,6 +428,8 @@ impl Walk {
 /// Events kept per CPU for the delays still open (48 bytes each, 6 MiB a CPU): past it
 /// the oldest are dropped and counted as lost.
 pub const TAIL_CAP: usize = 131_072;
+/// Events walked between settlings within one batch.
+const SETTLE_EVERY: usize = 8192;
 /// A wake-up open longer than this keeps no events for itself: one whose switch-in was
 /// lost would otherwise hold every CPU's events to the cap.
 const HORIZON_NS: u64 = 2_000_000_000;
@@ -492,7 +494,13 @@ impl Watcher {
             .collect();
         // Stable: events of one CPU at one stamp keep their order.
         merged.sort_by_key(|&(ts, cpu, _)| (ts, cpu));
-        for (_, cpu, e) in merged {
+        for (i, &(ts, cpu, e)) in merged.iter().enumerate() {
+            // A reader that fell behind brings a large batch: settling on the way keeps
+            // the tails to what open delays need rather than to the batch. Every event
+            // before this one is in, so the delays that ended before it can be settled.
+            if i > 0 && i % SETTLE_EVERY == 0 {
+                self.settle(ts, names, symbols);
+            }
             self.walk.step(names, cpu, e);
             let tail = self.tails.entry(cpu).or_default();
             if tail.len() >= TAIL_CAP {
@@ -998,6 +1006,37 @@ mod tests {
             // A CPU's events of about one period (6 a period), not of the run (1 800).
             assert!(most <= 40, "{most} events held with windows of {step}");
         }
+    }
+
+    /// A reader that fell behind feeds one batch of more events than a tail holds
+    /// (issue 25: 540 000 events a second on a CPU under `stress-ng --switch`): the
+    /// batch is settled on the way, so nothing is dropped and the delay inside it is
+    /// still split.
+    #[test]
+    fn a_batch_larger_than_a_tail_loses_nothing() {
+        let mut t = Trace::new();
+        let (a, b) = (t.task("ping", 30, 120), t.task("pong", 31, 120));
+        let app = t.task("app", 10, 98);
+        let n = TAIL_CAP as u64 * 2;
+        for i in 0..n {
+            let (prev, next) = if i % 2 == 0 { (a, b) } else { (b, a) };
+            t.switch(0, 1_000 + i * 1_000, prev, 1, next);
+        }
+        // Late in the batch, the app waits 50 µs behind ping on CPU 1.
+        let late = 1_000 + (n - 100) * 1_000;
+        t.switch(1, late - 1_000, app, 1, a);
+        t.switch(1, late - 500, app, 1, a);
+        t.wake(1, late, app, 1);
+        t.switch(1, late + 50_000, a, 1, app);
+        let symbols = HashMap::new();
+        let mut w = Watcher::new(Watched::Comm("app".into()), settings());
+        w.feed(&t.per_cpu, u64::MAX, &t.names, &symbols);
+        assert_eq!(w.evicted, 0, "nothing dropped");
+        assert!(w.tails.values().all(|t| t.len() < SETTLE_EVERY * 2));
+        let f = w.finish(&t.names, &symbols);
+        let attr = f[0].attribution.as_ref().expect("the 50 µs delay");
+        assert_eq!(attr.gaps, 1);
+        assert!(attr.causes[0].cause.starts_with("task ping:30"), "{attr:?}");
     }
 
     #[test]
