@@ -336,3 +336,117 @@ fn measuring_commands_write_the_page_with_html() {
     let (figures, _) = expected_figures(std::slice::from_ref(&json));
     assert_content(&html, &[json], figures);
 }
+
+/// Issue 25: the page of a real `watch` result (tests/fixtures/watch.json, two threads of
+/// a sleeper beside a CPU hog and a build): per thread its wake-up delay plots with their
+/// unit, its summary row, its causes each with the audit finding whose fix would remove
+/// it, its worst delays part by part, and the run's cost. Without the audit, the page says
+/// so instead of naming a fix.
+#[test]
+fn issue25_watch_page_shows_threads_causes_and_fix_links() {
+    const WATCH_TEST: &str = "issue25_watch_page_shows_threads_causes_and_fix_links";
+    let fixture = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/watch.json");
+    let dir = tempfile::tempdir().unwrap();
+    let page = dir.path().join("watch.html");
+    let render = |json: &Path, page: &Path| {
+        run_ok(&[
+            "report",
+            json.to_str().unwrap(),
+            "--format",
+            "html",
+            "-o",
+            page.to_str().unwrap(),
+        ]);
+        std::fs::read_to_string(page).unwrap()
+    };
+    let html = render(&fixture, &page);
+    assert_self_contained(&html);
+    let r = ResultFile::read(&fixture).unwrap();
+    let w = r.watch.as_ref().expect("the fixture is a watch result");
+    let audit = r.host.audit.as_ref().expect("the fixture has its audit");
+    assert!(html.contains(&escape(&format!("watch: {}", w.target))));
+    assert!(html.contains(&format!(
+        "{} trace events read, {} lost",
+        w.events_read, w.events_lost
+    )));
+    assert!(html.contains("ms of CPU per s"), "the tool's CPU cost");
+    for th in &w.threads {
+        let who = format!("{}:{}", th.comm, th.tid);
+        assert!(
+            html.contains(&format!("watch: thread {who}")),
+            "{who}'s section"
+        );
+        // Its summary row: the wake-ups and p99 as the table shows them.
+        let p99 = format!("{:.2}", th.wakeup.p99_ns.unwrap() as f64 / 1e3);
+        assert!(
+            html.contains(&format!("<td class=\"num\">{p99}</td>")),
+            "{who} p99 {p99}"
+        );
+        let a = th.attribution.as_ref().expect("delays over the threshold");
+        assert!(html.contains(&format!("watch {who}: the causes of {} delays", a.gaps)));
+        assert!(html.contains(&format!("watch {who}: the {} largest delays", a.top.len())));
+        for c in &a.causes {
+            assert!(html.contains(&escape(&c.cause)), "{}", c.cause);
+            // The link the terminal gives is the page's: the worst, most specific
+            // finding of this host's audit whose fix removes the cause.
+            if let Some(f) = jitterscope::report::watch::cause_findings(&r, c)
+                .unwrap()
+                .first()
+            {
+                assert_ne!(f.severity, jitterscope::system::audit::Severity::Ok);
+                assert!(audit.findings.iter().any(|g| g.id == f.id));
+                let link = escape(&format!("audit {}: {}", f.id, f.fix));
+                assert!(html.contains(&link), "{}: {link}", c.cause);
+            }
+        }
+    }
+    // This host's audit: a task that ran instead points at isolation, the tick at
+    // nohz_full.
+    assert!(html.contains("audit isolated-missing: "), "a task's fix");
+    assert!(
+        html.contains("audit nohz-full-unsupported: "),
+        "the tick's fix"
+    );
+    // Two plots per thread (percentiles, histogram), each with its unit.
+    let drawable =
+        plot::result_plots(&[(fixture.clone(), r.clone())]).is_ok() && crate::util::can_draw();
+    if drawable {
+        assert_eq!(html.matches("<figure>").count(), 2 * w.threads.len());
+        assert!(html.contains("watch js-fixture wakeup: latency by percentile ("));
+        assert!(html.contains("watch js-fixture wakeup: histogram ("));
+    } else {
+        skip(
+            WATCH_TEST,
+            "no font to draw plots with: the figure checks are vacuous",
+        );
+    }
+    for cap in html.split("<figcaption>").skip(1) {
+        let cap = &cap[..cap.find("</figcaption>").unwrap()];
+        let unit = ["(ns)", "(µs)", "(ms)", "(s)", "(%)"];
+        assert!(unit.iter().any(|u| cap.contains(u)), "no unit: {cap}");
+    }
+
+    // No audit in the result: no fix is named, and the page says why.
+    let mut bare = r.clone();
+    bare.host.audit = None;
+    let bare_json = dir.path().join("no-audit.json");
+    std::fs::write(&bare_json, serde_json::to_string(&bare).unwrap()).unwrap();
+    let bare_html = render(&bare_json, &dir.path().join("no-audit.html"));
+    assert!(
+        !bare_html.contains("audit isolated-missing"),
+        "a fix without an audit"
+    );
+    assert!(bare_html.contains("(no audit in this result)"));
+
+    let Some(chromium) = find_chromium() else {
+        return skip(WATCH_TEST, "no chromium on PATH: the page is not opened");
+    };
+    let keep = Path::new(env!("CARGO_TARGET_TMPDIR")).join("html_page");
+    std::fs::create_dir_all(&keep).unwrap();
+    let browser = Browser {
+        exe: chromium,
+        profile: dir.path().join("profile"),
+    };
+    let _m = measuring();
+    check_loads_cleanly(&browser, &page, &keep.join("watch.png"));
+}

@@ -251,6 +251,14 @@ pub trait Measure {
     /// The text printed on the terminal.
     fn text(&self, result: &ResultFile) -> String;
 
+    /// The CPUs the host's audit in the result is about, or `None` for no audit [default:
+    /// the measured CPUs, when the result is kept (`RunSettings::keeps_result`)].
+    fn audit_cpus(&self, plan: &CpuPlan) -> Option<CpuList> {
+        self.settings()
+            .keeps_result()
+            .then(|| plan.measured.clone())
+    }
+
     /// Adds what the kind keeps beside its probe entries (`tune`'s steps, `watch`'s
     /// threads) to the result, before it is saved and printed [default: nothing].
     fn finish(&mut self, _result: &mut ResultFile) {}
@@ -341,7 +349,7 @@ pub fn execute(
     m.check(&cpus)?;
     let start_time = SystemTime::now();
     let keep = m.settings().keeps_result();
-    let pre = preamble(req, &cpus, &universe, keep);
+    let pre = preamble(req, &cpus, &universe, m.audit_cpus(&cpus).as_ref());
     let late = m.announces_late();
     if !late {
         pre.announce(sink);
@@ -417,13 +425,18 @@ impl Preamble {
     }
 }
 
-/// `audit`: whether the host's audit goes into the result (only a kept result has it).
-fn preamble(req: SchedRequest, plan: &CpuPlan, universe: &CpuUniverse, audit: bool) -> Preamble {
+/// `audit`: the CPUs the host's audit in the result is about, if it has one.
+fn preamble(
+    req: SchedRequest,
+    plan: &CpuPlan,
+    universe: &CpuUniverse,
+    audit: Option<&CpuList>,
+) -> Preamble {
     let (clock, problems) = ClockInfo::detect();
     let host = HostInfo::collect(clock, universe.online.clone());
     let host = match audit {
-        true => host.audited(&plan.measured),
-        false => host,
+        Some(cpus) => host.audited(cpus),
+        None => host,
     };
     let mut degraded: Vec<Degraded> = problems.iter().map(Degraded::from_clock).collect();
     if let Err(reason) = sched::preflight(req) {

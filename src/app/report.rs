@@ -120,6 +120,7 @@ fn tables(results: &[Loaded], top: Option<usize>) -> String {
     for (path, r) in results {
         out.push_str(&file_header(path, r));
         out.push_str(&probe_tables(r));
+        out.push_str(&crate::report::watch::watch_text(r));
         if let Some(t) = &r.tune {
             out.push_str(&views::tune::tune_text(t));
         }

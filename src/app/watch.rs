@@ -184,6 +184,20 @@ impl Measure for WatchCommand {
         })
     }
 
+    /// Always audited, saved or not: the cause table names the finding whose fix would
+    /// remove each cause, on the terminal too. The audit is about the traced CPUs but the
+    /// reader's, as `jitterscope audit` is about every CPU but one kept for housekeeping:
+    /// about every CPU, its fixes would read "isolate every CPU" and "move the IRQs to a
+    /// housekeeping CPU" where none is left. Nothing here is timed, so its cost (time
+    /// before the trace starts, memory) takes nothing from the figures.
+    fn audit_cpus(&self, plan: &CpuPlan) -> Option<CpuList> {
+        let rest = plan.measured.without(&plan.housekeeping);
+        Some(match rest.cpus().is_empty() {
+            true => plan.measured.clone(),
+            false => rest,
+        })
+    }
+
     fn check(&self, _cpus: &CpuPlan) -> anyhow::Result<()> {
         if !rustix::process::geteuid().is_root() {
             bail!("watch needs root: it traces the scheduler with a tracefs instance of its own");

@@ -272,6 +272,10 @@ pub fn result_page(results: &[Loaded]) -> anyhow::Result<Page> {
         }
         page.sections
             .extend(attribution_sections(r, &named, &mut page.warnings, &file));
+        if let Some(w) = &r.watch {
+            page.sections
+                .extend(watch_sections(r, w, &named, &mut page.warnings, &file));
+        }
         page.sections.push(measurements(&named("Measurements"), r));
         if !distributions.is_empty() {
             page.sections.push(Section {
@@ -437,6 +441,8 @@ fn attribution_sections(
 enum GapKind {
     Noise,
     Timer,
+    /// A watched thread's wake-up delays (`watch`).
+    Wakeup,
 }
 
 impl GapKind {
@@ -444,6 +450,7 @@ impl GapKind {
         match self {
             GapKind::Noise => "noise",
             GapKind::Timer => "timer",
+            GapKind::Wakeup => "watch",
         }
     }
 
@@ -452,6 +459,7 @@ impl GapKind {
         match self {
             GapKind::Noise => "gap",
             GapKind::Timer => "late wake-up",
+            GapKind::Wakeup => "delay",
         }
     }
 
@@ -459,6 +467,7 @@ impl GapKind {
         match self {
             GapKind::Noise => format!("Why each gap happened: noise CPU {cpu}"),
             GapKind::Timer => format!("What made the wake-ups late: timer CPU {cpu}"),
+            GapKind::Wakeup => format!("What delayed the wake-ups: CPU {cpu}"),
         }
     }
 }
@@ -582,6 +591,11 @@ fn cause_table(what: GapKind, cpu: usize, a: &crate::stats::causes::Attribution)
 
 /// The largest gaps, each broken down: a row per part, the gap's own cells on its first.
 fn top_gaps_table(what: GapKind, cpu: usize, a: &crate::stats::causes::Attribution) -> Table {
+    top_parts_table(what, &format!("{} CPU {cpu}", what.probe()), a)
+}
+
+/// The largest gaps of `subject` ("noise CPU 1", "watch js-fixture:22388"), part by part.
+fn top_parts_table(what: GapKind, subject: &str, a: &crate::stats::causes::Attribution) -> Table {
     use crate::report::table::us;
     use crate::stats::causes::CauseKind;
     let mut rows = Vec::new();
@@ -612,11 +626,11 @@ fn top_gaps_table(what: GapKind, cpu: usize, a: &crate::stats::causes::Attributi
     let start = match what {
         GapKind::Noise => "at (s from the start)",
         GapKind::Timer => "deadline (s from the start)",
+        GapKind::Wakeup => "woken at (s from the start)",
     };
     Table {
         caption: format!(
-            "{} CPU {cpu}: the {} largest {gap}s, part by part in time order",
-            what.probe(),
+            "{subject}: the {} largest {gap}s, part by part in time order",
             a.top.len()
         ),
         headers: [
@@ -634,6 +648,252 @@ fn top_gaps_table(what: GapKind, cpu: usize, a: &crate::stats::causes::Attributi
             "Offset: from the {gap}'s start. The unaccounted part is the {gap}'s time that no \
              event covers, summed over the {gap}, so it has no offset."
         )),
+    }
+}
+
+// ---------------------------------------------------------------------------------------
+// A watched application's threads (`watch`)
+
+/// The `watch` section: what was watched and what it cost, a row per thread; then per
+/// thread its wake-up delay distribution, its causes with the audit finding whose fix
+/// would remove each, and its worst delays part by part.
+fn watch_sections(
+    r: &ResultFile,
+    w: &crate::report::watch::WatchRecord,
+    named: &dyn Fn(&str) -> String,
+    warnings: &mut Vec<String>,
+    file: &str,
+) -> Vec<Section> {
+    use crate::report::table::us;
+    let secs = r.run.actual_duration_ns as f64 / 1e9;
+    let cpu_ms_per_s = match secs > 0.0 {
+        true => w.tool_cpu_ns as f64 / 1e6 / secs,
+        false => 0.0,
+    };
+    let th_us = w.threshold_ns as f64 / 1e3;
+    let mut out = vec![Section {
+        heading: named(&format!("watch: {}", w.target)),
+        facts: vec![
+            fact("Watched", &w.target),
+            fact(
+                "For",
+                format!("{} ({})", seconds(r.run.actual_duration_ns), w.ended),
+            ),
+            fact("Delays attributed", format!("at or above {th_us} µs")),
+            fact("Method", &w.method),
+            fact("Filtering", &w.filtering),
+            fact(
+                "Cost",
+                format!(
+                    "{} trace events read, {} lost; jitterscope used {:.1} ms of CPU per s \
+                     ({:.3} s in all)",
+                    w.events_read,
+                    w.events_lost,
+                    cpu_ms_per_s,
+                    w.tool_cpu_ns as f64 / 1e9
+                ),
+            ),
+        ],
+        text: vec![
+            "Wake-up delay: from the thread's sched_wakeup to the sched_switch that ran it \
+             (run-queue latency). Preempted: time switched out while runnable. IRQ time: \
+             interrupt contexts while it ran."
+                .into(),
+        ],
+        tables: vec![watch_summary_table(w)],
+        ..Section::default()
+    }];
+    if w.events_lost > 0 {
+        warnings.push(format!(
+            "{file}: {} trace events were lost: delays in those stretches may be missing or \
+             misread",
+            w.events_lost
+        ));
+    }
+    let dists = crate::report::watch::wakeup_dists(w);
+    let mut failed = None;
+    for (th, d) in w.threads.iter().zip(&dists) {
+        let who = format!("{}:{}", th.comm, th.tid);
+        let mut lead = Vec::new();
+        match wakeup_figures(d, &who) {
+            Ok(f) => lead.extend(f),
+            Err(e) => failed = failed.or(Some(e)),
+        }
+        let mut text = vec![format!(
+            "{} wake-ups: p50 {}, p99 {}, max {} µs.",
+            th.wakeup.count,
+            us(th.wakeup.p50_ns),
+            us(th.wakeup.p99_ns),
+            us(th.wakeup.max_ns)
+        )];
+        let mut tables = Vec::new();
+        match &th.attribution {
+            None => text.push(format!(
+                "No delay reached {th_us} µs, so none is attributed."
+            )),
+            Some(a) => {
+                text.push(format!(
+                    "{} delays at or above {th_us} µs, {} in all; what ran instead on the \
+                     CPU, as shares of their time.",
+                    a.gaps,
+                    duration_words(a.interrupted_ns)
+                ));
+                if r.host.audit.is_none() {
+                    text.push(format!(
+                        "Fixes: {} — no finding can be named for this host.",
+                        crate::report::watch::NO_AUDIT
+                    ));
+                }
+                if !a.causes.is_empty() {
+                    tables.push(watch_cause_table(r, &who, a));
+                }
+                if !a.top.is_empty() {
+                    tables.push(top_parts_table(GapKind::Wakeup, &format!("watch {who}"), a));
+                }
+            }
+        }
+        out.push(Section {
+            heading: named(&format!("watch: thread {who}")),
+            text,
+            lead,
+            tables,
+            ..Section::default()
+        });
+    }
+    if let Some(e) = failed {
+        warnings.push(format!("{file}: the wake-up delay plots are left out: {e}"));
+    }
+    out
+}
+
+/// A thread's wake-up delays by percentile and as a histogram, drawn as probes'
+/// distributions are (`figure::Curves`, `plot::Plot`); none when nothing was recorded.
+fn wakeup_figures(d: &Dist, who: &str) -> Result<Vec<Figure>, String> {
+    use crate::report::figure::{Curves, DistId};
+    let Some(curves) = Curves::of(d)? else {
+        return Ok(Vec::new());
+    };
+    let id = DistId::of(d);
+    let figures = [
+        id.percentiles(vec![curves.percentiles]),
+        id.histogram(vec![curves.bins]),
+    ];
+    figures
+        .iter()
+        .map(|f| {
+            let p = plot::Plot::of(f);
+            Ok(Figure {
+                caption: format!("{} — thread {who}", p.title),
+                svg: p.svg().map_err(|e| e.to_string())?,
+                series: false,
+            })
+        })
+        .collect()
+}
+
+/// A row per watched thread: its wake-ups and what else it lost.
+fn watch_summary_table(w: &crate::report::watch::WatchRecord) -> Table {
+    use crate::report::table::us;
+    let ms = |ns: u64| format!("{:.3}", ns as f64 / 1e6);
+    let rows = (w.threads.iter())
+        .map(|th| {
+            vec![
+                format!("{}:{}", th.comm, th.tid),
+                th.wakeup.count.to_string(),
+                us(th.wakeup.p50_ns),
+                us(th.wakeup.p99_ns),
+                us(th.wakeup.max_ns),
+                th.preempted.count.to_string(),
+                ms(th.preempted.sum_ns),
+                ms(th.irq.sum_ns),
+                th.migrations.to_string(),
+                th.involuntary_switches.to_string(),
+                th.runs.to_string(),
+                th.attribution.as_ref().map_or(0, |a| a.gaps).to_string(),
+            ]
+        })
+        .collect();
+    Table {
+        caption: format!("watch: {} thread(s)", w.threads.len()),
+        headers: [
+            "thread (comm:tid)",
+            "wake-ups",
+            "p50 (µs)",
+            "p99 (µs)",
+            "max (µs)",
+            "preempted",
+            "preempted (ms)",
+            "IRQ (ms)",
+            "migrations",
+            "invol. switches",
+            "runs",
+            &format!("delays ≥ {} µs", w.threshold_ns as f64 / 1e3),
+        ]
+        .map(String::from)
+        .to_vec(),
+        rows,
+        note: Some(
+            "Wake-up percentiles in µs; preempted and IRQ time summed over the run, in ms.".into(),
+        ),
+    }
+}
+
+/// A thread's causes, largest total first, each with the finding of this result's audit
+/// whose fix would remove it (`watch::cause_findings`, the noise verdict's mapping).
+fn watch_cause_table(r: &ResultFile, who: &str, a: &crate::stats::causes::Attribution) -> Table {
+    use crate::report::table::us;
+    let rows = (a.causes.iter())
+        .map(|c| {
+            let fix = match crate::report::watch::cause_findings(r, c).as_deref() {
+                None => crate::report::watch::NO_AUDIT.to_string(),
+                Some([]) => "-".into(),
+                Some([first, more @ ..]) => {
+                    let mut s = format!("audit {}: {}", first.id, first.fix);
+                    if !more.is_empty() {
+                        let ids: Vec<String> = more.iter().map(|f| f.id.to_string()).collect();
+                        s.push_str(&format!(" (also: {})", ids.join(", ")));
+                    }
+                    s
+                }
+            };
+            vec![
+                c.cause.clone(),
+                crate::report::export::serde_name(&c.kind),
+                c.gaps.to_string(),
+                c.largest_in.to_string(),
+                us(Some(c.total_ns)),
+                format!("{:.1}", c.share_pct),
+                us(Some(c.max_ns)),
+                fix,
+            ]
+        })
+        .collect();
+    Table {
+        caption: format!(
+            "watch {who}: the causes of {} delays, largest total first, and the fix",
+            a.gaps
+        ),
+        headers: [
+            "cause",
+            "kind",
+            "delays",
+            "main cause of (delays)",
+            "total (µs)",
+            "share (%)",
+            "max (µs)",
+            "fix (audit finding)",
+        ]
+        .map(String::from)
+        .to_vec(),
+        rows,
+        note: Some(
+            "Share: of the time of every attributed delay. Main cause of: the delays where it \
+             took the most time. Max: its time in one delay. Fix: the finding of this host's \
+             audit, not ok, whose fix would remove the cause, worst and most specific first \
+             (the mapping the noise verdict uses; the idle task's time is the CPU leaving \
+             idle, which the idle-state findings address); '-' where the audit reported none."
+                .into(),
+        ),
     }
 }
 

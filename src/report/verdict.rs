@@ -46,71 +46,9 @@ const TICK_MIN_EVENTS: usize = 20;
 /// Shortest interruption counted as a long stall.
 pub const LONG_STALL_NS: u64 = 50_000;
 
-/// What a cause is, and the audit findings whose fixes address it.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Cause {
-    Tick,
-    LongStall,
-    Other,
-    /// Measured from trace events only: the kernel's RT throttle held the loop off.
-    RtThrottling,
-    /// Measured from trace events only: the fair server ran normal tasks instead.
-    FairServer,
-}
-
-impl Cause {
-    /// Every cause, for tests and for walking them all.
-    pub const ALL: [Cause; 5] = [
-        Cause::Tick,
-        Cause::LongStall,
-        Cause::Other,
-        Cause::RtThrottling,
-        Cause::FairServer,
-    ];
-
-    /// The findings that address this cause, most specific first (of equal severity the
-    /// first listed is the fix named).
-    pub fn findings(self) -> &'static [FindingId] {
-        use FindingId as F;
-        match self {
-            // isolcpus alone leaves the tick running: only nohz_full stops it.
-            Cause::Tick => &[
-                F::NohzFullMissing,
-                F::NohzFullPartial,
-                F::NohzFullUnsupported,
-                F::IsolatedNotNohzFull,
-            ],
-            // hypervisor-present is info (context, not a fix) and so never matched. The
-            // idle-state findings are not here: noise is measured on a CPU that never
-            // idles, so they cannot remove it (they matter for timer wake-ups).
-            Cause::LongStall => &[F::StealTime, F::SmtActive, F::NmiWatchdogOn],
-            Cause::Other => &[
-                F::IrqOnMeasuredCpus,
-                F::IrqManagedOnMeasured,
-                F::IsolatedMissing,
-                F::IsolatedPartial,
-                F::IsolcpusNotInForce,
-                F::ManagedIrqNotIsolated,
-                F::IrqbalanceRunning,
-                F::KthreadsOnMeasured,
-                F::RcuNocbsMissing,
-                F::RcuNocbsPartial,
-                F::NohzFullWithoutRcuNocbs,
-                F::WorkqueueOnMeasured,
-                F::WorkqueuesOnMeasured,
-                F::WritebackOnMeasured,
-                F::TimerMigrationOn,
-                F::IrqAffinityIncludesMeasured,
-                F::SoftWatchdogOn,
-                F::StatIntervalShort,
-                F::KsmRunning,
-                F::DamonRunning,
-            ],
-            Cause::RtThrottling => &[F::RtThrottlingOn],
-            Cause::FairServer => &[F::FairServerOn],
-        }
-    }
-}
+/// The causes and the findings that address each live in `system::cause_fix`, which
+/// watch's cause table and tune's step order read too.
+pub use crate::system::cause_fix::{Cause, matching};
 
 /// How one CPU's logged interruptions split into causes, ns of interruption each.
 #[derive(Debug, Clone, Default, PartialEq)]
@@ -294,22 +232,16 @@ fn entry_split(e: &NoiseEntry) -> Option<Split> {
 /// The causes as the trace measured them: the tick is the local timer vector running the
 /// tick's hrtimer; what no event covered is set where long stalls go.
 fn measured_split(a: &crate::stats::causes::Attribution) -> Split {
-    use crate::stats::causes::CauseKind;
-    let is_tick =
-        |c: &&crate::stats::causes::CauseRow| c.cause.starts_with("vector local_timer: tick_");
-    let tick_row = a.causes.iter().find(is_tick);
-    let tick_ns: u64 = a.causes.iter().filter(is_tick).map(|c| c.total_ns).sum();
-    let long_ns: u64 = (a.causes.iter())
-        .filter(|c| c.kind == CauseKind::Unaccounted)
-        .map(|c| c.total_ns)
-        .sum();
-    let throttled = |stable: &str| -> u64 {
+    let of = |c: &&crate::stats::causes::CauseRow| Cause::of_row(c.kind, &c.cause);
+    let sum = |cause: Cause| -> u64 {
         (a.causes.iter())
-            .filter(|c| c.kind == CauseKind::Throttling && c.cause.starts_with(stable))
+            .filter(|c| of(c) == cause)
             .map(|c| c.total_ns)
             .sum()
     };
-    let (rt_ns, fair_ns) = (throttled("real-time throttling"), throttled("fair server"));
+    let tick_row = a.causes.iter().find(|c| of(c) == Cause::Tick);
+    let (tick_ns, long_ns) = (sum(Cause::Tick), sum(Cause::LongStall));
+    let (rt_ns, fair_ns) = (sum(Cause::RtThrottling), sum(Cause::FairServer));
     Split {
         tick_ns,
         long_ns,
@@ -461,26 +393,6 @@ fn dominant(
         out.push(format!("CPU {cpu} {what} ({how}){why}.{not_tick}"));
     }
     out
-}
-
-/// The non-ok findings that address `cause`, bad first.
-fn matching<'a>(cause: Cause, findings: &[&'a Finding]) -> Vec<&'a Finding> {
-    let mut v: Vec<&Finding> = findings
-        .iter()
-        .copied()
-        // The fair server's finding is only info (it matters only to a loop that spins),
-        // but where the trace measured it taking the CPU, it is the fix.
-        .filter(|f| {
-            matches!(f.severity, Severity::Warn | Severity::Bad)
-                || (cause == Cause::FairServer && f.severity == Severity::Info)
-        })
-        .filter(|f| cause.findings().contains(&f.id))
-        .collect();
-    // Worst first; of equal severity, the finding most specific to the cause (the
-    // findings are listed in that order: nohz_full before isolation for the tick).
-    let rank = |f: &Finding| cause.findings().iter().position(|id| *id == f.id);
-    v.sort_by_key(|f| (std::cmp::Reverse(f.severity), rank(f)));
-    v
 }
 
 /// The top three fixes: measured causes first, by share; then other findings.

@@ -5,8 +5,9 @@
 use serde::{Deserialize, Serialize};
 
 use crate::probes::record::HistogramRecord;
-use crate::stats::causes::Attribution;
+use crate::stats::causes::{Attribution, CauseRow};
 use crate::stats::histogram::{LatencyHistogram, Summary};
+use crate::system::audit::Finding;
 use crate::trace::watch::ThreadFigures;
 
 use super::ResultFile;
@@ -103,6 +104,21 @@ impl WatchedThread {
     }
 }
 
+/// The findings of the result's own audit, not ok, whose fixes would remove cause `c`
+/// of a watched thread's delays (`system::cause_fix`, the mapping the noise verdict
+/// uses), worst first; `None` when the result holds no audit. Only what the audit
+/// reported on the host that was watched is named: a fix printed must apply to it.
+pub fn cause_findings<'a>(r: &'a ResultFile, c: &CauseRow) -> Option<Vec<&'a Finding>> {
+    let audit = r.host.audit.as_ref()?;
+    let all: Vec<&Finding> = audit.findings.iter().collect();
+    Some(crate::system::cause_fix::wakeup_matching(
+        c.kind, &c.cause, &all,
+    ))
+}
+
+/// What the page and the terminal say of a result without an audit.
+pub const NO_AUDIT: &str = "(no audit in this result)";
+
 fn ms(ns: u64) -> String {
     format!("{:.2}", ns as f64 / 1e6)
 }
@@ -175,6 +191,21 @@ pub fn watch_text(r: &ResultFile) -> String {
                 "  {:5.1} %  main cause of {:>5} delays  {}\n",
                 c.share_pct, c.largest_in, c.cause
             ));
+            // The finding whose fix would remove it, whole (a command in it can be
+            // pasted); the others that would, by id.
+            if let Some([first, more @ ..]) = cause_findings(r, c).as_deref() {
+                out.push_str(&format!(
+                    "           fix: audit {}: {}\n",
+                    first.id, first.fix
+                ));
+                if !more.is_empty() {
+                    let ids: Vec<String> = more.iter().map(|f| f.id.to_string()).collect();
+                    out.push_str(&format!("           also: {}\n", ids.join(", ")));
+                }
+            }
+        }
+        if r.host.audit.is_none() {
+            out.push_str(&format!("  fixes: {NO_AUDIT}\n"));
         }
     }
     let guessed: u64 = w.threads.iter().map(|t| t.starts_guessed).sum();
@@ -286,7 +317,9 @@ pub fn wakeup_dists(w: &WatchRecord) -> Vec<super::dist::Dist<'_>> {
 mod tests {
     use super::*;
     use crate::report::compare::{Run, Verdict, compare};
-    use crate::stats::causes::{CauseKind, CauseRow};
+    use crate::stats::causes::CauseKind;
+    use crate::system::audit::Severity;
+    use crate::system::finding_id::FindingId;
 
     fn cause(kind: CauseKind, cause: &str, gaps: u64, total_ns: u64) -> CauseRow {
         CauseRow {
@@ -416,6 +449,57 @@ mod tests {
         // In `report --format csv`, after the (empty) distributions table.
         let all = super::super::export::csv_summary(&[("r.json".into(), r.clone())]);
         assert!(all.ends_with(&csv), "{all}");
+    }
+
+    fn finding(id: FindingId, severity: Severity, fix: &str) -> Finding {
+        Finding {
+            id,
+            area: crate::system::audit::Area::Housekeeping,
+            severity,
+            value: String::new(),
+            why: String::new(),
+            fix: fix.into(),
+            remedies: Vec::new(),
+        }
+    }
+
+    /// Each cause names the finding of the result's own audit whose fix would remove it,
+    /// only where that audit reported it not ok; without an audit, the text says so.
+    #[test]
+    fn causes_name_the_fix_this_hosts_audit_reported() {
+        let causes = vec![
+            cause(
+                CauseKind::Task,
+                "task kworker/1:1:57 (SCHED_OTHER nice 0) vmstat_update",
+                4,
+                9_000_000,
+            ),
+            cause(CauseKind::Irq, "irq 30 eth0", 3, 30_000),
+        ];
+        let mut r = result(vec![thread(10, "app", &[20_000; 10], causes)]);
+        let audit = r.host.audit.as_mut().expect("the fixture's audit");
+        audit.findings = vec![
+            finding(
+                FindingId::StatIntervalShort,
+                Severity::Warn,
+                "now: sysctl -w vm.stat_interval=10",
+            ),
+            finding(FindingId::IrqOnMeasuredCpus, Severity::Ok, "none"),
+        ];
+        let t = watch_text(&r);
+        assert!(
+            t.contains(
+                "task kworker/1:1:57 (SCHED_OTHER nice 0) vmstat_update\n           \
+                 fix: audit stat-interval-short: now: sysctl -w vm.stat_interval=10\n"
+            ),
+            "{t}"
+        );
+        // The IRQ finding is ok on this host: no fix for the IRQ.
+        assert_eq!(t.matches("fix: audit").count(), 1, "{t}");
+        r.host.audit = None;
+        let t = watch_text(&r);
+        assert!(!t.contains("fix: audit"), "{t}");
+        assert!(t.contains("fixes: (no audit in this result)"), "{t}");
     }
 
     fn runs<'a>(results: &'a [ResultFile]) -> Vec<Run<'a>> {

@@ -2,6 +2,7 @@
 //! the machine and settings that produced it.
 
 pub mod audit;
+pub mod cause_fix;
 pub mod counters;
 pub mod finding_id;
 pub mod kernel;

@@ -1,73 +1,19 @@
 //! The cause each step targets, and the steps ordered by its traced share.
 //!
 //! With a trace, a step that goes after the largest share of the lost time is tried
-//! first; the table below says which attributed causes each step's fix removes. Steps
+//! first; `system::cause_fix::TARGETS` says which attributed causes each step's fix removes. Steps
 //! it does not name (PM QoS: a spinning CPU never idles, so no gap shows its cost) have
 //! no share and keep their severity order after those that do.
 
-use crate::stats::causes::{Attribution, CauseKind};
+use crate::stats::causes::Attribution;
+use crate::system::cause_fix::{self, Target};
 
 use super::Step;
 
-/// A cause a step targets: a kind, and where given a word its cause names contain
-/// ("task kworker/1:1:57 (SCHED_OTHER nice 0) vmstat_update").
-type Target = (CauseKind, Option<&'static str>);
-
-/// Finding id → the causes its fix removes from the measured CPUs.
-const TARGETS: &[(&str, &[Target])] = &[
-    ("rt-throttling-on", &[(CauseKind::Throttling, None)]),
-    ("irq-on-measured-cpus", &[(CauseKind::Irq, None)]),
-    ("irq-affinity-includes-measured", &[(CauseKind::Irq, None)]),
-    ("irq-quiet-on-measured", &[(CauseKind::Irq, None)]),
-    ("irq-managed-on-measured", &[(CauseKind::Irq, None)]),
-    // Timers armed elsewhere stop being queued here: their softirq and tick work.
-    (
-        "timer-migration-on",
-        &[
-            (CauseKind::Softirq, Some("TIMER")),
-            (CauseKind::Vector, Some("local_timer")),
-        ],
-    ),
-    ("stat-interval-short", &[(CauseKind::Task, Some("vmstat"))]),
-    (
-        "workqueue-on-measured",
-        &[(CauseKind::Task, Some("kworker"))],
-    ),
-    (
-        "writeback-on-measured",
-        &[(CauseKind::Task, Some("kworker"))],
-    ),
-    (
-        "workqueues-on-measured",
-        &[(CauseKind::Task, Some("kworker"))],
-    ),
-    // The audit's watched kernel threads, less the kworkers (they follow the workqueue
-    // masks) and IRQ threads (their IRQ's affinity), which this step does not move.
-    (
-        "kthreads-on-measured",
-        &[
-            (CauseKind::Task, Some("task rcu")),
-            (CauseKind::Task, Some("task kdamond")),
-            (CauseKind::Task, Some("task kcompactd")),
-            (CauseKind::Task, Some("task khugepaged")),
-            (CauseKind::Task, Some("task ksmd")),
-            (CauseKind::Task, Some("task kswapd")),
-            (CauseKind::Task, Some("task khungtaskd")),
-            (CauseKind::Task, Some("task oom_reaper")),
-        ],
-    ),
-    ("soft-watchdog-on", &[(CauseKind::Task, Some("watchdog"))]),
-    ("damon-running", &[(CauseKind::Task, Some("kdamond"))]),
-    ("thp-madvise", &[(CauseKind::Task, Some("khugepaged"))]),
-    ("hung-task-on", &[(CauseKind::Task, Some("khungtaskd"))]),
-];
-
-/// The causes `step_id` targets (none for a step the table does not name).
+/// The causes `step_id` targets (none for a step the table does not name): the audit
+/// finding's targets in the one table of what each fix removes (`system::cause_fix`).
 pub fn targets(step_id: &str) -> &'static [Target] {
-    TARGETS
-        .iter()
-        .find(|(id, _)| *id == step_id)
-        .map_or(&[], |(_, t)| *t)
+    step_id.parse().map_or(&[], cause_fix::targets)
 }
 
 /// The share, in % of the interrupted time of every attributed gap of `attrs` (one per
@@ -80,10 +26,7 @@ pub fn share_of(step_id: &str, attrs: &[&Attribution]) -> Option<f64> {
         return None;
     }
     let hit: u64 = (attrs.iter().flat_map(|a| &a.causes))
-        .filter(|row| {
-            t.iter()
-                .any(|(k, word)| row.kind == *k && word.is_none_or(|w| row.cause.contains(w)))
-        })
+        .filter(|row| cause_fix::hits(t, row.kind, &row.cause))
         .map(|row| row.total_ns)
         .sum();
     Some(hit as f64 * 100.0 / total as f64)
@@ -99,7 +42,7 @@ pub fn order(steps: &mut [Step], share: impl Fn(&Step) -> Option<f64>) {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::stats::causes::CauseRow;
+    use crate::stats::causes::{CauseKind, CauseRow};
 
     fn row(kind: CauseKind, cause: &str, total_ns: u64) -> CauseRow {
         CauseRow {
