@@ -116,10 +116,12 @@ impl ThreadFigures {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Phase {
     Asleep,
-    /// Woken at `at` (a tick) for `cpu`.
+    /// Woken at `at` (a tick) for `cpu`, at the kernel's priority `prio`: of two woken
+    /// for an idle CPU, the higher runs first.
     Woken {
         at: u64,
         cpu: usize,
+        prio: i32,
     },
     /// Switched out while runnable at `at` on `cpu`.
     Preempted {
@@ -147,6 +149,9 @@ type Delay = (u32, usize, Gap, u64);
 struct Cpu {
     /// The task running, as far as the events tell.
     current: Option<Task>,
+    /// `current` is a task woken for this CPU while idle, not yet seen running: with no
+    /// switch out of idle recorded, a higher-priority thread woken after it runs first.
+    waiting: bool,
     /// Open interrupt contexts, and when the outermost opened.
     depth: u32,
     since: u64,
@@ -225,18 +230,25 @@ impl Walk {
                     th.phase = Phase::Woken {
                         at: e.ts,
                         cpu: target,
+                        prio: task.prio,
                     };
                 }
             }
-            // Another task woken for an idle CPU runs there next, switch recorded or not:
-            // a watched thread woken after it waits for a switch, not for a guess.
+            // Another task woken for an idle CPU runs there next, switch recorded or not
+            // (of two woken, the higher priority): a watched thread woken after it, at
+            // no higher priority, waits for a switch, not for a guess.
             Kind::Wakeup {
                 task, target_cpu, ..
             } => {
                 let target = usize::try_from(target_cpu).unwrap_or(cpu);
                 let c = self.cpus.entry(target).or_default();
-                if c.current.is_none_or(|t| t.pid == 0) {
+                let first = match c.current {
+                    None => true,
+                    Some(t) => t.pid == 0 || (c.waiting && task.prio < t.prio),
+                };
+                if first {
                     c.current = Some(task);
+                    c.waiting = true;
                 }
             }
             Kind::Switch {
@@ -256,18 +268,23 @@ impl Walk {
     /// On an idle CPU, the first event after a watched thread's wake-up for it starts
     /// the thread (no switch out of idle is recorded on some kernels).
     fn guess_start(&mut self, cpu: usize, ts: u64) {
-        let c = self.cpus.entry(cpu).or_default();
-        if c.current.is_some_and(|t| t.pid != 0) {
-            return;
-        }
-        // The earliest woken first: it would run first.
+        let c = *self.cpus.entry(cpu).or_default();
+        // Running, or woken to run before any watched thread of no higher priority.
+        let ahead = |prio: i32| match c.current {
+            Some(t) if t.pid != 0 => !c.waiting || t.prio <= prio,
+            _ => false,
+        };
+        // Of the woken, the highest priority first, then the earliest: it would run first.
         let woken = (self.threads.iter())
             .filter_map(|(&tid, th)| match th.phase {
-                Phase::Woken { at, cpu: w } if w == cpu && at < ts => Some((at, tid)),
+                Phase::Woken { at, cpu: w, prio } if w == cpu && at < ts => Some((prio, at, tid)),
                 _ => None,
             })
             .min();
-        let Some((at, tid)) = woken else { return };
+        let Some((prio, at, tid)) = woken else { return };
+        if ahead(prio) {
+            return;
+        }
         let Some(th) = self.threads.get_mut(&tid) else {
             return;
         };
@@ -279,9 +296,11 @@ impl Walk {
         let task = Task {
             pid: tid,
             comm: 0,
-            prio: 0,
+            prio,
         };
-        self.cpus.entry(cpu).or_default().current = Some(task);
+        let c = self.cpus.entry(cpu).or_default();
+        c.current = Some(task);
+        c.waiting = false;
     }
 
     /// Interrupt contexts on `cpu`: their time counts against a watched thread running
@@ -336,6 +355,7 @@ impl Walk {
         let c = self.cpus.entry(cpu).or_default();
         c.depth = 0;
         c.current = Some(next);
+        c.waiting = false;
         if self.watched.wants(&prev, names) {
             self.switched_out(names, cpu, ts, prev, prev_state);
         }
@@ -861,6 +881,47 @@ mod tests {
             attr.causes
         );
         assert_eq!(attr.causes[0].largest_in, 1);
+    }
+
+    /// The other way round (issue 25's bench: a real-time sleeper beside `stress-ng
+    /// --switch`): a normal task woken for an idle CPU, then the real-time app woken for
+    /// it. The app runs first; the exit of the interrupt that woke it dates its start.
+    #[test]
+    fn a_higher_priority_thread_woken_later_runs_first() {
+        let mut t = Trace::new();
+        let app = t.task("app", 10, 98);
+        let other = t.task("switcher", 20, 120);
+        let idle = t.task("swapper/1", 0, 120);
+        let name = t.names.intern("local_timer");
+        t.switch(1, 100, app, 1, idle);
+        t.wake(1, 1_000, other, 1);
+        t.at(1, 19_000, Kind::VectorEntry { name });
+        t.wake(1, 20_000, app, 1);
+        t.at(1, 34_000, Kind::VectorExit { name });
+        t.switch(1, 48_000, app, 1, other);
+        let f = t.run(&tids(&[10]), 10_000);
+        let a = &f[0];
+        assert_eq!((a.starts_guessed, a.starts_unseen), (1, 0));
+        assert_eq!(
+            a.wakeup.max_ns(),
+            Some(14_000),
+            "wake-up to the interrupt's exit"
+        );
+        // Not when the app is of no higher priority: then the other runs first.
+        let mut t = Trace::new();
+        let app = t.task("app", 10, 120);
+        let other = t.task("switcher", 20, 100);
+        let idle = t.task("swapper/1", 0, 120);
+        let name = t.names.intern("local_timer");
+        t.switch(1, 100, app, 1, idle);
+        t.wake(1, 1_000, other, 1);
+        t.wake(1, 20_000, app, 1);
+        t.at(1, 34_000, Kind::VectorExit { name });
+        t.switch(1, 48_000, other, 1, app);
+        t.switch(1, 50_000, app, 1, idle);
+        let a = &t.run(&tids(&[10]), 10_000)[0];
+        assert_eq!(a.starts_guessed, 0);
+        assert_eq!(a.wakeup.max_ns(), Some(28_000), "waited for the switch");
     }
 
     /// A woken thread that switches out with no event before: its start is unseen.
