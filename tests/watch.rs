@@ -35,6 +35,14 @@ fn sleeper(
     recording: &AtomicBool,
     stop: &AtomicBool,
 ) -> Vec<(u64, u64)> {
+    become_sleeper(cpu);
+    tid.send(rustix::thread::gettid().as_raw_nonzero().get() as u32)
+        .unwrap();
+    sleep_to_deadlines(recording, stop)
+}
+
+/// Makes this thread the sleeper: SCHED_FIFO 5, pinned to `cpu`, timer slack 1 ns.
+fn become_sleeper(cpu: usize) {
     use jitterscope::engine::sched::{Policy, SchedRequest, pin_to, set_policy};
     // Real-time below the hog: only the hog (and the kernel) can hold it off, not the
     // builds and tests that share this machine.
@@ -47,8 +55,10 @@ fn sleeper(
     // The default 50 µs of slack would move the timer itself, which no run-queue delay
     // shows.
     let _ = jitterscope::engine::calls::set_timer_slack(1);
-    tid.send(rustix::thread::gettid().as_raw_nonzero().get() as u32)
-        .unwrap();
+}
+
+/// The sleeper's loop: see `sleeper`.
+fn sleep_to_deadlines(recording: &AtomicBool, stop: &AtomicBool) -> Vec<(u64, u64)> {
     let mut late = Vec::new();
     let mut next = clock::monotonic_ns();
     let mut ran = next;
@@ -409,6 +419,375 @@ fn issue25_watch_saves_the_threads_figures_and_names_the_hog() {
         .iter()
         .find(|c| c.cause.starts_with("task js-hog:"));
     assert!(hog.is_some_and(|h| h.largest_in > 0), "{:?}", a.causes);
+}
+
+/// Whether `perf sched record` records here, or why not: tried once, briefly.
+fn perf_can_record(dir: &std::path::Path) -> Result<(), String> {
+    let out = Command::new("perf")
+        .args(["sched", "record", "-o"])
+        .arg(dir.join("probe.data"))
+        .args(["--", "true"])
+        .output()
+        .map_err(|e| format!("no perf to run ({e}); scripts/test installs linux-perf"))?;
+    if out.status.success() {
+        return Ok(());
+    }
+    let err = String::from_utf8_lossy(&out.stderr);
+    let last = err.lines().rfind(|l| !l.trim().is_empty()).unwrap_or("");
+    Err(format!(
+        "`perf sched record` cannot record on this kernel ({}): {last}",
+        out.status
+    ))
+}
+
+/// A task's row of `perf sched latency -p`: (its delays, their mean and their maximum,
+/// ns). A row reads `  comm:tid  | 1.2 ms | 1456 | avg: 0.045 ms | max: 0.301 ms | …`.
+fn perf_latency_row(text: &str, tid: u32) -> Option<(u64, u64, u64)> {
+    text.lines().find_map(|line| {
+        let f: Vec<&str> = line.split('|').map(str::trim).collect();
+        let (_, pid) = f.first()?.rsplit_once(':')?;
+        if pid.parse::<u32>().ok()? != tid {
+            return None;
+        }
+        let ms = |field: &str, key: &str| -> Option<u64> {
+            let v = field.strip_prefix(key)?.strip_suffix("ms")?.trim();
+            Some((v.parse::<f64>().ok()? * 1e6).round() as u64)
+        };
+        Some((
+            f.get(2)?.parse().ok()?,
+            ms(f.get(3)?, "avg:")?,
+            ms(f.get(4)?, "max:")?,
+        ))
+    })
+}
+
+/// How many times `tid` began a run, in `perf script`'s text of a record, with no
+/// wake-up of it since it last stopped: starts whose delay perf cannot know, as it lost
+/// the wake-up (a switch out while runnable, `R`, is waiting, no stop).
+fn perf_blind_starts(script: &str, tid: u32) -> u64 {
+    let (pid, next, prev) = (
+        format!(" pid={tid} "),
+        format!("next_pid={tid} "),
+        format!("prev_pid={tid} "),
+    );
+    // None before its first event; then whether it waits to run (woken, or preempted).
+    let mut waiting: Option<bool> = None;
+    let mut blind = 0;
+    for line in script.lines() {
+        if line.contains("sched:sched_wakeup:") && line.contains(&pid) {
+            waiting = Some(true);
+        } else if line.contains("sched:sched_switch:") {
+            if let Some(at) = line.find(&prev) {
+                let state = line[at..].split_whitespace().nth(2).unwrap_or("");
+                waiting = Some(state.starts_with("prev_state=R"));
+            }
+            if line.contains(&next) {
+                blind += u64::from(waiting == Some(false));
+                waiting = Some(false);
+            }
+        }
+    }
+    blind
+}
+
+#[test]
+fn perf_latency_rows_are_read() {
+    let text = "  Task                  |   Runtime ms  | Switches | Avg delay ms    | Max delay ms    |\n  \
+                js-sleeper:4242       |      9.182 ms |     1453 | avg:   0.041 ms | max:   0.305 ms | max start: 1.0 s | max end: 1.3 s\n  \
+                cargo:(5)             |     20.271 ms |       17 | avg:   0.675 ms | max:   2.704 ms |";
+    assert_eq!(perf_latency_row(text, 4242), Some((1453, 41_000, 305_000)));
+    assert_eq!(perf_latency_row(text, 5), None);
+    let script = "\
+        a 9 [001] 1.0: sched:sched_switch: prev_comm=a prev_pid=9 prev_prio=120 prev_state=R ==> next_comm=s next_pid=42 next_prio=94
+        s 42 [001] 1.1: sched:sched_switch: prev_comm=s prev_pid=42 prev_prio=94 prev_state=S ==> next_comm=a next_pid=9 next_prio=120
+        a 9 [001] 1.2: sched:sched_wakeup: comm=s pid=42 prio=94 target_cpu=001
+        a 9 [001] 1.3: sched:sched_switch: prev_comm=a prev_pid=9 prev_prio=120 prev_state=R ==> next_comm=s next_pid=42 next_prio=94
+        s 42 [001] 1.4: sched:sched_switch: prev_comm=s prev_pid=42 prev_prio=94 prev_state=R+ ==> next_comm=h next_pid=7 next_prio=90
+        h 7 [001] 1.5: sched:sched_switch: prev_comm=h prev_pid=7 prev_prio=90 prev_state=S ==> next_comm=s next_pid=42 next_prio=94
+        s 42 [001] 1.6: sched:sched_switch: prev_comm=s prev_pid=42 prev_prio=94 prev_state=S ==> next_comm=b next_pid=75 next_prio=120
+        h 7 [001] 1.7: sched:sched_switch: prev_comm=h prev_pid=7 prev_prio=90 prev_state=S ==> next_comm=s next_pid=42 next_prio=94
+    ";
+    assert_eq!(perf_blind_starts(script, 42), 1, "the last start, unwoken");
+}
+
+/// Waits until the watch run `pid` records the scheduler's switches and wake-ups: its
+/// instance has both enabled (a new instance records from the start).
+fn wait_for_sched_events(pid: u32) {
+    let root = jitterscope::trace::tracefs_root().expect("tracefs");
+    let events = root
+        .join("instances")
+        .join(format!("jitterscope-{pid}"))
+        .join("events/sched");
+    let on = |e: &str| {
+        std::fs::read_to_string(events.join(e).join("enable")).is_ok_and(|t| t.trim() == "1")
+    };
+    let start = std::time::Instant::now();
+    while !(on("sched_switch") && on("sched_wakeup")) {
+        assert!(
+            start.elapsed() < Duration::from_secs(10),
+            "watch never began"
+        );
+        std::thread::sleep(Duration::from_millis(10));
+    }
+}
+
+/// Ends the workload of `issue25_watch_agrees_with_perf_sched_latency` however its
+/// scope is left: a failed assertion must not leave a thread waiting forever.
+struct Release<'a> {
+    go: Option<std::sync::mpsc::Sender<()>>,
+    park: Option<std::sync::mpsc::Sender<()>>,
+    /// The sleeper's loop, and the hog and the spinner.
+    stop: &'a AtomicBool,
+    quit: &'a AtomicBool,
+}
+
+impl Drop for Release<'_> {
+    fn drop(&mut self) {
+        self.stop.store(true, Ordering::Relaxed);
+        self.quit.store(true, Ordering::Relaxed);
+        self.go.take();
+        self.park.take();
+    }
+}
+
+/// Issue 25, done-when 2: against perf. `perf sched record -a` (perf_event tracepoints)
+/// and `watch --tid` (its own tracefs instance) record one run of the sleeper and the
+/// hog at once; the sleeper's maximum and mean delay agree with `perf sched latency`'s
+/// within 2 % + 10 µs. Like with like:
+///
+/// - The window: the sleeper waits, blocked, until both record, sleeps to its deadlines
+///   for 1.5 s, and blocks again before either stops: both see all of its wake-ups.
+///   That both counted the same delays (to 1 %: see below) is checked before their
+///   figures are.
+/// - Idle: this guest records no switch out of idle (nor out of its agent's threads).
+///   perf then counts no delay (the wake-up never meets a switch in); watch dates the
+///   start by the CPU's next event (guessed). A fair spinner on the CPU keeps it from
+///   idling, so every start of the sleeper is a recorded switch.
+/// - Preemption: perf counts a task switched out runnable as waiting from then on (a
+///   delay of its own; 6.1 reads only `R`, not the `R+` of a preemption in the kernel),
+///   watch keeps it apart (`preempted`). The hog runs at the sleeper's priority, so it
+///   never preempts it; should the kernel (a stopper thread), perf's count says which it
+///   did, and the figures are compared on the same footing.
+/// - The wake-up: perf 6.1 reads `sched_wakeup` only (see below), as watch does; a later
+///   perf dates it by `sched_waking`, earlier in the same `try_to_wake_up` on the
+///   sleeper's own CPU (its timer's interrupt), a µs or so.
+#[test]
+fn issue25_watch_agrees_with_perf_sched_latency() {
+    use std::io::{BufRead, BufReader};
+    use std::process::Stdio;
+    use std::sync::mpsc;
+    let test = "issue25_watch_agrees_with_perf_sched_latency";
+    let _m = measuring();
+    let Some((cpu, hk)) = can_watch(test) else {
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    if let Err(why) = perf_can_record(dir.path()) {
+        skip(test, &why);
+        return;
+    }
+    let data = dir.path().join("perf.data");
+    let json = dir.path().join("watch.json");
+    let clock = ClockInfo::detect().0;
+    let (stop, quit, never) = (
+        AtomicBool::new(false),
+        AtomicBool::new(false),
+        AtomicBool::new(false),
+    );
+    let ready = Barrier::new(2);
+    let (tid, watched, perf) = std::thread::scope(|s| {
+        let (go_tx, go_rx) = mpsc::channel::<()>();
+        let (park_tx, park_rx) = mpsc::channel::<()>();
+        let (tid_tx, tid_rx) = mpsc::channel();
+        let (done_tx, done_rx) = mpsc::channel();
+        let release = Release {
+            go: Some(go_tx),
+            park: Some(park_tx),
+            stop: &stop,
+            quit: &quit,
+        };
+        let quit = &quit;
+        let named = |name: &str| std::thread::Builder::new().name(name.into());
+        let spinner = named("js-spinner").spawn_scoped(s, move || {
+            let _ = jitterscope::engine::sched::pin_to(cpu);
+            let _ = rustix::process::setpriority_process(None, 19);
+            while !quit.load(Ordering::Relaxed) {
+                std::hint::spin_loop();
+            }
+        });
+        let (stop, never) = (&stop, &never);
+        let sleeper = named("js-sleeper").spawn_scoped(s, move || {
+            become_sleeper(cpu);
+            tid_tx
+                .send(rustix::thread::gettid().as_raw_nonzero().get() as u32)
+                .unwrap();
+            if go_rx.recv().is_ok() {
+                sleep_to_deadlines(never, stop);
+            }
+            let _ = done_tx.send(());
+            let _ = park_rx.recv();
+        });
+        let tid: u32 = tid_rx.recv().unwrap();
+        let schedule = Schedule {
+            cpu,
+            // The sleeper's: it waits for a hold, but is never preempted by one.
+            priority: 5,
+            period: HOG_PERIOD,
+            busy: HOLD,
+            run_for: Duration::from_secs(30),
+            count: usize::MAX,
+        };
+        let (ready, clock) = (&ready, &clock);
+        let hog = named("js-hog").spawn_scoped(s, move || inject(schedule, ready, quit, clock));
+        let _threads = (spinner.unwrap(), sleeper.unwrap(), hog.unwrap());
+        ready.wait();
+        // perf records every CPU from before its workload runs. It records
+        // `sched_waking` where the kernel has it, which 6.1's `sched latency` does not
+        // read (fixed later, 4453deacf446): without `sched_wakeup` too it sees no
+        // wake-up, only waits after preemption.
+        let mut perf = Child(
+            Command::new("perf")
+                .args(["sched", "record", "-a", "-e", "sched:sched_wakeup", "-o"])
+                .arg(&data)
+                .args(["--", "sh", "-c", "echo recording; read _; exit 0"])
+                .stdin(Stdio::piped())
+                .stdout(Stdio::piped())
+                .stderr(std::fs::File::create(dir.path().join("perf.err")).unwrap())
+                .spawn()
+                .expect("perf runs"),
+        );
+        let mut line = String::new();
+        let _ = BufReader::new(perf.0.stdout.take().unwrap()).read_line(&mut line);
+        assert_eq!(line.trim(), "recording", "perf's workload began");
+        let mut watch = Child(
+            Command::new(bin())
+                .args(["watch", "--tid", &tid.to_string()])
+                .args(["--housekeeping", &hk.to_string(), "-q"])
+                .arg(format!("--json={}", json.display()))
+                .spawn()
+                .expect("the binary runs"),
+        );
+        wait_for_sched_events(watch.0.id());
+        let _ = release.go.as_ref().unwrap().send(());
+        std::thread::sleep(Duration::from_millis(1500));
+        stop.store(true, Ordering::Relaxed);
+        done_rx.recv().unwrap();
+        // Time for the sleeper to block again, its last switch out recorded by both.
+        std::thread::sleep(Duration::from_millis(100));
+        let pid = rustix::process::Pid::from_raw(watch.0.id() as i32).unwrap();
+        rustix::process::kill_process(pid, rustix::process::Signal::INT).unwrap();
+        let watched = watch.0.wait().unwrap();
+        // Its workload's `read` ends, and perf with it (perf exits with its status).
+        perf.0.stdin.take();
+        let perf = perf.0.wait().unwrap();
+        drop(release);
+        (tid, watched, perf)
+    });
+    let perf_err = std::fs::read_to_string(dir.path().join("perf.err")).unwrap_or_default();
+    assert!(perf.success(), "perf sched record: {perf}: {perf_err}");
+    assert_eq!(watched.code(), Some(0), "watch, stopped by SIGINT");
+    let latency = Command::new("perf")
+        .args(["sched", "latency", "-p", "-i"])
+        .arg(&data)
+        .output()
+        .expect("perf runs");
+    let table = String::from_utf8_lossy(&latency.stdout);
+    let Some((perf_n, perf_mean, perf_max)) = perf_latency_row(&table, tid) else {
+        panic!(
+            "no row for {tid} in perf sched latency: {}\n{table}{}",
+            latency.status,
+            String::from_utf8_lossy(&latency.stderr)
+        );
+    };
+    let w = ResultFile::read(&json).expect("the result").watch.unwrap();
+    let th = (w.threads.iter())
+        .find(|t| t.tid == tid)
+        .expect("the sleeper in watch's result");
+    let (wake, pre) = (&th.wakeup, &th.preempted);
+    eprintln!(
+        "{test}: perf: {perf_n} delays, mean {perf_mean} ns, max {perf_max} ns; watch: {} \
+         wake-ups, mean {:.0} ns, max {} ns; {} preempted, max {} ns; {} guessed, {} \
+         unseen; {} of {} events lost",
+        wake.count,
+        wake.mean_ns.unwrap_or(0.0),
+        wake.max_ns.unwrap_or(0),
+        pre.count,
+        pre.max_ns.unwrap_or(0),
+        th.starts_guessed,
+        th.starts_unseen,
+        w.events_lost,
+        w.events_read
+    );
+    assert!(
+        wake.count >= 500,
+        "{} wake-ups in 1.5 s of 1.03 ms sleeps",
+        wake.count
+    );
+    // Starts whose wake-up perf lost: this guest loses some events in some contexts
+    // (its idle task's, its agent's threads'), and not always the same in perf as in
+    // tracefs. watch may hold a delay for each; perf holds none.
+    let script = Command::new("perf")
+        .args(["script", "-i"])
+        .arg(&data)
+        .output()
+        .expect("perf runs");
+    let blind = perf_blind_starts(&String::from_utf8_lossy(&script.stdout), tid);
+    // What perf counted says which of watch's figures are its: the wake-ups alone, or
+    // with the waits after preemption (each a delay to perf).
+    let both = wake.count + pre.count;
+    let (n, what, mean, max) = match perf_n.abs_diff(wake.count) <= perf_n.abs_diff(both) {
+        true => (
+            wake.count,
+            "wake-ups",
+            wake.mean_ns.unwrap_or(0.0),
+            wake.max_ns.unwrap_or(0),
+        ),
+        false => (
+            both,
+            "wake-ups and preemptions",
+            (wake.sum_ns + pre.sum_ns) as f64 / both as f64,
+            wake.max_ns.max(pre.max_ns).unwrap_or(0),
+        ),
+    };
+    let within =
+        |watch: f64, perf: u64| (watch - perf as f64).abs() <= perf as f64 * 0.02 + 10_000.0;
+    // watch's worst delays, the largest first.
+    let top: Vec<u64> = (th.attribution.iter())
+        .flat_map(|a| a.top.iter().map(|g| g.duration_ns))
+        .collect();
+    eprintln!(
+        "{test}: on {perf_n} and {n} {what} ({blind} starts perf has no wake-up for): max \
+         perf {:.1} µs, watch {:.1} µs; mean perf {:.1} µs, watch {:.1} µs; watch's worst \
+         {top:?} ns",
+        perf_max as f64 / 1e3,
+        max as f64 / 1e3,
+        perf_mean as f64 / 1e3,
+        mean / 1e3
+    );
+    // watch's worst may be one whose wake-up perf lost: then perf's worst is among
+    // watch's next worst.
+    let max_agrees = within(max as f64, perf_max)
+        || (blind > 0 && max > perf_max && top.iter().any(|&d| within(d as f64, perf_max)));
+    let slack = 3.max(n / 100);
+    let verdict = match () {
+        // More than 1 % beyond what perf lost is two different runs.
+        _ if n > perf_n + blind + slack || perf_n > n + slack => Err(format!(
+            "perf counted {perf_n} delays ({blind} starts without a wake-up); watch {} \
+             wake-ups and {} preemptions ({} guessed, {} unseen, {} events lost): the two did \
+             not see the same run",
+            wake.count, pre.count, th.starts_guessed, th.starts_unseen, w.events_lost
+        )),
+        _ if !max_agrees => Err(format!("max: perf {perf_max} ns, watch {max} ns")),
+        _ if !within(mean, perf_mean) => {
+            Err(format!("mean: perf {perf_mean} ns, watch {mean:.0} ns"))
+        }
+        _ => Ok(()),
+    };
+    if let Err(e) = verdict {
+        // Both records, for a look: `perf sched latency -p -i`, `perf script -i`.
+        let kept = dir.keep();
+        panic!("{e}; perf.data and watch.json kept in {}", kept.display());
+    }
 }
 
 /// Root and tracefs, or why not (printed): what `watch` needs of the host.
