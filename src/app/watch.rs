@@ -316,7 +316,12 @@ impl Measure for WatchCommand {
         }
         let figures = f.figures;
         let threads = (figures.into_iter())
-            .map(|f| WatchedThread::from_figures(f, ctx.keep))
+            .map(|f| {
+                let tid = f.tid;
+                let mut t = WatchedThread::from_figures(f, ctx.keep);
+                t.policy_at_end = sched::policy_of(tid);
+                t
+            })
             .collect();
         self.record = Some(WatchRecord {
             target: self.target.describe(),

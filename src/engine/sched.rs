@@ -180,6 +180,52 @@ pub fn current_policy() -> SchedRequest {
     }
 }
 
+/// The name of a scheduling policy number (sched_getscheduler, /proc/<pid>/stat's 41st
+/// field).
+pub fn policy_name(p: u32) -> &'static str {
+    match p {
+        0 => "SCHED_OTHER",
+        1 => "SCHED_FIFO",
+        2 => "SCHED_RR",
+        3 => "SCHED_BATCH",
+        5 => "SCHED_IDLE",
+        6 => "SCHED_DEADLINE",
+        _ => "?",
+    }
+}
+
+/// Another thread's policy and priority in words ("SCHED_FIFO 10", "SCHED_OTHER nice
+/// 0"), or `None` when it has ended.
+pub fn policy_of(tid: u32) -> Option<String> {
+    let tid = libc::pid_t::try_from(tid).ok()?;
+    // SAFETY: plain queries of another task; the param is a local we own.
+    let (policy, prio) = unsafe {
+        let policy = libc::sched_getscheduler(tid);
+        let mut param = libc::sched_param { sched_priority: 0 };
+        if policy < 0 || libc::sched_getparam(tid, &mut param) != 0 {
+            return None;
+        }
+        (policy, param.sched_priority)
+    };
+    // The reset-on-fork flag rides on the policy.
+    let name = policy_name((policy & !libc::SCHED_RESET_ON_FORK) as u32);
+    Some(match name {
+        "SCHED_FIFO" | "SCHED_RR" => format!("{name} {prio}"),
+        "SCHED_OTHER" | "SCHED_BATCH" => {
+            let nice = std::fs::read_to_string(format!("/proc/{tid}/stat")).ok()?;
+            // The 19th field, after the name (which may hold spaces and parentheses).
+            let nice = nice
+                .rsplit_once(')')?
+                .1
+                .split_whitespace()
+                .nth(16)?
+                .to_string();
+            format!("{name} nice {nice}")
+        }
+        _ => name.to_string(),
+    })
+}
+
 /// Explains a refused policy change in words a user can act on.
 pub fn explain_refusal(err: &std::io::Error) -> String {
     match err.raw_os_error() {
@@ -415,6 +461,31 @@ mod tests {
                     se.nr_migrations                             :                    7\n";
         assert_eq!(parse_sched_field(text, "se.nr_migrations"), Some(7));
         assert_eq!(parse_sched_field(text, "nr_switches"), None);
+    }
+
+    /// Another thread's policy as set, in words; none once it has ended.
+    #[test]
+    fn another_threads_policy_is_read_in_words() {
+        let (tx, rx) = std::sync::mpsc::channel();
+        let (done_tx, done_rx) = std::sync::mpsc::channel::<()>();
+        let h = std::thread::spawn(move || {
+            let tid = rustix::thread::gettid().as_raw_nonzero().get() as u32;
+            // Raising nice to 19 needs no privilege.
+            unsafe { libc::setpriority(libc::PRIO_PROCESS, tid, 19) };
+            tx.send(tid).unwrap();
+            done_rx.recv().unwrap();
+        });
+        let tid = rx.recv().unwrap();
+        assert_eq!(policy_of(tid).as_deref(), Some("SCHED_OTHER nice 19"));
+        done_tx.send(()).unwrap();
+        h.join().unwrap();
+        // The kernel releases the task a moment after the join.
+        let gone = (0..1000).any(|_| {
+            std::thread::sleep(std::time::Duration::from_millis(1));
+            policy_of(tid).is_none()
+        });
+        assert!(gone, "thread {tid} still has a policy after it ended");
+        assert_eq!(policy_name(1), "SCHED_FIFO");
     }
 
     #[test]

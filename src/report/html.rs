@@ -799,6 +799,7 @@ fn watch_summary_table(w: &crate::report::watch::WatchRecord) -> Table {
         .map(|th| {
             vec![
                 format!("{}:{}", th.comm, th.tid),
+                crate::report::watch::policy_cell(th),
                 th.wakeup.count.to_string(),
                 us(th.wakeup.p50_ns),
                 us(th.wakeup.p99_ns),
@@ -817,6 +818,7 @@ fn watch_summary_table(w: &crate::report::watch::WatchRecord) -> Table {
         caption: format!("watch: {} thread(s)", w.threads.len()),
         headers: [
             "thread (comm:tid)",
+            "policy",
             "wake-ups",
             "p50 (µs)",
             "p99 (µs)",
@@ -833,7 +835,10 @@ fn watch_summary_table(w: &crate::report::watch::WatchRecord) -> Table {
         .to_vec(),
         rows,
         note: Some(
-            "Wake-up percentiles in µs; preempted and IRQ time summed over the run, in ms.".into(),
+            "Wake-up percentiles in µs; preempted and IRQ time summed over the run, in ms. \
+             Policy: as the kernel gave it at the end, or as the trace showed it for a \
+             thread that had ended; with the number of changes seen."
+                .into(),
         ),
     }
 }

@@ -8,6 +8,7 @@ use crate::probes::record::HistogramRecord;
 use crate::stats::causes::{Attribution, CauseRow};
 use crate::stats::histogram::{LatencyHistogram, Summary};
 use crate::system::audit::Finding;
+use crate::trace::event::policy_words;
 use crate::trace::watch::ThreadFigures;
 
 use super::ResultFile;
@@ -65,10 +66,31 @@ pub struct WatchedThread {
     /// of idle recorded), and wake-ups whose start no event dated (not in `wakeup`).
     pub starts_guessed: u64,
     pub starts_unseen: u64,
+    /// Its policy and priority as the trace first showed them (from the kernel's
+    /// priority: "real-time 10", "SCHED_OTHER nice 0"), each change after it (a
+    /// priority-inheritance boost is one; the first 16 of `priority_changes_total`), and
+    /// its policy as the kernel gave it at the end ("SCHED_FIFO 10"; absent once ended).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub priority: Option<String>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub priority_changes: Vec<PriorityChange>,
+    #[serde(default)]
+    pub priority_changes_total: u64,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub policy_at_end: Option<String>,
     /// Its delays at or above the threshold, split by what ran instead on that CPU;
     /// absent when none was.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub attribution: Option<Attribution>,
+}
+
+/// A watched thread's priority changed.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PriorityChange {
+    /// Since the run began.
+    pub at_ns: u64,
+    /// The new one, in words.
+    pub priority: String,
 }
 
 fn summary_and_record(h: Option<&LatencyHistogram>, keep: bool) -> (Summary, HistogramRecord) {
@@ -99,6 +121,16 @@ impl WatchedThread {
             involuntary_switches: f.involuntary,
             starts_guessed: f.starts_guessed,
             starts_unseen: f.starts_unseen,
+            priority: f.prio.map(policy_words),
+            priority_changes: (f.prio_changes.iter())
+                .map(|&(at_ns, p)| PriorityChange {
+                    at_ns,
+                    priority: policy_words(p),
+                })
+                .collect(),
+            priority_changes_total: f.prio_changes_total,
+            // The caller asks the kernel, which a record of figures cannot.
+            policy_at_end: None,
             attribution: f.attribution,
         }
     }
@@ -116,6 +148,18 @@ pub fn cause_findings<'a>(r: &'a ResultFile, c: &CauseRow) -> Option<Vec<&'a Fin
     ))
 }
 
+/// A thread's policy for the tables: as the kernel gave it at the end, or as the trace
+/// first showed it for one that had ended; "(+N)" when it changed N times.
+pub fn policy_cell(th: &WatchedThread) -> String {
+    let p = (th.policy_at_end.as_deref())
+        .or(th.priority.as_deref())
+        .unwrap_or("-");
+    match th.priority_changes_total {
+        0 => p.to_string(),
+        n => format!("{p} (+{n})"),
+    }
+}
+
 /// What the page and the terminal say of a result without an audit.
 pub const NO_AUDIT: &str = "(no audit in this result)";
 
@@ -131,6 +175,7 @@ pub fn watch_text(r: &ResultFile) -> String {
     let th_us = w.threshold_ns as f64 / 1e3;
     let mut t = Tab::new(&[
         core("thread"),
+        core("policy"),
         core("wake-ups"),
         core("p50 µs"),
         core("p99 µs"),
@@ -156,6 +201,7 @@ pub fn watch_text(r: &ResultFile) -> String {
         });
         t.row(vec![
             format!("{}:{}", th.comm, th.tid),
+            policy_cell(th),
             th.wakeup.count.to_string(),
             us(th.wakeup.p50_ns),
             us(th.wakeup.p99_ns),
@@ -175,6 +221,24 @@ pub fn watch_text(r: &ResultFile) -> String {
         r.run.actual_duration_ns as f64 / 1e9,
         w.ended,
     );
+    for th in w.threads.iter().filter(|t| t.priority_changes_total > 0) {
+        let changes: Vec<String> = (th.priority_changes.iter())
+            .map(|c| format!("{} at {:.3} s", c.priority, c.at_ns as f64 / 1e9))
+            .collect();
+        let more = th.priority_changes_total - th.priority_changes.len() as u64;
+        out.push_str(&format!(
+            "{}:{}: priority {} at first, then {}{}\n",
+            th.comm,
+            th.tid,
+            th.priority.as_deref().unwrap_or("?"),
+            changes.join(", "),
+            if more > 0 {
+                format!(" and {more} more")
+            } else {
+                String::new()
+            }
+        ));
+    }
     // The causes of each thread's delays, as shares of their time.
     for th in &w.threads {
         let Some(a) = &th.attribution else { continue };
@@ -359,6 +423,9 @@ mod tests {
             involuntary: 3,
             starts_guessed: 0,
             starts_unseen: 0,
+            prio: Some(98),
+            prio_changes: vec![(1_500_000_000, 49)],
+            prio_changes_total: 1,
             attribution,
         };
         WatchedThread::from_figures(f, true)
@@ -406,6 +473,28 @@ mod tests {
         assert!(
             text.contains("5 lost;"),
             "an older result has no split: {text}"
+        );
+    }
+
+    /// Issue 25: a thread's policy and priority, and changes to them.
+    #[test]
+    fn text_gives_each_threads_policy_and_its_changes() {
+        let mut r = result(vec![thread(10, "app", &[20_000; 10], Vec::new())]);
+        let text = watch_text(&r);
+        assert_eq!(
+            policy_cell(&r.watch.as_ref().unwrap().threads[0]),
+            "real-time 1 (+1)"
+        );
+        assert!(
+            text.contains("app:10: priority real-time 1 at first, then real-time 50 at 1.500 s"),
+            "{text}"
+        );
+        let th = &mut r.watch.as_mut().unwrap().threads[0];
+        th.policy_at_end = Some("SCHED_FIFO 50".into());
+        assert_eq!(
+            policy_cell(th),
+            "SCHED_FIFO 50 (+1)",
+            "the kernel's word at the end first"
         );
     }
 

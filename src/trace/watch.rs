@@ -90,9 +90,19 @@ pub struct ThreadFigures {
     pub starts_guessed: u64,
     /// Wake-ups whose run began with no event to date it (not in `wakeup`).
     pub starts_unseen: u64,
+    /// The kernel's priority first seen (0–99 real-time, 100–139 normal, −1 deadline),
+    /// and each change after it: (ns since the run began, the new one), the first
+    /// `PRIO_CHANGES_KEPT` of `prio_changes_total`. A priority-inheritance boost is one.
+    pub prio: Option<i32>,
+    pub prio_changes: Vec<(u64, i32)>,
+    pub prio_changes_total: u64,
     /// Its delays at or above the threshold, split by what ran instead.
     pub attribution: Option<Attribution>,
 }
+
+/// Priority changes kept per thread: a thread boosted by every lock it waits on would
+/// otherwise grow without bound.
+pub const PRIO_CHANGES_KEPT: usize = 16;
 
 impl ThreadFigures {
     fn new(tid: u32, comm: String) -> ThreadFigures {
@@ -107,6 +117,9 @@ impl ThreadFigures {
             involuntary: 0,
             starts_guessed: 0,
             starts_unseen: 0,
+            prio: None,
+            prio_changes: Vec::new(),
+            prio_changes_total: 0,
             attribution: None,
         }
     }
@@ -140,6 +153,8 @@ struct Thread {
     figures: ThreadFigures,
     phase: Phase,
     last_cpu: Option<usize>,
+    /// The priority last seen.
+    prio: Option<i32>,
 }
 
 /// A wake-up delay that ended: (thread, the CPU that ran it, [wake-up, start), ns).
@@ -181,14 +196,29 @@ impl Walk {
         }
     }
 
-    fn thread(&mut self, t: &Task, names: &Names) -> &mut Thread {
+    /// The watched thread `t` names (an event's task, with its comm and priority then),
+    /// its priority change noted at `ts`.
+    fn thread(&mut self, t: &Task, names: &Names, ts: u64) -> &mut Thread {
         let comm = names.get(t.comm).to_string();
         let th = self.threads.entry(t.pid).or_insert_with(|| Thread {
             figures: ThreadFigures::new(t.pid, comm.clone()),
             phase: Phase::Asleep,
             last_cpu: None,
+            prio: None,
         });
         th.figures.comm = comm;
+        match th.prio {
+            None => th.figures.prio = Some(t.prio),
+            Some(p) if p != t.prio => {
+                th.figures.prio_changes_total += 1;
+                if th.figures.prio_changes.len() < PRIO_CHANGES_KEPT {
+                    // Ticks until the watcher's finish makes them ns since the start.
+                    th.figures.prio_changes.push((ts, t.prio));
+                }
+            }
+            Some(_) => {}
+        }
+        th.prio = Some(t.prio);
         th
     }
 
@@ -222,7 +252,7 @@ impl Walk {
             Kind::Wakeup {
                 task, target_cpu, ..
             } if self.watched.wants(&task, names) => {
-                let th = self.thread(&task, names);
+                let th = self.thread(&task, names, e.ts);
                 // A wake-up of a thread still on its CPU, or already runnable, changes
                 // nothing: it waits for no CPU.
                 if matches!(th.phase, Phase::Asleep) {
@@ -365,7 +395,7 @@ impl Walk {
     }
 
     fn switched_out(&mut self, names: &Names, cpu: usize, ts: u64, prev: Task, prev_state: i64) {
-        let th = self.thread(&prev, names);
+        let th = self.thread(&prev, names, ts);
         match th.phase {
             Phase::Running {
                 guessed: Some((at, start)),
@@ -378,7 +408,7 @@ impl Walk {
             Phase::Woken { .. } => th.figures.starts_unseen += 1,
             _ => {}
         }
-        let th = self.thread(&prev, names);
+        let th = self.thread(&prev, names, ts);
         if !matches!(th.phase, Phase::Running { .. }) {
             Self::starts_on(th, cpu);
         }
@@ -394,7 +424,7 @@ impl Walk {
 
     fn switched_in(&mut self, names: &Names, cpu: usize, ts: u64, next: Task) {
         let scale = self.scale;
-        let th = self.thread(&next, names);
+        let th = self.thread(&next, names, ts);
         match th.phase {
             Phase::Woken { at, .. } => {
                 Self::starts_on(th, cpu);
@@ -614,6 +644,9 @@ impl Watcher {
         (self.walk.threads.into_iter())
             .map(|(tid, th)| {
                 let mut f = th.figures;
+                for (at, _) in &mut f.prio_changes {
+                    *at = s.scale.to_ns(at.saturating_sub(s.run_start));
+                }
                 f.attribution = tallies.remove(&tid).map(|t| {
                     let mut a = t.finish(s.scale);
                     a.method = method(s.threshold_ns);
@@ -922,6 +955,25 @@ mod tests {
         let a = &t.run(&tids(&[10]), 10_000)[0];
         assert_eq!(a.starts_guessed, 0);
         assert_eq!(a.wakeup.max_ns(), Some(28_000), "waited for the switch");
+    }
+
+    /// The priority first seen, and a change (a boost, a chrt) when an event shows it.
+    #[test]
+    fn a_priority_change_is_noted_when_seen() {
+        let mut t = Trace::new();
+        let app = t.task("app", 10, 120);
+        let boosted = t.task("app", 10, 89);
+        let idle = t.task("swapper/1", 0, 120);
+        t.switch(1, 1_000, idle, 0, app);
+        t.switch(1, 2_000, app, 1, idle);
+        t.wake(1, 3_000_000, boosted, 1);
+        t.switch(1, 3_001_000, idle, 0, boosted);
+        t.switch(1, 3_002_000, boosted, 1, idle);
+        let a = &t.run(&tids(&[10]), 10_000)[0];
+        assert_eq!(a.prio, Some(120));
+        assert_eq!(a.prio_changes_total, 1);
+        // Ticks are ns in these traces, and the run began at 0.
+        assert_eq!(a.prio_changes, vec![(3_000_000, 89)]);
     }
 
     /// A woken thread that switches out with no event before: its start is unseen.

@@ -307,19 +307,6 @@ fn tuned(h: &Host) -> Finding {
     }
 }
 
-/// The scheduling policy names of /proc/<pid>/stat's 41st field.
-fn policy_name(p: u32) -> &'static str {
-    match p {
-        0 => "SCHED_OTHER",
-        1 => "SCHED_FIFO",
-        2 => "SCHED_RR",
-        3 => "SCHED_BATCH",
-        5 => "SCHED_IDLE",
-        6 => "SCHED_DEADLINE",
-        _ => "?",
-    }
-}
-
 /// The audit's own process: the affinity, policy and timer slack a program started
 /// from the same shell inherits. A cpuset or taskset that leaves out a measured CPU
 /// makes every measurement there fail.
@@ -343,7 +330,7 @@ fn thread(h: &Host) -> Finding {
             let (_, rest) = s.rsplit_once(')')?;
             rest.split_whitespace().nth(38)?.parse().ok()
         })
-        .map_or("?", policy_name);
+        .map_or("?", crate::engine::sched::policy_name);
     let slack = h
         .read("/proc/self/timerslack_ns")
         .map_or("?".to_string(), |s| format!("{s} ns"));
