@@ -372,7 +372,12 @@ pub fn run(
         // can join it.
         let _stop_watch = SetOnDrop(&watch_done);
         if let Some(w) = &watching {
-            let (hk, scale, m, done) = (plan.housekeeping.first(), clock.scale, &metrics, &watch_done);
+            let (hk, scale, m, done) = (
+                plan.housekeeping.first(),
+                clock.scale,
+                &metrics,
+                &watch_done,
+            );
             std::thread::Builder::new()
                 .name("monitor-watch".into())
                 .spawn_scoped(scope, move || w.run(hk, scale, m, done))

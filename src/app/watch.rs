@@ -263,12 +263,11 @@ impl Measure for WatchCommand {
                 if let Some(cpu) = housekeeping {
                     let _ = sched::pin_to(cpu);
                 }
-                let end = |w: Watcher, names: &Names, symbols: &HashMap<u64, String>, counts| {
-                    Followed {
+                let end =
+                    |w: Watcher, names: &Names, symbols: &HashMap<u64, String>, counts| Followed {
                         figures: w.finish(names, symbols),
                         counts,
-                    }
-                };
+                    };
                 follow(
                     &session,
                     &kallsyms,

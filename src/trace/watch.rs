@@ -1197,8 +1197,10 @@ mod tests {
             if let Some(a) = &f.attribution {
                 s.gaps = a.gaps;
                 for r in &a.causes {
-                    s.causes
-                        .insert((r.kind, r.cause.clone()), (r.gaps, r.largest_in, r.total_ns));
+                    s.causes.insert(
+                        (r.kind, r.cause.clone()),
+                        (r.gaps, r.largest_in, r.total_ns),
+                    );
                 }
             }
         }

@@ -101,7 +101,13 @@ impl WatchComms {
     /// Follows the watched threads until `done`, folding their figures into `metrics`;
     /// pinned to `housekeeping`. A trace that can no longer be read is said once, and
     /// `watch_info` says `failed`.
-    pub fn run(&self, housekeeping: Option<usize>, scale: Scale, metrics: &Metrics, done: &AtomicBool) {
+    pub fn run(
+        &self,
+        housekeeping: Option<usize>,
+        scale: Scale,
+        metrics: &Metrics,
+        done: &AtomicBool,
+    ) {
         if let Some(cpu) = housekeeping {
             let _ = sched::pin_to(cpu);
         }
@@ -369,7 +375,11 @@ mod tests {
         assert!(!text.contains("tid="), "no thread ids in labels");
         assert!(!text.contains("renamed"));
         let hist = "jitterscope_watch_wakeup_delay_seconds_bucket{";
-        assert_eq!(series(&before, hist), series(&text, hist), "one histogram a name");
+        assert_eq!(
+            series(&before, hist),
+            series(&text, hist),
+            "one histogram a name"
+        );
         assert_eq!(series(&text, hist), 2 * 17);
         // The cap's task names, `other` (task) and the IRQ: 10 + 1 + … the IRQ is among
         // the first ten names given out.
@@ -399,9 +409,14 @@ mod tests {
         b.absorb(&m.watch, &figures(1, "app", 10, 4, "task hog"));
         let (text, _) = m.encode(false);
         let l = "{comm=\"app\",kind=\"task\",cause=\"task hog\"}";
-        assert!(text.contains(&format!("jitterscope_watch_cause_main_total{l} 7")), "{text}");
+        assert!(
+            text.contains(&format!("jitterscope_watch_cause_main_total{l} 7")),
+            "{text}"
+        );
         assert!(text.contains(&format!("jitterscope_watch_cause_wakeups_total{l} 7")));
-        assert!(text.contains(&format!("jitterscope_watch_cause_seconds_total{l} 0.000105")));
+        assert!(text.contains(&format!(
+            "jitterscope_watch_cause_seconds_total{l} 0.000105"
+        )));
         assert!(text.contains("jitterscope_watch_preempted_seconds_total{comm=\"app\"} 0.001"));
     }
 
@@ -418,7 +433,10 @@ mod tests {
         b.counts(&m.watch, c(100, 1, 0), 1_000_000);
         b.counts(&m.watch, c(250, 1, 3), 3_000_000);
         let (text, _) = m.encode(false);
-        assert!(text.contains("jitterscope_watch_events_total 250"), "{text}");
+        assert!(
+            text.contains("jitterscope_watch_events_total 250"),
+            "{text}"
+        );
         assert!(text.contains("jitterscope_watch_events_lost_total{source=\"kernel\"} 1"));
         assert!(text.contains("jitterscope_watch_events_lost_total{source=\"reader\"} 3"));
         assert!(text.contains("jitterscope_watch_reader_cpu_seconds_total 0.003"));
