@@ -1066,8 +1066,8 @@ fn issue14_monitor_trace_counts_the_holders_time_and_leaves_no_instance() {
     );
 }
 
-/// Without root `monitor --trace` says once why there is no trace, measures on, and
-/// the metrics say tracing is unavailable.
+/// Without root `monitor --trace --watch-comm` says once why there is no trace,
+/// measures on, and the metrics say tracing and watching are unavailable.
 #[test]
 fn monitor_trace_without_root_warns_once_and_measures_on() {
     let name = "monitor_trace_without_root_warns_once_and_measures_on";
@@ -1092,6 +1092,8 @@ fn monitor_trace_without_root_warns_once_and_measures_on() {
             "--housekeeping",
             &hk_s,
             "--trace",
+            "--watch-comm",
+            "js-app",
             "-D",
             "20s",
         ],
@@ -1113,6 +1115,11 @@ fn monitor_trace_without_root_warns_once_and_measures_on() {
         "{body}"
     );
     assert!(body.contains("jitterscope_degraded_info{kind=\"trace-unavailable\"} 1"));
+    // `--watch-comm` refused for the same reason: the one warning says it for both.
+    assert!(
+        body.contains("jitterscope_watch_info{state=\"unavailable\",reason=\"not-root\"} 1"),
+        "{body}"
+    );
     assert!(body.contains("jitterscope_up 1"), "measures on");
     assert!(sample(&body, &count_q).unwrap_or(0.0) > 0.0, "{body}");
     assert!(!body.contains("jitterscope_cause_seconds_total{"));

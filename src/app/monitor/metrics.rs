@@ -7,7 +7,10 @@
 //! `above_seconds` one per late limit (at most 4), `window` two, and the audit's `id` and
 //! `severity` the audit's fixed set of checks. With `--trace`, the causes' `kind` takes
 //! one of six values and `cause` at most `causes::MAX_CAUSES` names per CPU plus `other`
-//! (per kind) and `unaccounted`: names without pids (`causes` says why).
+//! (per kind) and `unaccounted`: names without pids (`causes` says why). With
+//! `--watch-comm`, `comm` takes the names given (at most `watched::MAX_COMMS`), never
+//! thread ids, and `cause` at most `watched::MAX_CAUSES` per name plus `other` (per
+//! kind) and `unaccounted` (`watched` says why).
 //!
 //! The latency histogram's buckets are fixed and log-spaced, 1-2-5 per decade from 1 µs
 //! to 100 ms ([`BUCKETS_NS`]); the counts come from the threads' HdrHistograms (3
