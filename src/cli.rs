@@ -1381,6 +1381,19 @@ pub struct MonitorArgs {
     #[arg(long)]
     pub trace: bool,
 
+    /// Trace every thread of these names (comms, comma-separated or repeated, at most
+    /// 16) as `watch --comm` does, and export per name their wake-up delay histogram,
+    /// preempted and IRQ time, migrations, involuntary switches and the causes of their
+    /// delays above --watch-threshold (jitterscope_watch_*). Needs root and tracefs;
+    /// without them it says so and measures on.
+    #[arg(long, value_name = "NAME,...", value_delimiter = ',', action = clap::ArgAction::Append)]
+    pub watch_comm: Vec<String>,
+
+    /// With --watch-comm: wake-up delays at or above this are split by what ran instead
+    /// (µs when bare).
+    #[arg(long, value_name = "TIME", default_value = "10us", value_parser = parse_us)]
+    pub watch_threshold: u64,
+
     /// Do not lock memory (page faults may then land inside the measurement).
     #[arg(long)]
     pub no_mlock: bool,

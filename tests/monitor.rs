@@ -1066,8 +1066,8 @@ fn issue14_monitor_trace_counts_the_holders_time_and_leaves_no_instance() {
     );
 }
 
-/// Without root `monitor --trace` says once why there is no trace, measures on, and
-/// the metrics say tracing is unavailable.
+/// Without root `monitor --trace --watch-comm` says once why there is no trace,
+/// measures on, and the metrics say tracing and watching are unavailable.
 #[test]
 fn monitor_trace_without_root_warns_once_and_measures_on() {
     let name = "monitor_trace_without_root_warns_once_and_measures_on";
@@ -1092,6 +1092,8 @@ fn monitor_trace_without_root_warns_once_and_measures_on() {
             "--housekeeping",
             &hk_s,
             "--trace",
+            "--watch-comm",
+            "js-app",
             "-D",
             "20s",
         ],
@@ -1113,7 +1115,146 @@ fn monitor_trace_without_root_warns_once_and_measures_on() {
         "{body}"
     );
     assert!(body.contains("jitterscope_degraded_info{kind=\"trace-unavailable\"} 1"));
+    // `--watch-comm` refused for the same reason: the one warning says it for both.
+    assert!(
+        body.contains("jitterscope_watch_info{state=\"unavailable\",reason=\"not-root\"} 1"),
+        "{body}"
+    );
     assert!(body.contains("jitterscope_up 1"), "measures on");
     assert!(sample(&body, &count_q).unwrap_or(0.0) > 0.0, "{body}");
     assert!(!body.contains("jitterscope_cause_seconds_total{"));
+}
+
+/// `promtool check metrics` on an exposition: its complaints, or `None` when it passes.
+fn promtool_complaints(body: &str) -> Option<String> {
+    let mut check = Command::new("promtool")
+        .args(["check", "metrics"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .ok()?;
+    check
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(body.as_bytes())
+        .unwrap();
+    let out = check.wait_with_output().unwrap();
+    (!out.status.success()).then(|| {
+        format!(
+            "{}{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        )
+    })
+}
+
+/// Issue 25, `monitor --watch-comm`: a thread named js-sleeper (SCHED_FIFO 5) sleeps to
+/// deadlines 1.03 ms apart on one CPU while a SCHED_FIFO 10 hog named js-hog holds that
+/// CPU 300 µs every 10 ms (tests/watch.rs's helpers). The monitor, started first and
+/// ended after the sleeper, must count in its js-sleeper histogram about every wake-up
+/// the sleeper made, name js-hog (without its pid) as the main cause of most delays
+/// above 100 µs (the hog's: the sleeper is real-time, so little else can hold it off
+/// that long), keep its series to the name (no tid label), and pass promtool.
+#[test]
+fn issue25_monitor_watch_comm_exports_the_sleepers_wakeups_and_the_hog_as_cause() {
+    let name = "issue25_monitor_watch_comm_exports_the_sleepers_wakeups_and_the_hog_as_cause";
+    let Some((cpu, hk)) = crate::watch::can_watch(name) else {
+        return;
+    };
+    let _m = util::measuring();
+    let (cpu_s, hk_s) = (cpu.to_string(), hk.to_string());
+    let mon = Monitor::start(&[
+        "-a",
+        &cpu_s,
+        "--housekeeping",
+        &hk_s,
+        "--watch-comm",
+        "js-sleeper,js-absent",
+        "--watch-threshold",
+        "100us",
+        "-D",
+        "60s",
+    ]);
+    let (_, body) = get(mon.addr, "/metrics").unwrap();
+    if body.contains("jitterscope_watch_info{state=\"unavailable\"") {
+        let (_, err) = mon.terminate();
+        skip(name, &format!("no trace on this host: {err}"));
+        return;
+    }
+    assert!(
+        body.contains("jitterscope_watch_info{state=\"on\",reason=\"\"} 1"),
+        "{body}"
+    );
+    let instance = format!("jitterscope-{}-watch", mon.child.id());
+    assert!(our_instances().contains(&instance), "{:?}", our_instances());
+    let (late, _holds, ()) = crate::watch::with_sleeper_and_hog(cpu, |_tid, recording| {
+        recording.store(true, std::sync::atomic::Ordering::Relaxed);
+        std::thread::sleep(Duration::from_secs(3));
+    });
+    // Walked 300 ms behind, drained every second.
+    std::thread::sleep(Duration::from_millis(2500));
+    let (_, body) = get(mon.addr, "/metrics").unwrap();
+    let (code, err) = mon.terminate();
+    let s = |q: &str| sample(&body, q).unwrap_or(0.0);
+    let c = "comm=\"js-sleeper\"";
+    let count = s(&format!(
+        "jitterscope_watch_wakeup_delay_seconds_count{{{c}}}"
+    ));
+    let above = s(&format!("jitterscope_watch_late_wakeups_total{{{c}}}"));
+    let hog = format!("{{{c},kind=\"task\",cause=\"task js-hog\"}}");
+    let hog_main = s(&format!("jitterscope_watch_cause_main_total{hog}"));
+    let hog_secs = s(&format!("jitterscope_watch_cause_seconds_total{hog}"));
+    let sleeper_late = late.iter().filter(|l| l.1 >= 110_000).count() as f64;
+    let watch_lines: Vec<&str> = (body.lines())
+        .filter(|l| l.starts_with("jitterscope_watch_") && !l.contains("_bucket{"))
+        .collect();
+    eprintln!(
+        "js-sleeper: {} wake-ups recorded by itself, {count} exported; {sleeper_late} of \
+         its own ≥ 110 µs late, {above} delays ≥ 100 µs exported, js-hog main cause of \
+         {hog_main} ({:.3} ms)\n{}",
+        late.len(),
+        hog_secs * 1e3,
+        watch_lines.join("\n")
+    );
+    assert_eq!(code, Some(0), "{err}");
+    assert!(
+        !our_instances().contains(&instance),
+        "the watch's instance is removed at SIGTERM"
+    );
+    // The sleeper's wake-ups (its own record covers all but the few before and after
+    // `recording`), each counted once.
+    let n = late.len() as f64;
+    assert!(n > 2_000.0, "{n} wake-ups");
+    assert!(
+        (count - n).abs() <= n * 0.05 + 20.0,
+        "{count} exported for {n} wake-ups"
+    );
+    // About 29 % of 300 holds catch a deadline; delays ≥ 100 µs are the hog's.
+    assert!(sleeper_late > 30.0, "{sleeper_late} late wake-ups");
+    assert!(
+        above >= sleeper_late * 0.8 && above <= n * 0.5,
+        "{above} delays ≥ 100 µs exported for {sleeper_late} the sleeper saw"
+    );
+    assert!(
+        hog_main >= above * 0.7,
+        "js-hog main cause of {hog_main} of {above} delays"
+    );
+    assert!(hog_secs > 0.0);
+    // Bounded by the names: no tid, the absent name at zero, nothing for others.
+    assert!(!body.contains("tid="), "no thread ids in labels");
+    assert!(body.contains("jitterscope_watch_wakeup_delay_seconds_count{comm=\"js-absent\"} 0"));
+    let comms: std::collections::BTreeSet<&str> = (body.lines())
+        .filter(|l| l.starts_with("jitterscope_watch_"))
+        .filter_map(|l| l.split("comm=\"").nth(1)?.split('"').next())
+        .collect();
+    assert_eq!(comms, ["js-absent", "js-sleeper"].into());
+    assert!(s("jitterscope_watch_events_total") > 1000.0);
+    assert!(s("jitterscope_watch_reader_cpu_seconds_total") > 0.0);
+    if Command::new("promtool").arg("--version").output().is_ok() {
+        assert_eq!(promtool_complaints(&body), None);
+    } else {
+        eprintln!("{name}: promtool is not installed: the exposition is not linted");
+    }
 }

@@ -86,7 +86,7 @@ fn at(v: &[u64], q: f64) -> u64 {
 }
 
 /// Root, SCHED_FIFO, two CPUs and tracefs: the measured CPU and the housekeeping one.
-fn can_watch(test: &str) -> Option<(usize, usize)> {
+pub(crate) fn can_watch(test: &str) -> Option<(usize, usize)> {
     if !is_root() {
         skip(test, "tracefs instances need root");
         return None;
@@ -108,7 +108,7 @@ fn can_watch(test: &str) -> Option<(usize, usize)> {
 
 /// Runs the sleeper and the hog on `cpu` while `during` runs; what the sleeper saw
 /// while `during` had `recording` set, the hog's holds, and what `during` returned.
-fn with_sleeper_and_hog<T: Send>(
+pub(crate) fn with_sleeper_and_hog<T: Send>(
     cpu: usize,
     during: impl FnOnce(u32, &AtomicBool) -> T + Send,
 ) -> (

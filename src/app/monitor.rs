@@ -13,6 +13,10 @@
 //! of the measured CPUs (`causes`), read by the bookkeeping; without root or tracefs it
 //! says so once and measures on.
 //!
+//! With `--watch-comm NAME`, the threads of that name (someone else's) are traced as
+//! `watch --comm` traces them, by `watch`'s own reader loop on a thread pinned to the
+//! housekeeping CPU, and exported per name (`watched`).
+//!
 //! SIGTERM or Ctrl-C end it: the threads stop at their next wake-up, the last partial
 //! second and log interval are written, the trace's instance is removed, and it exits 0.
 //! SIGHUP reopens the log.
@@ -23,6 +27,7 @@ pub mod log;
 pub mod metrics;
 mod server;
 mod sweep;
+pub mod watched;
 
 use std::net::TcpListener;
 use std::sync::Arc;
@@ -169,6 +174,8 @@ pub fn run(
         "-a or --housekeeping",
     )?;
     let sweeps = sweeps(args, &plan, &universe)?;
+    let watch_comms =
+        watched::comms(&args.watch_comm).map_err(|e| anyhow::anyhow!("--watch-comm: {e}"))?;
     if let Some(dir) = &args.log_dir
         && !dir.is_dir()
     {
@@ -196,6 +203,23 @@ pub fn run(
             reason: e.to_string(),
         });
     }
+    // The watched threads' trace, before the threads too; it needs no `--trace`.
+    let watching = match watch_comms.is_empty() {
+        true => None,
+        false => Some(watched::WatchComms::start(
+            &universe.online,
+            &watch_comms,
+            args.watch_threshold,
+        )),
+    };
+    if let Some(Err(e)) = &watching {
+        // Said once: with `--trace` refused for the same reason, that says it.
+        let reason = format!("--watch-comm: {e}");
+        let same = matches!(&trace, Some(Err(t)) if t.to_string() == e.to_string());
+        if !same {
+            degraded.push(Degraded::TraceUnavailable { reason });
+        }
+    }
     for d in &degraded {
         warn(&d.to_string());
     }
@@ -208,7 +232,7 @@ pub fn run(
     }
 
     let cpus = plan.measured.cpus().to_vec();
-    let metrics = Arc::new(Metrics::new(
+    let mut m = Metrics::new(
         &cpus,
         &cfg.late_limits_ns,
         ConfigLabels {
@@ -217,7 +241,24 @@ pub fn run(
             interval_seconds: metrics::seconds_label(cfg.interval_ns),
             cpus: plan.measured.to_string(),
         },
-    ));
+    );
+    if !watch_comms.is_empty() {
+        m = m.with_watch(&watch_comms, args.watch_threshold);
+    }
+    let metrics = Arc::new(m);
+    let watching = match watching {
+        None => None,
+        Some(Err(e)) => {
+            metrics
+                .watch
+                .set_state("unavailable", causes::reason_label(&e));
+            None
+        }
+        Some(Ok(w)) => {
+            metrics.watch.set_state("on", "");
+            Some(w)
+        }
+    };
     metrics.start_time.set(
         start
             .duration_since(SystemTime::UNIX_EPOCH)
@@ -301,6 +342,15 @@ pub fn run(
             plan.measured
         );
     }
+    if watching.is_some() {
+        eprintln!(
+            "jitterscope: monitor: watching the threads named {} on every CPU, delays of \
+             {} µs or more split by what ran instead (a tracefs instance of ours, removed \
+             at exit)",
+            watch_comms.join(", "),
+            args.watch_threshold as f64 / 1e3
+        );
+    }
     if let Some(s) = &sweeps {
         eprintln!(
             "jitterscope: monitor: noise sweeps of {} every {} on CPUs {} (a SCHED_OTHER \
@@ -316,7 +366,23 @@ pub fn run(
     let deadline = args.duration.map(|d| Instant::now() + d);
     let mut log_error: Option<String> = None;
     let mut next_audit = Instant::now() + args.audit_every;
+    let watch_done = AtomicBool::new(false);
     let outcome = std::thread::scope(|scope| -> anyhow::Result<()> {
+        // However this closure returns, the watch's reader stops, so that the scope
+        // can join it.
+        let _stop_watch = SetOnDrop(&watch_done);
+        if let Some(w) = &watching {
+            let (hk, scale, m, done) = (
+                plan.housekeeping.first(),
+                clock.scale,
+                &metrics,
+                &watch_done,
+            );
+            std::thread::Builder::new()
+                .name("monitor-watch".into())
+                .spawn_scoped(scope, move || w.run(hk, scale, m, done))
+                .context("cannot start the watch's reader thread")?;
+        }
         if let Some(s) = &sweeps {
             let (hk, clock, m) = (&plan.housekeeping, &clock, &metrics);
             std::thread::Builder::new()
@@ -411,11 +477,23 @@ pub fn run(
     // Whatever ended the run, the trace's instance goes (dropping `books` would do it
     // too, on every way out) and the last partial interval goes to the log.
     books.close_trace();
+    if let Some(w) = watching {
+        w.close();
+    }
     books
         .flush_log()
         .map_err(|e| anyhow::anyhow!("the last interval was not logged: {e}"))?;
     outcome?;
     Ok(Ending::Completed)
+}
+
+/// Sets its flag when dropped.
+struct SetOnDrop<'a>(&'a AtomicBool);
+
+impl Drop for SetOnDrop<'_> {
+    fn drop(&mut self) {
+        self.0.store(true, Ordering::Relaxed);
+    }
 }
 
 /// A log that cannot be written is said once, not every second.

@@ -36,7 +36,7 @@ use crate::engine::run::RunOutcome;
 use crate::engine::sched::{self, SchedRequest};
 use crate::report::ResultFile;
 use crate::report::watch::{WatchRecord, WatchedThread};
-use crate::trace::event::Kind;
+use crate::trace::event::{Kind, Names};
 use crate::trace::reader;
 use crate::trace::session::TraceError;
 use crate::trace::session::TraceSession;
@@ -48,7 +48,7 @@ use super::output::Warnings;
 use super::pipeline::{Ctx, Measure, Measured, RunSettings, execute};
 
 /// Per-CPU trace buffer: every CPU is traced, and the reader passes every 20 ms.
-const BUFFER_KIB: u64 = 4096;
+pub const BUFFER_KIB: u64 = 4096;
 /// How often the reader drains the trace.
 const READ_PASS: Duration = Duration::from_millis(20);
 /// How old an event is when it is walked: by then every CPU's events before it have
@@ -152,7 +152,7 @@ fn threads_of(pid: u32) -> Vec<u32> {
 }
 
 /// jitterscope's own CPU time, all threads, user and system (getrusage's sum).
-fn own_cpu_ns() -> u64 {
+pub fn own_cpu_ns() -> u64 {
     let t = rustix::time::clock_gettime(rustix::time::ClockId::ProcessCPUTime);
     t.tv_sec as u64 * 1_000_000_000 + t.tv_nsec as u64
 }
@@ -263,7 +263,21 @@ impl Measure for WatchCommand {
                 if let Some(cpu) = housekeeping {
                     let _ = sched::pin_to(cpu);
                 }
-                follow(&session, &kallsyms, watcher, &tids, scale, &done)
+                let end =
+                    |w: Watcher, names: &Names, symbols: &HashMap<u64, String>, counts| Followed {
+                        figures: w.finish(names, symbols),
+                        counts,
+                    };
+                follow(
+                    &session,
+                    &kallsyms,
+                    watcher,
+                    Some(&tids),
+                    scale,
+                    &done,
+                    |_| {},
+                    end,
+                )
             });
             let end = loop {
                 if ctx.stop.load(Ordering::Relaxed) {
@@ -298,13 +312,14 @@ impl Measure for WatchCommand {
             Ok(Err(e)) => bail!("the trace failed: {e}"),
             Err(_) => bail!("the trace reader panicked"),
         };
-        let lost = f.lost_kernel + f.lost_reader;
+        let c = f.counts;
+        let lost = c.lost_kernel + c.lost_reader;
         if lost > 0 {
             ctx.note(format!(
                 "{lost} trace events were lost ({} overwritten in the kernel's buffers before \
                  they were read, {} dropped by jitterscope's bounds): delays in those \
                  stretches may be missing or misread",
-                f.lost_kernel, f.lost_reader
+                c.lost_kernel, c.lost_reader
             ));
         }
         if end == End::ProcessEnded {
@@ -341,10 +356,10 @@ impl Measure for WatchCommand {
             filtering: "none in the kernel: what ran instead is other tasks' events, which \
                         a pid filter would drop"
                 .into(),
-            events_read: f.read,
+            events_read: c.read,
             events_lost: lost,
-            events_lost_kernel: f.lost_kernel,
-            events_lost_reader: f.lost_reader,
+            events_lost_kernel: c.lost_kernel,
+            events_lost_reader: c.lost_reader,
             tool_cpu_ns: own_cpu_ns().saturating_sub(cpu_before),
             threads,
         });
@@ -378,26 +393,65 @@ fn lock(tids: &Mutex<HashSet<u32>>) -> std::sync::MutexGuard<'_, HashSet<u32>> {
     tids.lock().unwrap_or_else(|p| p.into_inner())
 }
 
-/// What the reader made of the trace.
-struct Followed {
-    figures: Vec<ThreadFigures>,
-    read: u64,
+/// What the reader has read and lost so far.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct TraceCounts {
+    pub read: u64,
     /// Overwritten or dropped by the kernel, and dropped by the reader's own bounds.
-    lost_kernel: u64,
-    lost_reader: u64,
+    pub lost_kernel: u64,
+    pub lost_reader: u64,
 }
 
-/// The reader: drains the trace every `READ_PASS` and feeds the watcher each CPU's
-/// events once they are `SETTLE` old, so that nothing of the run is kept but open
-/// state (issue 25: memory flat over the length of a run).
-fn follow(
+/// One pass of the reader, handed to its caller after the watcher was fed.
+pub struct Pass<'a> {
+    pub watcher: &'a mut Watcher,
+    /// The trace has stopped and every event was fed: the last pass.
+    pub last: bool,
+    session: &'a TraceSession,
+    follower: &'a reader::Follower,
+}
+
+impl Pass<'_> {
+    /// Events read and lost since the start (reads each CPU's `stats`: call it when
+    /// the figures are wanted, not every pass).
+    pub fn counts(&self) -> TraceCounts {
+        let windows = &self.follower.windows;
+        TraceCounts {
+            read: windows.iter().map(|w| w.read).sum(),
+            // The kernel's count, or what its pages said they missed where that is more.
+            lost_kernel: (windows.iter())
+                .map(|w| self.session.lost(w.cpu).max(w.missed))
+                .sum(),
+            lost_reader: windows.iter().map(|w| w.evicted).sum::<u64>() + self.watcher.evicted,
+        }
+    }
+}
+
+/// What `watch`'s reader made of the trace.
+struct Followed {
+    figures: Vec<ThreadFigures>,
+    counts: TraceCounts,
+}
+
+/// The reader loop, one for `watch` and `monitor --watch-comm`: drains the trace every
+/// `READ_PASS` and feeds `watcher` each CPU's events once they are `SETTLE` old, so that
+/// nothing of the run is kept but open state (issue 25: memory flat over the length of
+/// a run). Runs on the caller's thread, which the caller pins to the housekeeping CPU,
+/// until `done`; then it stops recording, feeds what is left, and gives `end` the
+/// watcher with the names its figures need. After every pass (the last included)
+/// `each` sees the watcher: `monitor` drains its figures there. `tids`, when given,
+/// are the threads to watch, updated by the caller (a process's new threads).
+#[allow(clippy::too_many_arguments)]
+pub fn follow<T>(
     session: &TraceSession,
     kallsyms: &Symbols,
     mut watcher: Watcher,
-    tids: &Mutex<HashSet<u32>>,
+    tids: Option<&Mutex<HashSet<u32>>>,
     scale: Scale,
     done: &AtomicBool,
-) -> Result<Followed, TraceError> {
+    mut each: impl FnMut(Pass<'_>),
+    end: impl FnOnce(Watcher, &Names, &HashMap<u64, String>, TraceCounts) -> T,
+) -> Result<T, TraceError> {
     let io = |source| TraceError::Io {
         path: session.pipe(session.cpus.first().unwrap_or(0)),
         source,
@@ -422,7 +476,9 @@ fn follow(
             watcher.forget_events();
         }
         names = follower.decoder.names.len();
-        watcher.watch_tids(lock(tids).iter().copied());
+        if let Some(tids) = tids {
+            watcher.watch_tids(lock(tids).iter().copied());
+        }
         let mut batch = BTreeMap::new();
         for w in &mut follower.windows {
             let cpu = w.cpu;
@@ -433,23 +489,28 @@ fn follow(
         }
         resolve(kallsyms, &mut symbols, &batch);
         watcher.feed(&batch, until, &follower.decoder.names, &symbols);
+        each(Pass {
+            watcher: &mut watcher,
+            last,
+            session,
+            follower: &follower,
+        });
         if last {
             break;
         }
         std::thread::sleep(READ_PASS);
     }
-    let windows = &follower.windows;
-    // The kernel's count, or what its pages said they missed where that is more.
-    let lost_kernel = (windows.iter())
-        .map(|w| session.lost(w.cpu).max(w.missed))
-        .sum();
-    let lost_reader = windows.iter().map(|w| w.evicted).sum::<u64>() + watcher.evicted;
-    Ok(Followed {
-        read: windows.iter().map(|w| w.read).sum(),
-        lost_kernel,
-        lost_reader,
-        figures: watcher.finish(&follower.decoder.names, &symbols),
-    })
+    let counts = Pass {
+        watcher: &mut watcher,
+        last: true,
+        session,
+        follower: &follower,
+    }
+    .counts();
+    let names = std::mem::take(&mut follower.decoder.names);
+    // The buffers are closed before the caller removes the instance.
+    drop(follower);
+    Ok(end(watcher, &names, &symbols, counts))
 }
 
 /// Names the work and hrtimer functions first seen in `batch`.

@@ -413,20 +413,16 @@ mod tests {
             Attribution::of_causes(causes, gaps, lost)
         });
         let f = ThreadFigures {
-            tid,
-            comm: comm.into(),
             wakeup,
-            preempted: None,
             irq: Some(irq),
             runs: 9,
             migrations: 2,
             involuntary: 3,
-            starts_guessed: 0,
-            starts_unseen: 0,
             prio: Some(98),
             prio_changes: vec![(1_500_000_000, 49)],
             prio_changes_total: 1,
             attribution,
+            ..ThreadFigures::new(tid, comm.into(), 3)
         };
         WatchedThread::from_figures(f, true)
     }

@@ -83,6 +83,17 @@ impl TraceSession {
         buffer_kib: u64,
         extra: &[&str],
     ) -> Result<TraceSession, TraceError> {
+        Self::start_tagged(cpus, buffer_kib, extra, "")
+    }
+
+    /// As `start_with`, in an instance named `jitterscope-PID-TAG`: a second session of
+    /// the same process (`monitor --trace --watch-comm`), which the same cleanup knows.
+    pub fn start_tagged(
+        cpus: &CpuList,
+        buffer_kib: u64,
+        extra: &[&str],
+        tag: &str,
+    ) -> Result<TraceSession, TraceError> {
         if !rustix::process::geteuid().is_root() {
             return Err(TraceError::NotRoot);
         }
@@ -92,9 +103,10 @@ impl TraceSession {
             None => (mount()?, true),
         };
         let mut s = TraceSession {
-            dir: root
-                .join("instances")
-                .join(format!("{PREFIX}{}", std::process::id())),
+            dir: root.join("instances").join(match tag {
+                "" => format!("{PREFIX}{}", std::process::id()),
+                t => format!("{PREFIX}{}-{t}", std::process::id()),
+            }),
             root,
             cpus: cpus.clone(),
             buffer_kib,
@@ -266,7 +278,8 @@ pub fn stale_instances(root: &Path) -> Vec<PathBuf> {
     dir.filter_map(|e| {
         let e = e.ok()?;
         let name = e.file_name().into_string().ok()?;
-        let pid: u32 = name.strip_prefix(PREFIX)?.parse().ok()?;
+        // `jitterscope-PID`, or `jitterscope-PID-TAG`.
+        let pid: u32 = name.strip_prefix(PREFIX)?.split('-').next()?.parse().ok()?;
         (!Path::new(&format!("/proc/{pid}")).exists()).then(|| e.path())
     })
     .collect()
@@ -327,10 +340,14 @@ mod tests {
         let alive = inst.join(format!("{PREFIX}{}", std::process::id()));
         // Beyond pid_max (4194304 at most): no such process.
         let dead = inst.join(format!("{PREFIX}999999999"));
+        let alive_tagged = inst.join(format!("{PREFIX}{}-watch", std::process::id()));
+        let dead_tagged = inst.join(format!("{PREFIX}999999998-watch"));
         let other = inst.join("someone-else-1");
-        for d in [&alive, &dead, &other] {
+        for d in [&alive, &dead, &alive_tagged, &dead_tagged, &other] {
             std::fs::create_dir(d).unwrap();
         }
-        assert_eq!(stale_instances(root.path()), vec![dead]);
+        let mut stale = stale_instances(root.path());
+        stale.sort();
+        assert_eq!(stale, vec![dead_tagged, dead]);
     }
 }

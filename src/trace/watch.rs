@@ -23,7 +23,7 @@
 //! thread that stops before any such event had its start unseen: its delay is not
 //! recorded, only counted.
 
-use std::collections::{BTreeMap, HashMap, HashSet, VecDeque};
+use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet, VecDeque};
 
 use crate::engine::clock::Scale;
 use crate::stats::causes::Attribution;
@@ -40,6 +40,8 @@ pub enum Watched {
     Tids(HashSet<u32>),
     /// Every task whose name (comm, at most 15 bytes) is this, new processes included.
     Comm(String),
+    /// Every task whose name is one of these (`monitor --watch-comm a,b`).
+    Comms(BTreeSet<String>),
 }
 
 impl Watched {
@@ -47,6 +49,7 @@ impl Watched {
         match self {
             Watched::Tids(set) => set.contains(&t.pid),
             Watched::Comm(c) => t.pid != 0 && names.get(t.comm) == c,
+            Watched::Comms(set) => t.pid != 0 && set.contains(names.get(t.comm)),
         }
     }
 }
@@ -105,11 +108,12 @@ pub struct ThreadFigures {
 pub const PRIO_CHANGES_KEPT: usize = 16;
 
 impl ThreadFigures {
-    fn new(tid: u32, comm: String) -> ThreadFigures {
+    /// None of anything yet; histograms of `sigfig` digits.
+    pub(crate) fn new(tid: u32, comm: String, sigfig: u8) -> ThreadFigures {
         ThreadFigures {
             tid,
             comm,
-            wakeup: LatencyHistogram::new(),
+            wakeup: LatencyHistogram::with_sigfig(sigfig),
             preempted: None,
             irq: None,
             runs: 0,
@@ -122,6 +126,20 @@ impl ThreadFigures {
             prio_changes_total: 0,
             attribution: None,
         }
+    }
+
+    /// Starts afresh, keeping the histograms' memory (`Watcher::drain`).
+    fn reset(&mut self) {
+        self.wakeup.clear();
+        for h in [&mut self.preempted, &mut self.irq].into_iter().flatten() {
+            h.clear();
+        }
+        (self.runs, self.migrations, self.involuntary) = (0, 0, 0);
+        (self.starts_guessed, self.starts_unseen) = (0, 0);
+        // The priority now stays; its changes so far were handed over.
+        self.prio_changes.clear();
+        self.prio_changes_total = 0;
+        self.attribution = None;
     }
 }
 
@@ -155,6 +173,8 @@ struct Thread {
     last_cpu: Option<usize>,
     /// The priority last seen.
     prio: Option<i32>,
+    /// The stamp of its last event.
+    last_ts: u64,
 }
 
 /// A wake-up delay that ended: (thread, the CPU that ran it, [wake-up, start), ns).
@@ -182,6 +202,10 @@ struct Walk {
     cpus: HashMap<usize, Cpu>,
     /// Delays at or above the threshold, in the order they ended, until taken.
     ended: Vec<Delay>,
+    /// Significant digits of the threads' histograms.
+    sigfig: u8,
+    /// The stamp of the event being walked.
+    now: u64,
 }
 
 impl Walk {
@@ -193,27 +217,34 @@ impl Walk {
             threads: BTreeMap::new(),
             cpus: HashMap::new(),
             ended: Vec::new(),
+            sigfig: crate::stats::histogram::SIGFIG,
+            now: 0,
         }
     }
 
     /// The watched thread `t` names (an event's task, with its comm and priority then),
-    /// its priority change noted at `ts`.
-    fn thread(&mut self, t: &Task, names: &Names, ts: u64) -> &mut Thread {
-        let comm = names.get(t.comm).to_string();
+    /// a change of its priority noted.
+    fn thread(&mut self, t: &Task, names: &Names) -> &mut Thread {
+        let (sigfig, now) = (self.sigfig, self.now);
+        let name = names.get(t.comm);
         let th = self.threads.entry(t.pid).or_insert_with(|| Thread {
-            figures: ThreadFigures::new(t.pid, comm.clone()),
+            figures: ThreadFigures::new(t.pid, name.to_string(), sigfig),
             phase: Phase::Asleep,
             last_cpu: None,
             prio: None,
+            last_ts: now,
         });
-        th.figures.comm = comm;
+        if th.figures.comm != name {
+            th.figures.comm = name.to_string();
+        }
+        th.last_ts = now;
         match th.prio {
             None => th.figures.prio = Some(t.prio),
             Some(p) if p != t.prio => {
                 th.figures.prio_changes_total += 1;
                 if th.figures.prio_changes.len() < PRIO_CHANGES_KEPT {
                     // Ticks until the watcher's finish makes them ns since the start.
-                    th.figures.prio_changes.push((ts, t.prio));
+                    th.figures.prio_changes.push((now, t.prio));
                 }
             }
             Some(_) => {}
@@ -248,11 +279,12 @@ impl Walk {
     }
 
     fn step(&mut self, names: &Names, cpu: usize, e: &Event) {
+        self.now = e.ts;
         match e.kind {
             Kind::Wakeup {
                 task, target_cpu, ..
             } if self.watched.wants(&task, names) => {
-                let th = self.thread(&task, names, e.ts);
+                let th = self.thread(&task, names);
                 // A wake-up of a thread still on its CPU, or already runnable, changes
                 // nothing: it waits for no CPU.
                 if matches!(th.phase, Phase::Asleep) {
@@ -362,12 +394,13 @@ impl Walk {
         let (Some(ns), Some(tid)) = (took, running) else {
             return;
         };
+        let sigfig = self.sigfig;
         if let Some(th) = self.threads.get_mut(&tid)
             && matches!(th.phase, Phase::Running { cpu: r, .. } if r == cpu)
         {
             th.figures
                 .irq
-                .get_or_insert_with(LatencyHistogram::new)
+                .get_or_insert_with(|| LatencyHistogram::with_sigfig(sigfig))
                 .record(ns);
         }
     }
@@ -395,7 +428,7 @@ impl Walk {
     }
 
     fn switched_out(&mut self, names: &Names, cpu: usize, ts: u64, prev: Task, prev_state: i64) {
-        let th = self.thread(&prev, names, ts);
+        let th = self.thread(&prev, names);
         match th.phase {
             Phase::Running {
                 guessed: Some((at, start)),
@@ -408,7 +441,7 @@ impl Walk {
             Phase::Woken { .. } => th.figures.starts_unseen += 1,
             _ => {}
         }
-        let th = self.thread(&prev, names, ts);
+        let th = self.thread(&prev, names);
         if !matches!(th.phase, Phase::Running { .. }) {
             Self::starts_on(th, cpu);
         }
@@ -423,8 +456,8 @@ impl Walk {
     }
 
     fn switched_in(&mut self, names: &Names, cpu: usize, ts: u64, next: Task) {
-        let scale = self.scale;
-        let th = self.thread(&next, names, ts);
+        let (scale, sigfig) = (self.scale, self.sigfig);
+        let th = self.thread(&next, names);
         match th.phase {
             Phase::Woken { at, .. } => {
                 Self::starts_on(th, cpu);
@@ -443,7 +476,7 @@ impl Walk {
                 Self::starts_on(th, cpu);
                 th.figures
                     .preempted
-                    .get_or_insert_with(LatencyHistogram::new)
+                    .get_or_insert_with(|| LatencyHistogram::with_sigfig(sigfig))
                     .record(scale.to_ns(ts.saturating_sub(at)));
                 th.phase = Phase::Running { cpu, guessed: None };
             }
@@ -499,6 +532,10 @@ pub struct Watcher {
     pending: Vec<Delay>,
     /// Events dropped from a full tail: delays then may be misread.
     pub evicted: u64,
+    /// How causes are named: in full for one run, stably for counters (`streaming`).
+    naming: Naming,
+    /// The last `until` fed.
+    until: u64,
 }
 
 impl Watcher {
@@ -510,7 +547,62 @@ impl Watcher {
             tallies: BTreeMap::new(),
             pending: Vec::new(),
             evicted: 0,
+            naming: Naming::Full,
+            until: 0,
         }
+    }
+
+    /// For a run without end read by `drain` (`monitor --watch-comm`): causes named
+    /// without pids or policies (`Naming::Stable`, so that a counter keeps one series
+    /// while kworkers come and go), no worst-delay timelines, and histograms of 2
+    /// significant digits (37 KiB a thread rather than 260: they are only folded into
+    /// 1-2-5 buckets).
+    pub fn streaming(mut self) -> Watcher {
+        self.naming = Naming::Stable;
+        self.settings.top = 0;
+        self.walk.sigfig = 2;
+        self
+    }
+
+    /// Threads followed now (open state).
+    pub fn threads(&self) -> usize {
+        self.walk.threads.len()
+    }
+
+    /// Hands every thread's figures since the last drain to `visit`, its delays at or
+    /// above the threshold attributed as `finish` gives them, then starts them afresh,
+    /// keeping their histograms. Nothing is lost between two drains: a delay still
+    /// open is counted by the drain after the one it ends before.
+    ///
+    /// A thread asleep with no event for `idle_ns` (of trace time) is then dropped from
+    /// the open state, its last figures handed over: threads that end (or sleep long)
+    /// hold no memory, so a process that starts threads without end keeps it flat. One
+    /// that wakes again is followed afresh; only a migration across its sleep is missed.
+    /// The number of threads dropped.
+    pub fn drain(&mut self, idle_ns: u64, mut visit: impl FnMut(&ThreadFigures)) -> usize {
+        let s = self.settings;
+        let cutoff = self.until.saturating_sub(s.scale.to_ticks(idle_ns));
+        let waiting: HashSet<u32> = self.pending.iter().map(|d| d.0).collect();
+        let mut gone = Vec::new();
+        for (&tid, th) in &mut self.walk.threads {
+            let f = &mut th.figures;
+            f.attribution = self.tallies.remove(&tid).map(|t| {
+                let mut a = t.finish(s.scale);
+                a.method = method(s.threshold_ns);
+                a
+            });
+            visit(f);
+            f.reset();
+            if th.phase == Phase::Asleep && th.last_ts < cutoff && !waiting.contains(&tid) {
+                gone.push(tid);
+            }
+        }
+        for tid in &gone {
+            self.walk.threads.remove(tid);
+        }
+        // A tally only for a thread not followed (none expected) is not kept either.
+        self.tallies.clear();
+        gone.len()
     }
 
     /// Threads found since the start (a process's new threads).
@@ -560,6 +652,7 @@ impl Watcher {
             tail.push_back(*e);
         }
         self.settle(until, names, symbols);
+        self.until = self.until.max(until);
     }
 
     /// Attributes the delays whose events are all in (those that ended before
@@ -618,7 +711,7 @@ impl Watcher {
             top: s.top,
             // Nothing is known to run at a wake-up: whatever ran then is the delay's.
             quiet_at_gap_start: false,
-            naming: Naming::Full,
+            naming: self.naming,
             throttle: s.throttle,
         };
         let evs: &[Event] = match self.tails.get_mut(&cpu) {
@@ -1150,6 +1243,135 @@ mod tests {
         let attr = f[0].attribution.as_ref().expect("the 50 µs delay");
         assert_eq!(attr.gaps, 1);
         assert!(attr.causes[0].cause.starts_with("task ping:30"), "{attr:?}");
+    }
+
+    /// Drained after every window (issue 25, `monitor --watch-comm`), the figures added
+    /// up over the drains are those of one run to the end: every wake-up, preemption,
+    /// run, migration and involuntary switch counted once, and each cause's time and
+    /// main-cause count too.
+    #[test]
+    fn drains_add_up_to_the_whole_run() {
+        let t = busy_trace();
+        let symbols = HashMap::new();
+        let watched = Watched::Comm("app".into());
+        let whole = watch(&t.per_cpu, &t.names, &watched, &settings(), &symbols);
+        let mut w = Watcher::new(watched, settings());
+        #[derive(Default, Debug, PartialEq)]
+        struct Sums {
+            wakeups: u64,
+            wakeup_ns: u64,
+            preempted_ns: u64,
+            irq_ns: u64,
+            counts: (u64, u64, u64),
+            gaps: u64,
+            causes: BTreeMap<(CauseKind, String), (u64, u64, u64)>,
+        }
+        let mut sums: BTreeMap<u32, Sums> = BTreeMap::new();
+        let mut add = |f: &ThreadFigures| {
+            let s = sums.entry(f.tid).or_default();
+            s.wakeups += f.wakeup.count();
+            s.wakeup_ns += f.wakeup.sum_ns();
+            s.preempted_ns += f.preempted.as_ref().map_or(0, |h| h.sum_ns());
+            s.irq_ns += f.irq.as_ref().map_or(0, |h| h.sum_ns());
+            s.counts.0 += f.runs;
+            s.counts.1 += f.migrations;
+            s.counts.2 += f.involuntary;
+            if let Some(a) = &f.attribution {
+                s.gaps += a.gaps;
+                for r in &a.causes {
+                    let c = s.causes.entry((r.kind, r.cause.clone())).or_default();
+                    (c.0, c.1, c.2) = (c.0 + r.gaps, c.1 + r.largest_in, c.2 + r.total_ns);
+                }
+            }
+        };
+        let step = 2_500_000u64;
+        for from in (0..200_000_000u64).step_by(step as usize) {
+            let until = from + step;
+            let window: BTreeMap<usize, Vec<Event>> = (t.per_cpu.iter())
+                .map(|(&c, evs)| {
+                    let part = evs.iter().filter(|e| from <= e.ts && e.ts < until);
+                    (c, part.copied().collect())
+                })
+                .collect();
+            w.feed(&window, until, &t.names, &symbols);
+            // A long idle time: no thread is dropped, so the migrations stay counted.
+            w.drain(u64::MAX, &mut add);
+        }
+        // What the last window left open.
+        w.feed(&BTreeMap::new(), u64::MAX, &t.names, &symbols);
+        w.drain(u64::MAX, &mut add);
+        let mut want: BTreeMap<u32, Sums> = BTreeMap::new();
+        for f in &whole {
+            add_whole(&mut want, f);
+        }
+        fn add_whole(m: &mut BTreeMap<u32, Sums>, f: &ThreadFigures) {
+            let s = m.entry(f.tid).or_default();
+            s.wakeups = f.wakeup.count();
+            s.wakeup_ns = f.wakeup.sum_ns();
+            s.preempted_ns = f.preempted.as_ref().map_or(0, |h| h.sum_ns());
+            s.irq_ns = f.irq.as_ref().map_or(0, |h| h.sum_ns());
+            s.counts = (f.runs, f.migrations, f.involuntary);
+            if let Some(a) = &f.attribution {
+                s.gaps = a.gaps;
+                for r in &a.causes {
+                    s.causes.insert(
+                        (r.kind, r.cause.clone()),
+                        (r.gaps, r.largest_in, r.total_ns),
+                    );
+                }
+            }
+        }
+        assert_eq!(sums, want);
+        assert!(want.values().all(|s| s.gaps > 0 && s.wakeups >= 200));
+    }
+
+    /// A process that starts a thread for every request (a new tid each time, one name):
+    /// drained with an idle time, the threads that ended are dropped from the open
+    /// state, so it stays at the threads alive in a window however many come and go;
+    /// every thread's wake-up is still handed over once.
+    #[test]
+    fn threads_that_end_are_dropped_after_their_last_drain() {
+        let mut t = Trace::new();
+        let busy = t.task("busy", 20, 120);
+        let idle = t.task("swapper/1", 0, 120);
+        t.switch(1, 0, idle, 0, busy);
+        let n = 2_000u64;
+        for i in 0..n {
+            let w = t.task("worker", 1_000 + i as u32, 120);
+            let ts = 1_000 + i * 100_000;
+            t.wake(1, ts, w, 1);
+            t.switch(1, ts + 20_000, busy, 0x100, w);
+            // Exits: switched out dead (TASK_DEAD, 0x80), never seen again.
+            t.switch(1, ts + 30_000, w, 0x80, busy);
+        }
+        let symbols = HashMap::new();
+        let mut w = Watcher::new(Watched::Comm("worker".into()), settings()).streaming();
+        let (mut handed, mut most, mut delays) = (0u64, 0usize, 0u64);
+        let step = 1_000_000u64;
+        for from in (0..n * 100_000 + step).step_by(step as usize) {
+            let until = from + step;
+            let window: BTreeMap<usize, Vec<Event>> = (t.per_cpu.iter())
+                .map(|(&c, evs)| {
+                    let part = evs.iter().filter(|e| from <= e.ts && e.ts < until);
+                    (c, part.copied().collect())
+                })
+                .collect();
+            w.feed(&window, until, &t.names, &symbols);
+            most = most.max(w.threads());
+            w.drain(2_000_000, |f| {
+                handed += f.wakeup.count();
+                delays += f.attribution.as_ref().map_or(0, |a| a.gaps);
+                if let Some(a) = &f.attribution {
+                    // Named for a fleet: no pid.
+                    assert_eq!(a.causes[0].cause, "task busy", "{:?}", a.causes);
+                }
+            });
+        }
+        assert_eq!(handed, n, "every wake-up handed over once");
+        assert_eq!(delays, n, "every 20 µs delay attributed once");
+        // 10 threads a window, kept for 2 ms of idle time: about 30 at most.
+        assert!(most <= 40, "{most} threads held at once");
+        assert!(w.threads() <= 40, "{} threads held at the end", w.threads());
     }
 
     #[test]

@@ -51,21 +51,36 @@ const MARGIN_NS: u64 = 10_000_000;
 /// A label value is cut to this many characters.
 const MAX_LABEL: usize = 64;
 
-/// The label values one CPU gives out.
-#[derive(Debug, Default)]
+/// The label values one CPU (or one watched thread name) gives out.
+#[derive(Debug)]
 pub struct CauseNames {
     named: HashSet<(CauseKind, String)>,
+    cap: usize,
+}
+
+impl Default for CauseNames {
+    fn default() -> CauseNames {
+        CauseNames::with_cap(MAX_CAUSES)
+    }
 }
 
 impl CauseNames {
-    /// The label value of a cause: its own name while fewer than [`MAX_CAUSES`] were
-    /// given out (or when it was one of them), `other` beyond; `unaccounted` always.
+    /// At most `cap` names given out.
+    pub fn with_cap(cap: usize) -> CauseNames {
+        CauseNames {
+            named: HashSet::new(),
+            cap,
+        }
+    }
+
+    /// The label value of a cause: its own name while fewer than the cap were given
+    /// out (or when it was one of them), `other` beyond; `unaccounted` always.
     pub fn label(&mut self, kind: CauseKind, cause: &str) -> String {
         let cause = clean(cause);
         if kind == CauseKind::Unaccounted || self.named.contains(&(kind, cause.clone())) {
             return cause;
         }
-        if self.named.len() < MAX_CAUSES {
+        if self.named.len() < self.cap {
             self.named.insert((kind, cause.clone()));
             return cause;
         }
@@ -74,7 +89,7 @@ impl CauseNames {
 }
 
 /// A label value: at most [`MAX_LABEL`] characters, no control characters.
-fn clean(s: &str) -> String {
+pub fn clean(s: &str) -> String {
     s.chars()
         .take(MAX_LABEL)
         .map(|c| if c.is_control() { '?' } else { c })

@@ -7,7 +7,10 @@
 //! `above_seconds` one per late limit (at most 4), `window` two, and the audit's `id` and
 //! `severity` the audit's fixed set of checks. With `--trace`, the causes' `kind` takes
 //! one of six values and `cause` at most `causes::MAX_CAUSES` names per CPU plus `other`
-//! (per kind) and `unaccounted`: names without pids (`causes` says why).
+//! (per kind) and `unaccounted`: names without pids (`causes` says why). With
+//! `--watch-comm`, `comm` takes the names given (at most `watched::MAX_COMMS`), never
+//! thread ids, and `cause` at most `watched::MAX_CAUSES` per name plus `other` (per
+//! kind) and `unaccounted` (`watched` says why).
 //!
 //! The latency histogram's buckets are fixed and log-spaced, 1-2-5 per decade from 1 µs
 //! to 100 ms ([`BUCKETS_NS`]); the counts come from the threads' HdrHistograms (3
@@ -96,6 +99,28 @@ pub struct CauseLabels {
 pub struct TraceLabels {
     pub state: String,
     pub reason: String,
+}
+
+/// A watched thread name (`--watch-comm`): every thread of that name, summed.
+#[derive(Debug, Clone, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct CommLabels {
+    pub comm: String,
+}
+
+/// One cause of the delays of the threads of one watched name.
+#[derive(Debug, Clone, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct CommCauseLabels {
+    pub comm: String,
+    /// irq, softirq, vector, nmi, task, unaccounted.
+    pub kind: String,
+    pub cause: String,
+}
+
+/// Where watched trace events were lost: `kernel` (overwritten before they were read)
+/// or `reader` (beyond jitterscope's own bounds).
+#[derive(Debug, Clone, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct SourceLabels {
+    pub source: String,
 }
 
 #[derive(Debug, Clone, Hash, PartialEq, Eq, EncodeLabelSet)]
@@ -196,6 +221,57 @@ pub struct Metrics {
     pub trace_lost: Family<CpuLabels, Counter>,
     trace_state: Family<TraceLabels, Gauge>,
     trace_now: Mutex<Option<TraceLabels>>,
+    /// `--watch-comm` (registered by `with_watch` only).
+    pub watch: WatchMetrics,
+}
+
+/// What `--watch-comm` exports, per watched thread name (`comm`).
+#[derive(Default)]
+pub struct WatchMetrics {
+    pub wakeup: Family<CommLabels, FixedBuckets>,
+    pub preempted: Family<CommLabels, CounterF>,
+    pub irq: Family<CommLabels, CounterF>,
+    pub runs: Family<CommLabels, Counter>,
+    pub migrations: Family<CommLabels, Counter>,
+    pub involuntary: Family<CommLabels, Counter>,
+    pub threads: Family<CommLabels, Gauge>,
+    pub late: Family<CommLabels, Counter>,
+    pub cause_seconds: Family<CommCauseLabels, CounterF>,
+    pub cause_delays: Family<CommCauseLabels, Counter>,
+    pub cause_main: Family<CommCauseLabels, Counter>,
+    pub events: Counter,
+    pub events_lost: Family<SourceLabels, Counter>,
+    pub reader_cpu: CounterF,
+    pub threshold: GaugeF,
+    state: Family<TraceLabels, Gauge>,
+    now: Mutex<Option<TraceLabels>>,
+}
+
+impl WatchMetrics {
+    /// Whether the watched threads are traced now: `on`, `unavailable` or `failed`, and
+    /// why (replacing what was said before).
+    pub fn set_state(&self, state: &str, reason: &str) {
+        set_state(&self.state, &self.now, state, reason);
+    }
+}
+
+/// Replaces the one series of a state family.
+fn set_state(
+    family: &Family<TraceLabels, Gauge>,
+    now: &Mutex<Option<TraceLabels>>,
+    state: &str,
+    reason: &str,
+) {
+    let new = TraceLabels {
+        state: state.to_string(),
+        reason: reason.to_string(),
+    };
+    let mut now = now.lock().unwrap_or_else(|p| p.into_inner());
+    if let Some(old) = now.as_ref().filter(|o| **o != new) {
+        family.remove(old);
+    }
+    family.get_or_create(&new).set(1);
+    *now = Some(new);
 }
 
 /// The label value of a time in seconds, from ns, without float noise (`0.0001`).
@@ -236,6 +312,7 @@ impl Metrics {
             trace_lost: Family::default(),
             trace_state: Family::default(),
             trace_now: Mutex::new(None),
+            watch: WatchMetrics::default(),
         };
         let s = Unit::Seconds;
         r.register_with_unit(
@@ -401,16 +478,132 @@ impl Metrics {
 
     /// Whether the causes are traced now (replacing what was said before).
     pub fn set_trace(&self, state: &str, reason: &str) {
-        let new = TraceLabels {
-            state: state.to_string(),
-            reason: reason.to_string(),
-        };
-        let mut now = self.trace_now.lock().unwrap_or_else(|p| p.into_inner());
-        if let Some(old) = now.as_ref().filter(|o| **o != new) {
-            self.trace_state.remove(old);
+        set_state(&self.trace_state, &self.trace_now, state, reason);
+    }
+
+    /// Registers `--watch-comm`'s metrics, with the per-name series at 0 for `comms`
+    /// (so that a quiet thread name shows zeros rather than nothing). Their labels are
+    /// bounded by the command line: `comm` takes the names given (at most
+    /// `watched::MAX_COMMS`), never thread ids; `cause` at most `watched::MAX_CAUSES`
+    /// per name, plus `other` per kind and `unaccounted` (`watched` says why).
+    pub fn with_watch(mut self, comms: &[String], threshold_ns: u64) -> Metrics {
+        let r = &mut self.registry;
+        let w = &self.watch;
+        let s = Unit::Seconds;
+        r.register_with_unit(
+            "watch_wakeup_delay",
+            "--watch-comm: wake-up delay of the threads of each watched name (from the \
+             sched_wakeup to the sched_switch that runs the thread), all its threads \
+             together: fixed 1-2-5 buckets from 1 us to 100 ms",
+            s.clone(),
+            w.wakeup.clone(),
+        );
+        r.register_with_unit(
+            "watch_preempted",
+            "--watch-comm: time the threads of each name spent runnable but preempted \
+             (switched out runnable to switched in)",
+            s.clone(),
+            w.preempted.clone(),
+        );
+        r.register_with_unit(
+            "watch_irq",
+            "--watch-comm: time interrupt contexts (IRQ, softirq, vector, NMI) took while \
+             the threads of each name ran",
+            s.clone(),
+            w.irq.clone(),
+        );
+        r.register(
+            "watch_runs",
+            "--watch-comm: runs of the threads of each name (switches out)",
+            w.runs.clone(),
+        );
+        r.register(
+            "watch_migrations",
+            "--watch-comm: runs on another CPU than the thread's previous run",
+            w.migrations.clone(),
+        );
+        r.register(
+            "watch_involuntary_switches",
+            "--watch-comm: switches out while still runnable (preemptions)",
+            w.involuntary.clone(),
+        );
+        r.register(
+            "watch_threads",
+            "--watch-comm: threads of each name followed now (seen in the last 10 s)",
+            w.threads.clone(),
+        );
+        r.register(
+            "watch_late_wakeups",
+            "--watch-comm: wake-up delays at or above the threshold \
+             (jitterscope_watch_threshold_seconds), each split by what ran instead",
+            w.late.clone(),
+        );
+        r.register_with_unit(
+            "watch_cause",
+            "--watch-comm: time each cause took inside the late wake-ups of the threads \
+             of each name, net of nested causes; the unaccounted part is its own cause",
+            s.clone(),
+            w.cause_seconds.clone(),
+        );
+        r.register(
+            "watch_cause_wakeups",
+            "--watch-comm: late wake-ups each cause took time in",
+            w.cause_delays.clone(),
+        );
+        r.register(
+            "watch_cause_main",
+            "--watch-comm: late wake-ups in which each cause took more time than any \
+             other (the main cause)",
+            w.cause_main.clone(),
+        );
+        r.register(
+            "watch_events",
+            "--watch-comm: kernel trace events read (every online CPU is traced)",
+            w.events.clone(),
+        );
+        r.register(
+            "watch_events_lost",
+            "--watch-comm: trace events lost, source=kernel (overwritten before they \
+             were read) or reader (beyond jitterscope's bounds)",
+            w.events_lost.clone(),
+        );
+        r.register_with_unit(
+            "watch_reader_cpu",
+            "--watch-comm: CPU time of the trace reader (reading, decoding, following \
+             the threads, attributing), on the housekeeping CPU",
+            s.clone(),
+            w.reader_cpu.clone(),
+        );
+        r.register_with_unit(
+            "watch_threshold",
+            "--watch-comm: wake-up delays at or above this are attributed",
+            s,
+            w.threshold.clone(),
+        );
+        r.register(
+            "watch_info",
+            "--watch-comm: whether the watched threads are traced: state on, unavailable \
+             (and why) or failed (the trace could no longer be read)",
+            w.state.clone(),
+        );
+        w.threshold.set(threshold_ns as f64 / 1e9);
+        for c in comms {
+            let l = CommLabels { comm: c.clone() };
+            let _ = w.wakeup.get_or_create(&l);
+            let _ = w.preempted.get_or_create(&l);
+            let _ = w.irq.get_or_create(&l);
+            let _ = w.runs.get_or_create(&l);
+            let _ = w.migrations.get_or_create(&l);
+            let _ = w.involuntary.get_or_create(&l);
+            let _ = w.threads.get_or_create(&l);
+            let _ = w.late.get_or_create(&l);
         }
-        self.trace_state.get_or_create(&new).set(1);
-        *now = Some(new);
+        for source in ["kernel", "reader"] {
+            let _ = w.events_lost.get_or_create(&SourceLabels {
+                source: source.into(),
+            });
+        }
+        self
     }
 
     /// The per-CPU trace series, at 0, so that a quiet CPU shows zeros once tracing runs.
