@@ -1206,13 +1206,18 @@ fn issue25_monitor_watch_comm_exports_the_sleepers_wakeups_and_the_hog_as_cause(
     let hog = format!("{{{c},kind=\"task\",cause=\"task js-hog\"}}");
     let hog_main = s(&format!("jitterscope_watch_cause_main_total{hog}"));
     let hog_secs = s(&format!("jitterscope_watch_cause_seconds_total{hog}"));
-    let sleeper_late = late.iter().filter(|l| l.1 >= 110_000).count() as f64;
+    // The sleeper's lateness is its wake-up delay plus the timer's own way to the
+    // wake-up (~10 µs, more when the hypervisor holds the interrupt): a delay of 100 µs
+    // or more was at least that late, and one 200 µs late was a delay of 100 µs or more
+    // unless the timer's way took 100 µs.
+    let late_over = |ns: u64| late.iter().filter(|l| l.1 >= ns).count() as f64;
+    let (sleeper_late, surely_late) = (late_over(100_000), late_over(200_000));
     let watch_lines: Vec<&str> = (body.lines())
         .filter(|l| l.starts_with("jitterscope_watch_") && !l.contains("_bucket{"))
         .collect();
     eprintln!(
         "js-sleeper: {} wake-ups recorded by itself, {count} exported; {sleeper_late} of \
-         its own ≥ 110 µs late, {above} delays ≥ 100 µs exported, js-hog main cause of \
+         its own ≥ 100 µs late ({surely_late} ≥ 200 µs), {above} delays ≥ 100 µs exported, js-hog main cause of \
          {hog_main} ({:.3} ms)\n{}",
         late.len(),
         hog_secs * 1e3,
@@ -1232,10 +1237,11 @@ fn issue25_monitor_watch_comm_exports_the_sleepers_wakeups_and_the_hog_as_cause(
         "{count} exported for {n} wake-ups"
     );
     // About 29 % of 300 holds catch a deadline; delays ≥ 100 µs are the hog's.
-    assert!(sleeper_late > 30.0, "{sleeper_late} late wake-ups");
+    assert!(surely_late > 10.0, "{surely_late} wake-ups ≥ 200 µs late");
     assert!(
-        above >= sleeper_late * 0.8 && above <= n * 0.5,
-        "{above} delays ≥ 100 µs exported for {sleeper_late} the sleeper saw"
+        above >= surely_late * 0.95 - 2.0 && above <= sleeper_late * 1.05 + 5.0,
+        "{above} delays ≥ 100 µs exported, where the sleeper saw {surely_late} wake-ups \
+         ≥ 200 µs late and {sleeper_late} ≥ 100 µs"
     );
     assert!(
         hog_main >= above * 0.7,
