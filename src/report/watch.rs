@@ -175,7 +175,7 @@ pub fn watch_text(r: &ResultFile) -> String {
     let th_us = w.threshold_ns as f64 / 1e3;
     let mut t = Tab::new(&[
         core("thread"),
-        core("policy"),
+        wide("policy"),
         core("wake-ups"),
         core("p50 µs"),
         core("p99 µs"),
@@ -243,10 +243,11 @@ pub fn watch_text(r: &ResultFile) -> String {
     for th in &w.threads {
         let Some(a) = &th.attribution else { continue };
         out.push_str(&format!(
-            "{}:{}: {} delays ≥ {th_us} µs, {:.3} ms in all; share of their time, and of \
-             the delays where it was the largest part:\n",
+            "{}:{} ({}): {} delays ≥ {th_us} µs, {:.3} ms in all; share of their time, \
+             and of the delays where it was the largest part:\n",
             th.comm,
             th.tid,
+            policy_cell(th),
             a.gaps,
             a.interrupted_ns as f64 / 1e6
         ));
