@@ -330,7 +330,7 @@ impl Measure for WatchCommand {
             ));
         }
         let figures = f.figures;
-        let threads = (figures.into_iter())
+        let threads: Vec<WatchedThread> = (figures.into_iter())
             .map(|f| {
                 let tid = f.tid;
                 let mut t = WatchedThread::from_figures(f, ctx.keep);
@@ -338,7 +338,9 @@ impl Measure for WatchCommand {
                 t
             })
             .collect();
+        let task_cpus = task_cpus(&threads);
         self.record = Some(WatchRecord {
+            task_cpus,
             target: self.target.describe(),
             threshold_ns: self.threshold_ns,
             ended: match end {
@@ -391,6 +393,40 @@ impl Measure for WatchCommand {
 
 fn lock(tids: &Mutex<HashSet<u32>>) -> std::sync::MutexGuard<'_, HashSet<u32>> {
     tids.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+/// A kernel thread bound to its CPU (kworker/1:1, ksoftirqd/1): taskset refuses it.
+const PF_NO_SETAFFINITY: u64 = 0x0400_0000;
+
+/// The CPUs each task among the threads' causes may run on now, for those alive and
+/// movable (a per-CPU kernel thread's own findings say what moves its work).
+fn task_cpus(threads: &[WatchedThread]) -> BTreeMap<u32, String> {
+    let causes = (threads.iter())
+        .filter_map(|t| t.attribution.as_ref())
+        .flat_map(|a| a.causes.iter());
+    causes
+        .filter_map(crate::report::watch::task_pid)
+        .filter_map(|pid| {
+            let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+            // The 9th field, after the name (which may hold spaces and parentheses).
+            let flags: u64 = stat
+                .rsplit_once(')')?
+                .1
+                .split_whitespace()
+                .nth(6)?
+                .parse()
+                .ok()?;
+            if flags & PF_NO_SETAFFINITY != 0 {
+                return None;
+            }
+            let status = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
+            let list = (status.lines())
+                .find_map(|l| l.strip_prefix("Cpus_allowed_list:"))?
+                .trim()
+                .to_string();
+            Some((pid, list))
+        })
+        .collect()
 }
 
 /// What the reader has read and lost so far.

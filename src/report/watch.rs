@@ -2,6 +2,8 @@
 //! watched thread, its wake-up delays, preemption and IRQ time with their histograms,
 //! and what ran instead during its delays above the threshold.
 
+use std::collections::BTreeMap;
+
 use serde::{Deserialize, Serialize};
 
 use crate::probes::record::HistogramRecord;
@@ -13,6 +15,7 @@ use crate::trace::watch::ThreadFigures;
 
 use super::ResultFile;
 use super::table::{Tab, core, us, wide};
+use crate::engine::cpu::CpuList;
 
 /// The `watch` section: what was watched, how, and each thread's figures.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -41,6 +44,11 @@ pub struct WatchRecord {
     pub events_lost_reader: u64,
     /// jitterscope's own CPU time over the run (user + system, all its threads).
     pub tool_cpu_ns: u64,
+    /// The CPUs each task among the causes was allowed at the end (its pid, the
+    /// kernel's list "1" or "0-3"), for those still alive: isolation does not move a task
+    /// whose affinity holds it on the watched CPUs, so no isolation fix is named for it.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub task_cpus: BTreeMap<u32, String>,
     /// One per thread seen, by thread id.
     pub threads: Vec<WatchedThread>,
 }
@@ -143,8 +151,40 @@ impl WatchedThread {
 pub fn cause_findings<'a>(r: &'a ResultFile, c: &CauseRow) -> Option<Vec<&'a Finding>> {
     let audit = r.host.audit.as_ref()?;
     let all: Vec<&Finding> = audit.findings.iter().collect();
-    Some(crate::system::cause_fix::wakeup_matching(
-        c.kind, &c.cause, &all,
+    let mut v = crate::system::cause_fix::wakeup_matching(c.kind, &c.cause, &all);
+    if pinned(r, c).is_some() {
+        v.retain(|f| !crate::system::cause_fix::ISOLATION.contains(&f.id));
+    }
+    Some(v)
+}
+
+/// The pid in a task cause's name ("task hog:812 (real-time 10)").
+pub fn task_pid(c: &CauseRow) -> Option<u32> {
+    let name = c.cause.strip_prefix("task ")?;
+    let name = name.split(" (").next()?;
+    name.rsplit_once(':')?.1.parse().ok()
+}
+
+/// A task cause whose affinity (at the end of the watch) held it on the audited CPUs:
+/// isolation would leave it where it is. Its CPU list, when so.
+pub fn pinned<'a>(r: &'a ResultFile, c: &CauseRow) -> Option<&'a str> {
+    let audit = r.host.audit.as_ref()?;
+    let list = r.watch.as_ref()?.task_cpus.get(&task_pid(c)?)?;
+    let cpus = CpuList::parse_kernel(list).ok()?;
+    let held = !cpus.is_empty() && cpus.without(&audit.measured).is_empty();
+    held.then_some(list.as_str())
+}
+
+/// What the text and the page say of a pinned task instead of an isolation fix.
+pub fn pinned_note(r: &ResultFile, c: &CauseRow) -> Option<String> {
+    let list = pinned(r, c)?;
+    let pid = task_pid(c)?;
+    let hk = (r.host.audit.as_ref())
+        .map(|a| a.housekeeping.to_string())
+        .unwrap_or_default();
+    Some(format!(
+        "its own affinity holds it on CPU {list}, where isolation would leave it: move it \
+         (taskset -apc {hk} {pid}) or give the watched thread the higher priority"
     ))
 }
 
@@ -258,6 +298,9 @@ pub fn watch_text(r: &ResultFile) -> String {
             ));
             // The finding whose fix would remove it, whole (a command in it can be
             // pasted); the others that would, by id.
+            if let Some(note) = pinned_note(r, c) {
+                out.push_str(&format!("           pinned: {note}\n"));
+            }
             if let Some([first, more @ ..]) = cause_findings(r, c).as_deref() {
                 out.push_str(&format!(
                     "           fix: audit {}: {}\n",
@@ -443,6 +486,7 @@ mod tests {
             events_lost_kernel: 3,
             events_lost_reader: 2,
             tool_cpu_ns: 0,
+            task_cpus: BTreeMap::new(),
             threads,
         });
         r
@@ -586,6 +630,45 @@ mod tests {
         let t = watch_text(&r);
         assert!(!t.contains("fix: audit"), "{t}");
         assert!(t.contains("fixes: (no audit in this result)"), "{t}");
+    }
+
+    /// A hog whose own affinity holds it on the watched CPU gets no isolation fix
+    /// (isolcpus would leave it there): a fix printed must work on this host.
+    #[test]
+    fn a_task_pinned_to_the_watched_cpus_gets_no_isolation_fix() {
+        let causes = vec![cause(
+            CauseKind::Task,
+            "task hog:20 (real-time 10)",
+            4,
+            9_000_000,
+        )];
+        let mut r = result(vec![thread(10, "app", &[20_000; 10], causes)]);
+        let audit = r.host.audit.as_mut().expect("the fixture's audit");
+        audit.measured = CpuList::from_cpus(vec![1]);
+        audit.housekeeping = CpuList::from_cpus(vec![0]);
+        audit.findings = vec![finding(
+            FindingId::IsolatedMissing,
+            Severity::Warn,
+            "at boot: isolcpus=1",
+        )];
+        let w = r.watch.as_mut().unwrap();
+        w.task_cpus.insert(20, "0-1".into());
+        let t = watch_text(&r);
+        assert!(
+            t.contains("fix: audit isolated-missing"),
+            "free to move: {t}"
+        );
+        assert!(!t.contains("pinned:"), "{t}");
+        r.watch.as_mut().unwrap().task_cpus.insert(20, "1".into());
+        let t = watch_text(&r);
+        assert!(!t.contains("isolated-missing"), "pinned: {t}");
+        assert!(
+            t.contains(
+                "pinned: its own affinity holds it on CPU 1, where isolation would \
+                        leave it: move it (taskset -apc 0 20)"
+            ),
+            "{t}"
+        );
     }
 
     fn runs<'a>(results: &'a [ResultFile]) -> Vec<Run<'a>> {

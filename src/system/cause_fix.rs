@@ -184,6 +184,14 @@ pub const TARGETS: &[(FindingId, &[Target])] = {
     ]
 };
 
+/// The findings whose fix is to isolate CPUs: they move the tasks the scheduler places,
+/// not one whose own affinity holds it there.
+pub const ISOLATION: &[FindingId] = &[
+    FindingId::IsolatedMissing,
+    FindingId::IsolatedPartial,
+    FindingId::IsolcpusNotInForce,
+];
+
 /// The rows `id`'s fix targets (none for a finding the table does not name).
 pub fn targets(id: FindingId) -> &'static [Target] {
     TARGETS
