@@ -537,6 +537,30 @@ fn issue22_rt_throttling_is_named() {
         .iter()
         .filter(|g| g.duration_ns >= 20_000_000)
         .collect();
+    // A gap no event fell in (all of it unaccounted: once in CI, a third window with only
+    // the reschedule IPI that ended it) is named after nothing rather than misnamed: the
+    // test is about naming, so it judges the gaps the trace saw into.
+    use jitterscope::stats::causes::{CauseKind, GapBreakdown};
+    let untraced = |g: &&GapBreakdown| {
+        (g.parts.iter())
+            .all(|p| p.kind == CauseKind::Unaccounted || p.duration_ns * 100 < g.duration_ns)
+    };
+    let (blind, big): (Vec<&GapBreakdown>, Vec<&GapBreakdown>) =
+        big.into_iter().partition(untraced);
+    if !blind.is_empty() {
+        eprintln!(
+            "{test}: {} of {} gaps of 20 ms or more had no event in them (events lost: {}); \
+             left out",
+            blind.len(),
+            blind.len() + big.len(),
+            a.events_lost
+        );
+    }
+    assert!(
+        !big.is_empty() || blind.is_empty(),
+        "no event in any of the {} throttled gaps",
+        blind.len()
+    );
     if big.is_empty() {
         let rt = std::fs::read_to_string("/proc/sys/kernel/sched_rt_runtime_us");
         return skip(

@@ -471,6 +471,7 @@ mod tests {
         let h = std::thread::spawn(move || {
             let tid = rustix::thread::gettid().as_raw_nonzero().get() as u32;
             // Raising nice to 19 needs no privilege.
+            // SAFETY: a plain syscall on this thread's own id.
             unsafe { libc::setpriority(libc::PRIO_PROCESS, tid, 19) };
             tx.send(tid).unwrap();
             done_rx.recv().unwrap();
