@@ -714,15 +714,8 @@ mod tests {
     }
 
     fn finding(id: &str, severity: Severity) -> Finding {
-        Finding {
-            id: id.parse().expect("a finding id"),
-            area: crate::system::audit::Area::Isolation,
-            severity,
-            value: String::new(),
-            why: String::new(),
-            fix: format!("fix {id}"),
-            remedies: Vec::new(),
-        }
+        let id = id.parse().expect("a finding id");
+        Finding::made_up(id, severity, &format!("fix {id}"))
     }
 
     #[test]

@@ -582,15 +582,7 @@ mod tests {
     }
 
     fn finding(id: FindingId, severity: Severity, fix: &str) -> Finding {
-        Finding {
-            id,
-            area: crate::system::audit::Area::Housekeeping,
-            severity,
-            value: String::new(),
-            why: String::new(),
-            fix: fix.into(),
-            remedies: Vec::new(),
-        }
+        Finding::made_up(id, severity, fix)
     }
 
     /// Each cause names the finding of the result's own audit whose fix would remove it,

@@ -214,6 +214,15 @@ fn finding(area: Area, id: FindingId, severity: Severity, value: impl Into<Strin
 }
 
 impl Finding {
+    /// A finding of `id` for tests of what reads findings: its fix is `fix`.
+    #[cfg(test)]
+    pub fn made_up(id: FindingId, severity: Severity, fix: &str) -> Finding {
+        Finding {
+            fix: fix.into(),
+            ..finding(Area::Isolation, id, severity, "")
+        }
+    }
+
     fn why(mut self, why: impl Into<String>) -> Finding {
         self.why = why.into();
         self

@@ -270,15 +270,7 @@ mod tests {
     use super::*;
 
     fn finding(id: FindingId, severity: Severity) -> Finding {
-        Finding {
-            id,
-            area: crate::system::audit::Area::Isolation,
-            severity,
-            value: String::new(),
-            why: String::new(),
-            fix: format!("fix {id}"),
-            remedies: Vec::new(),
-        }
+        Finding::made_up(id, severity, &format!("fix {id}"))
     }
 
     /// Every finding of "other" names the rows it removes: else a row of "other" would

@@ -311,16 +311,7 @@ mod tests {
     /// The series the folding makes, as scraped: one per kind for `other`.
     #[test]
     fn folded_causes_are_scraped_as_other_of_their_kind() {
-        let m = Metrics::new(
-            &[1],
-            &[100_000],
-            super::super::metrics::ConfigLabels {
-                policy: "fifo".into(),
-                priority: "1".into(),
-                interval_seconds: "0.001".into(),
-                cpus: "1".into(),
-            },
-        );
+        let m = Metrics::new(&[1], &[100_000], super::super::metrics::tests::config());
         let mut n = CauseNames::default();
         for i in 0..MAX_CAUSES + 5 {
             let l = CauseLabels {

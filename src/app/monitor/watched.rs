@@ -288,17 +288,8 @@ mod tests {
 
     fn metrics(comms: &[&str]) -> Metrics {
         let comms: Vec<String> = comms.iter().map(|s| s.to_string()).collect();
-        Metrics::new(
-            &[1],
-            &[100_000],
-            super::super::metrics::ConfigLabels {
-                policy: "fifo".into(),
-                priority: "1".into(),
-                interval_seconds: "0.001".into(),
-                cpus: "1".into(),
-            },
-        )
-        .with_watch(&comms, 10_000)
+        Metrics::new(&[1], &[100_000], super::super::metrics::tests::config())
+            .with_watch(&comms, 10_000)
     }
 
     fn row(kind: CauseKind, cause: &str, gaps: u64, largest_in: u64, total_ns: u64) -> CauseRow {
