@@ -849,10 +849,8 @@ fn watch_cause_table(r: &ResultFile, who: &str, a: &crate::stats::causes::Attrib
     use crate::report::table::us;
     let rows = (a.causes.iter())
         .map(|c| {
-            let pinned = crate::report::watch::pinned_note(r, c);
             let fix = match crate::report::watch::cause_findings(r, c).as_deref() {
                 None => crate::report::watch::NO_AUDIT.to_string(),
-                Some([]) if pinned.is_some() => format!("pinned: {}", pinned.unwrap_or_default()),
                 Some([]) => "-".into(),
                 Some([first, more @ ..]) => {
                     let mut s = format!("audit {}: {}", first.id, first.fix);
@@ -862,6 +860,12 @@ fn watch_cause_table(r: &ResultFile, who: &str, a: &crate::stats::causes::Attrib
                     }
                     s
                 }
+            };
+            // As the terminal says it: pinned first, then what else would help.
+            let fix = match crate::report::watch::pinned_note(r, c) {
+                Some(note) if fix == "-" => format!("pinned: {note}"),
+                Some(note) => format!("pinned: {note}; {fix}"),
+                None => fix,
             };
             vec![
                 c.cause.clone(),
