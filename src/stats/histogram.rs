@@ -72,15 +72,19 @@ impl LatencyHistogram {
     /// skipped). Recorded beside the sample itself, this is HdrHistogram's
     /// expected-interval correction for coordinated omission (as jHiccup applies it),
     /// carried one step further: HdrHistogram stops at values of at least one interval,
-    /// which leaves out the last hidden sample. Called only on stalls, so cold.
+    /// which leaves out the last hidden sample. At most `most` of them, the first (a run
+    /// that ends inside the stall skipped only the deadlines before its end). Called only
+    /// on stalls, so cold.
     #[cold]
-    pub fn record_skipped(&mut self, ns: u64, interval_ns: u64) {
+    pub fn record_skipped(&mut self, ns: u64, interval_ns: u64, most: u64) {
         if interval_ns == 0 {
             return;
         }
         let mut missing = ns;
-        while missing >= interval_ns {
+        let mut left = most;
+        while missing >= interval_ns && left > 0 {
             missing -= interval_ns;
+            left -= 1;
             self.record(missing);
         }
     }
@@ -412,7 +416,7 @@ mod tests {
         let mut theirs = Histogram::<u64>::new_with_bounds(1, HIGHEST_NS, SIGFIG).unwrap();
         for (v, interval) in cases {
             ours.record(v);
-            ours.record_skipped(v, interval);
+            ours.record_skipped(v, interval, u64::MAX);
             theirs.record_correct(v, interval).unwrap();
             // HdrHistogram leaves out the last hidden value, the one below the interval.
             if interval > 0 && v >= interval {
