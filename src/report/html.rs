@@ -807,6 +807,10 @@ fn watch_summary_table(w: &crate::report::watch::WatchRecord) -> Table {
                 th.preempted.count.to_string(),
                 ms(th.preempted.sum_ns),
                 ms(th.irq.sum_ns),
+                (th.blocked.iter())
+                    .map(|b| format!("{} {}", b.state, ms(b.summary.sum_ns)))
+                    .collect::<Vec<_>>()
+                    .join("; "),
                 th.migrations.to_string(),
                 th.involuntary_switches.to_string(),
                 th.runs.to_string(),
@@ -826,6 +830,7 @@ fn watch_summary_table(w: &crate::report::watch::WatchRecord) -> Table {
             "preempted",
             "preempted (ms)",
             "IRQ (ms)",
+            "blocked by state (ms)",
             "migrations",
             "invol. switches",
             "runs",
@@ -835,7 +840,8 @@ fn watch_summary_table(w: &crate::report::watch::WatchRecord) -> Table {
         .to_vec(),
         rows,
         note: Some(
-            "Wake-up percentiles in µs; preempted and IRQ time summed over the run, in ms. \
+            "Wake-up percentiles in µs; preempted, IRQ and blocked time summed over the run, \
+             in ms (blocked: S interruptible, D uninterruptible). \
              Policy: as the kernel gave it at the end, or as the trace showed it for a \
              thread that had ended; with the number of changes seen."
                 .into(),

@@ -99,8 +99,27 @@ pub struct ThreadFigures {
     pub prio: Option<i32>,
     pub prio_changes: Vec<(u64, i32)>,
     pub prio_changes_total: u64,
+    /// Off-CPU (blocked) time, switch out asleep to its wake-up, in ns, by the state it
+    /// slept in (`SLEEP_STATES`); each allocated at its first.
+    pub blocked: [Option<LatencyHistogram>; 3],
     /// Its delays at or above the threshold, split by what ran instead.
     pub attribution: Option<Attribution>,
+}
+
+/// The states a watched thread's blocked time is split by, as `ps` letters: S
+/// (interruptible: a wait it asked for: sleep, poll, a futex), D (uninterruptible: I/O,
+/// some locks; an idle kernel thread's I is counted here), and any other (stopped,
+/// traced, parked).
+pub const SLEEP_STATES: [&str; 3] = ["S", "D", "other"];
+
+/// Which of `SLEEP_STATES` a switch out's `prev_state` is.
+fn sleep_state(state: i64) -> usize {
+    match state {
+        s if s & 0x1 != 0 => 0,
+        // TASK_UNINTERRUPTIBLE, or TASK_REPORT_IDLE (6.x: an idle kernel thread).
+        s if s & 0x82 != 0 => 1,
+        _ => 2,
+    }
 }
 
 /// Priority changes kept per thread: a thread boosted by every lock it waits on would
@@ -124,6 +143,7 @@ impl ThreadFigures {
             prio: None,
             prio_changes: Vec::new(),
             prio_changes_total: 0,
+            blocked: [None, None, None],
             attribution: None,
         }
     }
@@ -136,6 +156,9 @@ impl ThreadFigures {
         }
         (self.runs, self.migrations, self.involuntary) = (0, 0, 0);
         (self.starts_guessed, self.starts_unseen) = (0, 0);
+        for h in self.blocked.iter_mut().flatten() {
+            h.clear();
+        }
         // The priority now stays; its changes so far were handed over.
         self.prio_changes.clear();
         self.prio_changes_total = 0;
@@ -173,6 +196,8 @@ struct Thread {
     last_cpu: Option<usize>,
     /// The priority last seen.
     prio: Option<i32>,
+    /// When it was switched out asleep, and the state it slept in.
+    slept: Option<(u64, i64)>,
     /// The stamp of its last event.
     last_ts: u64,
 }
@@ -232,6 +257,7 @@ impl Walk {
             phase: Phase::Asleep,
             last_cpu: None,
             prio: None,
+            slept: None,
             last_ts: now,
         });
         if th.figures.comm != name {
@@ -284,10 +310,16 @@ impl Walk {
             Kind::Wakeup {
                 task, target_cpu, ..
             } if self.watched.wants(&task, names) => {
+                let (scale, sigfig) = (self.scale, self.sigfig);
                 let th = self.thread(&task, names);
                 // A wake-up of a thread still on its CPU, or already runnable, changes
                 // nothing: it waits for no CPU.
                 if matches!(th.phase, Phase::Asleep) {
+                    if let Some((since, state)) = th.slept.take() {
+                        th.figures.blocked[sleep_state(state)]
+                            .get_or_insert_with(|| LatencyHistogram::with_sigfig(sigfig))
+                            .record(scale.to_ns(e.ts.saturating_sub(since)));
+                    }
                     let target = usize::try_from(target_cpu).unwrap_or(cpu);
                     th.phase = Phase::Woken {
                         at: e.ts,
@@ -451,7 +483,10 @@ impl Walk {
                 th.figures.involuntary += 1;
                 Phase::Preempted { at: ts, cpu }
             }
-            false => Phase::Asleep,
+            false => {
+                th.slept = Some((ts, prev_state));
+                Phase::Asleep
+            }
         };
     }
 
@@ -1048,6 +1083,34 @@ mod tests {
         let a = &t.run(&tids(&[10]), 10_000)[0];
         assert_eq!(a.starts_guessed, 0);
         assert_eq!(a.wakeup.max_ns(), Some(28_000), "waited for the switch");
+    }
+
+    /// Off-CPU time, from the switch out asleep to the wake-up, by the state it slept in.
+    #[test]
+    fn blocked_time_is_split_by_the_state_it_slept_in() {
+        let mut t = Trace::new();
+        let app = t.task("app", 10, 120);
+        let idle = t.task("swapper/1", 0, 120);
+        t.switch(1, 1_000, idle, 0, app);
+        t.switch(1, 2_000, app, 1, idle); // S
+        t.wake(1, 1_002_000, app, 1);
+        t.switch(1, 1_003_000, idle, 0, app);
+        t.switch(1, 1_004_000, app, 2, idle); // D
+        t.wake(1, 1_054_000, app, 1);
+        t.switch(1, 1_055_000, idle, 0, app);
+        t.switch(1, 1_056_000, app, 0x100, idle); // preempted: not blocked
+        t.switch(1, 1_058_000, idle, 0, app);
+        let a = &t.run(&tids(&[10]), 10_000)[0];
+        let [s, d, other] = &a.blocked;
+        assert_eq!(
+            s.as_ref().map(|h| (h.count(), h.max_ns())),
+            Some((1, Some(1_000_000)))
+        );
+        assert_eq!(
+            d.as_ref().map(|h| (h.count(), h.max_ns())),
+            Some((1, Some(50_000)))
+        );
+        assert!(other.is_none());
     }
 
     /// The priority first seen, and a change (a boost, a chrt) when an event shows it.
