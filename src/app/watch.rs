@@ -258,6 +258,12 @@ impl Measure for WatchCommand {
         let deadline = self.settings.duration.map(|d| started + d);
         let done = AtomicBool::new(false);
         let housekeeping = ctx.cpus.housekeeping.first();
+        // This thread lists the process's threads every pass: on the housekeeping CPU
+        // too, or it shows up among the causes of the delays it watches (it did, 3 %).
+        let affinity = crate::engine::cpu::current_affinity().ok();
+        if let Some(cpu) = housekeeping {
+            let _ = sched::pin_to(cpu);
+        }
         let (end, followed) = std::thread::scope(|s| {
             let reader = s.spawn(|| {
                 if let Some(cpu) = housekeeping {
@@ -305,6 +311,9 @@ impl Measure for WatchCommand {
             done.store(true, Ordering::Relaxed);
             (end, reader.join())
         });
+        if let Some(cpus) = &affinity {
+            let _ = sched::set_affinity(cpus);
+        }
         let elapsed = started.elapsed();
         session.close();
         let f = match followed {
