@@ -868,27 +868,39 @@ mod tests {
         assert_eq!(c.interval_of(2), 1_000_000);
     }
 
-    #[test]
-    fn a_late_wakeup_counts_the_deadlines_it_skipped() {
+    /// An absolute schedule at `interval` ns that began 1 ms ago, ending at `end_ns`
+    /// (from `now`, the schedule's base) or after `loops` wake-ups: its base, the
+    /// recorder, and what the cycle returned.
+    fn late_schedule(
+        interval: u64,
+        end_ns: impl Fn(u64, u64) -> u64,
+        loops: u64,
+    ) -> (u64, Recorder, CycleEnd) {
         let cfg = TimerConfig::default();
-        let interval = 10_000;
         let mut rec = Recorder::new(&cfg, interval, Scale::from_hz(1e9));
         let stop = AtomicBool::new(false);
-        // A schedule that began 1 ms ago: the first wake-up is ~990 µs late and must skip
-        // the ~98 deadlines that passed meanwhile, not take them back to back.
         let now = read_clock(ClockId::Monotonic);
         let base = now - 1_000_000;
         let c = Cycle {
             clock: TimerClock::Monotonic,
             mode: SleepMode::Absolute,
             interval_ns: interval,
-            end_ns: now + 1_000_000_000,
-            loops: 5,
+            end_ns: end_ns(now, base),
+            loops,
             stop_above_ns: u64::MAX,
             stop: &stop,
             live: None,
         };
         let end = cycle(&c, base, &mut rec);
+        (base, rec, end)
+    }
+
+    #[test]
+    fn a_late_wakeup_counts_the_deadlines_it_skipped() {
+        let interval = 10_000;
+        // A schedule that began 1 ms ago: the first wake-up is ~990 µs late and must skip
+        // the ~98 deadlines that passed meanwhile, not take them back to back.
+        let (base, rec, end) = late_schedule(interval, |now, _| now + 1_000_000_000, 5);
         assert_eq!(end.wakeups, 5);
         assert!(rec.overruns() >= 98, "overruns {}", rec.overruns());
         // Each deadline up to the last wake-up was either taken or counted as skipped.
@@ -904,24 +916,9 @@ mod tests {
     /// exactly (CI once counted 401 of a 400 ms run's 400 under a build beside).
     #[test]
     fn a_stall_past_the_end_counts_only_the_deadlines_before_it() {
-        let cfg = TimerConfig::default();
         let interval = 10_000;
-        let mut rec = Recorder::new(&cfg, interval, Scale::from_hz(1e9));
-        let stop = AtomicBool::new(false);
         // Began 1 ms ago and ended 500 µs ago: one late wake-up, then the end.
-        let now = read_clock(ClockId::Monotonic);
-        let base = now - 1_000_000;
-        let c = Cycle {
-            clock: TimerClock::Monotonic,
-            mode: SleepMode::Absolute,
-            interval_ns: interval,
-            end_ns: base + 500_000,
-            loops: u64::MAX,
-            stop_above_ns: u64::MAX,
-            stop: &stop,
-            live: None,
-        };
-        let end = cycle(&c, base, &mut rec);
+        let (_, rec, end) = late_schedule(interval, |_, base| base + 500_000, u64::MAX);
         assert_eq!(end.wakeups, 1);
         assert_eq!(end.wakeups + rec.overruns(), 500_000 / interval);
     }
