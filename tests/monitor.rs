@@ -33,6 +33,24 @@ pub(crate) fn free_port() -> u16 {
         .port()
 }
 
+/// The monitor, once its `jitterscope_{info}_info` says the trace is on; `None` after
+/// ending it and printing why the test skips, when this host cannot trace.
+fn traced_or_skip(mon: Monitor, name: &str, info: &str) -> Option<Monitor> {
+    let (_, body) = get(mon.addr, "/metrics").unwrap();
+    if body.contains(&format!("jitterscope_{info}_info{{state=\"unavailable\"")) {
+        let (_, err) = mon.terminate();
+        skip(name, &format!("no trace on this host: {err}"));
+        return None;
+    }
+    assert!(
+        body.contains(&format!(
+            "jitterscope_{info}_info{{state=\"on\",reason=\"\"}} 1"
+        )),
+        "{body}"
+    );
+    Some(mon)
+}
+
 /// The monitor as a child; killed (SIGKILL) if the test fails before it stops it.
 struct Monitor {
     child: Child,
@@ -952,16 +970,9 @@ fn issue14_monitor_trace_counts_the_holders_time_and_leaves_no_instance() {
         "-D",
         "30s",
     ]);
-    let (_, body) = get(mon.addr, "/metrics").unwrap();
-    if body.contains("jitterscope_trace_info{state=\"unavailable\"") {
-        let (_, err) = mon.terminate();
-        skip(name, &format!("no trace on this host: {err}"));
+    let Some(mon) = traced_or_skip(mon, name, "trace") else {
         return;
-    }
-    assert!(
-        body.contains("jitterscope_trace_info{state=\"on\",reason=\"\"} 1"),
-        "{body}"
-    );
+    };
     let instance = format!("jitterscope-{}", mon.child.id());
     assert_eq!(
         our_instances(),
@@ -1177,16 +1188,9 @@ fn issue25_monitor_watch_comm_exports_the_sleepers_wakeups_and_the_hog_as_cause(
         "-D",
         "60s",
     ]);
-    let (_, body) = get(mon.addr, "/metrics").unwrap();
-    if body.contains("jitterscope_watch_info{state=\"unavailable\"") {
-        let (_, err) = mon.terminate();
-        skip(name, &format!("no trace on this host: {err}"));
+    let Some(mon) = traced_or_skip(mon, name, "watch") else {
         return;
-    }
-    assert!(
-        body.contains("jitterscope_watch_info{state=\"on\",reason=\"\"} 1"),
-        "{body}"
-    );
+    };
     let instance = format!("jitterscope-{}-watch", mon.child.id());
     assert!(our_instances().contains(&instance), "{:?}", our_instances());
     let (late, _holds, ()) = crate::watch::with_sleeper_and_hog(cpu, |_tid, recording| {
