@@ -266,3 +266,59 @@ pub fn selftest_passes(test: &str, mut cmd: impl FnMut() -> Command) -> String {
     }
     panic!("{test}: selftest failed twice:\n{text}");
 }
+
+/// A result from the 16-CPU guest (tests/fixtures/host16/NAME.json.gz), as JSON text.
+pub fn host16(name: &str) -> String {
+    use std::io::Read;
+    let path = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/fixtures/host16")
+        .join(format!("{name}.json.gz"));
+    let file = std::fs::File::open(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+    let mut text = String::new();
+    flate2::read::GzDecoder::new(file)
+        .read_to_string(&mut text)
+        .expect("a gzipped result");
+    text
+}
+
+/// `json` (a result) grown to a host of `n` CPUs: each per-CPU noise and timer entry is
+/// copied round-robin onto CPUs 1..n-1, and the host's CPU count and lists are set to
+/// match (the figures are a real host's, only repeated: for how output scales). As
+/// ../shared/tools/grow-result does, without its event lists.
+pub fn grown(json: &str, n: usize) -> String {
+    use serde_json::{Value, json};
+    let mut d: Value = serde_json::from_str(json).expect("a result");
+    let probes = d["probes"].as_array().cloned().unwrap_or_default();
+    let per_cpu = |p: &Value| {
+        matches!(p["probe"].as_str(), Some("noise" | "timer")) && p.get("cpu").is_some()
+    };
+    let mut out = Vec::new();
+    for kind in ["noise", "timer"] {
+        let entries: Vec<&Value> = (probes.iter())
+            .filter(|p| per_cpu(p) && p["probe"] == kind)
+            .collect();
+        if entries.is_empty() {
+            continue;
+        }
+        for (i, cpu) in (1..n).enumerate() {
+            let mut e = entries[i % entries.len()].clone();
+            e["cpu"] = json!(cpu);
+            if e.get("thread_index").is_some() {
+                e["thread_index"] = json!(i);
+            }
+            if let Some(o) = e.as_object_mut() {
+                o.remove("events");
+            }
+            out.push(e);
+        }
+    }
+    out.extend(probes.iter().filter(|p| !per_cpu(p)).cloned());
+    d["probes"] = Value::Array(out);
+    d["host"]["cpu_count"] = json!(n);
+    d["host"]["cpus_online"] = json!(format!("0-{}", n - 1));
+    d["run"]["cpus"] = json!({"measured": format!("1-{}", n - 1), "housekeeping": "0"});
+    if d["host"]["audit"].is_object() {
+        d["host"]["audit"]["measured"] = json!(format!("1-{}", n - 1));
+    }
+    serde_json::to_string(&d).expect("JSON")
+}
