@@ -505,3 +505,18 @@ fn entries_of_a_newer_probe_are_skipped_with_a_note() {
         2
     );
 }
+
+/// The 16-CPU host's traced noise, grown to 64 CPUs, reads back with every CPU.
+#[test]
+fn a_grown_host16_result_reads_back_with_every_cpu() {
+    let text = crate::util::grown(&crate::util::host16("noise-traced-15cpu"), 64);
+    let r = ResultFile::parse(&text).expect("a result");
+    let cpus: Vec<usize> = (r.entries::<jitterscope::probes::noise::NoiseEntry>())
+        .map(|e| e.cpu)
+        .collect();
+    assert_eq!(cpus, (1..64).collect::<Vec<_>>());
+    assert!(
+        r.entries::<jitterscope::probes::noise::NoiseEntry>()
+            .all(|e| e.attribution.is_some())
+    );
+}
