@@ -25,9 +25,10 @@ pub struct CpuPlace {
     pub smt_siblings: CpuList,
     /// The NUMA node whose `cpulist` holds this CPU.
     pub node: Option<u32>,
-    /// The last-level cache (absent from results made before it was recorded, and when
-    /// the kernel has no `cache/` directory).
-    #[serde(default)]
+    /// The last-level cache: absent when not known (results made before it was
+    /// recorded, a kernel without `cache/` in sysfs), so that older results read back
+    /// and write out unchanged.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub llc: Option<LastLevelCache>,
 }
 
@@ -74,7 +75,9 @@ pub enum Locality {
     OtherNode,
     /// Different packages.
     CrossPackage,
-    /// The kernel did not say.
+    /// The kernel did not say (and, reading a result, a class this version does not
+    /// know).
+    #[serde(other)]
     Unknown,
 }
 
