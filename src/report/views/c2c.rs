@@ -164,32 +164,47 @@ impl Matrix {
         out
     }
 
-    /// One matrix table of `value` per cell, at its natural width: never shrunk, so that
-    /// no number is ever wrapped or cut. Columns are set one space apart (no rules
-    /// between them), so that 16 CPUs of 3-digit figures take 68 columns.
+    /// One matrix of `value` per cell, at its natural width: never shrunk, so that no
+    /// figure is ever wrapped or cut. Each column is as wide as its widest figure, one
+    /// space apart, ruled as the other tables are. Drawn here rather than by
+    /// `report::table`: a matrix is a grid of like figures whose point is to fit many
+    /// columns, and a table's padding (two spaces between columns) would take 16 CPUs of
+    /// 3-digit figures from 68 columns to 85, past an 80-column terminal.
     fn table(&self, value: impl Fn(&Cell) -> Option<f64>, fmt: Ns) -> String {
-        let head: Vec<String> = std::iter::once("CPU".to_string())
-            .chain(self.cpus.iter().map(|c| c.to_string()))
+        let mut grid: Vec<Vec<String>> = vec![self.cpus.iter().map(|c| c.to_string()).collect()];
+        for (i, row) in self.cells.iter().enumerate() {
+            grid.push(
+                (row.iter().enumerate())
+                    .map(|(j, cell)| match cell {
+                        _ if i == j => "·".to_string(),
+                        Some(c) => fmt.cell(value(c)),
+                        None => "-".to_string(),
+                    })
+                    .collect(),
+            );
+        }
+        let chars = |s: &String| s.chars().count();
+        let widths: Vec<usize> = (0..self.cpus.len())
+            .map(|j| grid.iter().map(|r| chars(&r[j])).max().unwrap_or(0))
             .collect();
-        let head: Vec<&str> = head.iter().map(String::as_str).collect();
-        Layout::fixed(u16::MAX, true).scoped(|| {
-            let mut t = new_table(&head);
-            let style = t.style().row_separator(comfy_table::LineStyle::none());
-            t.load_style(style);
-            for (i, row) in self.cells.iter().enumerate() {
-                let cells = row.iter().enumerate().map(|(j, cell)| match cell {
-                    _ if i == j => "·".to_string(),
-                    Some(c) => fmt.cell(value(c)),
-                    None => "-".to_string(),
-                });
-                t.add_row(std::iter::once(self.cpus[i].to_string()).chain(cells));
+        let labels =
+            std::iter::once("CPU".to_string()).chain(self.cpus.iter().map(|c| c.to_string()));
+        let label_width = labels.clone().map(|l| l.chars().count()).max().unwrap_or(3);
+        let line = |label: String, row: &[String]| -> String {
+            let mut l = format!(" {label:<label_width$}");
+            for (cell, w) in row.iter().zip(&widths) {
+                l.push_str(&format!(" {}{cell}", " ".repeat(w - chars(cell))));
             }
-            // The preset's column separator is a space: padding would double it.
-            for (i, col) in t.column_iter_mut().enumerate() {
-                col.set_padding((usize::from(i == 0) as u16, 0));
-            }
-            t.to_string()
-        })
+            l
+        };
+        let lines: Vec<String> = labels.zip(&grid).map(|(l, r)| line(l, r)).collect();
+        let width = 1 + label_width + widths.iter().map(|w| w + 1).sum::<usize>();
+        let (thin, thick) = ("─".repeat(width), "═".repeat(width));
+        format!(
+            "{thin}\n{}\n{thick}\n{}\n{thin}",
+            lines[0],
+            lines[1..].join("\n")
+        )
     }
 }
 
@@ -421,7 +436,7 @@ fn class_table(s: &Summary, topo: &Topology, fmt: Ns, layout: Layout) -> String 
                 c.outside.len().to_string(),
             ]);
         }
-        t.compact().to_string()
+        t.to_string()
     });
     if layout.wide || text_width(&table) <= usize::from(layout.width) {
         return format!("{table}\n");
