@@ -299,6 +299,14 @@ pub fn c2c_tables(r: &ResultFile, grouped: bool) -> String {
     out
 }
 
+/// The summary by locality of a result's pairs (for other views of it, such as a page),
+/// with the topology it was classed by; `None` when no pair has a figure.
+pub fn locality_summary(r: &ResultFile) -> Option<(Topology, Summary)> {
+    let topo = topology_of(r);
+    let pairs = Matrix::build(&topo, &c2c_entries(r), false).pairs();
+    (!pairs.is_empty()).then(|| (topo, Summary::of(&pairs)))
+}
+
 /// Both matrices, or the line saying why they are left out.
 fn matrices(m: &Matrix, grouped: bool, fmt: Ns, layout: Layout) -> String {
     let order = match grouped {
@@ -873,6 +881,15 @@ mod tests {
             snc.contains("same package, other node 32 80 80–80 80–300 1"),
             "{snc}"
         );
+    }
+
+    #[test]
+    fn the_summary_of_a_result_is_there_for_other_views() {
+        let (topo, s) = locality_summary(&two_llcs(false)).unwrap();
+        assert!(topo.llc_known());
+        assert_eq!(s.classes.len(), 4);
+        assert_eq!((s.slowest(1)[0].a, s.slowest(1)[0].b), (1, 2));
+        assert_eq!(s.by_latency.len(), 120);
     }
 
     #[test]
