@@ -523,7 +523,10 @@ fn pair_table(entries: &[&C2cEntry], topo: &Topology, fmt: Ns) -> String {
         let switches = e.thread_a.involuntary_switches + e.thread_b.involuntary_switches;
         t.row(vec![
             format!("{}-{}", e.cpu_a, e.cpu_b),
-            class_label(topo.locality(e.cpu_a, e.cpu_b), topo),
+            match topo.locality(e.cpu_a, e.cpu_b) {
+                Locality::Unknown => Locality::Unknown.to_string(),
+                l => class_label(l, topo),
+            },
             samples,
             fmt.cell(e.min_ns),
             fmt.cell(e.median_ns),
