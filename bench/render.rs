@@ -5,7 +5,8 @@
 //! Usage: cargo bench --bench render [-- ROUNDS] [DIR]
 //!
 //! Prints the plot count and, per step, the best and the median time over ROUNDS rounds
-//! (default 5); with DIR, also writes the plots there as SVG and PNG to look at. Needs a TrueType font, as the tool does (see `report::plot`).
+//! (default 5); with DIR, also writes the plots there as SVG and PNG to look at. The font
+//! is the one built into the binary (see `report::plot`).
 
 use std::path::PathBuf;
 use std::time::{Duration, Instant};

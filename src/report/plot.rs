@@ -18,8 +18,9 @@
 //! CPU × CPU matrix of median one-way latency, every cell labelled with its value in whole
 //! ns. Latency axes pick ns, µs, ms or s by magnitude and name the unit in their label.
 //!
-//! Text needs a TrueType font, read at run time (nothing is embedded): `JITTERSCOPE_FONT`
-//! when set, else the usual DejaVu or Liberation paths, else what `fc-match` names.
+//! Text is measured and (in PNG) drawn with DejaVu Sans, built into the binary by the
+//! `dejavu` crate, so that plots are the same on every host, one with no font installed
+//! included; `JITTERSCOPE_FONT=FILE` names another TrueType font instead.
 
 use std::path::{Path, PathBuf};
 use std::sync::OnceLock;
@@ -38,8 +39,8 @@ use crate::stats::causes::CauseKind;
 /// Why a plot could not be drawn.
 #[derive(Debug, thiserror::Error)]
 pub enum PlotError {
-    #[error("plots need a TrueType font and none was found: {0}")]
-    FontMissing(String),
+    #[error("plots cannot use the font: {0}")]
+    Font(String),
     #[error("{0}")]
     Data(String),
     #[error("cannot draw {name}: {reason}")]
@@ -52,7 +53,19 @@ pub struct Plot {
     pub name: String,
     /// Human title, with units.
     pub title: String,
+    /// Whose data it draws, when one entry's.
+    pub subject: Option<Subject>,
     chart: Chart,
+}
+
+/// The entry a plot is of: its probe and key (`noise`, `cpu3`), and for a distribution
+/// its metric (the one named first when two are overlaid).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Subject {
+    pub probe: &'static str,
+    pub key: String,
+    /// `None` for a series.
+    pub metric: Option<&'static str>,
 }
 
 /// What a plot draws, in ns; the display unit is chosen when drawing.
@@ -60,6 +73,9 @@ enum Chart {
     Percentiles {
         lines: Vec<Line>,
         y_desc: String,
+        /// Drawn first, thin and grey, without a legend: the many lines the coloured
+        /// ones stand out from.
+        faint: Vec<Line>,
     },
     Histogram {
         lines: Vec<Line>,
@@ -151,7 +167,11 @@ impl Plot {
         root.fill(&WHITE).map_err(de)?;
         let area = root.titled(&self.title, (FONT, 17)).map_err(de)?;
         match &self.chart {
-            Chart::Percentiles { lines, y_desc } => draw_percentiles(&area, lines, y_desc),
+            Chart::Percentiles {
+                lines,
+                y_desc,
+                faint,
+            } => draw_percentiles(&area, lines, faint, y_desc),
             Chart::Histogram { lines, x_desc } => draw_histogram(&area, lines, x_desc),
             Chart::Series {
                 lines,
@@ -169,8 +189,48 @@ impl Plot {
         Plot {
             name: figure::file_safe(name),
             title: title.to_string(),
+            subject: None,
             chart: Chart::Shares(segments),
         }
+    }
+
+    /// Whether it is a distribution's percentile plot.
+    pub fn is_percentiles(&self) -> bool {
+        matches!(self.chart, Chart::Percentiles { .. })
+    }
+
+    /// Many entries' percentile curves in one plot: the first line of each of `all`
+    /// thin and grey, then each of `named` (a label and a plot) in colour with a legend
+    /// entry. `what` says what the curves are ("noise interruption, every CPU"); the
+    /// unit is added. `None` unless every plot is a percentile plot.
+    pub fn percentiles_overlaid(
+        name: &str,
+        what: &str,
+        all: &[&Plot],
+        named: &[(String, &Plot)],
+    ) -> Option<Plot> {
+        let first = |p: &Plot| match &p.chart {
+            Chart::Percentiles { lines, .. } => lines.first().map(|l| l.points.clone()),
+            _ => None,
+        };
+        let faint = (all.iter())
+            .map(|p| first(p).map(|points| line("", points.into_iter())))
+            .collect::<Option<Vec<Line>>>()?;
+        let lines = (named.iter())
+            .map(|(label, p)| first(p).map(|points| line(label, points.into_iter())))
+            .collect::<Option<Vec<Line>>>()?;
+        let unit = Unit::for_ns(max_y(&faint).max(max_y(&lines)));
+        let metric = all.first()?.subject.as_ref()?.metric?;
+        Some(Plot {
+            name: figure::file_safe(name),
+            title: format!("{what}: latency by percentile ({})", unit.name),
+            subject: None,
+            chart: Chart::Percentiles {
+                lines,
+                y_desc: format!("{metric} ({})", unit.name),
+                faint,
+            },
+        })
     }
 }
 
@@ -271,6 +331,21 @@ pub fn overlay_plots(runs: &[(String, &ResultFile)]) -> Result<Vec<Plot>, PlotEr
 impl Plot {
     /// The plot of a description, its latencies in the display unit their size calls for.
     pub fn of(f: &Figure) -> Plot {
+        let subject = match &f.chart {
+            figure::Chart::Percentiles { dist, .. } | figure::Chart::Histogram { dist, .. } => {
+                Some(Subject {
+                    probe: dist.probe,
+                    key: dist.key.clone(),
+                    metric: Some(dist.metric),
+                })
+            }
+            figure::Chart::Series { id, .. } => Some(Subject {
+                probe: id.probe,
+                key: format!("cpu{}", id.cpu),
+                metric: None,
+            }),
+            figure::Chart::Heatmap(_) => None,
+        };
         let (title, chart) = match &f.chart {
             figure::Chart::Percentiles { dist, lines } => {
                 let lines: Vec<Line> = (lines.iter())
@@ -284,7 +359,15 @@ impl Plot {
                 let unit = Unit::for_ns(max_y(&lines));
                 let y_desc = format!("{} ({})", dist.metric, unit.name);
                 let title = dist_title(dist, "latency by percentile", unit);
-                (title, Chart::Percentiles { lines, y_desc })
+                let faint = Vec::new();
+                (
+                    title,
+                    Chart::Percentiles {
+                        lines,
+                        y_desc,
+                        faint,
+                    },
+                )
             }
             figure::Chart::Histogram { dist, lines } => {
                 let lines: Vec<Line> = (lines.iter())
@@ -309,6 +392,7 @@ impl Plot {
         Plot {
             name: f.name.clone(),
             title,
+            subject,
             chart,
         }
     }
@@ -546,16 +630,18 @@ fn has_legend(lines: &[Line]) -> bool {
 fn draw_percentiles<DB: DrawingBackend>(
     area: &Area<DB>,
     lines: &[Line],
+    faint: &[Line],
     y_desc: &str,
 ) -> Result<(), String> {
-    let unit = Unit::for_ns(max_y(lines));
+    let every = || lines.iter().chain(faint);
+    let top = max_y(lines).max(max_y(faint));
+    let unit = Unit::for_ns(top);
     // Whole decades, so that every tick is a percentile label.
-    let decades = (max_x(lines).ceil() as u32).max(1);
+    let decades = (max_x(lines).max(max_x(faint)).ceil() as u32).max(1);
     let x = 0.0..f64::from(decades);
     // A log y axis, as HdrHistogram plots latency: p50 and p99 stay apart under a tail
     // thousands of times longer. The floor is below the lowest value (0 ns sits on it).
-    let low = lines
-        .iter()
+    let low = every()
         .flat_map(|l| l.points.iter().map(|p| p.1))
         .filter(|&y| y > 0.0)
         .fold(f64::INFINITY, f64::min);
@@ -564,7 +650,7 @@ fn draw_percentiles<DB: DrawingBackend>(
     } else {
         0.5 / unit.ns
     };
-    let y_top = (max_y(lines) / unit.ns * 1.5).max(y_low * 10.0);
+    let y_top = (top / unit.ns * 1.5).max(y_low * 10.0);
     let y_decades = (y_top / y_low).log10();
     let mut chart = chart_on(area, 70)
         .build_cartesian_2d(x, (y_low..y_top).log_scale())
@@ -581,13 +667,21 @@ fn draw_percentiles<DB: DrawingBackend>(
         .label_style((FONT, 13))
         .draw()
         .map_err(de)?;
-    let scaled = lines.iter().map(|l| {
-        let pts = (l.points.iter())
+    let scaled = |l: &Line| -> Vec<(f64, f64)> {
+        (l.points.iter())
             .map(|&(x, y)| (x, (y / unit.ns).max(y_low)))
-            .collect();
-        (l.label.clone(), pts)
-    });
-    draw_lines(&mut chart, scaled)?;
+            .collect()
+    };
+    let grey = RGBColor(150, 150, 150).mix(0.5).stroke_width(1);
+    for l in faint {
+        chart
+            .draw_series(LineSeries::new(scaled(l), grey))
+            .map_err(de)?;
+    }
+    draw_lines(
+        &mut chart,
+        lines.iter().map(|l| (l.label.clone(), scaled(l))),
+    )?;
     if has_legend(lines) {
         draw_legend(&mut chart, SeriesLabelPosition::UpperLeft)?;
     }
@@ -980,63 +1074,52 @@ fn fit_text<DB: DrawingBackend>(
 fn ensure_font() -> Result<(), PlotError> {
     static FONT_READY: OnceLock<Result<(), String>> = OnceLock::new();
     FONT_READY
-        .get_or_init(register_font)
+        .get_or_init(|| register_font(std::env::var_os("JITTERSCOPE_FONT")))
         .clone()
-        .map_err(PlotError::FontMissing)
+        .map_err(PlotError::Font)
 }
 
-const FONT_FIX: &str = "install fonts-dejavu-core or set JITTERSCOPE_FONT to a .ttf file";
+const FONT_FIX: &str = "unset it to use the built-in font";
 
-fn register_font() -> Result<(), String> {
-    if let Some(path) = std::env::var_os("JITTERSCOPE_FONT") {
-        let path = PathBuf::from(path);
-        let bytes = std::fs::read(&path)
-            .map_err(|e| format!("JITTERSCOPE_FONT={}: {e}; {FONT_FIX}", path.display()))?;
-        return install(bytes).map_err(|()| {
-            format!(
-                "JITTERSCOPE_FONT={} is not a TrueType font; {FONT_FIX}",
-                path.display()
-            )
-        });
-    }
-    for path in font_candidates() {
-        if let Ok(bytes) = std::fs::read(&path)
-            && install(bytes).is_ok()
-        {
-            return Ok(());
-        }
-    }
-    Err(format!("no DejaVu or Liberation Sans font; {FONT_FIX}"))
+/// Where the plots' font comes from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum FontSource {
+    /// DejaVu Sans, built into the binary (the `dejavu` crate ships it): the same text,
+    /// so the same plots, on every host, one with no font installed (a static binary,
+    /// an image FROM scratch) included.
+    BuiltIn,
+    /// The file `JITTERSCOPE_FONT` names, when it is set.
+    Named,
 }
 
-/// Registers the font; its bytes live for the rest of the process, as plotters needs.
-fn install(bytes: Vec<u8>) -> Result<(), ()> {
-    let bytes: &'static [u8] = Box::leak(bytes.into_boxed_slice());
-    plotters::style::register_font(FONT, FontStyle::Normal, bytes).map_err(|_| ())
+/// The font's bytes: the file `JITTERSCOPE_FONT` names when it is set (`env`), else the
+/// built-in one. Nothing else is looked up: no system path, no fontconfig.
+pub fn font_bytes(
+    env: Option<std::ffi::OsString>,
+) -> Result<(std::borrow::Cow<'static, [u8]>, FontSource), String> {
+    let Some(path) = env.map(PathBuf::from) else {
+        return Ok((dejavu::sans::regular().into(), FontSource::BuiltIn));
+    };
+    let bytes = std::fs::read(&path)
+        .map_err(|e| format!("JITTERSCOPE_FONT={}: {e}; {FONT_FIX}", path.display()))?;
+    Ok((bytes.into(), FontSource::Named))
 }
 
-fn font_candidates() -> Vec<PathBuf> {
-    const PATHS: [&str; 6] = [
-        "/usr/share/fonts/truetype/dejavu/DejaVuSans.ttf",
-        "/usr/share/fonts/TTF/DejaVuSans.ttf",
-        "/usr/share/fonts/dejavu/DejaVuSans.ttf",
-        "/usr/share/fonts/dejavu-sans-fonts/DejaVuSans.ttf",
-        "/usr/share/fonts/truetype/liberation/LiberationSans-Regular.ttf",
-        "/usr/share/fonts/liberation-sans/LiberationSans-Regular.ttf",
-    ];
-    let mut out: Vec<PathBuf> = PATHS.iter().map(PathBuf::from).collect();
-    out.extend(fc_match());
-    out
-}
-
-/// What fontconfig would pick for sans-serif, when `fc-match` is installed.
-fn fc_match() -> Option<PathBuf> {
-    let out = std::process::Command::new("fc-match")
-        .args(["-f", "%{file}", "sans-serif"])
-        .output()
-        .ok()?;
-    let path = String::from_utf8(out.stdout).ok()?;
-    (out.status.success() && !path.trim().is_empty()).then(|| PathBuf::from(path.trim()))
+fn register_font(env: Option<std::ffi::OsString>) -> Result<(), String> {
+    let named = env.clone();
+    let (bytes, _) = font_bytes(env)?;
+    // The bytes live for the rest of the process, as plotters needs.
+    let bytes: &'static [u8] = match bytes {
+        std::borrow::Cow::Borrowed(b) => b,
+        std::borrow::Cow::Owned(v) => Box::leak(v.into_boxed_slice()),
+    };
+    plotters::style::register_font(FONT, FontStyle::Normal, bytes).map_err(|_| match named {
+        Some(path) => format!(
+            "JITTERSCOPE_FONT={} is not a TrueType font; {FONT_FIX}",
+            PathBuf::from(path).display()
+        ),
+        None => "the built-in font does not load".into(),
+    })
 }
 
 // ---------------------------------------------------------------------------------------
@@ -1133,7 +1216,7 @@ mod tests {
     #[test]
     fn the_curve_is_drawn_on_log10_of_the_axis() {
         let plot = Plot::of(&percentile_figure(true));
-        let Chart::Percentiles { lines, y_desc } = &plot.chart else {
+        let Chart::Percentiles { lines, y_desc, .. } = &plot.chart else {
             panic!("a percentile chart");
         };
         assert_eq!(lines[0].points, [(0.0, 500.0), (2.0, 900.0)]);
@@ -1236,7 +1319,7 @@ pub fn staircase_svg(stairs: &[crate::system::tune::record::Stair]) -> String {
 }
 
 /// A round tick step and count (at most about 6 ticks) whose top covers `top`.
-fn nice_ticks(top: f64) -> (f64, usize) {
+pub(crate) fn nice_ticks(top: f64) -> (f64, usize) {
     if top <= 0.0 || !top.is_finite() {
         return (1.0, 1);
     }
@@ -1251,7 +1334,7 @@ fn nice_ticks(top: f64) -> (f64, usize) {
 }
 
 /// A tick value without trailing zeros.
-fn trim_float(v: f64) -> String {
+pub(crate) fn trim_float(v: f64) -> String {
     let s = format!("{v:.3}");
     s.trim_end_matches('0').trim_end_matches('.').to_string()
 }
