@@ -438,15 +438,207 @@ fn issue25_watch_page_shows_threads_causes_and_fix_links() {
     );
     assert!(bare_html.contains("(no audit in this result)"));
 
+    open_in_chromium(WATCH_TEST, dir.path(), &page, "watch.png");
+}
+
+/// Opens `page` in headless Chromium (a profile under `dir`), checks that it loads
+/// cleanly and keeps its screenshot as `shot` under the target directory; skips, saying
+/// why, without Chromium.
+fn open_in_chromium(test: &str, dir: &Path, page: &Path, shot: &str) {
     let Some(chromium) = find_chromium() else {
-        return skip(WATCH_TEST, "no chromium on PATH: the page is not opened");
+        return skip(test, "no chromium on PATH: the page is not opened");
     };
     let keep = Path::new(env!("CARGO_TARGET_TMPDIR")).join("html_page");
     std::fs::create_dir_all(&keep).unwrap();
     let browser = Browser {
         exe: chromium,
-        profile: dir.path().join("profile"),
+        profile: dir.join("profile"),
     };
     let _m = measuring();
-    check_loads_cleanly(&browser, &page, &keep.join("watch.png"));
+    check_loads_cleanly(&browser, page, &keep.join(shot));
+}
+
+// ---------------------------------------------------------------------------------------
+// Issue 29: the page at 16 to 192 CPUs
+
+/// The most a page of 192 CPUs may weigh.
+const MAX_PAGE_BYTES: usize = 3 * 1024 * 1024;
+
+/// `json` written to `dir/NAME.json`, and its page (`report --format html`).
+fn page_of(dir: &Path, name: &str, json: &str) -> (PathBuf, String) {
+    let (file, page) = (
+        dir.join(format!("{name}.json")),
+        dir.join(format!("{name}.html")),
+    );
+    std::fs::write(&file, json).unwrap();
+    run_ok(&[
+        "report",
+        file.to_str().unwrap(),
+        "--format",
+        "html",
+        "-o",
+        page.to_str().unwrap(),
+    ]);
+    (page.clone(), std::fs::read_to_string(&page).unwrap())
+}
+
+/// The summary table's key cell of every CPU 1..n-1 of `probe`'s rows: every CPU named.
+fn assert_every_cpu_named(html: &str, n: usize) {
+    let missing: Vec<usize> = (1..n)
+        .filter(|c| !html.contains(&format!("<td>cpu{c}</td>")))
+        .collect();
+    assert!(missing.is_empty(), "CPUs not named: {missing:?}");
+}
+
+/// The heat map of `probe`: its figure, a row label per CPU band, its colour key.
+fn assert_heat_map(html: &str, probe: &str, gap: &str) {
+    let caption = format!("<figcaption>{probe}: {gap} per ");
+    let at = html
+        .find(&caption)
+        .unwrap_or_else(|| panic!("no {probe} heat map"));
+    let svg_start = html[..at].rfind("<svg").expect("the heat map's svg");
+    let svg = &html[svg_start..at];
+    assert!(
+        svg.contains("shape-rendering=\"crispEdges\""),
+        "{probe}: not the heat map"
+    );
+    assert!(
+        svg.contains(&format!("{gap} per cell (")),
+        "{probe}: no colour key"
+    );
+    assert!(
+        svg.contains(">time (s), each column "),
+        "{probe}: no time axis"
+    );
+}
+
+/// Issue 29: the page of a 191-CPU main job (the frozen fixture's main-job result, its
+/// noise and timer entries copied onto CPUs 1-191) stays under 3 MB with a heat map of
+/// each kind, one table of the largest events across CPUs and every CPU named; plots
+/// only for the CPUs that stand out; and Chromium loads it with a clean console.
+#[test]
+fn issue29_the_page_of_a_191_cpu_main_job_is_bounded_and_has_heat_maps() {
+    const TEST: &str = "issue29_the_page_of_a_191_cpu_main_job_is_bounded_and_has_heat_maps";
+    let dir = tempfile::tempdir().unwrap();
+    let json = crate::util::grown(&std::fs::read_to_string(crate::util::FROZEN).unwrap(), 192);
+    let (page, html) = page_of(dir.path(), "main192", &json);
+    assert!(
+        html.len() <= MAX_PAGE_BYTES,
+        "the page is {} bytes",
+        html.len()
+    );
+    assert_self_contained(&html);
+    assert_heat_map(&html, "noise", "largest interruption");
+    assert_heat_map(&html, "timer", "largest latency");
+    assert_every_cpu_named(&html, 192);
+    for probe in ["noise", "timer"] {
+        assert!(html.contains(&format!("<h2>{probe}: CPUs 1-191 (191 CPUs)</h2>")));
+        // One table of the largest events across CPUs, with a CPU column.
+        let caption = format!("{probe}: the 30 largest events of all 191 CPUs");
+        assert_eq!(html.matches(&caption).count(), 1, "{caption}");
+        // Not a table per CPU.
+        assert!(
+            !html.contains(&format!("{probe} CPU 5: the ")),
+            "{probe}: a per-CPU table"
+        );
+    }
+    // Plots for the few CPUs that stand out, not seven per CPU.
+    let figures = html.matches("<figure>").count();
+    if crate::util::can_draw() {
+        assert!((10..=60).contains(&figures), "{figures} figures");
+        assert!(
+            html.contains("(stands out: the largest gap"),
+            "no standout named"
+        );
+        assert!(html.contains("noise interruption, every CPU: latency by percentile"));
+    }
+    open_in_chromium(TEST, dir.path(), &page, "main192.png");
+}
+
+/// Issue 29: the page of the 16-CPU host's traced noise (CPUs 1-15), and of it grown to
+/// 191 CPUs: one CPU × cause matrix whose rows are every traced CPU, each row's shares
+/// as stored; the heat map; each CPU's causes folded; under 3 MB.
+#[test]
+fn issue29_the_traced_host16_page_has_one_cause_matrix_at_15_and_191_cpus() {
+    let dir = tempfile::tempdir().unwrap();
+    let traced = crate::util::host16("noise-traced-15cpu");
+    for (n, json) in [
+        (16, traced.clone()),
+        (192, crate::util::grown(&traced, 192)),
+    ] {
+        let (_, html) = page_of(dir.path(), &format!("traced{n}"), &json);
+        assert!(html.len() <= MAX_PAGE_BYTES, "{n}: {} bytes", html.len());
+        assert_heat_map(&html, "noise", "largest interruption");
+        assert_every_cpu_named(&html, n);
+        let caption =
+            "noise: the causes of every traced CPU, as shares of its interrupted time (%)";
+        assert_eq!(html.matches(caption).count(), 1, "{n}: one matrix");
+        let at = html.find(caption).unwrap();
+        let table = &html[html[..at].rfind("<table").unwrap()..];
+        let table = &table[..table.find("</table>").unwrap()];
+        let open_tag = &table[..table.find('>').unwrap()];
+        assert!(open_tag.contains("matrix"), "{open_tag}");
+        let rows: Vec<&str> = table.split("<tr>").skip(2).collect();
+        assert_eq!(rows.len(), n - 1, "{n}: a row per traced CPU");
+        // Each row: the CPU, then the shares, the largest cause's as stored.
+        let r = jitterscope::report::ResultFile::parse(&json).unwrap();
+        for (row, e) in rows.iter().zip(r.entries::<NoiseEntry>()) {
+            let a = e.attribution.as_ref().expect("traced");
+            assert!(
+                row.starts_with(&format!("<td class=\"num\">{}</td>", e.cpu)),
+                "{row}"
+            );
+            let top = &a.causes[0];
+            assert!(
+                row.contains(&format!(">{:.1}</td>", top.share_pct)),
+                "{row}"
+            );
+        }
+        // Every CPU's own causes, folded.
+        assert!(html.contains("<details"), "{n}: no folds");
+        for c in [1, n - 1] {
+            assert!(
+                html.contains(&format!("noise CPU {c}: the causes of ")),
+                "{n}: CPU {c}"
+            );
+        }
+    }
+}
+
+/// Issue 29: `compare --format html` of two 64-CPU traced results draws the overlaid
+/// plots of a few CPUs only and says how many it left out; the per-CPU cause tables are
+/// folded; the page stays under 3 MB.
+#[test]
+fn issue29_the_compare_page_of_64_cpus_is_bounded() {
+    let dir = tempfile::tempdir().unwrap();
+    let json = crate::util::grown(&crate::util::host16("noise-traced-15cpu"), 65);
+    let (a, b) = (dir.path().join("a.json"), dir.path().join("b.json"));
+    std::fs::write(&a, &json).unwrap();
+    std::fs::write(&b, &json).unwrap();
+    let page = dir.path().join("c.html");
+    run_ok(&[
+        "compare",
+        a.to_str().unwrap(),
+        b.to_str().unwrap(),
+        "--format",
+        "html",
+        "-o",
+        page.to_str().unwrap(),
+    ]);
+    let html = std::fs::read_to_string(&page).unwrap();
+    assert!(html.len() <= MAX_PAGE_BYTES, "{} bytes", html.len());
+    assert_self_contained(&html);
+    assert!(
+        html.contains("those of 60 of 64 noise CPUs are left out"),
+        "says what it left out"
+    );
+    if crate::util::can_draw() {
+        // Three plots (series, percentiles, histogram) for four CPUs.
+        assert_eq!(html.matches("<figure>").count(), 12);
+    }
+    assert_eq!(
+        html.matches("<details>").count(),
+        64,
+        "a fold per CPU's causes"
+    );
 }

@@ -129,9 +129,13 @@ fn overlays(runs: &[Run<'_>]) -> anyhow::Result<Vec<plot::Plot>> {
     Ok(plot::overlay_plots(&pairs)?)
 }
 
-/// The HTML page; plots that cannot be drawn leave a warning, not a failure.
+/// The HTML page; plots that cannot be drawn leave a warning, not a failure. Of many
+/// CPUs, only a few CPUs' plots are drawn (`page_cpus::compare_plots`).
 fn page(c: &Comparison, runs: &[Run<'_>], paths: &[String]) -> html::Page {
+    let mut note = None;
     let (figures, error) = match overlays(runs).and_then(|plots| {
+        let (plots, why) = crate::report::page_cpus::compare_plots(c, plots);
+        note = why;
         plots
             .iter()
             .map(|p| {
@@ -146,5 +150,9 @@ fn page(c: &Comparison, runs: &[Run<'_>], paths: &[String]) -> html::Page {
         Ok(f) => (f, None),
         Err(e) => (Vec::new(), Some(format!("{e:#}"))),
     };
-    compare_view::page(c, paths, figures, error)
+    let mut page = compare_view::page(c, paths, figures, error);
+    if let Some(plots) = page.sections.iter_mut().find(|s| s.heading == "Plots") {
+        plots.text.extend(note);
+    }
+    page
 }

@@ -525,7 +525,7 @@ impl Destinations {
 /// only: the result is saved first.
 fn save(r: &ResultFile, to: &Destinations) -> anyhow::Result<anyhow::Result<()>> {
     r.write_atomic(&to.json)?;
-    // The page leads with the stored verdict (`html::result_page`).
+    // The page leads with the stored verdict (`result_page::result_page`).
     Ok(write_page(r, Some(&to.json), &to.page, |p| {
         p.title = format!("jitterscope: {}", r.host.hostname);
     }))

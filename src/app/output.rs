@@ -83,7 +83,7 @@ pub fn write_page(
         || Path::new("(not saved: no -o)").to_path_buf(),
         Path::to_path_buf,
     );
-    let mut p = crate::report::html::result_page(&[(name, result.clone())])?;
+    let mut p = crate::report::result_page::result_page(&[(name, result.clone())])?;
     edit(&mut p);
     crate::report::result::write_atomic(page, crate::report::html::render(&p).as_bytes())
         .with_context(|| format!("cannot write {}", page.display()))

@@ -30,7 +30,7 @@ pub fn run(args: &ReportArgs) -> anyhow::Result<Ending> {
         ReportFormat::Csv if args.buckets => export::csv_buckets(&results)?,
         ReportFormat::Csv => export::csv_summary(&results),
         ReportFormat::Hdr => export::hdr_log(&results)?,
-        ReportFormat::Html => html::render(&html::result_page(&results)?),
+        ReportFormat::Html => html::render(&crate::report::result_page::result_page(&results)?),
         ReportFormat::Gnuplot => return list_written(&gnuplot::write(&results, dir()?)?),
         ReportFormat::Svg => return list_written(&plots(&results, dir()?, plot::Format::Svg)?),
         ReportFormat::Png => return list_written(&plots(&results, dir()?, plot::Format::Png)?),

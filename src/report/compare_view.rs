@@ -368,10 +368,22 @@ fn causes_section(c: &Comparison) -> Option<html::Section> {
             note: None,
         });
     }
+    // Of many CPUs, each table folded under its caption: the page stays a page.
+    let folds = match tables.len() > crate::report::page_cpus::FEW {
+        true => (tables.drain(..))
+            .map(|t| html::Fold {
+                summary: t.caption.clone(),
+                tables: vec![t],
+                ..Default::default()
+            })
+            .collect(),
+        false => Vec::new(),
+    };
     Some(html::Section {
         heading: "Causes, from kernel trace events".into(),
         text,
         tables,
+        folds,
         ..Default::default()
     })
 }

@@ -2,6 +2,7 @@
 //! `ResultFile` only, never from live probe state.
 
 pub mod audit_table;
+pub mod cause_matrix;
 pub mod compare;
 pub mod compare_causes;
 pub mod compare_view;
@@ -13,9 +14,12 @@ pub mod gate;
 pub mod gnuplot;
 pub mod html;
 pub mod interval_log;
+pub mod page_cpus;
 pub mod plot;
 pub mod result;
+pub mod result_page;
 pub mod table;
+pub mod time_heatmap;
 pub mod verdict;
 pub mod views;
 pub mod watch;

@@ -1,0 +1,65 @@
+#!/usr/bin/env bash
+# How big the HTML page of a main job is, and how long `report --format html` takes to
+# make it, at 16, 64 and 192 CPUs (issue 29: at most 3 MB and under 2 s at 192). The
+# results are the frozen main-job fixture with the 16-CPU host's traced noise and
+# SCHED_FIFO timer entries (CPUs 1-15) in place of its own, copied round-robin onto CPUs
+# 1..N-1 (real figures, repeated). The reference, timed in the same run on the same
+# file, is `report --format csv`: reading and parsing the result and its distributions,
+# which the page needs as well; the ratio is what drawing the page adds.
+#   bench/page.sh [ROUNDS]     (default 3; the best of ROUNDS is printed)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+rounds=${1:-3}
+cargo build --release -q
+bin=$PWD/target/release/jitterscope
+dir=$(mktemp -d)
+trap 'rm -rf "$dir"' EXIT
+
+python3 - "$dir" <<'EOF'
+import copy, gzip, json, sys
+out = sys.argv[1]
+base = json.load(open("tests/fixtures/all-probes.json"))
+fx = lambda n: json.load(gzip.open(f"tests/fixtures/host16/{n}.json.gz"))
+noise = [p for p in fx("noise-traced-15cpu")["probes"] if p["probe"] == "noise"]
+timer = [p for p in fx("timer-fifo-15cpu")["probes"] if p["probe"] == "timer"]
+others = [p for p in base["probes"] if p["probe"] not in ("noise", "timer")]
+for n in (16, 64, 192):
+    d = copy.deepcopy(base)
+    probes = []
+    for entries in (noise, timer):
+        for i, cpu in enumerate(range(1, n)):
+            e = copy.deepcopy(entries[i % len(entries)])
+            e["cpu"] = cpu
+            e.pop("events", None)
+            if "thread_index" in e:
+                e["thread_index"] = i
+            probes.append(e)
+    d["probes"] = probes + others
+    d["host"]["cpu_count"] = n
+    d["host"]["cpus_online"] = f"0-{n-1}"
+    d["run"]["cpus"] = {"measured": f"1-{n-1}", "housekeeping": "0"}
+    json.dump(d, open(f"{out}/main{n}.json", "w"))
+EOF
+
+# The best wall time of ROUNDS runs of `report FILE --format FORMAT -o OUT`, in s, each
+# under the measuring lock.
+best() {
+  local file=$1 format=$2 out=$3 t best=
+  for _ in $(seq "$rounds"); do
+    t=$(flock /tmp/jitterscope-measuring.lock /usr/bin/env TIMEFORMAT=%R \
+      bash -c "time '$bin' report '$file' --format $format -o '$out' >/dev/null" 2>&1 | tail -1)
+    best=$(awk -v a="$t" -v b="${best:-$t}" 'BEGIN { print (a < b ? a : b) }')
+  done
+  echo "$best"
+}
+
+printf '%-5s %10s %8s %8s %8s %8s\n' CPUs "page (KB)" figures "html (s)" "csv (s)" ratio
+for n in 16 64 192; do
+  f=$dir/main$n.json
+  html=$(best "$f" html "$dir/page$n.html")
+  csv=$(best "$f" csv "$dir/page$n.csv")
+  kb=$(( $(stat -c %s "$dir/page$n.html") / 1024 ))
+  figs=$(grep -o '<figure>' "$dir/page$n.html" | wc -l)
+  ratio=$(awk -v a="$html" -v b="$csv" 'BEGIN { printf "%.1f", (b > 0 ? a / b : 0) }')
+  printf '%-5s %10s %8s %8s %8s %8s\n' "$((n - 1))" "$kb" "$figs" "$html" "$csv" "${ratio}x"
+done

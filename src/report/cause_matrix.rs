@@ -1,0 +1,238 @@
+//! The causes of every traced CPU side by side: a row per CPU, a column per cause, each
+//! cell the cause's share of that CPU's interrupted time. The columns are the causes
+//! with the most time over all CPUs, at most [`MAX_CAUSES`], the rest summed as "other",
+//! so that the matrix stays as wide at 192 CPUs as at 2.
+//!
+//! A cause is matched across CPUs by name, except that a task's pid is dropped (as
+//! `compare` does) and a per-CPU kernel thread's CPU number is written `N`
+//! (`kworker/N:1`, `ksoftirqd/N`): each CPU has its own, and they are one cause.
+
+use std::collections::HashMap;
+
+use crate::stats::causes::{Attribution, CauseKind, CauseRow};
+
+/// The most causes a matrix names; the rest are summed as "other".
+pub const MAX_CAUSES: usize = 8;
+
+/// What the summed column is called.
+pub const OTHER: &str = "other";
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct CauseMatrix {
+    /// Most time over all CPUs first; [`OTHER`] last when there is one.
+    pub columns: Vec<CauseColumn>,
+    /// In the order given (by CPU).
+    pub rows: Vec<MatrixRow>,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct CauseColumn {
+    pub cause: String,
+    /// `None` for [`OTHER`].
+    pub kind: Option<CauseKind>,
+    /// Over every CPU.
+    pub total_ns: u64,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct MatrixRow {
+    pub cpu: usize,
+    pub gaps: u64,
+    pub interrupted_ns: u64,
+    /// Per column, the share of this CPU's interrupted time (%), 0 where it had none.
+    pub shares: Vec<f64>,
+}
+
+impl CauseMatrix {
+    /// The matrix of `entries` (CPU and its attribution); `None` when none has a cause.
+    pub fn of(entries: &[(usize, &Attribution)]) -> Option<CauseMatrix> {
+        let mut totals: HashMap<String, (CauseKind, u64)> = HashMap::new();
+        for (_, a) in entries {
+            for c in &a.causes {
+                let t = totals.entry(cause_key(c)).or_insert((c.kind, 0));
+                t.1 += c.total_ns;
+            }
+        }
+        if totals.is_empty() {
+            return None;
+        }
+        let mut ranked: Vec<(String, CauseKind, u64)> = (totals.into_iter())
+            .map(|(k, (kind, ns))| (k, kind, ns))
+            .collect();
+        // Most time first; equal times by name, so that the order is stable.
+        ranked.sort_by(|a, b| b.2.cmp(&a.2).then_with(|| a.0.cmp(&b.0)));
+        let named = match ranked.len() {
+            n if n <= MAX_CAUSES + 1 => n,
+            _ => MAX_CAUSES,
+        };
+        let mut columns: Vec<CauseColumn> = (ranked.iter().take(named))
+            .map(|(cause, kind, ns)| CauseColumn {
+                cause: cause.clone(),
+                kind: Some(*kind),
+                total_ns: *ns,
+            })
+            .collect();
+        if named < ranked.len() {
+            columns.push(CauseColumn {
+                cause: OTHER.into(),
+                kind: None,
+                total_ns: ranked[named..].iter().map(|r| r.2).sum(),
+            });
+        }
+        let index: HashMap<&str, usize> = (columns.iter().take(named).enumerate())
+            .map(|(i, c)| (c.cause.as_str(), i))
+            .collect();
+        let rows = (entries.iter())
+            .map(|(cpu, a)| {
+                let mut shares = vec![0.0; columns.len()];
+                for c in &a.causes {
+                    let at = index.get(cause_key(c).as_str()).copied();
+                    shares[at.unwrap_or(named)] += c.share_pct;
+                }
+                MatrixRow {
+                    cpu: *cpu,
+                    gaps: a.gaps,
+                    interrupted_ns: a.interrupted_ns,
+                    shares,
+                }
+            })
+            .collect();
+        Some(CauseMatrix { columns, rows })
+    }
+}
+
+/// The name a cause is matched by across CPUs.
+pub fn cause_key(c: &CauseRow) -> String {
+    match c.kind {
+        CauseKind::Task => per_cpu_thread(&crate::report::compare_causes::without_pid(&c.cause)),
+        _ => c.cause.clone(),
+    }
+}
+
+/// "task kworker/12:1H (…)" → "task kworker/N:NH (…)": the numbers after a '/' in the
+/// task's name (before its " ("), and after a ':' that follows them, are the CPU's own.
+fn per_cpu_thread(cause: &str) -> String {
+    let name_end = cause.find(" (").unwrap_or(cause.len());
+    let (name, rest) = cause.split_at(name_end);
+    let Some(slash) = name.find('/') else {
+        return cause.to_string();
+    };
+    let (head, tail) = name.split_at(slash + 1);
+    let digits = tail.bytes().take_while(u8::is_ascii_digit).count();
+    if digits == 0 {
+        return cause.to_string();
+    }
+    let mut out = format!("{head}N");
+    let after = &tail[digits..];
+    match after.strip_prefix(':') {
+        Some(pool) if pool.starts_with(|c: char| c.is_ascii_digit()) => {
+            let n = pool.bytes().take_while(u8::is_ascii_digit).count();
+            out.push_str(":N");
+            out.push_str(&pool[n..]);
+        }
+        _ => out.push_str(after),
+    }
+    out + rest
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn row(kind: CauseKind, cause: &str, total_ns: u64, share_pct: f64) -> CauseRow {
+        CauseRow {
+            kind,
+            cause: cause.into(),
+            gaps: 1,
+            occurrences: 1,
+            largest_in: 0,
+            total_ns,
+            share_pct,
+            median_ns: 0,
+            max_ns: 0,
+            period_ns: None,
+            tasks: Vec::new(),
+        }
+    }
+
+    fn attribution(causes: Vec<CauseRow>) -> Attribution {
+        let interrupted_ns = causes.iter().map(|c| c.total_ns).sum();
+        Attribution::of_causes(causes, 10, interrupted_ns)
+    }
+
+    #[test]
+    fn per_cpu_threads_are_one_cause_and_other_names_are_kept() {
+        let k = |s: &str| per_cpu_thread(s);
+        assert_eq!(
+            k("task kworker/12:1H (SCHED_OTHER nice -20) vmstat_update"),
+            "task kworker/N:NH (SCHED_OTHER nice -20) vmstat_update"
+        );
+        assert_eq!(
+            k("task migration/3 (real-time 99)"),
+            "task migration/N (real-time 99)"
+        );
+        assert_eq!(k("task kworker/u32:3 (x)"), "task kworker/u32:3 (x)");
+        assert_eq!(k("task a/b (x/1)"), "task a/b (x/1)");
+        assert_eq!(
+            k("task rustc (SCHED_OTHER nice 10)"),
+            "task rustc (SCHED_OTHER nice 10)"
+        );
+        let c = row(
+            CauseKind::Task,
+            "task ksoftirqd/7:61 (SCHED_OTHER nice 0)",
+            1,
+            1.0,
+        );
+        assert_eq!(cause_key(&c), "task ksoftirqd/N (SCHED_OTHER nice 0)");
+    }
+
+    #[test]
+    fn columns_are_the_causes_with_most_time_and_the_rest_is_other() {
+        let mut a = Vec::new();
+        for cpu in 1..=2usize {
+            let mut causes = vec![row(CauseKind::Irq, "irq big", 1000, 50.0)];
+            causes.push(row(
+                CauseKind::Task,
+                &format!("task kworker/{cpu}:1:{} (SCHED_OTHER nice 0)", 100 + cpu),
+                500,
+                25.0,
+            ));
+            for i in 0..MAX_CAUSES {
+                causes.push(row(
+                    CauseKind::Softirq,
+                    &format!("softirq S{i}"),
+                    10 + i as u64,
+                    2.5,
+                ));
+            }
+            a.push((cpu, attribution(causes)));
+        }
+        let entries: Vec<(usize, &Attribution)> = a.iter().map(|(c, a)| (*c, a)).collect();
+        let m = CauseMatrix::of(&entries).unwrap();
+        assert_eq!(m.columns.len(), MAX_CAUSES + 1);
+        assert_eq!(m.columns[0].cause, "irq big");
+        assert_eq!(m.columns[0].total_ns, 2000);
+        assert_eq!(m.columns[1].cause, "task kworker/N:N (SCHED_OTHER nice 0)");
+        assert_eq!(m.columns.last().unwrap().cause, OTHER);
+        // Ten causes a CPU, eight named: the two with least time are other.
+        assert_eq!(m.columns.last().unwrap().total_ns, 2 * (10 + 11));
+        for r in &m.rows {
+            assert_eq!(r.shares[1], 25.0);
+            assert_eq!(*r.shares.last().unwrap(), 5.0);
+            let sum: f64 = r.shares.iter().sum();
+            assert!((sum - 95.0).abs() < 1e-9, "{sum}");
+        }
+        assert!(CauseMatrix::of(&[(1, &attribution(Vec::new()))]).is_none());
+    }
+
+    #[test]
+    fn nine_causes_need_no_other_column() {
+        let causes: Vec<CauseRow> = (0..=MAX_CAUSES)
+            .map(|i| row(CauseKind::Irq, &format!("irq {i}"), 1 + i as u64, 1.0))
+            .collect();
+        let a = attribution(causes);
+        let m = CauseMatrix::of(&[(4, &a)]).unwrap();
+        assert_eq!(m.columns.len(), MAX_CAUSES + 1);
+        assert!(m.columns.iter().all(|c| c.kind.is_some()));
+    }
+}
