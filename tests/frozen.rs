@@ -385,8 +385,9 @@ fn report_prints_the_stored_verdict() {
     }
     let html = run_ok(&["report", path.to_str().unwrap(), "--format", "html"]);
     let at = |s: &str| html.find(s).unwrap_or_else(|| panic!("{s} missing"));
-    assert!(at("A stored line no analysis would write.") < at("<h2>Over time, per CPU</h2>"));
-    assert!(at("<h2>Over time, per CPU</h2>") < at("<h2>Measurements</h2>"));
+    assert!(at("A stored line no analysis would write.") < at("<h2>noise: CPU 1</h2>"));
+    assert!(at("<h2>noise: CPU 1</h2>") < at("<h2>timer: CPU 1</h2>"));
+    assert!(at("<h2>timer: CPU 1</h2>") < at("<h2>Measurements</h2>"));
     assert!(at("<h2>Measurements</h2>") < at("<h2>Distributions</h2>"));
     assert!(at("<h2>Distributions</h2>") < at("<h2>Run, host and audit</h2>"));
     // --top: the largest events with their times.
