@@ -123,6 +123,12 @@ pub struct SaveArgs {
     /// Every table column, whatever the terminal's width (the files always hold them).
     #[arg(long)]
     pub wide: bool,
+
+    /// Each CPU its own rows, causes and largest gaps (each watched thread, for watch),
+    /// rather than CPUs whose figures and causes agree said once as a group, with the
+    /// outliers named.
+    #[arg(long)]
+    pub per_cpu: bool,
 }
 
 impl SaveArgs {
@@ -345,6 +351,7 @@ pub struct TimerArgs {
 // wake-up path with a context switch); `-D` and `-l` apply to each mechanism.
 #[derive(Debug, Clone, Args)]
 #[command(
+    mut_arg("per_cpu", |a| a.hide(true)),
     mut_arg("cpus", |a| a.help("The two CPUs, as A,B (the same one twice measures a context switch) [default: the first two CPUs a measuring command would take]")),
     mut_arg("duration", |a| a.help("How long to measure each mechanism: 500ms, 10s (a bare number is seconds) [default: 1s, or with -l until the round trips are done]")),
     mut_arg("force", |a| a.help("Allow real-time spinning mechanisms when no CPU is left for housekeeping")),
@@ -375,6 +382,7 @@ pub struct PingpongArgs {
 // `jitterscope c2c`. `-a` selects the CPUs [default: every online, allowed CPU].
 #[derive(Debug, Clone, Args)]
 #[command(
+    mut_arg("per_cpu", |a| a.hide(true)),
     mut_arg("cpus", |a| a.help("CPUs to pair, e.g. 0-7 [default: every online, allowed CPU]")),
     mut_arg("duration", |a| a.hide(true)),
     mut_arg("force", |a| a.help("Allow real-time pairs when no CPU is left for housekeeping")),
@@ -413,6 +421,7 @@ pub struct C2cArgs {
 // --accumulator-cpu and --journaller-cpu (`-a` is not used).
 #[derive(Debug, Clone, Args)]
 #[command(
+    mut_arg("per_cpu", |a| a.hide(true)),
     mut_arg("cpus", |a| a.hide(true)),
     mut_arg("duration", |a| a.help("How long to measure after the warm-up: 500ms, 10s (a bare number is seconds) [default: 10s, or with -l until the messages are done]")),
     mut_arg("force", |a| a.help("Allow real-time roles that share a CPU, or leave none for housekeeping")),
@@ -480,6 +489,7 @@ pub struct QueueArgs {
 // `jitterscope work`. `-a` names the one CPU to run on [default: the first measured CPU].
 #[derive(Debug, Clone, Args)]
 #[command(
+    mut_arg("per_cpu", |a| a.hide(true)),
     mut_arg("cpus", |a| a.help(CPU_ONE)),
     mut_arg("duration", |a| a.help("The longest the runs may take: 500ms, 10s (a bare number is seconds) [default: until the samples are done]")),
     mut_arg("force", |a| a.help("Allow a real-time run when no CPU is left for housekeeping")),
@@ -546,6 +556,7 @@ pub struct WorkArgs {
 // CPU]; `-D` is the time spent on each call [default 200ms].
 #[derive(Debug, Clone, Args)]
 #[command(
+    mut_arg("per_cpu", |a| a.hide(true)),
     mut_arg("cpus", |a| a.help(CPU_ONE)),
     mut_arg("duration", |a| a.help("How long to time each call: 200ms, 1s (a bare number is seconds) [default: 200ms]")),
     mut_arg("force", |a| a.help("Allow a real-time run when no CPU is left for housekeeping")),
@@ -615,6 +626,11 @@ pub struct ReportArgs {
     #[arg(long)]
     pub wide: bool,
 
+    /// table: each CPU its own rows, causes and largest gaps (each watched thread its
+    /// own), rather than CPUs whose figures and causes agree said once as a group.
+    #[arg(long)]
+    pub per_cpu: bool,
+
     /// table: also list each entry's N largest events with their times (noise, timer).
     #[arg(long, value_name = "N")]
     pub top: Option<usize>,
@@ -679,6 +695,7 @@ pub struct CompletionsArgs {
 
 // `jitterscope tune`.
 #[derive(Debug, Clone, Args)]
+#[command(mut_arg("per_cpu", |a| a.hide(true)))]
 pub struct TuneArgs {
     // The CPUs to measure and tune for.
     #[arg(short = 'a', long = "cpus", value_name = "LIST", help = CPUS_MEASURED)]
@@ -817,6 +834,11 @@ pub struct CompareArgs {
     /// table: every column, whatever the terminal's width (the files always hold them).
     #[arg(long)]
     pub wide: bool,
+
+    /// table: each CPU its own rows and causes, rather than CPUs whose changes agree said
+    /// once as a group.
+    #[arg(long)]
+    pub per_cpu: bool,
 }
 
 // `jitterscope audit`.
@@ -838,6 +860,7 @@ pub struct AuditArgs {
 
 // `jitterscope ptp`.
 #[derive(Debug, Clone, Args)]
+#[command(mut_arg("per_cpu", |a| a.hide(true)))]
 pub struct PtpArgs {
     /// A PTP clock device (/dev/ptp0) or a network interface (eth0) whose PHC to read
     /// [default: every /dev/ptp*].
@@ -1541,6 +1564,7 @@ mod tests {
 
 // `jitterscope watch`.
 #[derive(Debug, Clone, Args)]
+#[command(mut_arg("per_cpu", |a| a.long("per-thread").visible_alias("per-cpu").help("Each watched thread its own rows and causes, rather than threads whose figures and causes agree said once as a group, with the outliers named")))]
 #[command(group(clap::ArgGroup::new("target").required(true).args(["pid", "tid", "comm"])))]
 pub struct WatchArgs {
     /// Watch every thread of process PID, those it starts later included.

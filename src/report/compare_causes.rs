@@ -215,7 +215,7 @@ fn grid(
 /// A task's cause without its pid: "task rustc:13225 (SCHED_OTHER nice 10)" →
 /// "task rustc (SCHED_OTHER nice 10)". The pid is the digits after the last ':' that
 /// is followed by digits and " (": a command name may itself hold a ':' (kworker/1:1).
-fn without_pid(cause: &str) -> String {
+pub(crate) fn without_pid(cause: &str) -> String {
     let at = (cause.match_indices(':')).map(|(i, _)| i).rfind(|&i| {
         let rest = &cause[i + 1..];
         let digits = rest.bytes().take_while(u8::is_ascii_digit).count();

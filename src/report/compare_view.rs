@@ -247,7 +247,7 @@ fn causes_table(c: &Comparison, line: &dyn Fn(&str, &str) -> String) -> String {
             continue;
         }
         let spec: Vec<Col> = CAUSE_COLUMNS.iter().map(|h| core(*h)).collect();
-        let mut t = Tab::new(&spec).compact();
+        let mut t = Tab::new(&spec);
         for r in cells {
             t.row(r);
         }

@@ -11,6 +11,7 @@ pub mod export;
 pub mod figure;
 pub mod gate;
 pub mod gnuplot;
+pub mod group;
 pub mod html;
 pub mod interval_log;
 pub mod plot;

@@ -226,8 +226,7 @@ pub fn largest_events(r: &ResultFile, n: usize) -> String {
             crate::report::table::core("#"),
             crate::report::table::core("at (s)"),
             crate::report::table::core(u.header("duration")),
-        ])
-        .compact();
+        ]);
         let mut events: Vec<_> = s.largest.iter().collect();
         events.sort_by_key(|e| std::cmp::Reverse(e.duration_ns));
         for (i, e) in events.iter().take(n).enumerate() {

@@ -6,9 +6,11 @@ use crate::probes::timer::{LiveSnapshot, TimerEntry};
 use crate::report::ResultFile;
 use crate::report::dist::SeriesView;
 use crate::report::dist::{Dist, Entry};
+use crate::report::group::{self, Cell, Grouping, Member, num, text};
 use crate::report::table::{
     Layout, Tab, core, distribution, distribution_cols, policy_cell, wide, wrap,
 };
+use crate::report::views::attribution::cause_key;
 use crate::report::views::{EntryView, Kind, KindView};
 
 impl EntryView for TimerEntry {
@@ -41,40 +43,105 @@ impl EntryView for TimerEntry {
 
 impl KindView for TimerEntry {
     fn tables(r: &ResultFile) -> String {
-        timer_tables(r)
+        timer_text(r)
     }
+}
+
+/// What `timer` prints and `report` shows of its entries: the tables, then, for a traced
+/// run, the causes of lateness (`attribution`), from one function for both.
+pub fn timer_text(r: &ResultFile) -> String {
+    format!(
+        "{}{}",
+        timer_tables(r),
+        super::attribution::timer_attribution(r, super::noise::GAPS_SHOWN)
+    )
 }
 
 fn timer_entries(r: &ResultFile) -> Vec<&TimerEntry> {
     r.entries().collect()
 }
 
-/// The timer tables: wake-up latency per thread, then the same corrected for
-/// coordinated omission.
-pub fn timer_tables(r: &ResultFile) -> String {
-    tables(&timer_entries(r))
+/// The figure timer threads are grouped by: their p99 wake-up latency.
+pub const TIMER_KEYS: [group::Key; 1] = [group::latency("p99")];
+
+/// Each timer entry as a member to group: its largest traced cause of lateness (across
+/// CPUs, `attribution::cause_key`) and its p99 (ns).
+pub fn timer_members(entries: &[&TimerEntry]) -> Vec<Member> {
+    (entries.iter())
+        .map(|e| Member {
+            cause: (e.attribution.as_ref())
+                .and_then(|a| a.causes.first())
+                .map(|c| cause_key(e.cpu, c.kind, &c.cause)),
+            figures: vec![e.summary.p99_ns.unwrap_or(0) as f64],
+        })
+        .collect()
 }
 
-fn tables(entries: &[&TimerEntry]) -> String {
+/// How the timer threads group in the current layout: each on its own with `--per-cpu`.
+pub fn grouping(entries: &[&TimerEntry]) -> Grouping {
+    let members = timer_members(entries);
+    match Layout::current().per_cpu {
+        true => Grouping::each(&members),
+        false => group::group(&members, &TIMER_KEYS),
+    }
+}
+
+/// The timer tables: wake-up latency per thread, then the same corrected for
+/// coordinated omission; threads that agree as one group unless `--per-cpu`.
+pub fn timer_tables(r: &ResultFile) -> String {
+    let entries = timer_entries(r);
+    tables(&entries, &grouping(&entries))
+}
+
+/// A summary's distribution cells, in `distribution_cols`' order, as figures to group.
+fn distribution_cells(s: &crate::stats::Summary, u: crate::report::table::Unit) -> Vec<Cell> {
+    let texts = distribution(s, u);
+    let values = [
+        s.min_ns.map(|v| v as f64),
+        s.p50_ns.map(|v| v as f64),
+        s.p90_ns.map(|v| v as f64),
+        s.p99_ns.map(|v| v as f64),
+        s.p999_ns.map(|v| v as f64),
+        s.p9999_ns.map(|v| v as f64),
+        s.max_ns.map(|v| v as f64),
+        s.mean_ns,
+        s.mad_ns.map(|v| v as f64),
+    ];
+    (texts.into_iter().zip(values))
+        .map(|(t, v)| match v {
+            Some(v) => num(v, t),
+            None => text(t),
+        })
+        .collect()
+}
+
+fn tables(entries: &[&TimerEntry], g: &Grouping) -> String {
     let u = Kind::Timer.unit();
-    let head = [
-        core("CPU"),
-        wide("policy"),
+    let ids: Vec<usize> = entries.iter().map(|e| e.cpu).collect();
+    let head = vec![
+        wide("policy").text(),
         wide(u.header("interval")),
         core("wake-ups"),
         core("overruns"),
     ];
-    let mut t = Tab::new(&[&head[..], &distribution_cols(u)[..]].concat());
-    for e in entries {
-        let s = &e.summary;
-        let mut row = vec![
-            e.cpu.to_string(),
-            policy_cell(e.thread.policy, e.thread.priority),
-            u.cell(Some(e.config.interval_ns)),
-            e.wakeups.to_string(),
-            e.overruns.to_string(),
-        ];
-        row.extend(distribution(s, u));
+    let cols = [head, distribution_cols(u)].concat();
+    let mut t = Tab::new(&group::columns(g, core("CPU"), cols));
+    let cells: Vec<Vec<Cell>> = (entries.iter())
+        .map(|e| {
+            let mut row = vec![
+                text(policy_cell(e.thread.policy, e.thread.priority)),
+                num(
+                    e.config.interval_ns as f64,
+                    u.cell(Some(e.config.interval_ns)),
+                ),
+                num(e.wakeups as f64, e.wakeups.to_string()),
+                num(e.overruns as f64, e.overruns.to_string()),
+            ];
+            row.extend(distribution_cells(&e.summary, u));
+            row
+        })
+        .collect();
+    for row in group::table_rows(g, &ids, &cells) {
         t.row(row);
     }
     let same = entries.iter().all(|e| e.corrected.summary == e.summary);
@@ -83,11 +150,17 @@ fn tables(entries: &[&TimerEntry]) -> String {
                     interval late, so none was hidden)";
         format!("{}\n", wrap(same, Layout::current().wrap_width(), "  "))
     } else {
-        let head = [core("CPU"), core("count")];
-        let mut c = Tab::new(&[&head[..], &distribution_cols(u)[..]].concat());
-        for e in entries {
-            let mut row = vec![e.cpu.to_string(), e.corrected.summary.count.to_string()];
-            row.extend(distribution(&e.corrected.summary, u));
+        let cols = [vec![core("count")], distribution_cols(u)].concat();
+        let mut c = Tab::new(&group::columns(g, core("CPU"), cols));
+        let cells: Vec<Vec<Cell>> = (entries.iter())
+            .map(|e| {
+                let s = &e.corrected.summary;
+                let mut row = vec![num(s.count as f64, s.count.to_string())];
+                row.extend(distribution_cells(s, u));
+                row
+            })
+            .collect();
+        for row in group::table_rows(g, &ids, &cells) {
             c.row(row);
         }
         let what = wrap(
@@ -99,7 +172,18 @@ fn tables(entries: &[&TimerEntry]) -> String {
         );
         format!("{what}\n{c}\n")
     };
-    format!("Wake-up latency\n{t}\n\n{corrected}")
+    let legend = group::legend(
+        g,
+        &TIMER_KEYS,
+        &ids,
+        &|i| format!("p99 {} µs", u.cell(entries[i].summary.p99_ns)),
+        "--per-cpu",
+    );
+    let legend = match legend.is_empty() {
+        true => String::new(),
+        false => format!("{}\n", wrap(&legend, Layout::current().wrap_width(), "  ")),
+    };
+    format!("Wake-up latency\n{t}\n{legend}\n{corrected}")
 }
 
 /// cyclictest's histogram layout: a row per non-empty 1-µs bucket, a column per thread,
