@@ -462,21 +462,35 @@ pub fn legend(
     first: &dyn Fn(usize) -> String,
     each: &str,
 ) -> String {
+    let mut lists = Vec::new();
+    for (label, r) in row_labels(g, ids).iter().zip(&g.rows) {
+        if let Some(letter) = label.strip_prefix('(').and_then(|l| l.split(')').next()) {
+            let cpus: Vec<usize> = r.members().iter().map(|&i| ids[i]).collect();
+            lists.push(format!("({letter}) is {}", cpus_words(&cpus)));
+        }
+    }
+    legend_of(g, keys, &|i| format!("CPU {}", ids[i]), first, each, lists)
+}
+
+/// The same for members named by `name` ("app:812"), with `said` (what the labels
+/// stand for) after the first sentence.
+pub fn legend_of(
+    g: &Grouping,
+    keys: &[Key],
+    name: &dyn Fn(usize) -> String,
+    first: &dyn Fn(usize) -> String,
+    each: &str,
+    said: Vec<String>,
+) -> String {
     if !g.grouped() {
         return String::new();
     }
-    let name = |i: usize| format!("CPU {}", ids[i]);
     let mut parts = vec![
         "A group's two lines give each figure's lowest (low) and highest (high) over its \
          members"
             .to_string(),
     ];
-    for (label, r) in row_labels(g, ids).iter().zip(&g.rows) {
-        if let Some(letter) = label.strip_prefix('(').and_then(|l| l.split(')').next()) {
-            let cpus: Vec<usize> = r.members().iter().map(|&i| ids[i]).collect();
-            parts.push(format!("({letter}) is {}", cpus_words(&cpus)));
-        }
-    }
+    parts.extend(said);
     let out = g.outliers();
     if !out.is_empty() {
         let said: Vec<String> = (out.iter())
@@ -559,13 +573,17 @@ pub(crate) fn columns(g: &Grouping, first: Col, rest: Vec<Col>) -> Vec<Col> {
 /// (figures from different members: a line is not a member). `ids` names each member
 /// (a CPU number); `cells` gives each member's cells after the first column.
 pub fn table_rows(g: &Grouping, ids: &[usize], cells: &[Vec<Cell>]) -> Vec<Vec<String>> {
+    rows_labelled(g, &row_labels(g, ids), cells)
+}
+
+/// The same, each row of the grouping labelled by `labels` (one per row).
+pub fn rows_labelled(g: &Grouping, labels: &[String], cells: &[Vec<Cell>]) -> Vec<Vec<String>> {
     let grouped = g.grouped();
-    let labels = row_labels(g, ids);
     let mut out = Vec::new();
     for (row, label) in g.rows.iter().zip(labels) {
         let members = row.members();
         if let Row::One(i, _) = row {
-            let mut line = vec![ids[*i].to_string()];
+            let mut line = vec![label.clone()];
             if grouped {
                 line.push(String::new());
             }
@@ -578,14 +596,23 @@ pub fn table_rows(g: &Grouping, ids: &[usize], cells: &[Vec<Cell>]) -> Vec<Vec<S
                 0 => vec![label.clone(), "low".to_string()],
                 _ => vec![String::new(), "high".to_string()],
             };
-            let columns = cells.get(members[0]).map_or(0, Vec::len);
-            for c in 0..columns {
-                line.push(extreme(&members, cells, c, high));
-            }
+            line.extend(extremes_of(&members, cells, high));
             out.push(line);
         }
     }
     out
+}
+
+/// A group's line of cells: each column's lowest (or highest) figure over `members`, a
+/// text column's distinct values.
+pub fn extremes_of(members: &[usize], cells: &[Vec<Cell>], high: bool) -> Vec<String> {
+    let columns = members
+        .first()
+        .and_then(|&m| cells.get(m))
+        .map_or(0, Vec::len);
+    (0..columns)
+        .map(|c| extreme(members, cells, c, high))
+        .collect()
 }
 
 /// Column `c` over `members`: the lowest or highest figure's text; a text column's

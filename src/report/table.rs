@@ -259,19 +259,17 @@ impl Tab {
         self.row(cells.into_iter().map(Into::into).collect());
     }
 
-    /// The table fitted to the layout's width: the text cut (`cut_text`); when that is
-    /// not enough, the spare columns left out, the leftmost first, and the text cut
-    /// again from whole.
+    /// The table fitted to the layout's width: the spare columns left out, the leftmost
+    /// first, while it does not fit with its text whole; then the text cut (`cut_text`).
     fn fitted(&self) -> Table {
         let (mut cols, mut rows) = (self.cols.clone(), self.rows.clone());
         if self.layout.wide {
             return table(&cols, &rows);
         }
         let width = usize::from(self.layout.width);
-        loop {
-            let (t, fits) = cut_text(&cols, rows.clone(), width);
-            let Some(drop) = cols.iter().position(|c| c.spare).filter(|_| !fits) else {
-                return t;
+        while widest_line(&table(&cols, &rows)) > width {
+            let Some(drop) = cols.iter().position(|c| c.spare) else {
+                break;
             };
             HID.with(|h| h.set(true));
             cols.remove(drop);
@@ -281,6 +279,7 @@ impl Tab {
                 }
             }
         }
+        cut_text(&cols, rows, width).0
     }
 }
 

@@ -632,18 +632,43 @@ fn fix_of(f: &Finding, share: Option<f64>) -> Fix {
 /// The worst timer wake-up and the pingpong medians, in a line each.
 fn other_probes(r: &ResultFile) -> Vec<String> {
     let mut out = Vec::new();
-    let worst_timer = r
-        .entries::<TimerEntry>()
-        .max_by_key(|t| t.summary.max_ns.unwrap_or(0));
-    if let Some(t) = worst_timer {
-        out.push(format!(
+    let timers: Vec<&TimerEntry> = r.entries().collect();
+    // The first of equals, as the tables name them.
+    let worst_timer = (timers.iter().copied()).reduce(|a, b| {
+        if b.summary.max_ns > a.summary.max_ns {
+            b
+        } else {
+            a
+        }
+    });
+    match (worst_timer, timers.len()) {
+        (Some(t), 1) => out.push(format!(
             "A timer thread on CPU {} ({}, {}) woke up to {} late (p99 {}).",
             t.cpu,
             sched_words(&t.thread),
             slack_words(t.config.timer_slack_ns),
             figure_words(t.summary.max_ns),
             figure_words(t.summary.p99_ns)
-        ));
+        )),
+        (Some(t), _) => {
+            let ids: Vec<usize> = timers.iter().map(|t| t.cpu).collect();
+            let how = group::distinct((timers.iter()).map(|t| {
+                format!(
+                    "{}, {}",
+                    sched_words(&t.thread),
+                    slack_words(t.config.timer_slack_ns)
+                )
+            }));
+            let p99 = timers.iter().filter_map(|t| t.summary.p99_ns);
+            out.push(format!(
+                "Timer threads on {} ({how}) woke up to {} late (CPU {}), p99 {}.",
+                group::cpus_words(&ids),
+                figure_words(t.summary.max_ns),
+                t.cpu,
+                group::range(p99.map(|ns| ns as f64), |ns| duration_words(ns as u64)),
+            ));
+        }
+        (None, _) => {}
     }
     for p in r.entries::<PingpongEntry>() {
         let sched = match (sched_words(&p.thread_a), sched_words(&p.thread_b)) {
@@ -761,15 +786,14 @@ const COMMANDS: [&str; 12] = [
 /// another, a command on a line of its own (after its "now:" when both fit) and never
 /// broken, the words around it wrapped. Fixes from before the remedies were typed
 /// ("for i in …; done (and boot with irqaffinity=0)") are read the same way.
-fn fix_lines(fix: &str, width: Option<usize>, indent: &str) -> Vec<String> {
+pub(crate) fn fix_lines(fix: &str, width: Option<usize>, indent: &str) -> Vec<String> {
     let mut out = Vec::new();
     for clause in remedies(fix) {
         let (label, body) = match clause.strip_prefix("now: ") {
             Some(cmd) => ("now:", cmd),
             None => ("", clause),
         };
-        let Some((cmd, said)) = command_of(body).or((!label.is_empty()).then_some((body, "")))
-        else {
+        let Some((cmd, said)) = command_of(body, !label.is_empty()) else {
             out.push(crate::report::table::wrap(
                 &format!("{indent}{body}"),
                 width,
@@ -806,15 +830,29 @@ fn remedies(fix: &str) -> Vec<&str> {
     out
 }
 
+/// Words a shell command goes on with after its own "; " (`for …; do …; done`).
+const SHELL_WORDS: [&str; 9] = [
+    "do", "done", "then", "fi", "else", "elif", "if", "while", "esac",
+];
+
 /// A clause that is a command: the command, and what is said after it (from its first
-/// " (" outside quotes, without the brackets' content trimmed); `None` for words.
-fn command_of(clause: &str) -> Option<(&str, &str)> {
+/// " (", or its first "; " that no command or shell word follows); `None` for words.
+/// With `now`, the clause is a command whatever its first word (a run-time remedy's).
+fn command_of(clause: &str, now: bool) -> Option<(&str, &str)> {
     let first = clause.split(' ').next()?;
-    if !COMMANDS.contains(&first) {
+    if !now && !COMMANDS.contains(&first) {
         return None;
     }
-    Some(match clause.find(" (") {
-        Some(i) => (&clause[..i], clause[i + 1..].trim()),
+    let goes_on = |rest: &str| {
+        let word = rest.split([' ', ';']).next().unwrap_or_default();
+        COMMANDS.contains(&word) || SHELL_WORDS.contains(&word)
+    };
+    let semi = (clause.match_indices("; "))
+        .map(|(i, _)| i)
+        .find(|&i| !goes_on(&clause[i + 2..]));
+    let paren = clause.find(" (");
+    Some(match [semi, paren].into_iter().flatten().min() {
+        Some(i) => (&clause[..i], clause[i + 1..].trim_start_matches(';').trim()),
         None => (clause, ""),
     })
 }

@@ -194,17 +194,22 @@ fn cause_table(title: &str, a: &Attribution) -> String {
 /// ("kworker/3:1", "migration/3" on CPU 3) with its CPU written N and its worker number
 /// * ("kworker/N:*", "migration/N"), so that CPUs' own threads line up.
 pub fn cause_key(cpu: usize, kind: CauseKind, cause: &str) -> String {
-    if kind != CauseKind::Task {
-        return cause.to_string();
+    match kind {
+        CauseKind::Task => per_cpu_key(cpu, &crate::report::compare_causes::without_pid(cause)),
+        _ => cause.to_string(),
     }
-    let cause = crate::report::compare_causes::without_pid(cause);
+}
+
+/// A task's cause already without its pid ("task kworker/3:1 (…)", as `compare` keys
+/// it) with a per-CPU kernel thread's CPU written N, as `cause_key` does.
+pub fn per_cpu_key(cpu: usize, cause: &str) -> String {
     let Some(rest) = cause.strip_prefix("task ") else {
-        return cause;
+        return cause.to_string();
     };
     let (comm, tail) = rest.split_at(rest.find(" (").unwrap_or(rest.len()));
     match per_cpu_thread(comm, cpu) {
         Some(comm) => format!("task {comm}{tail}"),
-        None => cause,
+        None => cause.to_string(),
     }
 }
 

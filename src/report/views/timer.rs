@@ -237,25 +237,58 @@ pub fn timer_buckets(r: &ResultFile) -> String {
 /// How many spikes per thread the text shows; the result file holds them all.
 const SPIKES_SHOWN: usize = 20;
 
-/// The wake-ups above `--spikes`, per thread: when (from the start of the run) and how
-/// late, the first `SPIKES_SHOWN` of them.
+/// The wake-ups above `--spikes`: when (from the start of the run) and how late, the
+/// first `SPIKES_SHOWN` of them. Per thread on up to `group::EACH_UP_TO` threads, or with
+/// `--per-cpu`; else one list across the threads in time order, each with its CPU, and
+/// how many each kept.
 pub fn timer_spikes(r: &ResultFile) -> String {
+    let logged: Vec<(&TimerEntry, &crate::probes::record::EventLogRecord, u64)> = timer_entries(r)
+        .into_iter()
+        .filter_map(|e| Some((e, e.spikes.as_ref()?, e.config.spikes_above_ns?)))
+        .collect();
+    let each = Layout::current().per_cpu || logged.len() <= group::EACH_UP_TO;
     let mut out = String::new();
-    for e in timer_entries(r) {
-        let (Some(log), Some(limit)) = (&e.spikes, e.config.spikes_above_ns) else {
-            continue;
+    let sets: Vec<Vec<_>> = match each {
+        true => logged.iter().map(|l| vec![*l]).collect(),
+        false => vec![logged.clone()],
+    };
+    for set in sets.iter().filter(|s| !s.is_empty()) {
+        let limit = set[0].2;
+        let kept: usize = set.iter().map(|(_, log, _)| log.duration_ns.len()).sum();
+        let dropped: u64 = set.iter().map(|(_, log, _)| log.dropped).sum();
+        let cpus: Vec<usize> = set.iter().map(|(e, ..)| e.cpu).collect();
+        let on = match each {
+            true => format!("CPU {}", cpus[0]),
+            false => group::cpus_words(&cpus),
         };
-        let kept = log.duration_ns.len();
         out.push_str(&format!(
-            "Spikes above {} µs on CPU {}: {kept} kept, {} dropped\n",
+            "Spikes above {} µs on {on}: {kept} kept, {dropped} dropped\n",
             limit as f64 / 1e3,
-            e.cpu,
-            log.dropped
         ));
-        let shown = log.start_ns.iter().zip(&log.duration_ns).take(SPIKES_SHOWN);
-        for (at, late) in shown {
+        if !each {
             out.push_str(&format!(
-                "  at {:>12.6} s  {:>10.2} µs late\n",
+                "  {} kept on each CPU; the first {SPIKES_SHOWN} across them:\n",
+                group::range(
+                    set.iter().map(|(_, log, _)| log.duration_ns.len() as f64),
+                    |n| format!("{n:.0}")
+                )
+            ));
+        }
+        let mut spikes: Vec<(u64, u64, usize)> = (set.iter())
+            .flat_map(|(e, log, _)| {
+                (log.start_ns.iter().zip(&log.duration_ns))
+                    .map(move |(at, late)| (*at, *late, e.cpu))
+            })
+            .collect();
+        spikes.sort_by_key(|s| s.0);
+        for (at, late, cpu) in spikes.iter().take(SPIKES_SHOWN) {
+            let who = if each {
+                String::new()
+            } else {
+                format!("CPU {cpu:>3}  ")
+            };
+            out.push_str(&format!(
+                "  {who}at {:>12.6} s  {:>10.2} µs late\n",
                 *at as f64 / 1e9,
                 *late as f64 / 1e3
             ));
