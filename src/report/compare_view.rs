@@ -729,11 +729,17 @@ pub fn table(c: &Comparison, paths: &[String]) -> String {
     for (probe, rows) in by_kind(c) {
         let shown = shown(&rows);
         let (cols, grid) = grid_shown(c, probe, &shown);
-        // The entry and run are text; p50 gives way first when the figures do not fit.
+        // The entry is text, cut at its start (a path's end names the entry). When the figures do not fit, the one that matters least
+        // gives way: p50 where the tail is the point (noise, timer: µs), the max where
+        // the median is (a cost or a transit: ns).
+        let spare = match unit_of(probe) {
+            Unit::Us => 5,
+            Unit::Ns => 8,
+        };
         let spec: Vec<Col> = (cols.into_iter().enumerate())
             .map(|(i, c)| match (c.core, i) {
-                (true, 0) => core(c.name).text(),
-                (true, 5) => core(c.name).spare(),
+                (true, 0) => core(c.name).text_tail(),
+                (true, i) if i == spare => core(c.name).spare(),
                 (true, _) => core(c.name),
                 (false, _) => wide(c.name),
             })

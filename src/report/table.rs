@@ -181,6 +181,9 @@ pub(crate) struct Col {
     head: String,
     wide: bool,
     text: bool,
+    /// A text column cut at its start, keeping its end ("…/ptp0:sys_offset"): where
+    /// the end tells rows apart.
+    tail: bool,
     spare: bool,
 }
 
@@ -188,6 +191,15 @@ impl Col {
     /// The same column, of text: left-aligned, and the one shortened to fit.
     pub(crate) fn text(self) -> Col {
         Col { text: true, ..self }
+    }
+
+    /// The same column, of text cut at its start (its end tells rows apart).
+    pub(crate) fn text_tail(self) -> Col {
+        Col {
+            text: true,
+            tail: true,
+            ..self
+        }
     }
 
     /// The same column, left out (as a wide-only one is, and said so) when the table
@@ -207,6 +219,7 @@ pub(crate) fn core(h: impl Into<String>) -> Col {
         head: h.into(),
         wide: false,
         text: false,
+        tail: false,
         spare: false,
     }
 }
@@ -303,7 +316,10 @@ fn cut_text(cols: &[Col], mut rows: Vec<Vec<String>>, width: usize) -> (Table, b
         let to = widths[i].saturating_sub(over).max(floor(i));
         for r in &mut rows {
             if let Some(c) = r.get_mut(i) {
-                *c = cut(c, to);
+                *c = match cols[i].tail {
+                    true => cut_start(c, to),
+                    false => cut(c, to),
+                };
             }
         }
     }
@@ -359,6 +375,16 @@ fn widest_line(t: &Table) -> usize {
 pub fn cut(s: &str, n: usize) -> String {
     match s.chars().count() > n {
         true if n > 0 => format!("{}…", s.chars().take(n - 1).collect::<String>()),
+        true => String::new(),
+        false => s.to_string(),
+    }
+}
+
+/// `s` cut to its last `n` chars, its first one "…" when cut.
+pub fn cut_start(s: &str, n: usize) -> String {
+    let len = s.chars().count();
+    match len > n {
+        true if n > 0 => format!("…{}", s.chars().skip(len - n + 1).collect::<String>()),
         true => String::new(),
         false => s.to_string(),
     }
