@@ -9,6 +9,7 @@ mod agreement;
 mod attribution_report;
 mod audit;
 mod bad_input;
+mod big_hosts;
 mod c2c;
 mod compare;
 mod frozen;

@@ -430,9 +430,9 @@ pub fn distinct(cells: impl IntoIterator<Item = String>) -> String {
     seen.join("/")
 }
 
-/// The longest CPU list a table's first column holds; a longer one is named by a letter
-/// there and said whole under the table.
-const LABEL_MAX: usize = 16;
+/// The longest label a table's first column holds ("1-15,17-31 (30)" is 15): a group
+/// whose list is longer is named by a letter there and said whole under the table.
+const LABEL_MAX: usize = 14;
 
 /// Each row's label in a table's first column: "7" for one CPU, "1-15 (15)" for several,
 /// "(a) 13 CPUs" for several whose list is too long for the column (`ids` names each
@@ -442,10 +442,10 @@ pub fn row_labels(g: &Grouping, ids: &[usize]) -> Vec<String> {
     (g.rows.iter())
         .map(|r| {
             let cpus: Vec<usize> = r.members().iter().map(|&i| ids[i]).collect();
-            let list = cpu_list(&cpus);
+            let label = format!("{} ({})", cpu_list(&cpus), cpus.len());
             match cpus.as_slice() {
                 [one] => one.to_string(),
-                _ if list.chars().count() <= LABEL_MAX => format!("{list} ({})", cpus.len()),
+                _ if label.chars().count() <= LABEL_MAX => label,
                 _ => format!("({}) {} CPUs", letters.next().unwrap_or('?'), cpus.len()),
             }
         })

@@ -404,10 +404,12 @@ pub fn watch_text(r: &ResultFile) -> String {
         out.push('\n');
     }
     for (row, label) in g.rows.iter().zip(&labels) {
-        out.push_str(&blocked_lines(w, &row.members(), label));
-    }
-    for (row, label) in g.rows.iter().zip(&labels) {
-        out.push_str(&priority_lines(w, &row.members(), label));
+        let lines =
+            blocked_lines(w, &row.members(), label) + &priority_lines(w, &row.members(), label);
+        for l in lines.lines() {
+            out.push_str(&wrap(l, width, "  "));
+            out.push('\n');
+        }
     }
     // The causes of each row's delays, as shares of their time.
     for (row, label) in g.rows.iter().zip(&labels) {
@@ -863,6 +865,49 @@ mod tests {
 
     fn finding(id: FindingId, severity: Severity, fix: &str) -> Finding {
         Finding::made_up(id, severity, fix)
+    }
+
+    /// Issue 29: 200 watched threads read in a bounded text: threads whose main cause
+    /// and p99 agree said once, the one that stands out named; `--per-thread` gives each
+    /// its own row and causes. Two threads stay as they were, each on its own.
+    #[test]
+    fn issue29_many_threads_are_grouped_and_the_outlier_named() {
+        let hog = || {
+            vec![cause(
+                CauseKind::Task,
+                "task hog:812 (real-time 10)",
+                9,
+                90_000,
+            )]
+        };
+        let mut threads: Vec<WatchedThread> = (0..200)
+            .map(|i| thread(1000 + i, "worker", &[20_000 + i as u64 * 10; 10], hog()))
+            .collect();
+        let irq = vec![cause(CauseKind::Irq, "irq 30 eth0", 3, 30_000)];
+        threads[77] = thread(1077, "worker", &[900_000; 10], irq);
+        let r = result(threads);
+        let text = Layout::fixed(100, false).scoped(|| watch_text(&r));
+        assert!(text.lines().count() <= 40, "{text}");
+        // But a command pasted whole.
+        let wide = |l: &&str| l.chars().count() > 100 && !l.trim().starts_with("for i in");
+        assert!(!text.lines().any(|l| wide(&l)), "{text}");
+        assert!(text.contains("(a) worker ×199"), "{text}");
+        assert!(text.contains("worker:1077"), "the outlier is named: {text}");
+        assert_eq!(text.matches("main cause of").count(), 2, "{text}");
+        let each = Layout::fixed(100, false)
+            .per_cpu(true)
+            .scoped(|| watch_text(&r));
+        for tid in 1000..1200 {
+            assert!(each.contains(&format!("worker:{tid} ")), "{tid}");
+        }
+        assert_eq!(each.matches("main cause of").count(), 200);
+        let two = result(vec![
+            thread(10, "app", &[20_000; 10], hog()),
+            thread(11, "app", &[20_000; 10], hog()),
+        ]);
+        let text = Layout::fixed(100, false).scoped(|| watch_text(&two));
+        assert!(text.contains("app:10") && text.contains("app:11"), "{text}");
+        assert!(!text.contains("low"), "{text}");
     }
 
     /// Each cause names the finding of the result's own audit whose fix would remove it,
