@@ -24,6 +24,8 @@ use crate::stats::causes::{Attribution, CauseKind, CauseRow, GapBreakdown};
 const CAUSES_SHOWN: usize = 12;
 /// Rows of the grouping shown as columns of their own in the cross-CPU table.
 const GROUP_COLUMNS: usize = 4;
+/// The parts of a gap shown, its largest (every one with `--wide`).
+const PARTS_SHOWN: usize = 10;
 
 /// One traced CPU: its number and its attribution.
 struct Traced<'a> {
@@ -137,18 +139,24 @@ fn us(ns: u64) -> String {
     format!("{:.1}", ns as f64 / 1e3)
 }
 
-/// One CPU's cause table under its title.
+/// One CPU's cause table under its title: its largest causes (every one with `--wide`)
+/// and the unaccounted time.
 fn cause_table(title: &str, a: &Attribution) -> String {
     let mut t = Tab::new(&[
         core("cause").text(),
         core("gaps"),
         core("total (µs)"),
         core("share (%)"),
-        core("median (µs)"),
+        core("median (µs)").spare(),
         core("max (µs)"),
-        core("period (ms)"),
+        core("period (ms)").spare(),
     ]);
-    for c in &a.causes {
+    let all = Layout::current().wide;
+    let shown: Vec<&CauseRow> = (a.causes.iter().enumerate())
+        .filter(|(i, c)| all || *i < CAUSES_SHOWN || c.kind == CauseKind::Unaccounted)
+        .map(|(_, c)| c)
+        .collect();
+    for c in &shown {
         let period = c
             .period_ns
             .map_or(String::new(), |p| format!("{:.2}", p as f64 / 1e6));
@@ -183,8 +191,17 @@ fn cause_table(title: &str, a: &Attribution) -> String {
     // A throttle's name, cut in its cell, names the setting to change: whole below.
     let width = Layout::current().wrap_width();
     let mut whole = String::new();
-    for c in a.causes.iter().filter(|c| !c.tasks.is_empty()) {
+    for c in shown.iter().filter(|c| !c.tasks.is_empty()) {
         whole.push_str(&wrap(&format!("  {}", c.cause), width, "    "));
+        whole.push('\n');
+    }
+    if a.causes.len() > shown.len() {
+        let left = format!(
+            "  {} smaller causes left out: --wide shows every one (the result file holds \
+             them all).",
+            a.causes.len() - shown.len()
+        );
+        whole.push_str(&wrap(&left, width, "    "));
         whole.push('\n');
     }
     format!("{title}\n{t}\n{whole}")
@@ -301,8 +318,9 @@ fn cross_table(traced: &[Option<Traced>], g: &Grouping) -> String {
         }
     }
     let mut t = Tab::new(&cols);
+    let all = Layout::current().wide;
     let shown = (causes.iter().enumerate())
-        .filter(|(i, c)| *i < CAUSES_SHOWN || c.kind == CauseKind::Unaccounted)
+        .filter(|(i, c)| all || *i < CAUSES_SHOWN || c.kind == CauseKind::Unaccounted)
         .map(|(_, c)| c);
     let mut count = 0;
     for c in shown {
@@ -330,8 +348,8 @@ fn cross_table(traced: &[Option<Traced>], g: &Grouping) -> String {
     ];
     if causes.len() > count {
         said.push(format!(
-            "{} smaller causes left out: --per-cpu shows each CPU's (the result file holds \
-             them all).",
+            "{} smaller causes left out: --wide shows every one, --per-cpu each CPU's (the \
+             result file holds them all).",
             causes.len() - count
         ));
     }
@@ -535,10 +553,19 @@ fn gap_lines(on: &str, g: &GapBreakdown) -> String {
         g.start_ns as f64 / 1e9,
         g.start_tsc
     );
-    let room = Layout::current()
-        .wrap_width()
-        .map_or(usize::MAX, |w| w.saturating_sub(31).max(20));
-    for p in &g.parts {
+    let layout = Layout::current();
+    let room = (layout.wrap_width()).map_or(usize::MAX, |w| w.saturating_sub(31).max(20));
+    // A long gap on a busy CPU holds hundreds of parts: its largest, in time order (all
+    // of them with --wide), the rest summed.
+    let mut largest: Vec<&crate::stats::causes::Part> = g.parts.iter().collect();
+    largest.sort_by_key(|p| std::cmp::Reverse(p.duration_ns));
+    if !layout.wide {
+        largest.truncate(PARTS_SHOWN);
+    }
+    let shown = |p: &&crate::stats::causes::Part| {
+        p.kind == CauseKind::Unaccounted || largest.iter().any(|q| std::ptr::eq(*q, *p))
+    };
+    for p in g.parts.iter().filter(|p| shown(p)) {
         let at = match p.kind {
             CauseKind::Unaccounted => "in all".to_string(),
             _ => format!("+{} µs", us(p.offset_ns)),
@@ -547,6 +574,16 @@ fn gap_lines(on: &str, g: &GapBreakdown) -> String {
             "    {at:>12} {:>9} µs  {}\n",
             us(p.duration_ns),
             cut(&p.cause, room)
+        ));
+    }
+    let rest: Vec<_> = g.parts.iter().filter(|p| !shown(p)).collect();
+    if !rest.is_empty() {
+        let ns = rest.iter().map(|p| p.duration_ns).sum();
+        t.push_str(&format!(
+            "    {:>12} {:>9} µs  {} smaller parts (--wide shows each)\n",
+            "",
+            us(ns),
+            rest.len()
         ));
     }
     t
