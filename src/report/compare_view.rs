@@ -490,7 +490,7 @@ fn merged_causes(
         let cpu = cpu_of(&g.key).unwrap_or(0);
         for l in &g.rows {
             let key = match l.kind {
-                CauseKind::Task => crate::report::views::attribution::per_cpu_key(cpu, &l.cause),
+                CauseKind::Task => crate::report::cause_names::per_cpu_key(cpu, &l.cause),
                 _ => l.cause.clone(),
             };
             let at = match rows.iter().position(|m| m.cause == key) {

@@ -2,6 +2,7 @@
 //! `ResultFile` only, never from live probe state.
 
 pub mod audit_table;
+pub mod cause_names;
 pub mod compare;
 pub mod compare_causes;
 pub mod compare_view;

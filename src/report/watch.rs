@@ -260,9 +260,7 @@ fn main_cause(th: &WatchedThread) -> Option<&CauseRow> {
 /// A cause as one key across threads: a task without its pid.
 fn cause_key(c: &CauseRow) -> String {
     match c.kind {
-        crate::stats::causes::CauseKind::Task => {
-            crate::report::compare_causes::without_pid(&c.cause)
-        }
+        crate::stats::causes::CauseKind::Task => crate::report::cause_names::without_pid(&c.cause),
         _ => c.cause.clone(),
     }
 }

@@ -15,6 +15,7 @@
 use crate::probes::noise::NoiseEntry;
 use crate::probes::timer::TimerEntry;
 use crate::report::ResultFile;
+use crate::report::cause_names::cause_key;
 use crate::report::group::{self, Grouping, Row};
 use crate::report::table::{Layout, Tab, core, cut, wrap};
 use crate::stats::causes::{Attribution, CauseKind, CauseRow, GapBreakdown};
@@ -50,8 +51,9 @@ const TIMER: Words = Words {
     steal: false,
 };
 
-/// The causes of every traced noise entry's gaps, and the `top` largest gaps broken down.
-pub fn noise_attribution(r: &ResultFile, top: usize) -> String {
+/// The causes of every traced noise entry's gaps, and the `top` largest gaps broken down;
+/// `g` groups the entries as the noise tables do.
+pub fn noise_attribution(r: &ResultFile, g: &Grouping, top: usize) -> String {
     let entries: Vec<&NoiseEntry> = r.entries().collect();
     let traced: Vec<Option<Traced>> = (entries.iter())
         .map(|e| e.attribution.as_ref().map(|a| Traced { cpu: e.cpu, a }))
@@ -59,12 +61,12 @@ pub fn noise_attribution(r: &ResultFile, top: usize) -> String {
     if traced.iter().all(Option::is_none) {
         return String::new();
     }
-    let g = super::noise::grouping(r);
-    attribution(r, &traced, &g, top, &NOISE)
+    attribution(r, &traced, g, top, &NOISE)
 }
 
-/// The causes of every traced timer entry's late wake-ups, and its `top` latest ones.
-pub fn timer_attribution(r: &ResultFile, top: usize) -> String {
+/// The causes of every traced timer entry's late wake-ups, and its `top` latest ones;
+/// `g` groups the entries as the timer tables do.
+pub fn timer_attribution(r: &ResultFile, g: &Grouping, top: usize) -> String {
     let entries: Vec<&TimerEntry> = r.entries().collect();
     let traced: Vec<Option<Traced>> = (entries.iter())
         .map(|e| e.attribution.as_ref().map(|a| Traced { cpu: e.cpu, a }))
@@ -72,8 +74,7 @@ pub fn timer_attribution(r: &ResultFile, top: usize) -> String {
     if traced.iter().all(Option::is_none) {
         return String::new();
     }
-    let g = super::timer::grouping(&entries);
-    attribution(r, &traced, &g, top, &TIMER)
+    attribution(r, &traced, g, top, &TIMER)
 }
 
 /// Each CPU's own view when the grouping grouped nothing, else the cross-CPU one.
@@ -205,49 +206,6 @@ fn cause_table(title: &str, a: &Attribution) -> String {
         whole.push('\n');
     }
     format!("{title}\n{t}\n{whole}")
-}
-
-/// A cause as one key across CPUs: a task without its pid, and a per-CPU kernel thread
-/// ("kworker/3:1", "migration/3" on CPU 3) with its CPU written N and its worker number
-/// * ("kworker/N:*", "migration/N"), so that CPUs' own threads line up.
-pub fn cause_key(cpu: usize, kind: CauseKind, cause: &str) -> String {
-    match kind {
-        CauseKind::Task => per_cpu_key(cpu, &crate::report::compare_causes::without_pid(cause)),
-        _ => cause.to_string(),
-    }
-}
-
-/// A task's cause already without its pid ("task kworker/3:1 (…)", as `compare` keys
-/// it) with a per-CPU kernel thread's CPU written N, as `cause_key` does.
-pub fn per_cpu_key(cpu: usize, cause: &str) -> String {
-    let Some(rest) = cause.strip_prefix("task ") else {
-        return cause.to_string();
-    };
-    let (comm, tail) = rest.split_at(rest.find(" (").unwrap_or(rest.len()));
-    match per_cpu_thread(comm, cpu) {
-        Some(comm) => format!("task {comm}{tail}"),
-        None => cause.to_string(),
-    }
-}
-
-/// A per-CPU kernel thread's name with its CPU as N: "kworker/3:1H" on CPU 3 →
-/// "kworker/N:*H"; `None` for any other name.
-fn per_cpu_thread(comm: &str, cpu: usize) -> Option<String> {
-    let (base, rest) = comm.split_once('/')?;
-    let digits = rest.bytes().take_while(u8::is_ascii_digit).count();
-    if digits == 0 || rest[..digits].parse::<usize>().ok()? != cpu {
-        return None;
-    }
-    match &rest[digits..] {
-        "" => Some(format!("{base}/N")),
-        worker => {
-            let n = worker.strip_prefix(':')?;
-            let high = n.strip_suffix('H');
-            let n = high.unwrap_or(n);
-            let numbered = !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit());
-            numbered.then(|| format!("{base}/N:*{}", if high.is_some() { "H" } else { "" }))
-        }
-    }
 }
 
 /// One cause across the CPUs: its key, its share (%) on each CPU that saw it (indexed as
@@ -587,43 +545,4 @@ fn gap_lines(on: &str, g: &GapBreakdown) -> String {
         ));
     }
     t
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn per_cpu_threads_line_up_across_cpus() {
-        let key = |cpu, c: &str| cause_key(cpu, CauseKind::Task, c);
-        assert_eq!(
-            key(1, "task kworker/1:1:156 (SCHED_OTHER nice 0) vmstat_update"),
-            key(7, "task kworker/7:2:181 (SCHED_OTHER nice 0) vmstat_update"),
-        );
-        assert_eq!(
-            key(8, "task kworker/8:0H:59 (SCHED_OTHER nice -20)"),
-            "task kworker/N:*H (SCHED_OTHER nice -20)"
-        );
-        assert_eq!(
-            key(3, "task migration/3:31 (real-time 99)"),
-            "task migration/N (real-time 99)"
-        );
-        // Another CPU's thread, an unbound worker and a plain task keep their names.
-        assert_eq!(
-            key(3, "task kworker/4:1:179 (SCHED_OTHER nice 0)"),
-            "task kworker/4:1 (SCHED_OTHER nice 0)"
-        );
-        assert_eq!(
-            key(2, "task kworker/u64:2:107 (SCHED_OTHER nice 0)"),
-            "task kworker/u64:2 (SCHED_OTHER nice 0)"
-        );
-        assert_eq!(
-            key(1, "task tokio-rt-worker:226 (SCHED_OTHER nice 0)"),
-            "task tokio-rt-worker (SCHED_OTHER nice 0)"
-        );
-        assert_eq!(
-            cause_key(1, CauseKind::Softirq, "softirq SCHED"),
-            "softirq SCHED"
-        );
-    }
 }

@@ -54,7 +54,7 @@ pub fn noise_text(r: &ResultFile) -> String {
     format!(
         "{}{}",
         noise_tables(r),
-        super::attribution::noise_attribution(r, GAPS_SHOWN)
+        super::attribution::noise_attribution(r, &grouping(r), GAPS_SHOWN)
     )
 }
 

@@ -4,13 +4,13 @@
 
 use crate::probes::timer::{LiveSnapshot, TimerEntry};
 use crate::report::ResultFile;
+use crate::report::cause_names::cause_key;
 use crate::report::dist::SeriesView;
 use crate::report::dist::{Dist, Entry};
 use crate::report::group::{self, Cell, Grouping, Member, num, text};
 use crate::report::table::{
     Layout, Tab, core, distribution, distribution_cols, policy_cell, wide, wrap,
 };
-use crate::report::views::attribution::cause_key;
 use crate::report::views::{EntryView, Kind, KindView};
 
 impl EntryView for TimerEntry {
@@ -53,7 +53,7 @@ pub fn timer_text(r: &ResultFile) -> String {
     format!(
         "{}{}",
         timer_tables(r),
-        super::attribution::timer_attribution(r, super::noise::GAPS_SHOWN)
+        super::attribution::timer_attribution(r, &grouping(&timer_entries(r)), GAPS_SHOWN)
     )
 }
 
@@ -61,11 +61,14 @@ fn timer_entries(r: &ResultFile) -> Vec<&TimerEntry> {
     r.entries().collect()
 }
 
+/// How many latest wake-ups the causes' view breaks down, part by part.
+pub const GAPS_SHOWN: usize = 5;
+
 /// The figure timer threads are grouped by: their p99 wake-up latency.
 pub const TIMER_KEYS: [group::Key; 1] = [group::latency("p99")];
 
 /// Each timer entry as a member to group: its largest traced cause of lateness (across
-/// CPUs, `attribution::cause_key`) and its p99 (ns).
+/// CPUs, `cause_names::cause_key`) and its p99 (ns).
 pub fn timer_members(entries: &[&TimerEntry]) -> Vec<Member> {
     (entries.iter())
         .map(|e| Member {
