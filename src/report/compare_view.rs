@@ -552,17 +552,13 @@ fn merged_causes(
         .map(|(i, h)| if i == 0 { core(*h).text() } else { core(*h) })
         .collect();
     let mut t = Tab::new(&spec);
-    let wide_all = Layout::current().wide;
-    let shown = (rows.iter().enumerate())
-        .filter(|(k, m)| wide_all || *k < TERMINAL_CAUSES || m.kind == CauseKind::Unaccounted)
-        .map(|(_, m)| m);
-    let mut count = 0;
+    let shown = crate::report::cause_names::shown_causes(&rows, |m| m.kind, TERMINAL_CAUSES);
+    let count = shown.len();
     let one = |v: &[f64], fmt: &dyn Fn(f64) -> String| match v.is_empty() {
         true => NO_CAUSE.to_string(),
         false => group::range(v.iter().copied(), fmt),
     };
     for m in shown {
-        count += 1;
         for (k, &i) in traced.iter().enumerate() {
             t.row(vec![
                 if k == 0 {

@@ -15,7 +15,7 @@
 use crate::probes::noise::NoiseEntry;
 use crate::probes::timer::TimerEntry;
 use crate::report::ResultFile;
-use crate::report::cause_names::cause_key;
+use crate::report::cause_names::{cause_key, shown_causes};
 use crate::report::group::{self, Grouping, Row};
 use crate::report::table::{Layout, Tab, core, cut, wrap};
 use crate::stats::causes::{Attribution, CauseKind, CauseRow, GapBreakdown};
@@ -54,39 +54,37 @@ const TIMER: Words = Words {
 /// The causes of every traced noise entry's gaps, and the `top` largest gaps broken down;
 /// `g` groups the entries as the noise tables do.
 pub fn noise_attribution(r: &ResultFile, g: &Grouping, top: usize) -> String {
-    let entries: Vec<&NoiseEntry> = r.entries().collect();
-    let traced: Vec<Option<Traced>> = (entries.iter())
-        .map(|e| e.attribution.as_ref().map(|a| Traced { cpu: e.cpu, a }))
-        .collect();
-    if traced.iter().all(Option::is_none) {
-        return String::new();
-    }
-    attribution(r, &traced, g, top, &NOISE)
+    let entries = r.entries::<NoiseEntry>();
+    let traced = entries.map(|e| (e.cpu, e.attribution.as_ref()));
+    attribution(r, traced.collect(), g, top, &NOISE)
 }
 
 /// The causes of every traced timer entry's late wake-ups, and its `top` latest ones;
 /// `g` groups the entries as the timer tables do.
 pub fn timer_attribution(r: &ResultFile, g: &Grouping, top: usize) -> String {
-    let entries: Vec<&TimerEntry> = r.entries().collect();
-    let traced: Vec<Option<Traced>> = (entries.iter())
-        .map(|e| e.attribution.as_ref().map(|a| Traced { cpu: e.cpu, a }))
-        .collect();
-    if traced.iter().all(Option::is_none) {
-        return String::new();
-    }
-    attribution(r, &traced, g, top, &TIMER)
+    let entries = r.entries::<TimerEntry>();
+    let traced = entries.map(|e| (e.cpu, e.attribution.as_ref()));
+    attribution(r, traced.collect(), g, top, &TIMER)
 }
 
-/// Each CPU's own view when the grouping grouped nothing, else the cross-CPU one.
-/// `traced` is indexed as the grouping's members are.
+/// Each CPU's own view when the grouping grouped nothing, else the cross-CPU one; nothing
+/// when no entry was traced. `entries` (each CPU and its attribution) is indexed as the
+/// grouping's members are.
 fn attribution(
     r: &ResultFile,
-    traced: &[Option<Traced>],
+    entries: Vec<(usize, Option<&Attribution>)>,
     g: &Grouping,
     top: usize,
     w: &Words,
 ) -> String {
+    let traced: Vec<Option<Traced>> = (entries.into_iter())
+        .map(|(cpu, a)| a.map(|a| Traced { cpu, a }))
+        .collect();
+    let traced = &traced[..];
     let mut out = String::new();
+    if traced.iter().all(Option::is_none) {
+        return out;
+    }
     if !g.grouped() {
         for t in traced.iter().flatten() {
             out.push('\n');
@@ -152,11 +150,7 @@ fn cause_table(title: &str, a: &Attribution) -> String {
         core("max (µs)"),
         core("period (ms)").spare(),
     ]);
-    let all = Layout::current().wide;
-    let shown: Vec<&CauseRow> = (a.causes.iter().enumerate())
-        .filter(|(i, c)| all || *i < CAUSES_SHOWN || c.kind == CauseKind::Unaccounted)
-        .map(|(_, c)| c)
-        .collect();
+    let shown = shown_causes(&a.causes, |c| c.kind, CAUSES_SHOWN);
     for c in &shown {
         let period = c
             .period_ns
@@ -276,13 +270,9 @@ fn cross_table(traced: &[Option<Traced>], g: &Grouping) -> String {
         }
     }
     let mut t = Tab::new(&cols);
-    let all = Layout::current().wide;
-    let shown = (causes.iter().enumerate())
-        .filter(|(i, c)| all || *i < CAUSES_SHOWN || c.kind == CauseKind::Unaccounted)
-        .map(|(_, c)| c);
-    let mut count = 0;
+    let shown = shown_causes(&causes, |c| c.kind, CAUSES_SHOWN);
+    let count = shown.len();
     for c in shown {
-        count += 1;
         let saw = c.share.iter().flatten().count();
         let mut row = vec![
             c.key.clone(),
