@@ -11,6 +11,7 @@ mod audit;
 mod bad_input;
 mod big_hosts;
 mod c2c;
+mod c2c_view;
 mod compare;
 mod frozen;
 mod gates;
