@@ -40,15 +40,19 @@ struct Words {
     gap: &'static str,
     /// Whether the notes set the CPU's steal beside the unaccounted time.
     steal: bool,
+    /// What a cause's share is of: "interrupted time", "lateness".
+    of: &'static str,
 }
 
 const NOISE: Words = Words {
     gap: "gap",
     steal: true,
+    of: "interrupted time",
 };
 const TIMER: Words = Words {
     gap: "late wake-up",
     steal: false,
+    of: "lateness",
 };
 
 /// The causes of every traced noise entry's gaps, and the `top` largest gaps broken down;
@@ -98,7 +102,7 @@ fn attribution(
     out.push('\n');
     out.push_str(&title(&all, w));
     out.push('\n');
-    out.push_str(&cross_table(traced, g));
+    out.push_str(&cross_table(traced, g, w));
     out.push_str(&note_lines(cross_notes(r, &all, w)));
     out.push_str(&largest(&all, top, w, true));
     out
@@ -250,7 +254,7 @@ fn finite(c: &CauseRow) -> f64 {
 /// The table of causes × CPU groups: how many CPUs saw each cause, its share lowest to
 /// highest over them, and, when the CPUs fall in several groups, the same per group
 /// (the largest few groups, as the probe's tables group them).
-fn cross_table(traced: &[Option<Traced>], g: &Grouping) -> String {
+fn cross_table(traced: &[Option<Traced>], g: &Grouping, w: &Words) -> String {
     let causes = cross_causes(traced);
     let n = traced.iter().flatten().count();
     let mut shown_rows: Vec<&Row> = g.rows.iter().collect();
@@ -266,7 +270,7 @@ fn cross_table(traced: &[Option<Traced>], g: &Grouping) -> String {
     };
     if per_group {
         for r in &shown_rows {
-            cols.push(core(format!("CPUs {}", group::cpu_list(&ids(r)))));
+            cols.push(core(group::cpus_words(&ids(r)).replace(", ", ",")));
         }
     }
     let mut t = Tab::new(&cols);
@@ -289,11 +293,11 @@ fn cross_table(traced: &[Option<Traced>], g: &Grouping) -> String {
     }
     let mut out = format!("{t}\n");
     let width = Layout::current().wrap_width();
-    let mut said = vec![
-        "Each cell: the cause's share of a CPU's interrupted time, lowest–highest over the \
-         CPUs that saw it; N in a thread's name is its own CPU."
-            .to_string(),
-    ];
+    let mut said = vec![format!(
+        "Each cell: the cause's share of a CPU's {}, lowest–highest over the CPUs that saw \
+         it; N in a thread's name is its own CPU.",
+        w.of
+    )];
     if causes.len() > count {
         said.push(format!(
             "{} smaller causes left out: --wide shows every one, --per-cpu each CPU's (the \
