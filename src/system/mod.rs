@@ -3,6 +3,7 @@
 
 pub mod audit;
 pub mod cause_fix;
+pub mod cgroup;
 pub mod counters;
 pub mod finding_id;
 pub mod kernel;
