@@ -437,6 +437,7 @@ impl CpusetView {
                 .flat_map(|(_, c)| c.cpus().iter().copied())
                 .collect(),
         );
+        let root = chain.levels.len() == 1;
         let set = own.cpuset.clone().unwrap_or_default();
         let flag = match (set.cpu_exclusive, set.partition) {
             // The root is always both: only a child's setting says something.
@@ -445,6 +446,8 @@ impl CpusetView {
             (_, Some(p)) if p != "member" => Some(format!("partition {p}")),
             _ => None,
         };
+        // Every task not in a cpuset group of its own shares the root's CPUs.
+        let shared = if root { measured.clone() } else { shared };
         CpusetView {
             group: own.path.clone(),
             exclusive: measured.without(&shared),
@@ -457,15 +460,16 @@ impl CpusetView {
     /// "measured CPUs 2-3 exclusive to it; measured CPUs 1 shared with /system.slice on 1".
     pub fn words(&self) -> String {
         let mut parts = Vec::new();
-        if !self.exclusive.is_empty() {
-            let whose = if self.group == "/" {
-                "held by no child group".to_string()
-            } else {
-                "exclusive to it".to_string()
-            };
-            parts.push(format!("measured CPUs {} {whose}", self.exclusive));
+        if self.group == "/" {
+            parts.push(format!(
+                "measured CPUs {} shared with every task not in a cpuset group of its own",
+                self.shared
+            ));
         }
-        if !self.shared.is_empty() {
+        if !self.exclusive.is_empty() {
+            parts.push(format!("measured CPUs {} exclusive to it", self.exclusive));
+        }
+        if !self.shared.is_empty() && !self.others.is_empty() {
             let named: Vec<String> = (self.others.iter().take(3))
                 .map(|(p, c)| format!("{p} on {c}"))
                 .collect();
@@ -478,9 +482,6 @@ impl CpusetView {
                 self.shared,
                 named.join(", ")
             ));
-        }
-        if self.group == "/" {
-            parts.push("every task not in a cpuset group of its own runs here".into());
         }
         if let Some(f) = &self.flag {
             parts.push(f.clone());
