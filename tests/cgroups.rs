@@ -277,10 +277,7 @@ fn issue30_tune_dry_run_classes_rt_throttling_not_applicable_in_such_a_group() {
     ];
     let line_of = |out: &Output| {
         let text = String::from_utf8_lossy(&out.stdout).to_string();
-        let i = text.lines().position(|l| l.contains("rt-throttling-on"));
-        let Some(i) = i else {
-            return None;
-        };
+        let i = text.lines().position(|l| l.contains("rt-throttling-on"))?;
         Some(text.lines().skip(i).take(5).collect::<Vec<_>>().join("\n"))
     };
     // Outside the group the step applies (else this host has nothing to show).
