@@ -137,10 +137,19 @@ fn rt_fixes(h: &Host, cg: &Cgroups, b: &RtBlock, mut f: Finding) -> Finding {
                 }
             }
             Ok(_) => {
-                f = f.manual(
-                    "the cgroup files are read-only here (a container): give the group \
-                     runtime from the host",
-                );
+                f = f.manual(match runtime {
+                    Some("podman") => {
+                        "the cgroup files are read-only here (a container): on the host, \
+                         give podman's parent group runtime (echo N > \
+                         /sys/fs/cgroup/cpu/libpod_parent/cpu.rt_runtime_us, N within the \
+                         root's), then start the container with podman run \
+                         --cpu-rt-runtime=N"
+                    }
+                    _ => {
+                        "the cgroup files are read-only here (a container): give the group \
+                         runtime from the host, parents first"
+                    }
+                });
             }
             Err(why) => f = f.manual(format!("no runtime to give from the top down: {why}")),
         }
