@@ -422,8 +422,9 @@ impl Host {
         let from_root = crate::system::cgroup::Cgroups::read(root, None)
             .ok()
             .and_then(|c| c.cpu().or(c.unified()).map(|ch| ch.from_root));
-        h.container = container::detect(root, from_root);
-        h.tasks_hidden = h.container.is_some() && container::host_tasks_hidden(root);
+        let hidden = container::host_tasks_hidden(root);
+        h.container = container::detect(root, from_root, hidden);
+        h.tasks_hidden = h.container.is_some() && hidden;
         h.cmdline = h.read("/proc/cmdline").ok().map(|c| Cmdline::parse(&c));
         h.guest = h
             .read("/proc/cpuinfo")

@@ -10,24 +10,35 @@ use std::path::Path;
 
 use super::{Area, Finding, FindingId as Id, Remedy, Severity, finding};
 
-/// The container runtime the audited tree shows, if it is a container's: podman's
-/// /run/.containerenv, docker's /.dockerenv, a Kubernetes pod's environment, systemd's
-/// `container` variable; else a cgroup chain that does not reach the real root.
-pub(super) fn detect(root: &Path, cgroup_from_root: Option<bool>) -> Option<String> {
+/// The container runtime, when the audited tree is a container's: the evidence is a
+/// PID namespace that hides the node's tasks, or a cgroup chain that does not reach the
+/// real root (a marker file alone is not: a VM's root file system may come from an image
+/// and keep docker's /.dockerenv). The name comes from podman's /run/.containerenv,
+/// docker's /.dockerenv, a Kubernetes pod's environment or systemd's `container`.
+pub(super) fn detect(
+    root: &Path,
+    cgroup_from_root: Option<bool>,
+    tasks_hidden: bool,
+) -> Option<String> {
+    if !tasks_hidden && cgroup_from_root != Some(false) {
+        return None;
+    }
     let live = root == Path::new("/");
-    if root.join("run/.containerenv").exists() {
-        return Some("podman".into());
-    }
-    if root.join(".dockerenv").exists() {
-        return Some("docker".into());
-    }
-    if live && std::env::var_os("KUBERNETES_SERVICE_HOST").is_some() {
-        return Some("a Kubernetes pod".into());
-    }
-    if live && let Ok(c) = std::env::var("container") {
-        return Some(c);
-    }
-    (cgroup_from_root == Some(false)).then(|| "a container".into())
+    let name = if root.join("run/.containerenv").exists() {
+        "podman".to_string()
+    } else if root.join(".dockerenv").exists() {
+        "docker".to_string()
+    } else if live && std::env::var_os("KUBERNETES_SERVICE_HOST").is_some() {
+        "a Kubernetes pod".to_string()
+    } else if let Some(c) = std::env::var("container").ok().filter(|_| live) {
+        c
+    } else if live {
+        "a container".to_string()
+    } else {
+        // A recorded tree without /proc/2 is no evidence by itself.
+        return None;
+    };
+    Some(name)
 }
 
 /// Whether the node's own tasks are out of sight: kthreadd (pid 2) is missing from /proc,
