@@ -235,6 +235,18 @@ impl Chain {
     }
 }
 
+/// A group's path for reading: components longer than 24 characters (a container's
+/// 64-digit id) cut to their first 16 and `…`. Commands keep the whole path.
+pub fn short_path(path: &str) -> String {
+    path.split('/')
+        .map(|c| match c.chars().count() {
+            n if n > 24 => format!("{}…", c.chars().take(16).collect::<String>()),
+            _ => c.to_string(),
+        })
+        .collect::<Vec<_>>()
+        .join("/")
+}
+
 /// Every hierarchy's chain for one process.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Cgroups {
@@ -700,6 +712,20 @@ pub fn sibling_cpusets(root: &Path, chain: &Chain) -> Vec<(String, CpuList)> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn long_components_are_cut_for_reading() {
+        let id = "917d8d7e7ab14735f9893d3a2caae49c14689563a99623609a763497541a5e93";
+        assert_eq!(
+            short_path(&format!("/libpod_parent/libpod-{id}")),
+            "/libpod_parent/libpod-917d8d7e7…"
+        );
+        assert_eq!(short_path("/"), "/");
+        assert_eq!(
+            short_path("/system.slice/sshd.service"),
+            "/system.slice/sshd.service"
+        );
+    }
 
     #[test]
     fn proc_cgroup_lines() {
