@@ -315,7 +315,7 @@ fn audit_in_container(podman: &Podman, image: &str) {
         ids.join(", ")
     );
     let inside = (r.findings.iter())
-        .find(|f| f.id.to_string() == "inside-container")
+        .find(|f| f.id == "inside-container")
         .expect("the audit knows it is in a container");
     for id in [
         "irqbalance-unreadable",
