@@ -361,7 +361,8 @@ fn cfs_quota(h: &Host, cg: &Cgroups) -> Finding {
 fn quota_write(h: &Host, f: Finding, command: &str, file: &str, value: &str) -> Finding {
     if !writable(h, file) {
         return f.manual(format!(
-            "{file} is read-only here (a container): lift the quota from the host"
+            "{file} is read-only here (a container's view of its own group): lift the quota \
+             from the host"
         ));
     }
     f.now(
