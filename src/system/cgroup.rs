@@ -709,6 +709,19 @@ pub fn sibling_cpusets(root: &Path, chain: &Chain) -> Vec<(String, CpuList)> {
     out
 }
 
+/// A tree of files under a temporary root, (path, text) each: the fake hosts the
+/// cgroup and audit tests read.
+#[cfg(test)]
+pub(crate) fn tree(files: &[(&str, &str)]) -> tempfile::TempDir {
+    let dir = tempfile::tempdir().expect("tempdir");
+    for (path, text) in files {
+        let p = dir.path().join(path);
+        std::fs::create_dir_all(p.parent().expect("parent")).expect("mkdir");
+        std::fs::write(p, text).expect("write");
+    }
+    dir
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -822,17 +835,6 @@ mod tests {
         let some_only = parse_pressure("some avg10=0.00 avg60=0.00 avg300=0.00 total=7\n");
         assert_eq!(some_only.and_then(|p| p.full), None);
         assert_eq!(parse_pressure("some avg10=x\n"), None);
-    }
-
-    /// A tree of files under a temporary root: (path, text).
-    fn tree(files: &[(&str, &str)]) -> tempfile::TempDir {
-        let dir = tempfile::tempdir().expect("tempdir");
-        for (path, text) in files {
-            let p = dir.path().join(path);
-            std::fs::create_dir_all(p.parent().expect("parent")).expect("mkdir");
-            std::fs::write(p, text).expect("write");
-        }
-        dir
     }
 
     const V1_MOUNTS: &str = "\

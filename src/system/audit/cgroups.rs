@@ -666,17 +666,7 @@ fn pressure(h: &Host, cg: Option<&Cgroups>) -> Finding {
 mod tests {
     use super::*;
     use crate::system::audit::{AuditReport, Effect, Remedy};
-
-    /// A tree of files under a temporary root: (path, text).
-    fn tree(files: &[(&str, &str)]) -> tempfile::TempDir {
-        let dir = tempfile::tempdir().expect("tempdir");
-        for (path, text) in files {
-            let p = dir.path().join(path);
-            std::fs::create_dir_all(p.parent().expect("parent")).expect("mkdir");
-            std::fs::write(p, text).expect("write");
-        }
-        dir
-    }
+    use crate::system::cgroup::tree;
 
     fn audit(t: &tempfile::TempDir, measured: &[usize]) -> AuditReport {
         let online = CpuList::from_cpus(vec![0, 1, 2, 3]);
