@@ -76,8 +76,9 @@ pub enum Command {
     /// Print a shell completion script for SHELL (bash, zsh, fish, elvish, powershell):
     /// `source <(jitterscope completions bash)`.
     Completions(CompletionsArgs),
-    /// Print the manual page (roff): `jitterscope man > jitterscope.1; man -l jitterscope.1`.
-    Man,
+    /// Print a manual page (roff): jitterscope(1), or with COMMAND its own
+    /// (jitterscope-noise(1), …): `jitterscope man noise > n.1; man -l n.1`.
+    Man(ManArgs),
     /// Set saved runs side by side: the same probe and CPU in each, the change from the
     /// first run, a verdict per row, and overlaid plots.
     Compare(CompareArgs),
@@ -677,6 +678,20 @@ pub struct CompletionsArgs {
     pub shell: clap_complete::Shell,
 }
 
+// `jitterscope man`.
+#[derive(Debug, Clone, Args)]
+pub struct ManArgs {
+    /// The command whose page to print (noise, timer, …) [default: the page of jitterscope
+    /// itself, which lists them]
+    #[arg(value_name = "COMMAND", conflicts_with = "dir")]
+    pub command: Option<String>,
+
+    /// Write every page into DIR instead: jitterscope.1 and jitterscope-COMMAND.1 for each
+    /// command.
+    #[arg(long, value_name = "DIR")]
+    pub dir: Option<PathBuf>,
+}
+
 // `jitterscope tune`.
 #[derive(Debug, Clone, Args)]
 pub struct TuneArgs {
@@ -684,7 +699,7 @@ pub struct TuneArgs {
     #[arg(short = 'a', long = "cpus", value_name = "LIST", help = CPUS_MEASURED)]
     pub cpus: Option<String>,
 
-    // The coordinator's CPU.
+    /// The CPU left unmeasured for the coordinator [default: the lowest allowed CPU]
     #[arg(long, value_name = "CPU")]
     pub housekeeping: Option<usize>,
 
@@ -1366,7 +1381,7 @@ pub struct MonitorArgs {
     #[arg(long, value_name = "LIST", requires = "noise_every")]
     pub noise_cpus: Option<String>,
 
-    /// A noise sweep counts gaps longer than this (ns when bare).
+    /// A noise sweep counts gaps longer than this (µs when bare, as noise's -T).
     #[arg(long, value_name = "TIME", default_value = "1us", value_parser = parse_noise_threshold)]
     pub noise_threshold: u64,
 
