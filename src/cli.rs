@@ -911,8 +911,9 @@ pub struct TimeFlag {
 }
 
 /// Every flag that takes a time, with what a bare number means. Every one also takes a
-/// unit (ns, us, µs, ms, s; durations also m and h). The README's table is made from this
-/// list and a test checks the parsers against it, so neither can drift.
+/// unit (ns, us, µs, ms, s; durations also m and h). The guide's table
+/// (docs/guide/README.md) is made from this list and a test checks the parsers against
+/// it, so neither can drift.
 pub const TIME_FLAGS: &[TimeFlag] = &[
     TimeFlag {
         commands: &["noise", "timer", "pingpong", "queue", "work", "syscalls"],
@@ -1084,7 +1085,7 @@ pub const TIME_FLAGS: &[TimeFlag] = &[
     },
 ];
 
-/// The README's table of time flags, from `TIME_FLAGS`.
+/// The guide's table of time flags (docs/guide/README.md), from `TIME_FLAGS`.
 pub fn time_flags_markdown() -> String {
     let mut out =
         String::from("| flag | commands | a bare number is | as in |\n|---|---|---|---|\n");
@@ -1471,11 +1472,11 @@ mod tests {
     }
 
     #[test]
-    fn the_readme_has_the_time_flag_table() {
-        let readme = include_str!("../README.md");
+    fn the_guide_has_the_time_flag_table() {
+        let guide = include_str!("../docs/guide/README.md");
         assert!(
-            readme.contains(&time_flags_markdown()),
-            "README.md must hold this table (from cli::TIME_FLAGS):\n{}",
+            guide.contains(&time_flags_markdown()),
+            "docs/guide/README.md must hold this table (from cli::TIME_FLAGS):\n{}",
             time_flags_markdown()
         );
     }
