@@ -197,7 +197,8 @@ fn jitterscope_args(words: &[String]) -> Option<Vec<String>> {
             return Some(rest[1..].iter().map(expand).collect());
         }
         rest = match first.as_str() {
-            "sudo" | "exec" | "$" => &rest[1..],
+            "sudo" | "exec" | "$" | "if" | "then" | "else" | "do" | "while" | "until" | "!"
+            | "time" => &rest[1..],
             "flock" | "timeout" => rest.get(2..)?,
             w if w.contains('=') && !w.starts_with('-') => &rest[1..],
             _ => return None,
@@ -314,14 +315,15 @@ fn refusal(args: &[String], inline: bool) -> Option<String> {
     }
 }
 
-/// clap's message on one line (some name the argument on the next).
+/// clap's message on one line (some name the argument on the next), with its tip.
 fn one_line(text: &str) -> String {
     let para: Vec<&str> = text
         .lines()
         .map(str::trim)
         .take_while(|l| !l.is_empty())
         .collect();
-    para.join(" ")
+    let tip = text.lines().map(str::trim).find(|l| l.starts_with("tip: "));
+    para.into_iter().chain(tip).collect::<Vec<_>>().join(" ")
 }
 
 #[test]
@@ -380,6 +382,10 @@ fn issue31_the_command_splitter_finds_jitterscope_where_a_shell_would() {
         [["noise", "-D", "5 s"]]
     );
     assert!(args("jitterscope: warning: running in a virtual machine").is_empty());
+    assert_eq!(
+        args("if sudo jitterscope noise -a 1; then echo ok; fi"),
+        [["noise", "-a", "1"]]
+    );
     assert_eq!(
         args(r#"sudo jitterscope watch --pid "$(pidof -s app)" -D 60s"#),
         [["watch", "--pid", "1", "-D", "60s"]]
