@@ -76,8 +76,9 @@ pub enum Command {
     /// Print a shell completion script for SHELL (bash, zsh, fish, elvish, powershell):
     /// `source <(jitterscope completions bash)`.
     Completions(CompletionsArgs),
-    /// Print the manual page (roff): `jitterscope man > jitterscope.1; man -l jitterscope.1`.
-    Man,
+    /// Print a manual page (roff): jitterscope(1), or with COMMAND its own
+    /// (jitterscope-noise(1), …): `jitterscope man noise > n.1; man -l n.1`.
+    Man(ManArgs),
     /// Set saved runs side by side: the same probe and CPU in each, the change from the
     /// first run, a verdict per row, and overlaid plots.
     Compare(CompareArgs),
@@ -693,6 +694,20 @@ pub struct CompletionsArgs {
     pub shell: clap_complete::Shell,
 }
 
+// `jitterscope man`.
+#[derive(Debug, Clone, Args)]
+pub struct ManArgs {
+    /// The command whose page to print (noise, timer, …) [default: the page of jitterscope
+    /// itself, which lists them]
+    #[arg(value_name = "COMMAND", conflicts_with = "dir")]
+    pub command: Option<String>,
+
+    /// Write every page into DIR instead: jitterscope.1 and jitterscope-COMMAND.1 for each
+    /// command.
+    #[arg(long, value_name = "DIR")]
+    pub dir: Option<PathBuf>,
+}
+
 // `jitterscope tune`.
 #[derive(Debug, Clone, Args)]
 #[command(mut_arg("per_cpu", |a| a.hide(true)))]
@@ -701,7 +716,7 @@ pub struct TuneArgs {
     #[arg(short = 'a', long = "cpus", value_name = "LIST", help = CPUS_MEASURED)]
     pub cpus: Option<String>,
 
-    // The coordinator's CPU.
+    /// The CPU left unmeasured for the coordinator [default: the lowest allowed CPU]
     #[arg(long, value_name = "CPU")]
     pub housekeeping: Option<usize>,
 
@@ -919,8 +934,9 @@ pub struct TimeFlag {
 }
 
 /// Every flag that takes a time, with what a bare number means. Every one also takes a
-/// unit (ns, us, µs, ms, s; durations also m and h). The README's table is made from this
-/// list and a test checks the parsers against it, so neither can drift.
+/// unit (ns, us, µs, ms, s; durations also m and h). The guide's table
+/// (docs/guide/README.md) is made from this list and a test checks the parsers against
+/// it, so neither can drift.
 pub const TIME_FLAGS: &[TimeFlag] = &[
     TimeFlag {
         commands: &["noise", "timer", "pingpong", "queue", "work", "syscalls"],
@@ -1092,7 +1108,7 @@ pub const TIME_FLAGS: &[TimeFlag] = &[
     },
 ];
 
-/// The README's table of time flags, from `TIME_FLAGS`.
+/// The guide's table of time flags (docs/guide/README.md), from `TIME_FLAGS`.
 pub fn time_flags_markdown() -> String {
     let mut out =
         String::from("| flag | commands | a bare number is | as in |\n|---|---|---|---|\n");
@@ -1389,7 +1405,7 @@ pub struct MonitorArgs {
     #[arg(long, value_name = "LIST", requires = "noise_every")]
     pub noise_cpus: Option<String>,
 
-    /// A noise sweep counts gaps longer than this (ns when bare).
+    /// A noise sweep counts gaps longer than this (µs when bare, as noise's -T).
     #[arg(long, value_name = "TIME", default_value = "1us", value_parser = parse_noise_threshold)]
     pub noise_threshold: u64,
 
@@ -1479,11 +1495,11 @@ mod tests {
     }
 
     #[test]
-    fn the_readme_has_the_time_flag_table() {
-        let readme = include_str!("../README.md");
+    fn the_guide_has_the_time_flag_table() {
+        let guide = include_str!("../docs/guide/README.md");
         assert!(
-            readme.contains(&time_flags_markdown()),
-            "README.md must hold this table (from cli::TIME_FLAGS):\n{}",
+            guide.contains(&time_flags_markdown()),
+            "docs/guide/README.md must hold this table (from cli::TIME_FLAGS):\n{}",
             time_flags_markdown()
         );
     }

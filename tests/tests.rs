@@ -22,6 +22,7 @@ mod help;
 mod histogram_interop;
 mod html_page;
 mod image;
+mod import_cycles;
 mod main_job;
 mod matrix;
 mod memory;
