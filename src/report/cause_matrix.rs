@@ -3,13 +3,14 @@
 //! with the most time over all CPUs, at most [`MAX_CAUSES`], the rest summed as "other",
 //! so that the matrix stays as wide at 192 CPUs as at 2.
 //!
-//! A cause is matched across CPUs by name, except that a task's pid is dropped (as
-//! `compare` does) and a per-CPU kernel thread's CPU number is written `N`
-//! (`kworker/N:1`, `ksoftirqd/N`): each CPU has its own, and they are one cause.
+//! A cause is matched across CPUs by `cause_names::cause_key`: a task's pid dropped, a
+//! per-CPU kernel thread's CPU written `N` (`kworker/N:*`, `ksoftirqd/N`): each CPU has
+//! its own, and they are one cause.
 
 use std::collections::HashMap;
 
-use crate::stats::causes::{Attribution, CauseKind, CauseRow};
+use crate::report::cause_names::cause_key;
+use crate::stats::causes::{Attribution, CauseKind};
 
 /// The most causes a matrix names; the rest are summed as "other".
 pub const MAX_CAUSES: usize = 8;
@@ -47,9 +48,10 @@ impl CauseMatrix {
     /// The matrix of `entries` (CPU and its attribution); `None` when none has a cause.
     pub fn of(entries: &[(usize, &Attribution)]) -> Option<CauseMatrix> {
         let mut totals: HashMap<String, (CauseKind, u64)> = HashMap::new();
-        for (_, a) in entries {
+        for (cpu, a) in entries {
             for c in &a.causes {
-                let t = totals.entry(cause_key(c)).or_insert((c.kind, 0));
+                let key = cause_key(*cpu, c.kind, &c.cause);
+                let t = totals.entry(key).or_insert((c.kind, 0));
                 t.1 += c.total_ns;
             }
         }
@@ -86,7 +88,8 @@ impl CauseMatrix {
             .map(|(cpu, a)| {
                 let mut shares = vec![0.0; columns.len()];
                 for c in &a.causes {
-                    let at = index.get(cause_key(c).as_str()).copied();
+                    let key = cause_key(*cpu, c.kind, &c.cause);
+                    let at = index.get(key.as_str()).copied();
                     shares[at.unwrap_or(named)] += c.share_pct;
                 }
                 MatrixRow {
@@ -101,43 +104,10 @@ impl CauseMatrix {
     }
 }
 
-/// The name a cause is matched by across CPUs.
-pub fn cause_key(c: &CauseRow) -> String {
-    match c.kind {
-        CauseKind::Task => per_cpu_thread(&crate::report::compare_causes::without_pid(&c.cause)),
-        _ => c.cause.clone(),
-    }
-}
-
-/// "task kworker/12:1H (…)" → "task kworker/N:NH (…)": the numbers after a '/' in the
-/// task's name (before its " ("), and after a ':' that follows them, are the CPU's own.
-fn per_cpu_thread(cause: &str) -> String {
-    let name_end = cause.find(" (").unwrap_or(cause.len());
-    let (name, rest) = cause.split_at(name_end);
-    let Some(slash) = name.find('/') else {
-        return cause.to_string();
-    };
-    let (head, tail) = name.split_at(slash + 1);
-    let digits = tail.bytes().take_while(u8::is_ascii_digit).count();
-    if digits == 0 {
-        return cause.to_string();
-    }
-    let mut out = format!("{head}N");
-    let after = &tail[digits..];
-    match after.strip_prefix(':') {
-        Some(pool) if pool.starts_with(|c: char| c.is_ascii_digit()) => {
-            let n = pool.bytes().take_while(u8::is_ascii_digit).count();
-            out.push_str(":N");
-            out.push_str(&pool[n..]);
-        }
-        _ => out.push_str(after),
-    }
-    out + rest
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::stats::causes::CauseRow;
 
     fn row(kind: CauseKind, cause: &str, total_ns: u64, share_pct: f64) -> CauseRow {
         CauseRow {
@@ -158,32 +128,6 @@ mod tests {
     fn attribution(causes: Vec<CauseRow>) -> Attribution {
         let interrupted_ns = causes.iter().map(|c| c.total_ns).sum();
         Attribution::of_causes(causes, 10, interrupted_ns)
-    }
-
-    #[test]
-    fn per_cpu_threads_are_one_cause_and_other_names_are_kept() {
-        let k = |s: &str| per_cpu_thread(s);
-        assert_eq!(
-            k("task kworker/12:1H (SCHED_OTHER nice -20) vmstat_update"),
-            "task kworker/N:NH (SCHED_OTHER nice -20) vmstat_update"
-        );
-        assert_eq!(
-            k("task migration/3 (real-time 99)"),
-            "task migration/N (real-time 99)"
-        );
-        assert_eq!(k("task kworker/u32:3 (x)"), "task kworker/u32:3 (x)");
-        assert_eq!(k("task a/b (x/1)"), "task a/b (x/1)");
-        assert_eq!(
-            k("task rustc (SCHED_OTHER nice 10)"),
-            "task rustc (SCHED_OTHER nice 10)"
-        );
-        let c = row(
-            CauseKind::Task,
-            "task ksoftirqd/7:61 (SCHED_OTHER nice 0)",
-            1,
-            1.0,
-        );
-        assert_eq!(cause_key(&c), "task ksoftirqd/N (SCHED_OTHER nice 0)");
     }
 
     #[test]
@@ -212,7 +156,8 @@ mod tests {
         assert_eq!(m.columns.len(), MAX_CAUSES + 1);
         assert_eq!(m.columns[0].cause, "irq big");
         assert_eq!(m.columns[0].total_ns, 2000);
-        assert_eq!(m.columns[1].cause, "task kworker/N:N (SCHED_OTHER nice 0)");
+        // Each CPU's own kworker, one column.
+        assert_eq!(m.columns[1].cause, "task kworker/N:* (SCHED_OTHER nice 0)");
         assert_eq!(m.columns.last().unwrap().cause, OTHER);
         // Ten causes a CPU, eight named: the two with least time are other.
         assert_eq!(m.columns.last().unwrap().total_ns, 2 * (10 + 11));

@@ -3,6 +3,7 @@
 
 pub mod audit_table;
 pub mod cause_matrix;
+pub mod cause_names;
 pub mod compare;
 pub mod compare_causes;
 pub mod compare_view;
@@ -12,6 +13,7 @@ pub mod export;
 pub mod figure;
 pub mod gate;
 pub mod gnuplot;
+pub mod group;
 pub mod html;
 pub mod interval_log;
 pub mod page_cpus;

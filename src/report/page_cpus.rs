@@ -469,7 +469,7 @@ fn matrix(kind: GapKind, entries: &[CpuEntry<'_>]) -> Option<Shaded> {
             note: Some(format!(
                 "The columns are the {MAX_CAUSES} causes with the most time over all CPUs, \
                  most first; the rest are summed as other. A task's pid is left out, and a \
-                 per-CPU kernel thread (kworker/N, ksoftirqd/N …) is one column, N being the \
+                 per-CPU kernel thread (kworker/N:*, ksoftirqd/N …) is one column, N being the \
                  row's CPU. Each CPU's whole cause table is in its fold below."
             )),
         },
