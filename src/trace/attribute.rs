@@ -540,6 +540,21 @@ pub struct Tally {
 
 /// Per-gap values kept for a cause's median and period.
 const SAMPLE: usize = 4096;
+/// Causes a tally names at most (issue 29: a host that starts processes all day, a
+/// build, named a new `task rustc:PID` every few gaps, and the rows grew with the run).
+/// Past it, the cause with the least time so far goes into its kind's `other` row, so
+/// that the largest keep their names however late they come.
+pub const MAX_CAUSES: usize = 256;
+/// Tasks listed under one throttle at most; the rest are summed as `other tasks`.
+pub const MAX_HELD_TASKS: usize = 32;
+
+/// The row the causes of `kind` folded past [`MAX_CAUSES`] are summed in.
+pub fn other_label(kind: CauseKind) -> String {
+    match kind {
+        CauseKind::Throttling => "other throttling".into(),
+        k => format!("other {}s", k.as_str()),
+    }
+}
 
 /// One cause's sums.
 #[derive(Debug)]
@@ -555,6 +570,9 @@ struct Acc {
     stride: u64,
     /// The starts of its first `SAMPLE` gaps, for its period.
     starts: Vec<u64>,
+    /// Causes folded in past [`MAX_CAUSES`]: their gaps are summed (a gap two of them
+    /// took part in counts twice), and they have no period.
+    folded: bool,
 }
 
 impl Default for Acc {
@@ -568,6 +586,7 @@ impl Default for Acc {
             stride: 1,
             starts: Vec::new(),
             largest_in: 0,
+            folded: false,
         }
     }
 }
@@ -593,6 +612,18 @@ impl Acc {
         self.max = self.max.max(ns);
     }
 
+    /// Sums `other`'s figures into this (an `other` row).
+    fn fold(&mut self, other: Acc) {
+        self.folded = true;
+        self.gaps += other.gaps;
+        self.occurrences += other.occurrences;
+        self.largest_in += other.largest_in;
+        self.total += other.total;
+        self.max = self.max.max(other.max);
+        self.sample.extend(other.sample.iter().take(SAMPLE / 16));
+        self.starts.clear();
+    }
+
     fn row(&self, kind: CauseKind, cause: String, all: u64, scale: Scale) -> CauseRow {
         let mut ns = self.sample.clone();
         ns.sort_unstable();
@@ -609,7 +640,10 @@ impl Acc {
             },
             median_ns: ns.get(ns.len() / 2).copied().unwrap_or(0),
             max_ns: self.max,
-            period_ns: period(&self.starts).map(|t| scale.to_ns(t)),
+            period_ns: (!self.folded)
+                .then(|| period(&self.starts))
+                .flatten()
+                .map(|t| scale.to_ns(t)),
             tasks: Vec::new(),
         }
     }
@@ -678,6 +712,10 @@ impl Tally {
                 if let Cause::Throttled(_, t) = cause {
                     let ran = cx.label(Cause::Task(t, None));
                     let row = self.held.entry(cx.label(key)).or_default();
+                    let ran = match row.len() < MAX_HELD_TASKS || row.contains_key(&ran) {
+                        true => ran,
+                        false => "other tasks".to_string(),
+                    };
                     *row.entry(ran).or_default() += ns;
                 }
             }
@@ -725,8 +763,23 @@ impl Tally {
         }
     }
 
+    /// The row of a cause; a new one past [`MAX_CAUSES`] first folds the cause with the
+    /// least time (never `unaccounted`, never an `other` row) into its kind's `other`.
     fn acc(&mut self, kind: CauseKind, label: String) -> &mut Acc {
-        self.causes.entry((kind, label)).or_default()
+        let key = (kind, label);
+        if self.causes.len() >= MAX_CAUSES && !self.causes.contains_key(&key) {
+            let smallest = (self.causes.iter())
+                .filter(|(k, a)| k.0 != CauseKind::Unaccounted && !a.folded)
+                .min_by(|a, b| (a.1.total, &a.0.1).cmp(&(b.1.total, &b.0.1)))
+                .map(|(k, _)| k.clone());
+            if let Some(k) = smallest
+                && let Some(acc) = self.causes.remove(&k)
+            {
+                let other = self.causes.entry((k.0, other_label(k.0))).or_default();
+                other.fold(acc);
+            }
+        }
+        self.causes.entry(key).or_default()
     }
 
     /// Keeps the gap's breakdown if it is among the `top_n` largest so far.

@@ -20,6 +20,7 @@ pub mod format;
 pub mod reader;
 pub mod ring;
 pub mod session;
+pub mod stream;
 pub mod symbols;
 pub mod watch;
 
