@@ -233,9 +233,11 @@ fn the_main_job_runs_as_non_root_degraded_and_labelled() {
 fn the_main_job_refuses_bad_input_before_measuring() {
     let file = tempfile::NamedTempFile::new().unwrap();
     let f = file.path().to_str().unwrap();
+    // A directory under a file cannot be made, not even by root.
+    let under_file = format!("{f}/dir");
     util::assert_bad_input(&[
         &["run", "--step-time", "1ms"],
-        &["run", "--out-dir", "/nonexistent/dir"],
+        &["run", "--out-dir", &under_file],
         &["run", "--out-dir", f],
         &["run", "--quick", "--step-time", "1s"],
         &["run", "-a", "9999"],

@@ -376,6 +376,11 @@ fn issue13_timer_truth_the_holder_blocks_the_late_wakeups() {
             "--trace",
             "--trace-above",
             "500us",
+            // Every wake-up with its stamp, for the run's span on the counter.
+            "--spikes",
+            "0",
+            "--spike-nodes",
+            "10000",
             "-a",
             &cpu.to_string(),
             "-p",
@@ -398,7 +403,7 @@ fn issue13_timer_truth_the_holder_blocks_the_late_wakeups() {
         .unwrap();
     let a = t.attribution.as_ref().expect("attributed");
     // Holds made while the timer ran (it starts a little after the holder).
-    let spikes = t.spikes.as_ref().expect("every wake-up kept");
+    let spikes = t.spikes.as_ref().expect("every wake-up kept (--spikes 0)");
     let start = spikes.start_tsc.first().copied().unwrap_or(0);
     let end = spikes.start_tsc.last().copied().unwrap_or(0);
     let made = (holds.iter())
