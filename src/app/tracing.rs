@@ -161,24 +161,26 @@ fn attribute_one_noise(
     Some(a)
 }
 
-/// Each measured CPU's queue of gaps: 16 384 (256 KiB) a CPU. A reader takes them every
-/// `PASS`: it would have to fall 16 384 gaps behind to drop one, 800 000 gaps a second at
-/// a 20 ms pass, more than a loop with a 1 µs threshold can make.
-pub const STREAM_GAPS: usize = 16_384;
-/// Events a CPU's window holds at most (48 bytes each, 3 MiB): what a gap waits for
-/// (`SETTLE` and two passes, 90 ms) at 700 000 events a second, or a throttled loop's
-/// 50 ms away at more. Past it the oldest are pushed out, and gaps over them counted
-/// unattributed.
-pub const STREAM_EVENTS: usize = 65_536;
+/// Each measured CPU's queue of gaps: 4 096 (64 KiB, touched before measuring) a CPU. A
+/// reader takes them every pass: it would have to fall 4 096 gaps behind to drop one,
+/// 150 000 gaps a second at the 27 ms a pass of 192 CPUs took in the replay bench, eight
+/// times the busiest host seen (18 000 a second).
+pub const STREAM_GAPS: usize = 4_096;
+/// Events a CPU's window holds at most (48 bytes each, 768 KiB): what a gap waits for
+/// (`SETTLE` and two passes, 90 ms) at 180 000 events a second, 200 times the rate seen
+/// here and on the 16-CPU host; a reader that falls behind 192 CPUs would otherwise hold
+/// 600 MB. Past it the oldest are pushed out, and gaps over them counted unattributed.
+pub const STREAM_EVENTS: usize = 16_384;
 /// How often a reader drains the trace and the gap queues.
 const PASS: std::time::Duration = std::time::Duration::from_millis(20);
 /// How long after a gap's end it is attributed: by then every event inside it has been
 /// written to the trace and read.
 pub const SETTLE: std::time::Duration = std::time::Duration::from_millis(50);
 /// Measured CPUs one reader follows before the reading is spread over another
-/// housekeeping CPU: bench/trace_replay.sh measured one core keeping up with
-/// 192 CPUs at the rates seen here and on the 16-CPU host with room to spare, so this
-/// is a margin for busier hosts, not a need seen (docs: stream figures).
+/// housekeeping CPU. bench/trace_replay.sh measured one core following 192 CPUs at the
+/// rates seen here and on the 16-CPU host at an eighth of its time, so this is a margin
+/// for busier hosts (a reader's load grows with events and gaps a second), not a need
+/// seen there.
 pub const CPUS_PER_READER: usize = 64;
 
 /// What the readers attributed: each measured CPU's lane, in the rings' order, with what

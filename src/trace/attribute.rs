@@ -538,13 +538,19 @@ pub struct Tally {
     held: HashMap<String, HashMap<String, u64>>,
 }
 
-/// Per-gap values kept for a cause's median and period.
-const SAMPLE: usize = 4096;
+/// Per-gap values kept for a cause's median and period: 2 KiB a cause, taken when the
+/// cause is first seen, so that a run's memory is set by how many causes it names
+/// (at most [`MAX_CAUSES`]) and does not grow as they fill up (issue 29: at 4096, a
+/// 192-CPU run held 64 KiB per cause per CPU, and memory grew over the run).
+const SAMPLE: usize = 128;
 /// Causes a tally names at most (issue 29: a host that starts processes all day, a
 /// build, named a new `task rustc:PID` every few gaps, and the rows grew with the run).
 /// Past it, the cause with the least time so far goes into its kind's `other` row, so
 /// that the largest keep their names however late they come.
-pub const MAX_CAUSES: usize = 256;
+pub const MAX_CAUSES: usize = 64;
+/// Parts a broken-down gap lists in time order at most: past it, the first half in time
+/// order, then the rest summed per cause.
+pub const MAX_PARTS: usize = 48;
 /// Tasks listed under one throttle at most; the rest are summed as `other tasks`.
 pub const MAX_HELD_TASKS: usize = 32;
 
@@ -582,9 +588,9 @@ impl Default for Acc {
             occurrences: 0,
             total: 0,
             max: 0,
-            sample: Vec::new(),
+            sample: Vec::with_capacity(SAMPLE),
             stride: 1,
-            starts: Vec::new(),
+            starts: Vec::with_capacity(SAMPLE),
             largest_in: 0,
             folded: false,
         }
@@ -596,8 +602,11 @@ impl Acc {
         if self.gaps.is_multiple_of(self.stride) {
             if self.sample.len() == SAMPLE {
                 // Keep every other value and take every other one from now on.
-                let kept: Vec<u64> = self.sample.iter().copied().step_by(2).collect();
-                self.sample = kept;
+                let mut i = 0;
+                self.sample.retain(|_| {
+                    i += 1;
+                    i % 2 == 1
+                });
                 self.stride *= 2;
             }
             if self.gaps.is_multiple_of(self.stride) {
@@ -621,6 +630,13 @@ impl Acc {
         self.total += other.total;
         self.max = self.max.max(other.max);
         self.sample.extend(other.sample.iter().take(SAMPLE / 16));
+        while self.sample.len() > SAMPLE {
+            let mut i = 0;
+            self.sample.retain(|_| {
+                i += 1;
+                i % 2 == 1
+            });
+        }
         self.starts.clear();
     }
 
@@ -855,15 +871,31 @@ fn self_breakdown(
     parts: &[(Cause, u64, u64, u64)],
     rest: u64,
 ) -> GapBreakdown {
-    let mut out: Vec<Part> = parts
-        .iter()
-        .map(|&(c, _, at, ticks)| Part {
-            kind: cx.kind(c),
-            cause: cx.label(c),
-            offset_ns: cx.scale.to_ns(at - gap.start),
-            duration_ns: cx.scale.to_ns(ticks),
-        })
-        .collect();
+    let part = |&(c, _, at, ticks): &(Cause, u64, u64, u64)| Part {
+        kind: cx.kind(c),
+        cause: cx.label(c),
+        offset_ns: cx.scale.to_ns(at - gap.start),
+        duration_ns: cx.scale.to_ns(ticks),
+    };
+    let (first, later) = parts.split_at(parts.len().min(MAX_PARTS / 2));
+    let mut out: Vec<Part> = first.iter().map(part).collect();
+    if parts.len() > MAX_PARTS {
+        // The rest summed per cause, each at its first offset: a long gap on a busy CPU
+        // had 1 172 parts, and ten of them made 500 KB of a result.
+        let mut summed: Vec<Part> = Vec::new();
+        for p in later.iter().map(part) {
+            match summed
+                .iter_mut()
+                .find(|s| s.kind == p.kind && s.cause == p.cause)
+            {
+                Some(s) => s.duration_ns += p.duration_ns,
+                None => summed.push(p),
+            }
+        }
+        out.extend(summed);
+    } else {
+        out.extend(later.iter().map(part));
+    }
     if rest > 0 {
         out.push(Part {
             kind: CauseKind::Unaccounted,

@@ -124,6 +124,41 @@ pub enum Kind {
     HrtimerExit,
 }
 
+impl Kind {
+    /// The same event with each interned name it holds passed through `f` (to move it
+    /// to another `Names`).
+    pub fn map_names(self, f: &mut impl FnMut(NameId) -> NameId) -> Kind {
+        let mut task = |t: Task| Task {
+            comm: f(t.comm),
+            ..t
+        };
+        match self {
+            Kind::IrqEntry { irq, name } => Kind::IrqEntry { irq, name: f(name) },
+            Kind::VectorEntry { name } => Kind::VectorEntry { name: f(name) },
+            Kind::VectorExit { name } => Kind::VectorExit { name: f(name) },
+            Kind::Switch {
+                prev,
+                prev_state,
+                next,
+            } => Kind::Switch {
+                prev: task(prev),
+                prev_state,
+                next: task(next),
+            },
+            Kind::Wakeup {
+                task: t,
+                target_cpu,
+                waker_pid,
+            } => Kind::Wakeup {
+                task: task(t),
+                target_cpu,
+                waker_pid,
+            },
+            k => k,
+        }
+    }
+}
+
 /// One event on one CPU.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Event {

@@ -221,14 +221,6 @@ impl EventWindow {
         self.lose(self.last_ts, before.max(self.last_ts));
     }
 
-    /// Every event so far is lost to the caller (the decoder started afresh).
-    fn lose_all(&mut self) {
-        self.evicted += self.events.len() as u64;
-        self.events.clear();
-        self.lose(self.forgotten_to, self.last_ts);
-        self.forgotten_to = self.last_ts;
-    }
-
     fn lose(&mut self, from: u64, to: u64) {
         match self.lost.back_mut() {
             Some(last) if last.1 >= from => last.1 = last.1.max(to),
@@ -295,8 +287,9 @@ impl Read for PageQueue {
 }
 
 /// Interned names a follower keeps before it starts afresh: task names are interned as
-/// they come, and a host that names its threads by a counter would make them grow for
-/// as long as the monitor runs.
+/// they come, and a host that names its threads by a counter (or a build, whose
+/// compiler threads are named by a hash) would make them grow for as long as it runs.
+/// Starting afresh keeps the names the held events use.
 pub const MAX_NAMES: usize = 50_000;
 
 /// Follows a trace for as long as it runs: each `pass` drains what the kernel holds into
@@ -312,6 +305,8 @@ pub struct Follower<R = File> {
     pub windows: Vec<EventWindow>,
     /// Pages cut short by a malformed record.
     pub malformed_pages: u64,
+    /// Interned names held before starting afresh.
+    max_names: usize,
 }
 
 impl Follower {
@@ -358,7 +353,14 @@ impl<R: Read> Follower<R> {
             formats: formats.to_vec(),
             decoder: Decoder::new(formats),
             malformed_pages: 0,
+            max_names: MAX_NAMES,
         }
+    }
+
+    /// Starts afresh past `n` interned names rather than [`MAX_NAMES`] (a reader that
+    /// holds a fraction of a second of events keeps few).
+    pub fn set_max_names(&mut self, n: usize) {
+        self.max_names = n;
     }
 
     /// The sources, to feed them (a replay).
@@ -366,14 +368,22 @@ impl<R: Read> Follower<R> {
         self.pipes.iter_mut().map(|(_, r)| r)
     }
 
-    /// Drains every buffer into its window. Past [`MAX_NAMES`] interned names it starts
-    /// afresh: a new decoder, and the windows (whose events name by the old one) emptied,
-    /// their events counted as lost. A buffer that cannot be read is an error.
+    /// Drains every buffer into its window. Past its limit of interned names it starts
+    /// afresh: a new decoder, holding only the names of the events the windows hold
+    /// (their names move to it). A buffer that cannot be read is an error.
     pub fn pass(&mut self) -> std::io::Result<()> {
-        if self.decoder.names.len() > MAX_NAMES {
-            self.decoder = Decoder::new(&self.formats);
+        if self.decoder.names.len() > self.max_names {
+            let old = std::mem::replace(&mut self.decoder, Decoder::new(&self.formats));
+            let names = &mut self.decoder.names;
+            let mut moved = |id| names.intern(old.names.get(id));
             for w in &mut self.windows {
-                w.lose_all();
+                for e in w.events.iter_mut() {
+                    e.kind = e.kind.map_names(&mut moved);
+                }
+            }
+            // Windows that name that many at once would start afresh every pass.
+            if self.decoder.names.len() * 2 > self.max_names {
+                self.max_names *= 2;
             }
         }
         for ((_, f), w) in self.pipes.iter_mut().zip(&mut self.windows) {

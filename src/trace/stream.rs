@@ -38,6 +38,10 @@ pub const TOP: usize = 10;
 pub const MAX_AWAY_NS: u64 = 2_000_000_000;
 /// Wake-ups seen before a running p99 is trusted; until then (or for a second) they wait.
 pub const WARM_WAKEUPS: u64 = 1_000;
+/// Task names a reader interns before it starts its names afresh with those its
+/// windows hold (a fraction of a second of events names few): on a host that builds all
+/// day, every compiler thread has a name of its own.
+pub const MAX_NAMES: usize = 1_024;
 
 /// Which of the gaps handed over are attributed.
 #[derive(Debug)]
@@ -296,7 +300,8 @@ pub struct Reader<R = std::fs::File> {
 
 impl<R: Read> Reader<R> {
     /// `lanes` for the follower's windows, in their order.
-    pub fn new(follower: Follower<R>, lanes: Vec<Lane>) -> Reader<R> {
+    pub fn new(mut follower: Follower<R>, lanes: Vec<Lane>) -> Reader<R> {
+        follower.set_max_names(MAX_NAMES);
         debug_assert!(
             (follower.windows.iter().zip(&lanes)).all(|(w, l)| w.cpu == l.cpu),
             "one lane per window, in order"
@@ -567,9 +572,101 @@ mod tests {
         assert!(other.gaps >= n - MAX_CAUSES as u64);
         assert!(other.period_ns.is_none());
         // The largest, come last, keep their names.
-        for pid in 1_000 + n - 100..1_000 + n {
+        for pid in 1_000 + n - MAX_CAUSES as u64 / 2..1_000 + n {
             let name = format!("task rustc:{pid} (SCHED_OTHER nice 0)");
             assert!(a.causes.iter().any(|c| c.cause == name), "{name}");
         }
+    }
+
+    /// Issue 29: past its limit of names a reader starts afresh with only the names its
+    /// windows' events use, and those events keep their names.
+    #[test]
+    fn issue29_names_start_afresh_with_those_the_windows_hold() {
+        let scale = Scale::from_hz(1e9);
+        let mut r = reader();
+        r.follower.set_max_names(10);
+        let me = ("measure-cpu1", ME);
+        let recs: Vec<(u64, Vec<u8>)> = (0..40u64)
+            .map(|i| {
+                let comm = format!("opt {i:08x}");
+                let t = (i + 1) * 1_000;
+                match i % 2 {
+                    0 => (t, switch(me, (&comm, 1_000 + i as u32))),
+                    _ => (t, switch((&comm, 1_000 + i as u32), me)),
+                }
+            })
+            .collect();
+        feed(&mut r, pages_of(&recs));
+        assert!(r.follower.decoder.names.len() > 40);
+        // Nothing before 39 500 is needed any more.
+        r.settle(scale, 39_500, false);
+        assert_eq!(r.held(), 1, "the last switch, back to the loop");
+        feed(&mut r, pages_of(&[(50_000, switch(me, ("opt last", 7)))]));
+        let names = &r.follower.decoder.names;
+        assert!(names.len() <= 4, "{} names", names.len());
+        let held: Vec<String> = (r.follower.windows[0].events().iter())
+            .map(|e| match e.kind {
+                Kind::Switch { prev, next, .. } => {
+                    let names = &r.follower.decoder.names;
+                    format!("{} > {}", names.get(prev.comm), names.get(next.comm))
+                }
+                _ => String::new(),
+            })
+            .collect();
+        assert_eq!(
+            held,
+            ["opt 00000027 > measure-cpu1", "measure-cpu1 > opt last"]
+        );
+    }
+
+    /// Issue 29: a long gap on a busy CPU is broken down into at most `MAX_PARTS / 2`
+    /// parts in time order, then the rest summed per cause, no time lost.
+    #[test]
+    fn issue29_a_long_gap_lists_its_first_parts_then_sums_the_rest() {
+        use crate::trace::attribute::{MAX_PARTS, attribute};
+        use crate::trace::event::Task;
+        let mut names = Names::default();
+        let task = |names: &mut Names, c: &str, pid| Task {
+            pid,
+            comm: names.intern(c),
+            prio: 120,
+        };
+        let me = task(&mut names, "measure-cpu1", ME);
+        let (a, b) = (task(&mut names, "rustc", 7), task(&mut names, "cc1", 8));
+        let sw = |ts, prev, next| Event {
+            ts,
+            kind: Kind::Switch {
+                prev,
+                prev_state: 0,
+                next,
+            },
+        };
+        let mut events = vec![sw(1_000, me, a)];
+        for i in 1..200u64 {
+            let (p, n) = if i % 2 == 1 { (a, b) } else { (b, a) };
+            events.push(sw(1_000 + i * 100, p, n));
+        }
+        events.push(sw(21_000, b, me));
+        let symbols = HashMap::new();
+        let cx = Context {
+            names: &names,
+            symbols: &symbols,
+            scale: Scale::from_hz(1e9),
+            run_start: 0,
+            measurer: ME,
+            top: 1,
+            quiet_at_gap_start: true,
+            naming: Naming::Full,
+            throttle: Throttle::default(),
+        };
+        let at = attribute(&[gap(1_000, 21_000)], &events, &cx);
+        let parts = &at.top[0].parts;
+        assert_eq!(parts.len(), MAX_PARTS / 2 + 2, "{parts:?}");
+        assert!(
+            parts[..MAX_PARTS / 2]
+                .windows(2)
+                .all(|w| w[0].offset_ns < w[1].offset_ns)
+        );
+        assert_eq!(parts.iter().map(|p| p.duration_ns).sum::<u64>(), 20_000);
     }
 }
