@@ -378,7 +378,7 @@ fn issue13_timer_truth_the_holder_blocks_the_late_wakeups() {
             "500us",
             // Every wake-up with its stamp, for the run's span on the counter.
             "--spikes",
-            "0",
+            "1ns",
             "--spike-nodes",
             "10000",
             "-a",
@@ -403,7 +403,7 @@ fn issue13_timer_truth_the_holder_blocks_the_late_wakeups() {
         .unwrap();
     let a = t.attribution.as_ref().expect("attributed");
     // Holds made while the timer ran (it starts a little after the holder).
-    let spikes = t.spikes.as_ref().expect("every wake-up kept (--spikes 0)");
+    let spikes = t.spikes.as_ref().expect("every wake-up kept (--spikes 1ns)");
     let start = spikes.start_tsc.first().copied().unwrap_or(0);
     let end = spikes.start_tsc.last().copied().unwrap_or(0);
     let made = (holds.iter())
@@ -498,8 +498,14 @@ fn issue22_every_gap_of_a_traced_run_is_attributed() {
         "the holder made {} gaps",
         n.interruptions
     );
-    assert_eq!(a.gaps, n.interruptions, "every gap is attributed");
-    assert_eq!(a.unattributed_gaps, 0);
+    // Every gap is counted; those over a span whose events were lost (a reader held off
+    // its CPU by a build beside) are unattributed rather than named (issue 29), and only
+    // those.
+    assert_eq!(a.gaps + a.unattributed_gaps, n.interruptions, "every gap is counted");
+    if a.events_lost == 0 {
+        assert_eq!(a.unattributed_gaps, 0, "every gap is attributed");
+    }
+    assert!(a.gaps > 1_000, "{} gaps attributed", a.gaps);
     assert!((shares - 100.0).abs() <= 0.5, "{shares}");
     assert!(
         a.causes[0].cause.starts_with("task js-holder"),

@@ -166,11 +166,13 @@ fn attribute_one_noise(
 /// 150 000 gaps a second at the 27 ms a pass of 192 CPUs took in the replay bench, eight
 /// times the busiest host seen (18 000 a second).
 pub const STREAM_GAPS: usize = 4_096;
-/// Events a CPU's window holds at most (48 bytes each, 768 KiB): what a gap waits for
-/// (`SETTLE` and two passes, 90 ms) at 180 000 events a second, 200 times the rate seen
-/// here and on the 16-CPU host; a reader that falls behind 192 CPUs would otherwise hold
-/// 600 MB. Past it the oldest are pushed out, and gaps over them counted unattributed.
-pub const STREAM_EVENTS: usize = 16_384;
+/// Events a CPU's window holds at most (48 bytes each, 3 MiB). A window holds only what
+/// waiting gaps need, about 90 ms of events (kilobytes at the rates seen here and on the
+/// 16-CPU host), and gives a burst's memory back; the bound is for a reader held off
+/// its CPU: a full test run beside builds starved one of 16 384 for long enough to push
+/// a quarter of a 2 s run's gaps over a loss. Past it the oldest are pushed out, and
+/// gaps over them counted unattributed.
+pub const STREAM_EVENTS: usize = 65_536;
 /// How often a reader drains the trace and the gap queues.
 const PASS: std::time::Duration = std::time::Duration::from_millis(20);
 /// How long after a gap's end it is attributed: by then every event inside it has been
