@@ -9,7 +9,9 @@
 pub mod audit;
 pub mod c2c;
 pub mod compare;
+pub mod cpuset;
 pub mod main_job;
+pub mod manual;
 pub mod monitor;
 pub mod noise;
 pub mod output;

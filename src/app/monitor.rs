@@ -23,6 +23,7 @@
 
 mod books;
 pub mod causes;
+mod cgroups;
 pub mod log;
 pub mod metrics;
 mod server;
@@ -119,10 +120,7 @@ fn degradations(
 ) -> Vec<Degraded> {
     let mut d: Vec<Degraded> = problems.iter().map(Degraded::from_clock).collect();
     if let Err(reason) = sched::preflight(req) {
-        d.push(Degraded::SchedRefused {
-            requested: req,
-            reason,
-        });
+        d.push(Degraded::sched_refused(req, reason));
     }
     if let Some(h) = &host.virtualization {
         d.push(Degraded::VirtualMachine {
@@ -245,6 +243,7 @@ pub fn run(
     if !watch_comms.is_empty() {
         m = m.with_watch(&watch_comms, args.watch_threshold);
     }
+    let m = m.with_cgroups(plan.measured.clone());
     let metrics = Arc::new(m);
     let watching = match watching {
         None => None,
@@ -451,10 +450,7 @@ pub fn run(
                     && !known
                     && let Some(reason) = w.sched_refused
                 {
-                    let d = Degraded::SchedRefused {
-                        requested: req,
-                        reason,
-                    };
+                    let d = Degraded::sched_refused(req, reason);
                     warn(&d.to_string());
                     degraded.push(d);
                 }

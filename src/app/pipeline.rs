@@ -61,7 +61,7 @@ impl RunSettings {
     /// Whether anything reads the result beyond the table: then it gets the parts only a
     /// reader of the file needs, the host's audit and each histogram encoded. A run that
     /// only prints its table skips both: they cost time and about 0.8 MiB of a `noise`
-    /// run's peak RSS (README; issue 15: the audit's code and buffers, and the deflate
+    /// run's peak RSS (docs/guide/noise.md; issue 15: the audit's code and buffers, and the deflate
     /// state and buffers of each histogram's encoding).
     pub fn keeps_result(&self) -> bool {
         self.whole_result || self.save.keeps_result()
@@ -116,6 +116,14 @@ pub fn plan_cpus(
     universe: &CpuUniverse,
 ) -> anyhow::Result<CpuPlan> {
     let with_flag = |e: crate::engine::cpu::CpuListError| anyhow::anyhow!("-a/--cpus: {e}");
+    // The cgroup's cpuset bounds the plan; in a group with CPUs of its own and CPUs it
+    // shares, a shared one coordinates and its own are measured.
+    let universe = &super::cpuset::narrowed(universe);
+    let housekeeping = housekeeping.or_else(|| {
+        cpus.is_none()
+            .then(|| super::cpuset::housekeeping(universe))
+            .flatten()
+    });
     let requested = match cpus {
         Some(text) => Some((text, CpuList::parse_strict(text).map_err(with_flag)?)),
         None => None,
@@ -440,10 +448,7 @@ fn preamble(
     };
     let mut degraded: Vec<Degraded> = problems.iter().map(Degraded::from_clock).collect();
     if let Err(reason) = sched::preflight(req) {
-        degraded.push(Degraded::SchedRefused {
-            requested: req,
-            reason,
-        });
+        degraded.push(Degraded::sched_refused(req, reason));
     }
     if let Some(h) = &host.virtualization {
         degraded.push(Degraded::VirtualMachine {
@@ -454,6 +459,7 @@ fn preamble(
         degraded.push(Degraded::CoordinatorShares);
     }
     let mut warnings = Vec::new();
+    warnings.extend(super::cpuset::note(&plan.measured));
     if req.policy.is_realtime() && host.sched_rt_runtime_us == Some(-1) {
         warnings.push(
             "sched_rt_runtime_us is -1: real-time throttling is off, so a spinning \
@@ -534,10 +540,7 @@ fn late_degradations(
         .any(|d| matches!(d, Degraded::SchedRefused { .. }));
     let late_refusal = outcome.workers.iter().find_map(|w| w.sched_refused.clone());
     if let Some(reason) = late_refusal.filter(|_| !already_refused) {
-        late.push(Degraded::SchedRefused {
-            requested: req,
-            reason,
-        });
+        late.push(Degraded::sched_refused(req, reason));
     }
     late
 }

@@ -247,7 +247,7 @@ impl Measure for TimerCommand {
     fn text(&self, r: &ResultFile) -> String {
         let mut text = self.header(r);
         text.push('\n');
-        text.push_str(&crate::report::views::timer::timer_tables(r));
+        text.push_str(&crate::report::views::timer::timer_text(r));
         if self.cfg.spikes_above_ns.is_some() {
             text.push('\n');
             text.push_str(&crate::report::views::timer::timer_spikes(r));
@@ -256,7 +256,6 @@ impl Measure for TimerCommand {
             text.push('\n');
             text.push_str(&crate::report::views::timer::timer_buckets(r));
         }
-        text.push_str(&crate::report::views::attribution::timer_attribution(r, 5));
         text
     }
 }
@@ -289,7 +288,7 @@ impl TimerCommand {
             interrupted_mark(r),
             cfg.interval_ns as f64 / 1e3,
             cfg.clock,
-            self.settings.sched,
+            super::output::result_policy(r, self.settings.sched),
             slack_words(r),
             clock_line(r),
         )

@@ -88,6 +88,9 @@ named_enum! {
         Kthreads = "kthreads",
         Tuned = "tuned",
         Thread = "thread",
+        Cgroup = "cgroup",
+        Cpuset = "cpuset",
+        Pressure = "pressure",
     }
 }
 
@@ -228,6 +231,16 @@ finding_ids! {
     TunedAbsent = "tuned-absent",
     ThreadOk = "thread-ok",
     ThreadNotTuned = "thread-not-tuned",
+    RtRuntimeCgroup = "rt-runtime-cgroup",
+    RtRuntimeCgroupOk = "rt-runtime-cgroup-ok",
+    CfsQuota = "cfs-quota",
+    CfsQuotaNone = "cfs-quota-none",
+    CpusetExclusive = "cpuset-exclusive",
+    CpusetShared = "cpuset-shared",
+    CpusetExcludesMeasured = "cpuset-excludes-measured",
+    CpuPressureLow = "cpu-pressure-low",
+    CpuPressureHigh = "cpu-pressure-high",
+    InsideContainer = "inside-container",
 }
 
 impl FindingId {
