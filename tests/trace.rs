@@ -403,7 +403,10 @@ fn issue13_timer_truth_the_holder_blocks_the_late_wakeups() {
         .unwrap();
     let a = t.attribution.as_ref().expect("attributed");
     // Holds made while the timer ran (it starts a little after the holder).
-    let spikes = t.spikes.as_ref().expect("every wake-up kept (--spikes 1ns)");
+    let spikes = t
+        .spikes
+        .as_ref()
+        .expect("every wake-up kept (--spikes 1ns)");
     let start = spikes.start_tsc.first().copied().unwrap_or(0);
     let end = spikes.start_tsc.last().copied().unwrap_or(0);
     let made = (holds.iter())
@@ -501,7 +504,11 @@ fn issue22_every_gap_of_a_traced_run_is_attributed() {
     // Every gap is counted; those over a span whose events were lost (a reader held off
     // its CPU by a build beside) are unattributed rather than named (issue 29), and only
     // those.
-    assert_eq!(a.gaps + a.unattributed_gaps, n.interruptions, "every gap is counted");
+    assert_eq!(
+        a.gaps + a.unattributed_gaps,
+        n.interruptions,
+        "every gap is counted"
+    );
     if a.events_lost == 0 {
         assert_eq!(a.unattributed_gaps, 0, "every gap is attributed");
     }

@@ -134,6 +134,29 @@ pub struct Context<'a> {
     pub throttle: Throttle,
 }
 
+#[cfg(test)]
+impl<'a> Context<'a> {
+    /// A test's context: a 1 GHz counter, the run from 0, three gaps broken down, a
+    /// noise loop's gaps, full names, no throttle.
+    pub(crate) fn plain(
+        names: &'a Names,
+        symbols: &'a HashMap<u64, String>,
+        measurer: u32,
+    ) -> Context<'a> {
+        Context {
+            names,
+            symbols,
+            scale: Scale::from_hz(1e9),
+            run_start: 0,
+            measurer,
+            top: 3,
+            quiet_at_gap_start: true,
+            naming: Naming::Full,
+            throttle: Throttle::default(),
+        }
+    }
+}
+
 /// How causes are named: for a person reading one run, or for series a fleet graphs.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum Naming {
@@ -965,17 +988,7 @@ mod tests {
     }
 
     fn cx<'a>(names: &'a Names, symbols: &'a HashMap<u64, String>) -> Context<'a> {
-        Context {
-            names,
-            symbols,
-            scale: Scale::from_hz(1e9),
-            run_start: 0,
-            measurer: ME,
-            top: 3,
-            quiet_at_gap_start: true,
-            naming: Naming::Full,
-            throttle: Throttle::default(),
-        }
+        Context::plain(names, symbols, ME)
     }
 
     /// A holder preempts the loop; inside its slice an IRQ runs, and inside the IRQ's

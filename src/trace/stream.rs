@@ -18,7 +18,7 @@
 //! I/O-free but for the follower's reads, so a replay of recorded pages runs the very same
 //! code (`bench/trace_replay.rs`).
 
-use std::collections::{HashMap, HashSet, VecDeque};
+use std::collections::{HashMap, VecDeque};
 use std::io::Read;
 
 use crate::engine::clock::Scale;
@@ -28,7 +28,6 @@ use crate::stats::causes::Attribution;
 use super::attribute::{Context, Gap, Naming, Tally, Throttle};
 use super::event::{Event, Kind, Names};
 use super::reader::{EventWindow, Follower};
-use super::symbols::Symbols;
 
 /// How many of each CPU's largest gaps are broken down.
 pub const TOP: usize = 10;
@@ -273,20 +272,9 @@ pub struct Shared<'a> {
 }
 
 impl Shared<'_> {
-    /// Names the work and hrtimer functions in `events`, reading kallsyms only for
-    /// functions not named before (a handful of times a run).
+    /// Names the work and hrtimer functions in `events` not named before.
     fn name_functions(&self, events: &[Event]) {
-        let mut known = self.known.borrow_mut();
-        let new: HashSet<u64> = (events.iter())
-            .filter_map(|e| match e.kind {
-                Kind::WorkStart { function } | Kind::HrtimerEntry { function } => Some(function),
-                _ => None,
-            })
-            .filter(|f| !known.contains_key(f))
-            .collect();
-        if !new.is_empty() {
-            known.extend(Symbols::resolve(new.into_iter()));
-        }
+        super::symbols::name_functions(&mut self.known.borrow_mut(), events);
     }
 }
 
@@ -352,16 +340,7 @@ mod tests {
     const MS: u64 = 1_000_000;
 
     fn switch_format() -> crate::trace::format::EventFormat {
-        let text = "ID: 7\n\
-            \tfield:unsigned short common_type;\toffset:0;\tsize:2;\tsigned:0;\n\
-            \tfield:char prev_comm[16];\toffset:8;\tsize:16;\tsigned:0;\n\
-            \tfield:pid_t prev_pid;\toffset:24;\tsize:4;\tsigned:1;\n\
-            \tfield:int prev_prio;\toffset:28;\tsize:4;\tsigned:1;\n\
-            \tfield:long prev_state;\toffset:32;\tsize:8;\tsigned:1;\n\
-            \tfield:char next_comm[16];\toffset:40;\tsize:16;\tsigned:0;\n\
-            \tfield:pid_t next_pid;\toffset:56;\tsize:4;\tsigned:1;\n\
-            \tfield:int next_prio;\toffset:60;\tsize:4;\tsigned:1;\n";
-        parse_event_format("sched:sched_switch", text).unwrap()
+        parse_event_format("sched:sched_switch", crate::trace::event::SWITCH_FORMAT).unwrap()
     }
 
     /// A sched_switch record from (comm, pid) to (comm, pid), the first still runnable.
@@ -550,15 +529,8 @@ mod tests {
         }
         let symbols = HashMap::new();
         let cx = Context {
-            names: &names,
-            symbols: &symbols,
-            scale: Scale::from_hz(1e9),
-            run_start: 0,
-            measurer: ME,
             top: 3,
-            quiet_at_gap_start: true,
-            naming: Naming::Full,
-            throttle: Throttle::default(),
+            ..Context::plain(&names, &symbols, ME)
         };
         let a = attribute(&gaps, &events, &cx);
         assert!(a.causes.len() <= MAX_CAUSES + 1, "{} rows", a.causes.len());
@@ -649,15 +621,8 @@ mod tests {
         events.push(sw(21_000, b, me));
         let symbols = HashMap::new();
         let cx = Context {
-            names: &names,
-            symbols: &symbols,
-            scale: Scale::from_hz(1e9),
-            run_start: 0,
-            measurer: ME,
             top: 1,
-            quiet_at_gap_start: true,
-            naming: Naming::Full,
-            throttle: Throttle::default(),
+            ..Context::plain(&names, &symbols, ME)
         };
         let at = attribute(&[gap(1_000, 21_000)], &events, &cx);
         let parts = &at.top[0].parts;

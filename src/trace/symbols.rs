@@ -87,6 +87,23 @@ impl Symbols {
     }
 }
 
+/// Names the work and hrtimer functions of `events` not in `symbols` yet, reading
+/// kallsyms (line by line) only when one is new: a handful of times a run, the kernel's
+/// set being fixed.
+pub fn name_functions(symbols: &mut HashMap<u64, String>, events: &[super::event::Event]) {
+    use super::event::Kind;
+    let new: std::collections::HashSet<u64> = (events.iter())
+        .filter_map(|e| match e.kind {
+            Kind::WorkStart { function } | Kind::HrtimerEntry { function } => Some(function),
+            _ => None,
+        })
+        .filter(|f| !symbols.contains_key(f))
+        .collect();
+    if !new.is_empty() {
+        symbols.extend(Symbols::resolve(new.into_iter()));
+    }
+}
+
 /// A text symbol's address and name from a kallsyms line.
 fn text_symbol(line: &str) -> Option<(u64, &str)> {
     let mut f = line.split_whitespace();
