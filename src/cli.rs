@@ -212,7 +212,8 @@ pub struct NoiseArgs {
     pub top: usize,
 
     /// Keep every interruption with its timestamp in the result, up to N per CPU (16
-    /// bytes each, preallocated); later ones are counted as dropped.
+    /// bytes each, preallocated); later ones are counted as dropped. --trace needs none:
+    /// it attributes every gap as it comes.
     #[arg(long, value_name = "N", default_value_t = 0, value_parser = parse_event_log)]
     pub event_log: usize,
 
@@ -327,8 +328,8 @@ pub struct TimerArgs {
     #[arg(long)]
     pub trace: bool,
 
-    /// With --trace: the wake-ups at or above this (µs) are split [default: each
-    /// thread's p99].
+    /// With --trace: the wake-ups at or above this (µs) are split [default: those at or
+    /// above the p99 of the thread's wake-ups so far, as they come].
     #[arg(long, value_name = "US", value_parser = parse_us, requires = "trace")]
     pub trace_above: Option<u64>,
 

@@ -233,11 +233,57 @@ fn the_main_job_runs_as_non_root_degraded_and_labelled() {
 fn the_main_job_refuses_bad_input_before_measuring() {
     let file = tempfile::NamedTempFile::new().unwrap();
     let f = file.path().to_str().unwrap();
+    // A directory under a file cannot be made, not even by root.
+    let under_file = format!("{f}/dir");
     util::assert_bad_input(&[
         &["run", "--step-time", "1ms"],
-        &["run", "--out-dir", "/nonexistent/dir"],
+        &["run", "--out-dir", &under_file],
         &["run", "--out-dir", f],
         &["run", "--quick", "--step-time", "1s"],
         &["run", "-a", "9999"],
     ]);
+}
+
+/// Issue 29: `run --out-dir NEW/sub` makes the directory (and its parent), as most tools
+/// do; and a main job whose noise step was traced keeps no event log (its causes are
+/// measured for every gap), while one whose trace could not be made keeps one for the
+/// verdict to infer the causes from.
+#[test]
+fn issue29_run_makes_its_out_dir_and_keeps_no_event_log_when_traced() {
+    if util::two_cpus().is_none() {
+        return skip("issue29_run_out_dir", "needs two CPUs");
+    }
+    let _lock = measuring();
+    let base = tempfile::tempdir().unwrap();
+    let dir = base.path().join("new").join("sub");
+    let out = jitterscope(&[
+        "run",
+        "--step-time",
+        "400ms",
+        "-q",
+        "--out-dir",
+        dir.to_str().unwrap(),
+    ]);
+    assert_eq!(out.status.code(), Some(0), "{:?}", util::stderr_lines(&out));
+    let (json, _) = written(&dir);
+    let r = check_result(&json);
+    let traced = !(r.run.degraded.iter()).any(|d| d.kind == "trace-unavailable");
+    for e in r.entries::<NoiseEntry>() {
+        match (util::is_root() && traced, &e.attribution) {
+            (true, Some(a)) => {
+                assert!(
+                    e.events.is_none(),
+                    "CPU {}: an event log though traced",
+                    e.cpu
+                );
+                assert_eq!(a.gaps + a.unattributed_gaps, e.interruptions);
+            }
+            (true, None) => panic!("CPU {}: traced but not attributed", e.cpu),
+            (false, _) => assert!(
+                e.events.is_some(),
+                "CPU {}: no event log to infer from",
+                e.cpu
+            ),
+        }
+    }
 }

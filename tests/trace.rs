@@ -376,6 +376,11 @@ fn issue13_timer_truth_the_holder_blocks_the_late_wakeups() {
             "--trace",
             "--trace-above",
             "500us",
+            // Every wake-up with its stamp, for the run's span on the counter.
+            "--spikes",
+            "1ns",
+            "--spike-nodes",
+            "10000",
             "-a",
             &cpu.to_string(),
             "-p",
@@ -398,7 +403,10 @@ fn issue13_timer_truth_the_holder_blocks_the_late_wakeups() {
         .unwrap();
     let a = t.attribution.as_ref().expect("attributed");
     // Holds made while the timer ran (it starts a little after the holder).
-    let spikes = t.spikes.as_ref().expect("every wake-up kept");
+    let spikes = t
+        .spikes
+        .as_ref()
+        .expect("every wake-up kept (--spikes 1ns)");
     let start = spikes.start_tsc.first().copied().unwrap_or(0);
     let end = spikes.start_tsc.last().copied().unwrap_or(0);
     let made = (holds.iter())
@@ -493,8 +501,18 @@ fn issue22_every_gap_of_a_traced_run_is_attributed() {
         "the holder made {} gaps",
         n.interruptions
     );
-    assert_eq!(a.gaps, n.interruptions, "every gap is attributed");
-    assert_eq!(a.unattributed_gaps, 0);
+    // Every gap is counted; those over a span whose events were lost (a reader held off
+    // its CPU by a build beside) are unattributed rather than named (issue 29), and only
+    // those.
+    assert_eq!(
+        a.gaps + a.unattributed_gaps,
+        n.interruptions,
+        "every gap is counted"
+    );
+    if a.events_lost == 0 {
+        assert_eq!(a.unattributed_gaps, 0, "every gap is attributed");
+    }
+    assert!(a.gaps > 1_000, "{} gaps attributed", a.gaps);
     assert!((shares - 100.0).abs() <= 0.5, "{shares}");
     assert!(
         a.causes[0].cause.starts_with("task js-holder"),
@@ -603,4 +621,203 @@ fn issue22_rt_throttling_is_named() {
         "{throttled} of {all} ns throttled: {:?}",
         big.iter().map(|g| &g.parts).collect::<Vec<_>>()
     );
+}
+
+/// Runs `args` (a traced command, `--json` added) while a SCHED_FIFO 2 holder named
+/// `js-holder` takes `cpu` for `busy` every `period`: the result, and the holds.
+fn with_holds(
+    cpu: usize,
+    period: Duration,
+    busy: Duration,
+    args: &[&str],
+) -> (ResultFile, Vec<jitterscope::engine::inject::Injection>) {
+    let (clock, _) = ClockInfo::detect();
+    let done = AtomicBool::new(false);
+    let ready = Barrier::new(2);
+    let (out, holds) = std::thread::scope(|s| {
+        let holder = std::thread::Builder::new().name("js-holder".into());
+        let holder = holder.spawn_scoped(s, || {
+            let schedule = Schedule {
+                cpu,
+                priority: 2,
+                period,
+                busy,
+                run_for: Duration::from_secs(10),
+                count: usize::MAX,
+            };
+            inject(schedule, &ready, &done, &clock)
+        });
+        let holder = holder.expect("the holder starts");
+        ready.wait();
+        let out = crate::util::jitterscope(&[args, &["--json"]].concat());
+        done.store(true, Ordering::Relaxed);
+        (out, holder.join().unwrap())
+    });
+    assert_eq!(out.status.code(), Some(0), "{:?}", stderr_lines(&out));
+    let r = ResultFile::parse(&String::from_utf8_lossy(&out.stdout)).unwrap();
+    (r, holds)
+}
+
+/// The measuring window of an entry on the counter, from a largest event's two stamps
+/// (ns since the start, and the counter) and the runtime.
+fn window_of(largest: &[jitterscope::stats::events::EventOut], runtime_ns: u64) -> (u64, u64) {
+    let (clock, _) = ClockInfo::detect();
+    let e = largest.first().expect("a largest event");
+    let start = e.start_tsc - clock.scale.to_ticks(e.start_ns);
+    (start, start + clock.scale.to_ticks(runtime_ns))
+}
+
+/// Issue 29: a traced run keeps no event log unless asked, and still sees and names a
+/// known hold: a SCHED_FIFO holder takes the CPU 1.5 ms every ~15 ms; its row counts a
+/// gap for (nearly) each hold made inside the run, with the hold's length, and every
+/// gap the loop counted is attributed.
+#[test]
+fn issue29_an_injected_hold_is_attributed_with_no_event_log() {
+    let Some((cpu, _)) = can_trace("issue29_hold_without_event_log") else {
+        return;
+    };
+    let _m = measuring();
+    let busy = Duration::from_micros(1_500);
+    let cpu_s = cpu.to_string();
+    let (r, holds) = with_holds(
+        cpu,
+        Duration::from_micros(15_013),
+        busy,
+        &["noise", "--trace", "-a", &cpu_s, "-D", "1500ms"],
+    );
+    let e = r
+        .entries::<jitterscope::probes::noise::NoiseEntry>()
+        .next()
+        .unwrap();
+    assert!(e.events.is_none(), "no event log was asked for");
+    assert_eq!(e.config.event_log, 0);
+    let a = e.attribution.as_ref().expect("attributed");
+    assert_eq!(a.gaps + a.unattributed_gaps, e.interruptions);
+    let (from, to) = window_of(&e.largest, e.runtime_ns);
+    let made = holds
+        .iter()
+        .filter(|h| h.start >= from && h.end <= to)
+        .count() as u64;
+    let holder = a
+        .causes
+        .iter()
+        .find(|c| c.cause.starts_with("task js-holder:"));
+    eprintln!(
+        "{made} holds in the run; {} gaps, {} unattributed; the holder's row: {holder:?}",
+        a.gaps, a.unattributed_gaps
+    );
+    assert!(made >= 50, "{made} holds");
+    let holder = holder.expect("the holder is named");
+    // A hold the kernel preempted the holder through is no hold (at most one in ten).
+    assert!(holder.gaps * 10 >= made * 9, "{} of {made}", holder.gaps);
+    let ms = busy.as_nanos() as u64;
+    assert!(
+        (ms * 9 / 10..=ms * 13 / 10).contains(&holder.median_ns),
+        "median {} ns for holds of {ms} ns",
+        holder.median_ns
+    );
+}
+
+/// Issue 29: a traced result holds nothing per gap: between a short and a longer run of
+/// the same CPU under the same holder (a gap every 100 µs), the result grows by far less
+/// than a byte per extra gap (a per-gap list costs at least 16 bytes a gap).
+#[test]
+fn issue29_a_traced_result_grows_with_no_gap_count() {
+    let test = "issue29_a_traced_result_grows_with_no_gap_count";
+    let Some((cpu, _)) = can_trace(test) else {
+        return;
+    };
+    let _m = measuring();
+    let cpu_s = cpu.to_string();
+    let size = |d: &str| {
+        let (r, _) = with_holds(
+            cpu,
+            Duration::from_micros(100),
+            Duration::from_micros(20),
+            &["noise", "--trace", "-a", &cpu_s, "-D", d],
+        );
+        let e = r
+            .entries::<jitterscope::probes::noise::NoiseEntry>()
+            .next()
+            .unwrap()
+            .clone();
+        assert!(e.events.is_none());
+        (r.to_json().len() as u64, e.interruptions, e.runtime_ns)
+    };
+    let (short, short_gaps, short_ns) = size("500ms");
+    let (long, long_gaps, long_ns) = size("1500ms");
+    let extra = long_gaps.saturating_sub(short_gaps);
+    eprintln!(
+        "{short} bytes for {short_gaps} gaps in {short_ns} ns; {long} bytes for {long_gaps} \
+         gaps in {long_ns} ns"
+    );
+    if extra < 2_000 {
+        return skip(
+            test,
+            &format!("only {extra} more gaps in the longer run: no signal"),
+        );
+    }
+    let grown = long.saturating_sub(short);
+    assert!(
+        grown * 8 < extra * 16,
+        "{grown} bytes more for {extra} more gaps: something is kept per gap"
+    );
+}
+
+/// Issue 29: `timer --trace` hands its wake-ups to a reader as they happen and keeps
+/// no wake-up list: without `--trace-above` it attributes those at or above the running
+/// p99, which a 1.5 ms hold every 20 ms (about one wake-up in 13 late by most of the
+/// hold) puts among the held ones: the holder is named, and the method says how they
+/// were picked.
+#[test]
+fn issue29_timer_trace_picks_the_late_wakeups_as_they_come() {
+    let Some((cpu, _)) = can_trace("issue29_timer_running_p99") else {
+        return;
+    };
+    let _m = measuring();
+    let cpu_s = cpu.to_string();
+    let (r, _) = with_holds(
+        cpu,
+        Duration::from_micros(20_011),
+        Duration::from_micros(1_500),
+        &[
+            "timer",
+            "--trace",
+            "-a",
+            &cpu_s,
+            "-p",
+            "1",
+            "-i",
+            "1000",
+            "-D",
+            "2s",
+            "--no-dma-latency",
+        ],
+    );
+    let t = r
+        .entries::<jitterscope::probes::timer::TimerEntry>()
+        .next()
+        .unwrap();
+    assert!(t.spikes.is_none(), "no wake-up list without --spikes");
+    let a = t.attribution.as_ref().expect("attributed");
+    eprintln!(
+        "{} wake-ups attributed by {:?}; causes {:?}",
+        a.gaps,
+        a.method,
+        a.causes
+            .iter()
+            .map(|c| (&c.cause, c.gaps, c.median_ns))
+            .take(4)
+            .collect::<Vec<_>>()
+    );
+    assert!(
+        a.method.contains("p99 of the thread's wake-ups so far"),
+        "{}",
+        a.method
+    );
+    assert!(a.gaps >= 10, "{} wake-ups", a.gaps);
+    let holder = (a.causes.iter())
+        .find(|c| c.cause.starts_with("task js-holder:"))
+        .expect("the holder is named");
+    assert!(holder.gaps * 2 >= a.gaps, "{} of {}", holder.gaps, a.gaps);
 }

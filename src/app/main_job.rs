@@ -32,8 +32,10 @@ use super::pingpong::PingpongCommand;
 use super::pipeline::{Measure, RunSettings, execute, gate, plan_cpus, sched_request};
 use super::timer::{DmaLatency, TimerCommand};
 
-/// Interruptions kept with their start times per CPU, for the verdict's split into
-/// causes: at this VM's usual 1 000 to 3 000 a second, several seconds of them.
+/// Interruptions kept with their start times per CPU when the noise step is not traced,
+/// for the verdict's split into causes inferred from their timing: at this VM's usual
+/// 1 000 to 3 000 a second, several seconds of them. A traced step measures the causes
+/// of every gap as it goes and keeps none.
 const EVENT_LOG: usize = 10_000;
 
 /// The timer step's priority when `-p` is not given (cyclictest's usual `-p 90`).
@@ -127,17 +129,20 @@ impl Step {
         let settings = self.settings(args)?;
         Ok(match self {
             Step::Noise(_) => {
-                let cfg = NoiseConfig {
-                    event_log: EVENT_LOG,
-                    ..NoiseConfig::default()
-                };
-                let cmd = NoiseCommand::new(settings, cfg)?;
                 // As root, the causes are measured from kernel trace events; without
-                // root they are inferred, and the verdict says so.
+                // root (or a trace) they are inferred from an event log, and the verdict
+                // says so.
                 let root = rustix::process::geteuid().is_root();
                 Box::new(match root && !args.no_trace {
-                    true => cmd.traced(),
-                    false => cmd,
+                    true => NoiseCommand::new(settings, NoiseConfig::default())?
+                        .traced_else_logged(EVENT_LOG),
+                    false => NoiseCommand::new(
+                        settings,
+                        NoiseConfig {
+                            event_log: EVENT_LOG,
+                            ..NoiseConfig::default()
+                        },
+                    )?,
                 })
             }
             Step::Timer(_) => Box::new(TimerCommand::new(
@@ -179,6 +184,7 @@ fn first_two(list: &str) -> Option<String> {
 /// `jitterscope run`.
 pub fn run(args: &MainArgs, argv: &[String], stop: &AtomicBool) -> anyhow::Result<Ending> {
     let out_dir = args.out_dir.clone().unwrap_or_else(|| PathBuf::from("."));
+    make_out_dir(&out_dir)?;
     check_writable(&out_dir)?;
     for named in Destinations::named(args) {
         let dir = named.parent().filter(|d| !d.as_os_str().is_empty());
@@ -243,6 +249,19 @@ pub fn run(args: &MainArgs, argv: &[String], stop: &AtomicBool) -> anyhow::Resul
 
 /// The shortest step: below it pingpong's half would not warm up and measure.
 const MIN_STEP: Duration = Duration::from_millis(200);
+
+/// Creates `--out-dir` and its parents when missing, as most tools do with an output
+/// directory; one clear error when it cannot be.
+fn make_out_dir(dir: &Path) -> anyhow::Result<()> {
+    if dir.is_dir() {
+        return Ok(());
+    }
+    if dir.exists() {
+        anyhow::bail!("--out-dir {}: not a directory", dir.display());
+    }
+    std::fs::create_dir_all(dir)
+        .with_context(|| format!("--out-dir {}: cannot create it", dir.display()))
+}
 
 /// Fails before 30 s of measuring, not after, when the files cannot be saved.
 fn check_writable(dir: &Path) -> anyhow::Result<()> {

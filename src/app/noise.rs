@@ -23,11 +23,10 @@ pub struct NoiseCommand {
     pub cfg: NoiseConfig,
     /// Attribute each gap to kernel trace events (`--trace`).
     pub trace: bool,
+    /// The event log to keep when the trace cannot be made (the main job's verdict then
+    /// infers the causes from the gaps' timing); 0: `cfg.event_log` either way.
+    pub untraced_log: usize,
 }
-
-/// Gaps kept with their timestamps per CPU when tracing and no `--event-log` was given:
-/// attribution needs every gap's place on the counter.
-pub const TRACE_EVENT_LOG: usize = 200_000;
 
 impl NoiseCommand {
     /// A checked command.
@@ -37,15 +36,21 @@ impl NoiseCommand {
             settings,
             cfg,
             trace: false,
+            untraced_log: 0,
         })
     }
 
-    /// The same, with gaps attributed to kernel trace events.
+    /// The same, with gaps attributed to kernel trace events as they come: no gap is
+    /// kept for that, so the event log is what `--event-log` asked for.
     pub fn traced(mut self) -> NoiseCommand {
         self.trace = true;
-        if self.cfg.event_log == 0 {
-            self.cfg.event_log = TRACE_EVENT_LOG;
-        }
+        self
+    }
+
+    /// Traced, keeping an event log of `n` only when the trace cannot be made.
+    pub fn traced_else_logged(mut self, n: usize) -> NoiseCommand {
+        self.trace = true;
+        self.untraced_log = n;
         self
     }
 
@@ -93,18 +98,23 @@ impl Measure for NoiseCommand {
             true => noise::Histograms::Encoded,
             false => noise::Histograms::Omitted,
         };
+        let session = self.trace.then(|| tracing::start(ctx)).flatten();
+        let mut cfg = self.cfg.clone();
+        if self.trace && session.is_none() {
+            cfg.event_log = cfg.event_log.max(self.untraced_log);
+        }
         // Traced, each gap goes to the reader as it happens, so that every gap of the
         // run is attributed whatever its length.
-        let rings: Vec<GapRing> = match self.trace {
-            true => (ctx.cpus.measured.cpus().iter())
+        let rings: Vec<GapRing> = match session {
+            Some(_) => (ctx.cpus.measured.cpus().iter())
                 .map(|_| GapRing::new(tracing::STREAM_GAPS))
                 .collect(),
-            false => Vec::new(),
+            None => Vec::new(),
         };
-        let run = || noise::run_streaming(&self.cfg, &plan, clock, stop, histograms, &rings);
-        let (run, streamed) = match self.trace {
-            true => tracing::traced_stream(ctx, &rings, clock.scale, run),
-            false => (run(), None),
+        let run = || noise::run_streaming(&cfg, &plan, clock, stop, histograms, &rings);
+        let (run, streamed) = match session {
+            Some(s) => tracing::stream_noise(ctx, Some(s), &rings, clock.scale, run),
+            None => (run(), None),
         };
         let mut run = run.context("the noise run failed")?;
         if let (Some(s), Some(w)) = (streamed, run.outcome.window) {

@@ -16,7 +16,9 @@ use crate::engine::run::RunPlan;
 use crate::probes::timer::{self, BreakRecord, LiveSnapshot, SleepMode, TimerConfig, TimerEntry};
 use crate::probes::timer::{BreakAction, TimerConfigError};
 use crate::report::{ProbeEntry, ResultFile};
+use crate::stats::events::GapRing;
 use crate::trace::BreakTracer;
+use crate::trace::stream::{Lane, Pick};
 
 use super::Ending;
 use super::output::{Warnings, clock_line, interrupted_mark};
@@ -44,10 +46,6 @@ pub struct TimerCommand {
     /// above this (None: each thread's p99).
     pub trace: Option<Option<u64>>,
 }
-
-/// Wake-ups kept with their timestamps per thread when tracing: the late ones are
-/// picked from them once the run's p99 is known.
-pub const TRACE_SPIKES: usize = 200_000;
 
 impl TimerCommand {
     /// A checked command. The number of threads is only known once the CPUs are placed,
@@ -117,11 +115,6 @@ impl TimerCommand {
         let mut cmd = TimerCommand::new(settings, cfg, args.priospread, dma)?;
         if args.trace {
             cmd.trace = Some(args.trace_above);
-            // Every wake-up's deadline and lateness, for picking the late ones after.
-            if cmd.cfg.spikes_above_ns.is_none() {
-                cmd.cfg.spikes_above_ns = Some(0);
-                cmd.cfg.spike_capacity = TRACE_SPIKES;
-            }
         }
         Ok(cmd)
     }
@@ -204,14 +197,40 @@ impl Measure for TimerCommand {
         let show_live = !self.settings.save.quiet && std::io::stderr().is_terminal();
         let on_tick = show_live.then_some((LIVE_EVERY, &mut draw as timer::OnTick<'_>));
         let (cfg, clock, stop) = (&self.cfg, &ctx.host.clock, ctx.stop);
-        let run_it = || timer::run(cfg, &plan, clock, stop, &tracer, on_tick);
-        let (run, collected) = match self.trace {
-            Some(_) => tracing::traced(ctx, run_it),
+        let scale = clock.scale;
+        // Traced, each thread hands its wake-ups to a reader as they happen, which
+        // attributes the late ones as they settle (`trace::stream::Pick`).
+        let rings: Vec<GapRing> = match self.trace {
+            Some(_) => (ctx.cpus.measured.cpus().iter())
+                .map(|_| GapRing::new(tracing::STREAM_GAPS))
+                .collect(),
+            None => Vec::new(),
+        };
+        let stream = self.trace.map(|above| timer::Stream {
+            rings: &rings,
+            above_ns: above.unwrap_or(0),
+        });
+        let run_it = || timer::run_streaming(cfg, &plan, clock, stop, &tracer, on_tick, stream);
+        let (run, streamed) = match self.trace {
+            Some(above) => {
+                let lane = |i: usize, cpu: usize, throttle| {
+                    let pick = match above {
+                        Some(ns) => Pick::AtLeast(ns),
+                        None => Pick::running_p99(),
+                    };
+                    Lane::timer(cpu, throttle, scale.to_ticks(cfg.interval_of(i)), pick)
+                };
+                tracing::stream_timer(ctx, &rings, lane, scale, run_it)
+            }
             None => (run_it(), None),
         };
         let mut run = run.context("the timer run failed")?;
-        if let (Some(c), Some(w), Some(above)) = (&collected, run.outcome.window, self.trace) {
-            tracing::attribute_timer(&mut run.entries, c, clock.scale, w.start, above);
+        if let (Some(s), Some(w)) = (streamed, run.outcome.window) {
+            for (i, out) in s.per_cpu.into_iter().enumerate() {
+                if let Some(e) = run.entries.iter_mut().find(|e| e.thread_index == i) {
+                    e.attribution = Some(out.attribution(scale, w.start));
+                }
+            }
         }
         let stopped_by = run.stopped_by();
         self.dma_before = dma_guard.as_ref().and_then(|g| g.previous_us);

@@ -1,19 +1,28 @@
 //! `--trace`: the app's side of attribution. It starts a tracefs session on the measured
-//! CPUs, drains it from a thread on the housekeeping CPU while the probe runs, and hands
-//! the probe's gaps and the trace's events to `trace::attribute`. Probes know nothing of
-//! it; without root or tracefs it says so once (`trace-unavailable`) and the run goes on.
+//! CPUs and, while the probe runs, follows it from reader threads on the housekeeping
+//! CPUs, each owning some of the measured CPUs: every gap a measuring thread hands over
+//! (through its `GapRing`) is attributed as it settles (`trace::stream`), and a noise
+//! run's gaps are checked against the other CPUs' as they come (`stats::coincidence`).
+//! Nothing is kept per gap, so memory and the result's size grow with neither the CPUs
+//! times the run's length. Probes know nothing of it; without root or tracefs it says so
+//! once (`trace-unavailable`) and the run goes on.
 
 use std::collections::HashMap;
+use std::sync::Mutex;
 use std::sync::atomic::{AtomicBool, Ordering};
 
 use crate::degraded::Degraded;
 use crate::engine::clock::Scale;
 use crate::engine::sched;
 use crate::probes::noise::NoiseEntry;
+use crate::stats::causes::Attribution;
+use crate::stats::coincidence::Coincidence;
+use crate::stats::events::GapRing;
 use crate::trace::attribute::{self, Context, Gap};
 use crate::trace::event::Kind;
-use crate::trace::reader::{self, Collected};
-use crate::trace::session::TraceSession;
+use crate::trace::reader::{Collected, Follower};
+use crate::trace::session::{TraceError, TraceSession};
+use crate::trace::stream::{Lane, Reader};
 use crate::trace::symbols::Symbols;
 
 use super::pipeline::Ctx;
@@ -22,12 +31,15 @@ use super::pipeline::Ctx;
 pub const BUFFER_KIB: u64 = 4096;
 /// Gaps that start this close on two CPUs are flagged as coincident.
 pub const COINCIDENCE_NS: u64 = 5_000;
+/// A gap's coincidence is decided at the latest this long after it began: exact for
+/// every gap shorter than that (`stats::coincidence`).
+pub const COINCIDENCE_HORIZON_NS: u64 = 1_000_000_000;
 /// How many of the largest gaps are broken down.
-pub const TOP: usize = 10;
+pub const TOP: usize = crate::trace::stream::TOP;
 
 /// A trace session on the measured CPUs, or `None` with the reason recorded as a
 /// degradation (the run goes on untraced).
-fn start(ctx: &mut Ctx<'_>) -> Option<TraceSession> {
+pub fn start(ctx: &mut Ctx<'_>) -> Option<TraceSession> {
     match TraceSession::start(&ctx.cpus.measured, BUFFER_KIB) {
         Ok(s) => {
             for name in &s.removed_stale {
@@ -47,52 +59,6 @@ fn start(ctx: &mut Ctx<'_>) -> Option<TraceSession> {
 /// What a start that removed a killed run's instance says.
 pub fn stale_removed(name: &str) -> String {
     format!("removed tracefs instance {name}, left by a run that was killed")
-}
-
-/// Runs `measure` with a trace of `cpus` read from the housekeeping CPU; `None` for the
-/// trace when it could not be made (recorded as a degradation).
-pub fn traced<T>(ctx: &mut Ctx<'_>, measure: impl FnOnce() -> T) -> (T, Option<Collected>) {
-    let Some(mut session) = start(ctx) else {
-        return (measure(), None);
-    };
-    let done = AtomicBool::new(false);
-    let housekeeping = ctx.cpus.housekeeping.first();
-    let (out, collected) = std::thread::scope(|s| {
-        let reader = s.spawn(|| {
-            // Off the measured CPUs, or reading would be noise there.
-            if let Some(cpu) = housekeeping {
-                let _ = sched::pin_to(cpu);
-            }
-            reader::collect(&session, &done)
-        });
-        let out = measure();
-        done.store(true, Ordering::Relaxed);
-        (out, reader.join())
-    });
-    session.close();
-    match collected {
-        Ok(Ok(c)) => {
-            for (cpu, lost) in c.lost.iter().filter(|(_, n)| **n > 0) {
-                ctx.note(format!(
-                    "{lost} trace events were lost on CPU {cpu}: its gaps may show more \
-                     unaccounted time than there was"
-                ));
-            }
-            (out, Some(c))
-        }
-        Ok(Err(e)) => {
-            ctx.degrade(Degraded::TraceUnavailable {
-                reason: e.to_string(),
-            });
-            (out, None)
-        }
-        Err(_) => {
-            ctx.degrade(Degraded::TraceUnavailable {
-                reason: "the trace reader panicked".into(),
-            });
-            (out, None)
-        }
-    }
 }
 
 /// Work and hrtimer functions' names, for the addresses the trace holds.
@@ -195,241 +161,353 @@ fn attribute_one_noise(
     Some(a)
 }
 
-/// The late wake-ups of each timer entry (the spikes at or above `above_ns`, or above the
-/// entry's p99 when none is given), from deadline to waking, attributed to the trace's
-/// events on its CPU: the time the CPU idled before the timer's interrupt (the IRQ delay
-/// from idle), interrupts and softirqs, the thread that held the CPU (blocking), and what
-/// no event covers (the wake-up path and the hypervisor).
-pub fn attribute_timer(
-    entries: &mut [crate::probes::timer::TimerEntry],
-    c: &Collected,
-    scale: Scale,
-    run_start: u64,
-    above_ns: Option<u64>,
-) {
-    let symbols = symbols_for(c);
-    for e in entries.iter_mut() {
-        let Some(log) = &e.spikes else { continue };
-        let floor = above_ns.or(e.summary.p99_ns).unwrap_or(0);
-        let gaps: Vec<(Gap, u64)> = (log.start_tsc.iter().zip(&log.duration_ns))
-            .filter(|(_, d)| **d >= floor)
-            .map(|(&s, &d)| {
-                let end = s + scale.to_ticks(d);
-                (Gap { start: s, end }, d)
-            })
-            .collect();
-        let on = OnCpu {
-            cpu: e.cpu,
-            tid: e.thread.tid,
-            scale,
-            run_start,
-            top: TOP,
-        };
-        // The thread sleeps until its deadline: whatever ran then is the delay's.
-        let mut a = on.attribute(c, &symbols, &gaps, false);
-        a.method = format!(
-            "kernel trace events on the counter (x86-tsc): each wake-up at or above {} µs \
-             late, from its deadline to its waking, split by what ran",
-            floor as f64 / 1e3
-        );
-        a.unattributed_gaps = log.dropped;
-        e.attribution = Some(a);
-    }
-}
-
-/// Each measured CPU's queue of noise gaps: 65 536 gaps (1 MiB) a CPU. The reader takes
-/// them every `PASS`; it would have to fall a whole queue behind to drop one.
-pub const STREAM_GAPS: usize = 65_536;
-/// Events held per CPU while they wait for the gaps they cover (48 bytes each).
-const STREAM_EVENTS: usize = 262_144;
-/// How often the reader drains the trace and the gap queues.
+/// Each measured CPU's queue of gaps: 4 096 (64 KiB, touched before measuring) a CPU. A
+/// reader takes them every pass: it would have to fall 4 096 gaps behind to drop one,
+/// 150 000 gaps a second at the 27 ms a pass of 192 CPUs took in the replay bench, eight
+/// times the busiest host seen (18 000 a second).
+pub const STREAM_GAPS: usize = 4_096;
+/// Events a CPU's window holds at most (48 bytes each, 3 MiB). A window holds only what
+/// waiting gaps need, about 90 ms of events (kilobytes at the rates seen here and on the
+/// 16-CPU host), and gives a burst's memory back; the bound is for a reader held off
+/// its CPU: a full test run beside builds starved one of 16 384 for long enough to push
+/// a quarter of a 2 s run's gaps over a loss. Past it the oldest are pushed out, and
+/// gaps over them counted unattributed.
+pub const STREAM_EVENTS: usize = 65_536;
+/// How often a reader drains the trace and the gap queues.
 const PASS: std::time::Duration = std::time::Duration::from_millis(20);
 /// How long after a gap's end it is attributed: by then every event inside it has been
 /// written to the trace and read.
-const SETTLE: std::time::Duration = std::time::Duration::from_millis(50);
+pub const SETTLE: std::time::Duration = std::time::Duration::from_millis(50);
+/// Measured CPUs one reader follows before the reading is spread over another
+/// housekeeping CPU. bench/trace_replay.sh measured one core following 192 CPUs at the
+/// rates seen here and on the 16-CPU host at an eighth of its time, so this is a margin
+/// for busier hosts (a reader's load grows with events and gaps a second), not a need
+/// seen there.
+pub const CPUS_PER_READER: usize = 64;
 
-/// What a streamed trace attributed, per measured CPU in the rings' order.
+/// What the readers attributed: each measured CPU's lane, in the rings' order, with what
+/// its trace read and lost, and its coincident gaps when they were counted.
 pub struct Streamed {
-    pub per_cpu: Vec<(usize, crate::trace::attribute::Tally)>,
-    pub read: Vec<u64>,
-    pub lost: Vec<u64>,
+    pub per_cpu: Vec<LaneOut>,
+}
+
+/// One measured CPU's share of a streamed trace.
+pub struct LaneOut {
+    pub lane: Lane,
+    pub read: u64,
+    /// Events lost: overwritten by the kernel, or pushed out of the window.
+    pub lost: u64,
+    /// Gaps the CPU's queue dropped (the reader was a whole queue behind).
+    pub dropped: u64,
+    pub coincident: Option<u64>,
+}
+
+impl LaneOut {
+    /// The lane's attribution, with what the trace read and lost.
+    pub fn attribution(self, scale: Scale, run_start: u64) -> Attribution {
+        let mut a = self.lane.finish(scale, run_start);
+        a.events_read = self.read;
+        a.events_lost = self.lost;
+        a.unattributed_gaps += self.dropped;
+        if let Some(n) = self.coincident {
+            a.coincident_gaps = n;
+            a.coincidence_window_ns = COINCIDENCE_NS;
+        }
+        a
+    }
 }
 
 /// Runs `measure` (a noise run handing its gaps to `rings`, one per CPU of `cpus`) under
-/// a trace of those CPUs, attributing each gap as it settles, from a reader on the
-/// housekeeping CPU: every gap of a run of any length, in bounded memory (issue 22).
+/// a trace of those CPUs, attributing each gap as it settles, from readers on the
+/// housekeeping CPUs: every gap of a run of any length, in bounded memory (issues 22
+/// and 29).
 pub fn traced_stream<T>(
     ctx: &mut Ctx<'_>,
-    rings: &[crate::stats::events::GapRing],
+    rings: &[GapRing],
     scale: Scale,
     measure: impl FnOnce() -> T,
 ) -> (T, Option<Streamed>) {
-    let cpus = ctx.cpus.measured.clone();
-    let Some(mut session) = start(ctx) else {
+    let session = start(ctx);
+    stream_noise(ctx, session, rings, scale, measure)
+}
+
+/// `traced_stream` with a session the caller started (`None`: untraced).
+pub fn stream_noise<T>(
+    ctx: &mut Ctx<'_>,
+    session: Option<TraceSession>,
+    rings: &[GapRing],
+    scale: Scale,
+    measure: impl FnOnce() -> T,
+) -> (T, Option<Streamed>) {
+    let Some(session) = session else {
         return (measure(), None);
     };
-    let done = AtomicBool::new(false);
-    let housekeeping = ctx.cpus.housekeeping.first();
     // Read before measuring: it may mount debugfs for the fair server's settings.
-    let throttles: Vec<_> = (cpus.cpus().iter())
-        .map(|&c| crate::system::throttle::read(c))
+    let lanes = (ctx.cpus.measured.cpus().iter())
+        .map(|&c| Lane::noise(c, crate::system::throttle::read(c)))
         .collect();
-    let (out, streamed) = std::thread::scope(|s| {
-        let reader = s.spawn(|| {
-            if let Some(cpu) = housekeeping {
-                let _ = sched::pin_to(cpu);
-            }
-            follow_gaps(&session, cpus.cpus(), &throttles, rings, scale, &done)
-        });
-        let out = measure();
-        done.store(true, Ordering::Relaxed);
-        (out, reader.join())
-    });
-    session.close();
-    let reason = match streamed {
-        Ok(Ok(s)) => {
-            for (&(cpu, _), lost) in s.per_cpu.iter().zip(&s.lost).filter(|(_, n)| **n > 0) {
-                ctx.note(format!(
-                    "{lost} trace events were lost on CPU {cpu}: its gaps may show more \
-                     unaccounted time than there was"
-                ));
-            }
-            return (out, Some(s));
-        }
-        Ok(Err(e)) => e.to_string(),
-        Err(_) => "the trace reader panicked".to_string(),
-    };
-    ctx.degrade(Degraded::TraceUnavailable { reason });
-    (out, None)
+    follow(ctx, session, rings, lanes, true, scale, measure)
 }
 
-/// The reader: drains the trace into a window per CPU and the gaps from their queues,
-/// and attributes the gaps that have settled to the events around them, forgetting the
-/// events no waiting gap needs.
-fn follow_gaps(
-    session: &TraceSession,
-    cpus: &[usize],
-    throttles: &[attribute::Throttle],
-    rings: &[crate::stats::events::GapRing],
+/// Runs `measure` (a timer run handing its wake-ups to `rings`) under a trace of its
+/// CPUs, attributing the wake-ups each lane picks as they settle.
+pub fn stream_timer<T>(
+    ctx: &mut Ctx<'_>,
+    rings: &[GapRing],
+    lanes: impl Fn(usize, usize, crate::trace::attribute::Throttle) -> Lane,
     scale: Scale,
-    done: &AtomicBool,
-) -> Result<Streamed, crate::trace::session::TraceError> {
-    use crate::trace::attribute::Tally;
-    use std::collections::VecDeque;
-    let io = |source| crate::trace::session::TraceError::Io {
-        path: session.pipe(cpus.first().copied().unwrap_or(0)),
-        source,
+    measure: impl FnOnce() -> T,
+) -> (T, Option<Streamed>) {
+    let Some(session) = start(ctx) else {
+        return (measure(), None);
     };
-    let mut follower = reader::Follower::open(session, STREAM_EVENTS)?;
-    let kallsyms = Symbols::load();
-    let mut symbols: HashMap<u64, String> = HashMap::new();
-    let mut pending: Vec<VecDeque<(Gap, u64)>> = rings.iter().map(|_| VecDeque::new()).collect();
-    let mut tallies: Vec<Tally> = rings.iter().map(|_| Tally::new(TOP)).collect();
-    loop {
-        let last = done.load(Ordering::Relaxed);
-        if last {
-            session.stop_recording();
-        }
-        let settled = match last {
-            true => u64::MAX,
-            false => {
-                crate::engine::clock::now().saturating_sub(scale.to_ticks(SETTLE.as_nanos() as u64))
-            }
-        };
-        follower.pass().map_err(io)?;
-        for (i, ring) in rings.iter().enumerate() {
-            let min_step = ring.loop_min();
-            ring.drain(|e| {
-                let end = e.start_ticks + scale.to_ticks(e.duration_ns) + min_step;
-                pending[i].push_back((
-                    Gap {
-                        start: e.start_ticks,
-                        end,
-                    },
-                    e.duration_ns,
-                ));
-            });
-            let ready = pending[i].partition_point(|(g, _)| g.end <= settled);
-            let Some(w) = follower
-                .windows
-                .iter_mut()
-                .find(|w| Some(&w.cpu) == cpus.get(i))
-            else {
-                continue;
-            };
-            if ready > 0 {
-                let batch: Vec<(Gap, u64)> = pending[i].drain(..ready).collect();
-                let addrs = w.events().iter().filter_map(|e| match e.kind {
-                    Kind::WorkStart { function } | Kind::HrtimerEntry { function } => {
-                        Some(function).filter(|f| !symbols.contains_key(f))
-                    }
-                    _ => None,
-                });
-                let new = kallsyms.names(addrs.collect::<Vec<_>>().into_iter());
-                symbols.extend(new);
-                let cx = Context {
-                    names: &follower.decoder.names,
-                    symbols: &symbols,
-                    scale,
-                    run_start: 0,
-                    measurer: ring.tid(),
-                    top: TOP,
-                    quiet_at_gap_start: true,
-                    naming: attribute::Naming::Full,
-                    throttle: throttles[i],
-                };
-                tallies[i].add(&batch, w.events(), &cx);
-            }
-            // What the next waiting gap needs, or what the next one could.
-            let keep_from = pending[i].front().map_or(settled, |(g, _)| g.start);
-            w.forget_before(keep_from.min(settled));
-        }
-        if last {
-            break;
-        }
-        std::thread::sleep(PASS);
-    }
-    let lost = (follower.windows.iter())
-        .map(|w| w.evicted + session.lost(w.cpu))
+    let lanes = (ctx.cpus.measured.cpus().iter().enumerate())
+        .map(|(i, &c)| lanes(i, c, crate::system::throttle::read(c)))
         .collect();
-    let read = follower.windows.iter().map(|w| w.read).collect();
-    Ok(Streamed {
-        per_cpu: cpus.iter().copied().zip(tallies).collect(),
-        read,
-        lost,
-    })
+    follow(ctx, session, rings, lanes, false, scale, measure)
 }
 
-/// Puts each CPU's streamed attribution on its noise entry: every gap the loop saw,
-/// less those its queue dropped (`unattributed_gaps`). Coincidences with other CPUs are
-/// counted over the gaps the entries' logs kept.
+/// The measured CPUs' lanes split among readers: contiguous groups, one reader per
+/// [`CPUS_PER_READER`] CPUs, at most one per housekeeping CPU (one when there is none).
+pub fn reader_groups(cpus: usize, housekeeping: usize) -> Vec<std::ops::Range<usize>> {
+    let readers = cpus.div_ceil(CPUS_PER_READER).clamp(1, housekeeping.max(1));
+    let per = cpus.div_ceil(readers).max(1);
+    (0..cpus)
+        .step_by(per)
+        .map(|from| from..(from + per).min(cpus))
+        .collect()
+}
+
+/// Measures under the session, with readers following it; then closes it and says what
+/// was lost, per CPU.
+fn follow<T>(
+    ctx: &mut Ctx<'_>,
+    mut session: TraceSession,
+    rings: &[GapRing],
+    mut lanes: Vec<Lane>,
+    coincide: bool,
+    scale: Scale,
+    measure: impl FnOnce() -> T,
+) -> (T, Option<Streamed>) {
+    let n = lanes.len();
+    let housekeeping = ctx.cpus.housekeeping.cpus().to_vec();
+    let groups = reader_groups(n, housekeeping.len());
+    let coincidence = coincide.then(|| {
+        let (w, h) = (COINCIDENCE_NS, COINCIDENCE_HORIZON_NS);
+        Mutex::new(Coincidence::new(n, scale.to_ticks(w), scale.to_ticks(h)))
+    });
+    let done = AtomicBool::new(false);
+    let mut shares: Vec<(std::ops::Range<usize>, Vec<Lane>)> = Vec::new();
+    for g in groups.iter().rev() {
+        shares.push((g.clone(), lanes.split_off(g.start)));
+    }
+    shares.reverse();
+    let (out, results) = std::thread::scope(|s| {
+        let readers: Vec<_> = (shares.into_iter().enumerate())
+            .map(|(k, (range, lanes))| {
+                let cpu = (!housekeeping.is_empty()).then(|| housekeeping[k % housekeeping.len()]);
+                let (session, done, coincidence) = (&session, &done, coincidence.as_ref());
+                let rings = &rings[range.clone()];
+                s.spawn(move || {
+                    // Off the measured CPUs, or reading would be noise there.
+                    if let Some(cpu) = cpu {
+                        let _ = sched::pin_to(cpu);
+                    }
+                    let watch = Watch {
+                        session,
+                        rings,
+                        first: range.start,
+                        coincidence,
+                        scale,
+                        done,
+                    };
+                    watch.run(lanes)
+                })
+            })
+            .collect();
+        let out = measure();
+        session.stop_recording();
+        done.store(true, Ordering::Release);
+        let results: Vec<_> = readers.into_iter().map(|r| r.join()).collect();
+        (out, results)
+    });
+    let mut per_cpu = Vec::with_capacity(n);
+    let mut failed = None;
+    for r in results {
+        match r {
+            Ok(Ok(lanes)) => per_cpu.extend(lanes),
+            Ok(Err(e)) => failed = Some(e.to_string()),
+            Err(_) => failed = Some("the trace reader panicked".to_string()),
+        }
+    }
+    let counts = coincidence.and_then(|c| c.into_inner().ok().map(Coincidence::finish));
+    for (i, l) in per_cpu.iter_mut().enumerate() {
+        l.lost += session.lost(l.lane.cpu);
+        l.coincident = counts.as_ref().and_then(|c| c.get(i).copied());
+    }
+    session.close();
+    if let Some(reason) = failed {
+        ctx.degrade(Degraded::TraceUnavailable { reason });
+        return (out, None);
+    }
+    if let Some(note) = lost_note(&per_cpu) {
+        ctx.note(note);
+    }
+    (out, Some(Streamed { per_cpu }))
+}
+
+/// One reader's share of the trace.
+struct Watch<'a> {
+    session: &'a TraceSession,
+    rings: &'a [GapRing],
+    /// The index of its first lane among all.
+    first: usize,
+    coincidence: Option<&'a Mutex<Coincidence>>,
+    scale: Scale,
+    done: &'a AtomicBool,
+}
+
+impl Watch<'_> {
+    /// Follows its CPUs until the run is done, then drains what is left.
+    fn run(&self, lanes: Vec<Lane>) -> Result<Vec<LaneOut>, TraceError> {
+        let cpus: Vec<usize> = lanes.iter().map(|l| l.cpu).collect();
+        let io = |source| TraceError::Io {
+            path: self.session.pipe(cpus.first().copied().unwrap_or(0)),
+            source,
+        };
+        let follower = Follower::open_cpus(self.session, &cpus, STREAM_EVENTS)?;
+        let mut reader = Reader::new(follower, lanes);
+        loop {
+            // Recording stops before `done` is set: what is read after it is all there is.
+            let last = self.done.load(Ordering::Acquire);
+            let now = crate::engine::clock::now();
+            let (rings, first, scale) = (self.rings, self.first, self.scale);
+            read_pass(
+                &mut reader,
+                rings,
+                first,
+                self.coincidence,
+                scale,
+                now,
+                last,
+            )
+            .map_err(io)?;
+            if last {
+                break;
+            }
+            std::thread::sleep(PASS);
+        }
+        Ok(lane_outs(reader, self.rings))
+    }
+}
+
+/// A finished reader's lanes, with what each window read and pushed out and what each
+/// ring dropped (the kernel's own losses are the caller's to add).
+pub fn lane_outs<R>(reader: Reader<R>, rings: &[GapRing]) -> Vec<LaneOut> {
+    let Reader {
+        follower, lanes, ..
+    } = reader;
+    (lanes.into_iter().zip(&follower.windows).zip(rings))
+        .map(|((lane, w), ring)| LaneOut {
+            lane,
+            read: w.read,
+            lost: w.evicted,
+            dropped: ring.dropped(),
+            coincident: None,
+        })
+        .collect()
+}
+
+/// One reader's pass at `now` on the counter: drains its CPUs' trace into their windows,
+/// hands each lane the gaps its ring holds (and the coincidence count, lane `first` on),
+/// and attributes the gaps that settled (all of them when `last`). The replay bench runs
+/// the same pass on recorded pages.
+pub fn read_pass<R: std::io::Read>(
+    reader: &mut Reader<R>,
+    rings: &[GapRing],
+    first: usize,
+    coincidence: Option<&Mutex<Coincidence>>,
+    scale: Scale,
+    now: u64,
+    last: bool,
+) -> std::io::Result<()> {
+    reader.read()?;
+    let mut handed: Vec<(usize, u64, u64)> = Vec::new();
+    for (i, (lane, ring)) in reader.lanes.iter_mut().zip(rings).enumerate() {
+        take_gaps(lane, ring, scale, |s, e| {
+            if coincidence.is_some() {
+                handed.push((first + i, s, e))
+            }
+        });
+    }
+    if let Some(c) = coincidence
+        && let Ok(mut c) = c.lock()
+    {
+        for (lane, s, e) in handed {
+            c.add(lane, s, e);
+        }
+        c.advance(now);
+    }
+    let settle = scale.to_ticks(SETTLE.as_nanos() as u64);
+    reader.settle(scale, now.saturating_sub(settle), last);
+    Ok(())
+}
+
+/// Hands the gaps queued on `ring` to `lane`, each from its start to its end on the
+/// counter (a noise loop's gap ends with the loop's own step), and to `also`.
+fn take_gaps(lane: &mut Lane, ring: &GapRing, scale: Scale, mut also: impl FnMut(u64, u64)) {
+    if lane.measurer == 0 {
+        lane.measurer = ring.tid();
+    }
+    let min_step = ring.loop_min();
+    ring.drain(|e| {
+        let end = e.start_ticks + scale.to_ticks(e.duration_ns) + min_step;
+        lane.offer(
+            Gap {
+                start: e.start_ticks,
+                end,
+            },
+            e.duration_ns,
+        );
+        also(e.start_ticks, end);
+    });
+}
+
+/// One line saying on which CPUs trace events were lost, and how many gaps that left
+/// unattributed; `None` when nothing was lost.
+fn lost_note(per_cpu: &[LaneOut]) -> Option<String> {
+    let lossy: Vec<&LaneOut> = per_cpu.iter().filter(|l| l.lost > 0).collect();
+    if lossy.is_empty() {
+        return None;
+    }
+    const SHOWN: usize = 8;
+    let mut each: Vec<String> = (lossy.iter().take(SHOWN))
+        .map(|l| format!("CPU {}: {}", l.lane.cpu, l.lost))
+        .collect();
+    if lossy.len() > SHOWN {
+        each.push(format!(
+            "and {} more CPUs (each in the result)",
+            lossy.len() - SHOWN
+        ));
+    }
+    let gaps: u64 = lossy.iter().map(|l| l.lane.in_lost_spans).sum();
+    Some(format!(
+        "trace events were lost ({}): the {gaps} gaps that overlap a loss are counted \
+         unattributed, and the others may show more unaccounted time than there was",
+        each.join(", ")
+    ))
+}
+
+/// Puts each CPU's streamed attribution on its noise entry: every gap the loop saw, less
+/// those its queue dropped and those over a loss (`unattributed_gaps`), and its gaps that
+/// coincided with another CPU's, counted as they came.
 pub fn attach_streamed(entries: &mut [NoiseEntry], s: Streamed, scale: Scale, run_start: u64) {
-    let per_cpu = s.per_cpu.into_iter().zip(s.read.into_iter().zip(s.lost));
-    for ((cpu, tally), (read, lost)) in per_cpu {
-        let Some(e) = entries.iter_mut().find(|e| e.cpu == cpu) else {
+    for out in s.per_cpu {
+        let Some(e) = entries.iter_mut().find(|e| e.cpu == out.lane.cpu) else {
             continue;
         };
-        let mut a = tally.finish(scale);
-        for b in &mut a.top {
-            b.start_ns = scale.to_ns(b.start_tsc.saturating_sub(run_start));
-        }
-        a.events_read = read;
-        a.events_lost = lost;
+        let mut a = out.attribution(scale, run_start);
         a.unattributed_gaps = e.interruptions.saturating_sub(a.gaps);
-        a.coincidence_window_ns = COINCIDENCE_NS;
         e.attribution = Some(a);
-    }
-    let mut starts = Vec::new();
-    for e in entries.iter() {
-        if let Some(log) = &e.events {
-            starts.push(log.start_tsc.clone());
-        }
-    }
-    let counts = attribute::coincident(&starts, scale.to_ticks(COINCIDENCE_NS));
-    let with_logs = entries.iter_mut().filter(|e| e.events.is_some());
-    for (e, n) in with_logs.zip(counts) {
-        if let Some(a) = &mut e.attribution {
-            a.coincident_gaps = n;
-        }
     }
 }

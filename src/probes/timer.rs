@@ -29,7 +29,7 @@ use crate::engine::clock::{self, ClockInfo, Scale};
 use crate::engine::run::{self, Monitor, RunError, RunOutcome, RunPlan, Window, Worker};
 use crate::engine::sched::{Policy, SchedRequest, ThreadCounters};
 use crate::probes::record::{EventLogRecord, HistogramRecord, ThreadRecord, event_out};
-use crate::stats::events::EventOut;
+use crate::stats::events::{EventOut, GapProducer, GapRing};
 use crate::stats::series;
 use crate::stats::{
     Event, EventLog, IntervalSeries, Largest, LatencyHistogram, SeriesOut, Summary,
@@ -317,6 +317,7 @@ struct Shared<'a> {
     show_live: bool,
     brk: OnceLock<BreakRecord>,
     tracer: &'a dyn BreakHook,
+    stream: Option<Stream<'a>>,
 }
 
 /// cyclictest-style 1-µs buckets.
@@ -468,9 +469,10 @@ impl Recorder {
         all
     }
 
-    /// Records one wake-up `lat` ns late, seen at counter value `tsc`.
+    /// Records one wake-up `lat` ns late, seen at counter value `tsc`: from its deadline
+    /// to its waking on the counter, as returned.
     #[inline]
-    fn sample(&mut self, lat: u64, tsc: u64) {
+    fn sample(&mut self, lat: u64, tsc: u64) -> Event {
         self.hist.record(lat);
         // The event spans the deadline to the wake-up, on the counter's timebase.
         let late_ticks = (lat as f64 * self.ticks_per_ns) as u64;
@@ -490,6 +492,7 @@ impl Recorder {
                 None => self.overflows += 1,
             }
         }
+        event
     }
 
     /// Runs every recording path once and forgets it, so that code and data are resident
@@ -521,6 +524,14 @@ struct Cycle<'a> {
     stop_above_ns: u64,
     stop: &'a AtomicBool,
     live: Option<&'a LiveCell>,
+}
+
+/// Where a thread hands its wake-ups at or above `above_ns` as they happen (a reader
+/// attributing them: `timer --trace`): one store into its own queue per wake-up.
+pub struct Stream<'r> {
+    /// One queue per measured CPU, in the plan's order.
+    pub rings: &'r [GapRing],
+    pub above_ns: u64,
 }
 
 /// One wake-up: how late, and when on the timer's clock and on the counter.
@@ -570,8 +581,14 @@ fn sleep_for(id: ClockId, ns: u64) {
 }
 
 /// The measuring loop, from `base_ns` on the clock. Per wake-up: the sleep, one clock read
-/// (the measurement), one counter read, then the recording, all on preallocated memory.
-fn cycle(c: &Cycle<'_>, base_ns: u64, rec: &mut Recorder) -> CycleEnd {
+/// (the measurement), one counter read, then the recording, all on preallocated memory,
+/// and the wake-up handed to `out` when it is at or above the stream's floor.
+fn cycle(
+    c: &Cycle<'_>,
+    base_ns: u64,
+    rec: &mut Recorder,
+    mut out: Option<(&mut GapProducer<'_>, u64)>,
+) -> CycleEnd {
     let id = c.clock.id();
     let mut next = base_ns + c.interval_ns;
     let mut end = CycleEnd::default();
@@ -592,7 +609,12 @@ fn cycle(c: &Cycle<'_>, base_ns: u64, rec: &mut Recorder) -> CycleEnd {
         let lat = now.saturating_sub(planned);
         end.wakeups += 1;
         end.last_ns = now;
-        rec.sample(lat, tsc);
+        let event = rec.sample(lat, tsc);
+        if let Some((p, above)) = &mut out
+            && lat >= *above
+        {
+            p.push(event);
+        }
         next = planned + c.interval_ns;
         if c.mode == SleepMode::Absolute && now >= next {
             // A whole interval late or more: those deadlines are gone.
@@ -662,9 +684,16 @@ fn measure(w: &Worker<'_>, cfg: &TimerConfig, shared: &Shared<'_>) -> ThreadMeas
         let base = read_clock(id);
         c.end_ns = base + cfg.warmup.as_nanos() as u64;
         rec.start_tsc = clock::now();
-        cycle(&c, base, &mut rec);
+        cycle(&c, base, &mut rec, None);
     }
     rec.prime();
+    // Only now: priming must not hand the reader a wake-up that never was.
+    let tid = rustix::thread::gettid().as_raw_nonzero().get() as u32;
+    let ring = shared
+        .stream
+        .as_ref()
+        .and_then(|s| Some((s.rings.get(w.index)?, s.above_ns)));
+    let mut producer = ring.map(|(r, above)| (r.producer(tid, 0), above));
     let _ = shared.live[w.index].sched.set(w.sched);
     let before = ThreadCounters::read();
     let window = w.ready_and_sleep();
@@ -678,7 +707,7 @@ fn measure(w: &Worker<'_>, cfg: &TimerConfig, shared: &Shared<'_>) -> ThreadMeas
         c.loops = cfg.loops.unwrap_or(u64::MAX);
         c.stop_above_ns = cfg.stop_above_ns.unwrap_or(u64::MAX);
         c.live = shared.show_live.then(|| &*shared.live[w.index]);
-        end = cycle(&c, base, &mut rec);
+        end = cycle(&c, base, &mut rec, producer.as_mut().map(|(p, a)| (p, *a)));
         if let Some(wake) = end.broke {
             stop_everyone(w, shared, cfg, wake, base, end.wakeups);
         }
@@ -740,12 +769,26 @@ pub fn run(
     tracer: &dyn BreakHook,
     on_tick: Option<(Duration, OnTick<'_>)>,
 ) -> Result<TimerRun, RunError> {
+    run_streaming(cfg, plan, clock, stop, tracer, on_tick, None)
+}
+
+/// `run`, each thread handing its wake-ups to its queue of `stream` as they happen.
+pub fn run_streaming(
+    cfg: &TimerConfig,
+    plan: &RunPlan,
+    clock: &ClockInfo,
+    stop: &AtomicBool,
+    tracer: &dyn BreakHook,
+    on_tick: Option<(Duration, OnTick<'_>)>,
+    stream: Option<Stream<'_>>,
+) -> Result<TimerRun, RunError> {
     let cpus = plan.cpus.measured.cpus().to_vec();
     let shared = Shared {
         live: (0..cpus.len()).map(|_| CachePadded::default()).collect(),
         show_live: on_tick.is_some(),
         brk: OnceLock::new(),
         tracer,
+        stream,
     };
     let work = |w: &Worker<'_>| measure(w, cfg, &shared);
     let outcome = match on_tick {
@@ -891,7 +934,7 @@ mod tests {
             stop: &stop,
             live: None,
         };
-        let end = cycle(&c, base, &mut rec);
+        let end = cycle(&c, base, &mut rec, None);
         (base, rec, end)
     }
 

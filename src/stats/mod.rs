@@ -5,6 +5,7 @@
 //! footprint however long the run.
 
 pub mod causes;
+pub mod coincidence;
 pub mod events;
 pub mod histogram;
 pub mod rank;

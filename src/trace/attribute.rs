@@ -134,6 +134,29 @@ pub struct Context<'a> {
     pub throttle: Throttle,
 }
 
+#[cfg(test)]
+impl<'a> Context<'a> {
+    /// A test's context: a 1 GHz counter, the run from 0, three gaps broken down, a
+    /// noise loop's gaps, full names, no throttle.
+    pub(crate) fn plain(
+        names: &'a Names,
+        symbols: &'a HashMap<u64, String>,
+        measurer: u32,
+    ) -> Context<'a> {
+        Context {
+            names,
+            symbols,
+            scale: Scale::from_hz(1e9),
+            run_start: 0,
+            measurer,
+            top: 3,
+            quiet_at_gap_start: true,
+            naming: Naming::Full,
+            throttle: Throttle::default(),
+        }
+    }
+}
+
 /// How causes are named: for a person reading one run, or for series a fleet graphs.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum Naming {
@@ -538,8 +561,29 @@ pub struct Tally {
     held: HashMap<String, HashMap<String, u64>>,
 }
 
-/// Per-gap values kept for a cause's median and period.
-const SAMPLE: usize = 4096;
+/// Per-gap values kept for a cause's median and period: 2 KiB a cause, taken when the
+/// cause is first seen, so that a run's memory is set by how many causes it names
+/// (at most [`MAX_CAUSES`]) and does not grow as they fill up (issue 29: at 4096, a
+/// 192-CPU run held 64 KiB per cause per CPU, and memory grew over the run).
+const SAMPLE: usize = 128;
+/// Causes a tally names at most (issue 29: a host that starts processes all day, a
+/// build, named a new `task rustc:PID` every few gaps, and the rows grew with the run).
+/// Past it, the cause with the least time so far goes into its kind's `other` row, so
+/// that the largest keep their names however late they come.
+pub const MAX_CAUSES: usize = 64;
+/// Parts a broken-down gap lists in time order at most: past it, the first half in time
+/// order, then the rest summed per cause.
+pub const MAX_PARTS: usize = 48;
+/// Tasks listed under one throttle at most; the rest are summed as `other tasks`.
+pub const MAX_HELD_TASKS: usize = 32;
+
+/// The row the causes of `kind` folded past [`MAX_CAUSES`] are summed in.
+pub fn other_label(kind: CauseKind) -> String {
+    match kind {
+        CauseKind::Throttling => "other throttling".into(),
+        k => format!("other {}s", k.as_str()),
+    }
+}
 
 /// One cause's sums.
 #[derive(Debug)]
@@ -555,6 +599,9 @@ struct Acc {
     stride: u64,
     /// The starts of its first `SAMPLE` gaps, for its period.
     starts: Vec<u64>,
+    /// Causes folded in past [`MAX_CAUSES`]: their gaps are summed (a gap two of them
+    /// took part in counts twice), and they have no period.
+    folded: bool,
 }
 
 impl Default for Acc {
@@ -564,10 +611,11 @@ impl Default for Acc {
             occurrences: 0,
             total: 0,
             max: 0,
-            sample: Vec::new(),
+            sample: Vec::with_capacity(SAMPLE),
             stride: 1,
-            starts: Vec::new(),
+            starts: Vec::with_capacity(SAMPLE),
             largest_in: 0,
+            folded: false,
         }
     }
 }
@@ -577,8 +625,11 @@ impl Acc {
         if self.gaps.is_multiple_of(self.stride) {
             if self.sample.len() == SAMPLE {
                 // Keep every other value and take every other one from now on.
-                let kept: Vec<u64> = self.sample.iter().copied().step_by(2).collect();
-                self.sample = kept;
+                let mut i = 0;
+                self.sample.retain(|_| {
+                    i += 1;
+                    i % 2 == 1
+                });
                 self.stride *= 2;
             }
             if self.gaps.is_multiple_of(self.stride) {
@@ -591,6 +642,25 @@ impl Acc {
         self.gaps += 1;
         self.total += ns;
         self.max = self.max.max(ns);
+    }
+
+    /// Sums `other`'s figures into this (an `other` row).
+    fn fold(&mut self, other: Acc) {
+        self.folded = true;
+        self.gaps += other.gaps;
+        self.occurrences += other.occurrences;
+        self.largest_in += other.largest_in;
+        self.total += other.total;
+        self.max = self.max.max(other.max);
+        self.sample.extend(other.sample.iter().take(SAMPLE / 16));
+        while self.sample.len() > SAMPLE {
+            let mut i = 0;
+            self.sample.retain(|_| {
+                i += 1;
+                i % 2 == 1
+            });
+        }
+        self.starts.clear();
     }
 
     fn row(&self, kind: CauseKind, cause: String, all: u64, scale: Scale) -> CauseRow {
@@ -609,7 +679,10 @@ impl Acc {
             },
             median_ns: ns.get(ns.len() / 2).copied().unwrap_or(0),
             max_ns: self.max,
-            period_ns: period(&self.starts).map(|t| scale.to_ns(t)),
+            period_ns: (!self.folded)
+                .then(|| period(&self.starts))
+                .flatten()
+                .map(|t| scale.to_ns(t)),
             tasks: Vec::new(),
         }
     }
@@ -678,6 +751,10 @@ impl Tally {
                 if let Cause::Throttled(_, t) = cause {
                     let ran = cx.label(Cause::Task(t, None));
                     let row = self.held.entry(cx.label(key)).or_default();
+                    let ran = match row.len() < MAX_HELD_TASKS || row.contains_key(&ran) {
+                        true => ran,
+                        false => "other tasks".to_string(),
+                    };
                     *row.entry(ran).or_default() += ns;
                 }
             }
@@ -725,8 +802,23 @@ impl Tally {
         }
     }
 
+    /// The row of a cause; a new one past [`MAX_CAUSES`] first folds the cause with the
+    /// least time (never `unaccounted`, never an `other` row) into its kind's `other`.
     fn acc(&mut self, kind: CauseKind, label: String) -> &mut Acc {
-        self.causes.entry((kind, label)).or_default()
+        let key = (kind, label);
+        if self.causes.len() >= MAX_CAUSES && !self.causes.contains_key(&key) {
+            let smallest = (self.causes.iter())
+                .filter(|(k, a)| k.0 != CauseKind::Unaccounted && !a.folded)
+                .min_by(|a, b| (a.1.total, &a.0.1).cmp(&(b.1.total, &b.0.1)))
+                .map(|(k, _)| k.clone());
+            if let Some(k) = smallest
+                && let Some(acc) = self.causes.remove(&k)
+            {
+                let other = self.causes.entry((k.0, other_label(k.0))).or_default();
+                other.fold(acc);
+            }
+        }
+        self.causes.entry(key).or_default()
     }
 
     /// Keeps the gap's breakdown if it is among the `top_n` largest so far.
@@ -802,15 +894,31 @@ fn self_breakdown(
     parts: &[(Cause, u64, u64, u64)],
     rest: u64,
 ) -> GapBreakdown {
-    let mut out: Vec<Part> = parts
-        .iter()
-        .map(|&(c, _, at, ticks)| Part {
-            kind: cx.kind(c),
-            cause: cx.label(c),
-            offset_ns: cx.scale.to_ns(at - gap.start),
-            duration_ns: cx.scale.to_ns(ticks),
-        })
-        .collect();
+    let part = |&(c, _, at, ticks): &(Cause, u64, u64, u64)| Part {
+        kind: cx.kind(c),
+        cause: cx.label(c),
+        offset_ns: cx.scale.to_ns(at - gap.start),
+        duration_ns: cx.scale.to_ns(ticks),
+    };
+    let (first, later) = parts.split_at(parts.len().min(MAX_PARTS / 2));
+    let mut out: Vec<Part> = first.iter().map(part).collect();
+    if parts.len() > MAX_PARTS {
+        // The rest summed per cause, each at its first offset: a long gap on a busy CPU
+        // had 1 172 parts, and ten of them made 500 KB of a result.
+        let mut summed: Vec<Part> = Vec::new();
+        for p in later.iter().map(part) {
+            match summed
+                .iter_mut()
+                .find(|s| s.kind == p.kind && s.cause == p.cause)
+            {
+                Some(s) => s.duration_ns += p.duration_ns,
+                None => summed.push(p),
+            }
+        }
+        out.extend(summed);
+    } else {
+        out.extend(later.iter().map(part));
+    }
     if rest > 0 {
         out.push(Part {
             kind: CauseKind::Unaccounted,
@@ -880,17 +988,7 @@ mod tests {
     }
 
     fn cx<'a>(names: &'a Names, symbols: &'a HashMap<u64, String>) -> Context<'a> {
-        Context {
-            names,
-            symbols,
-            scale: Scale::from_hz(1e9),
-            run_start: 0,
-            measurer: ME,
-            top: 3,
-            quiet_at_gap_start: true,
-            naming: Naming::Full,
-            throttle: Throttle::default(),
-        }
+        Context::plain(names, symbols, ME)
     }
 
     /// A holder preempts the loop; inside its slice an IRQ runs, and inside the IRQ's

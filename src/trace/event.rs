@@ -124,6 +124,41 @@ pub enum Kind {
     HrtimerExit,
 }
 
+impl Kind {
+    /// The same event with each interned name it holds passed through `f` (to move it
+    /// to another `Names`).
+    pub fn map_names(self, f: &mut impl FnMut(NameId) -> NameId) -> Kind {
+        let mut task = |t: Task| Task {
+            comm: f(t.comm),
+            ..t
+        };
+        match self {
+            Kind::IrqEntry { irq, name } => Kind::IrqEntry { irq, name: f(name) },
+            Kind::VectorEntry { name } => Kind::VectorEntry { name: f(name) },
+            Kind::VectorExit { name } => Kind::VectorExit { name: f(name) },
+            Kind::Switch {
+                prev,
+                prev_state,
+                next,
+            } => Kind::Switch {
+                prev: task(prev),
+                prev_state,
+                next: task(next),
+            },
+            Kind::Wakeup {
+                task: t,
+                target_cpu,
+                waker_pid,
+            } => Kind::Wakeup {
+                task: task(t),
+                target_cpu,
+                waker_pid,
+            },
+            k => k,
+        }
+    }
+}
+
 /// One event on one CPU.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Event {
@@ -371,6 +406,18 @@ pub fn softirq_name(vec: u32) -> String {
         .map_or_else(|| format!("softirq {vec}"), |s| s.to_string())
 }
 
+/// A sched_switch `format` file of id 7, as 6.x kernels write it, for tests.
+#[cfg(test)]
+pub(crate) const SWITCH_FORMAT: &str = "ID: 7\n\
+    \tfield:unsigned short common_type;\toffset:0;\tsize:2;\tsigned:0;\n\
+    \tfield:char prev_comm[16];\toffset:8;\tsize:16;\tsigned:0;\n\
+    \tfield:pid_t prev_pid;\toffset:24;\tsize:4;\tsigned:1;\n\
+    \tfield:int prev_prio;\toffset:28;\tsize:4;\tsigned:1;\n\
+    \tfield:long prev_state;\toffset:32;\tsize:8;\tsigned:1;\n\
+    \tfield:char next_comm[16];\toffset:40;\tsize:16;\tsigned:0;\n\
+    \tfield:pid_t next_pid;\toffset:56;\tsize:4;\tsigned:1;\n\
+    \tfield:int next_prio;\toffset:60;\tsize:4;\tsigned:1;\n";
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -378,16 +425,7 @@ mod tests {
 
     #[test]
     fn a_switch_record_decodes_with_its_tasks() {
-        let text = "ID: 7\n\
-            \tfield:unsigned short common_type;\toffset:0;\tsize:2;\tsigned:0;\n\
-            \tfield:char prev_comm[16];\toffset:8;\tsize:16;\tsigned:0;\n\
-            \tfield:pid_t prev_pid;\toffset:24;\tsize:4;\tsigned:1;\n\
-            \tfield:int prev_prio;\toffset:28;\tsize:4;\tsigned:1;\n\
-            \tfield:long prev_state;\toffset:32;\tsize:8;\tsigned:1;\n\
-            \tfield:char next_comm[16];\toffset:40;\tsize:16;\tsigned:0;\n\
-            \tfield:pid_t next_pid;\toffset:56;\tsize:4;\tsigned:1;\n\
-            \tfield:int next_prio;\toffset:60;\tsize:4;\tsigned:1;\n";
-        let f = parse_event_format("sched:sched_switch", text).unwrap();
+        let f = parse_event_format("sched:sched_switch", SWITCH_FORMAT).unwrap();
         let mut d = Decoder::new(&[f]);
         let mut rec = vec![0u8; 64];
         rec[0..2].copy_from_slice(&7u16.to_le_bytes());

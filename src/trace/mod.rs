@@ -7,8 +7,11 @@
 //!   processes are removed on the next start. Global tracing settings are never touched.
 //! - `format` and `ring`: the kernel's own `format` files and ring-buffer pages, parsed.
 //! - `event`: the events we use, typed, with TSC timestamps.
-//! - `reader`: a thread on the housekeeping CPU that drains `trace_pipe_raw`.
+//! - `reader`: a thread on the housekeeping CPU that drains `trace_pipe_raw` (or recorded
+//!   pages) into a bounded window per CPU, noting where events were lost.
 //! - `attribute`: gaps × events → net time per cause. Pure: tested on made-up lists.
+//! - `stream`: the gaps of each measured CPU attributed as they settle into a running
+//!   tally, keeping only the events waiting gaps need (issue 29).
 //! - `watch`: per-thread wake-up delays, preemption and IRQ time of someone else's
 //!   threads, each delay attributed as a gap (`jitterscope watch`). Pure.
 //! - `breaktrace`: cyclictest's breaktrace on the global trace (timer `--stop-above`).
@@ -20,6 +23,7 @@ pub mod format;
 pub mod reader;
 pub mod ring;
 pub mod session;
+pub mod stream;
 pub mod symbols;
 pub mod watch;
 

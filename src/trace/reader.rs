@@ -6,10 +6,14 @@
 //! each, about 48 MiB at most); later ones are counted as lost, as are events the kernel
 //! overwrote before they were read.
 //!
-//! A run without end (`monitor --trace`) follows the trace instead (`Follower`): each
-//! pass drains the buffers into a sliding window per CPU, bounded by count, from which
-//! the caller forgets what it has attributed; an event pushed out by the bound before
-//! that is counted as lost.
+//! A run that attributes as it goes (`noise --trace`, `timer --trace`, `monitor --trace`,
+//! `watch`) follows the trace instead (`Follower`): each pass drains the buffers into a
+//! sliding window per CPU, bounded by count, from which the caller forgets what no
+//! waiting gap needs; an event pushed out by the bound before that is counted as lost.
+//! Each window also keeps the spans of time whose events were lost (a page the kernel
+//! flagged, an event pushed out), so that no gap overlapping one is named by the events
+//! around the hole. A follower reads any `Read` that hands over one page per read: the
+//! kernel's `trace_pipe_raw`, or recorded pages replayed (`bench/trace_replay.rs`).
 
 use std::collections::{BTreeMap, VecDeque};
 use std::fs::File;
@@ -93,15 +97,22 @@ struct Drained {
     malformed_pages: u64,
 }
 
+/// What a page hands over: an event, or the stamp of the first record after events the
+/// kernel lost (the page's own stamp when it holds none).
+pub enum Item {
+    Event(Event),
+    LostBefore(u64),
+}
+
 /// Reads one CPU's pages until none is ready, handing each decoded event to `keep`. A
 /// read that fails otherwise than "nothing ready" (the instance removed under us, an I/O
 /// error) is an error: a trace that stops must not look like a quiet CPU.
 fn drain_into(
-    f: &mut File,
+    f: &mut impl Read,
     page: &mut [u8],
     layout: &PageLayout,
     decoder: &mut Decoder,
-    keep: &mut dyn FnMut(Event),
+    keep: &mut dyn FnMut(Item),
 ) -> std::io::Result<Drained> {
     use std::io::ErrorKind::{Interrupted, WouldBlock};
     let mut d = Drained::default();
@@ -113,12 +124,17 @@ fn drain_into(
             Ok(n) => n,
         };
         let parsed = parse_page(&page[..n], layout);
+        if parsed.missed.is_some() {
+            let page_ts = super::format::read_u64(page, layout.timestamp_offset, 8);
+            let first = parsed.records.first().map(|r| r.ts).or(page_ts);
+            keep(Item::LostBefore(first.unwrap_or(u64::MAX)));
+        }
         d.missed += parsed.missed.unwrap_or(0);
         d.malformed_pages += u64::from(parsed.malformed);
         d.read += parsed.records.len() as u64;
         for r in parsed.records {
             if let Some(e) = decoder.decode(r.ts, r.data) {
-                keep(e);
+                keep(Item::Event(e));
             }
         }
     }
@@ -134,16 +150,11 @@ fn drain(
 ) -> Result<(), TraceError> {
     let events = out.per_cpu.entry(cpu).or_default();
     let mut beyond = 0u64;
-    let d = drain_into(
-        f,
-        page,
-        &s.layout,
-        &mut out.decoder,
-        &mut |e| match events.len() >= MAX_EVENTS_PER_CPU {
-            true => beyond += 1,
-            false => events.push(e),
-        },
-    )
+    let d = drain_into(f, page, &s.layout, &mut out.decoder, &mut |i| match i {
+        Item::LostBefore(_) => {}
+        Item::Event(_) if events.len() >= MAX_EVENTS_PER_CPU => beyond += 1,
+        Item::Event(e) => events.push(e),
+    })
     .map_err(|source| TraceError::Io {
         path: s.pipe(cpu),
         source,
@@ -154,7 +165,8 @@ fn drain(
     Ok(())
 }
 
-/// One CPU's most recent events, in time order, at most `cap` of them.
+/// One CPU's most recent events, in time order, at most `cap` of them, and the spans of
+/// time whose events were lost.
 #[derive(Debug)]
 pub struct EventWindow {
     pub cpu: usize,
@@ -166,6 +178,12 @@ pub struct EventWindow {
     pub evicted: u64,
     /// Events the buffer's pages said the kernel lost before them.
     pub missed: u64,
+    /// [from, to] on the trace clock, oldest first: some events in them were lost.
+    lost: VecDeque<(u64, u64)>,
+    /// The newest event's stamp.
+    last_ts: u64,
+    /// Events before this were forgotten or pushed out.
+    forgotten_to: u64,
 }
 
 impl EventWindow {
@@ -178,22 +196,62 @@ impl EventWindow {
             read: 0,
             evicted: 0,
             missed: 0,
+            lost: VecDeque::new(),
+            last_ts: 0,
+            forgotten_to: 0,
         }
     }
 
-    /// Adds the newest event, pushing the oldest out when full.
+    /// Adds the newest event, pushing the oldest out when full: its time, since the
+    /// last one forgotten, is then a span with events lost.
     pub fn push(&mut self, e: Event) {
-        if self.events.len() >= self.cap {
-            self.events.pop_front();
+        if self.events.len() >= self.cap
+            && let Some(old) = self.events.pop_front()
+        {
             self.evicted += 1;
+            self.lose(self.forgotten_to, old.ts);
+            self.forgotten_to = self.forgotten_to.max(old.ts);
         }
+        self.last_ts = self.last_ts.max(e.ts);
         self.events.push_back(e);
     }
 
-    /// Forgets the events stamped before `ts`.
+    /// The kernel lost events between the newest one held and `before`.
+    pub fn lost_before(&mut self, before: u64) {
+        self.lose(self.last_ts, before.max(self.last_ts));
+    }
+
+    fn lose(&mut self, from: u64, to: u64) {
+        match self.lost.back_mut() {
+            Some(last) if last.1 >= from => last.1 = last.1.max(to),
+            _ => self.lost.push_back((from, to)),
+        }
+    }
+
+    /// Whether events were lost anywhere in [start, end] (a gap's span).
+    pub fn lost_within(&self, start: u64, end: u64) -> bool {
+        self.lost
+            .iter()
+            .any(|&(from, to)| from <= end && to >= start)
+    }
+
+    /// Forgets the events stamped before `ts`, and the losses that ended before it. The
+    /// memory a burst took is given back once the window is a quarter full.
     pub fn forget_before(&mut self, ts: u64) {
         let n = self.events.partition_point(|e| e.ts < ts);
         self.events.drain(..n);
+        self.forgotten_to = self.forgotten_to.max(ts);
+        while self.lost.front().is_some_and(|l| l.1 < ts) {
+            self.lost.pop_front();
+        }
+        if self.events.capacity() > 4 * self.events.len().max(1024) {
+            self.events.shrink_to(2 * self.events.len().max(1024));
+        }
+    }
+
+    /// The newest event's stamp (0 before any).
+    pub fn newest(&self) -> u64 {
+        self.last_ts
     }
 
     /// The events held, oldest first, as one slice.
@@ -210,17 +268,36 @@ impl EventWindow {
     }
 }
 
+/// Pages waiting to be read, one a read, as `trace_pipe_raw` hands them over ("nothing
+/// ready" when empty): recorded pages replayed (`bench/trace_replay.rs`), and tests.
+#[derive(Debug, Default)]
+pub struct PageQueue {
+    pub pages: VecDeque<Vec<u8>>,
+}
+
+impl Read for PageQueue {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        let Some(p) = self.pages.pop_front() else {
+            return Err(std::io::ErrorKind::WouldBlock.into());
+        };
+        let n = p.len().min(buf.len());
+        buf[..n].copy_from_slice(&p[..n]);
+        Ok(n)
+    }
+}
+
 /// Interned names a follower keeps before it starts afresh: task names are interned as
-/// they come, and a host that names its threads by a counter would make them grow for
-/// as long as the monitor runs.
+/// they come, and a host that names its threads by a counter (or a build, whose
+/// compiler threads are named by a hash) would make them grow for as long as it runs.
+/// Starting afresh keeps the names the held events use.
 pub const MAX_NAMES: usize = 50_000;
 
 /// Follows a trace for as long as it runs: each `pass` drains what the kernel holds into
 /// the windows (one per traced CPU, in the session's order). Read from one thread, which
 /// the caller keeps off the measured CPUs.
 #[derive(Debug)]
-pub struct Follower {
-    pipes: Vec<(usize, File)>,
+pub struct Follower<R = File> {
+    pipes: Vec<(usize, R)>,
     page: Vec<u8>,
     layout: PageLayout,
     formats: Vec<super::format::EventFormat>,
@@ -228,35 +305,85 @@ pub struct Follower {
     pub windows: Vec<EventWindow>,
     /// Pages cut short by a malformed record.
     pub malformed_pages: u64,
+    /// Interned names held before starting afresh.
+    max_names: usize,
 }
 
 impl Follower {
     /// Opens the session's buffers; each window keeps at most `cap` events.
     pub fn open(session: &TraceSession, cap: usize) -> Result<Follower, TraceError> {
-        let pipes = open_pipes(session)?;
-        Ok(Follower {
-            windows: pipes
-                .iter()
-                .map(|(c, _)| EventWindow::new(*c, cap))
-                .collect(),
-            pipes,
-            page: vec![0u8; session.page_size],
-            layout: session.layout,
-            formats: session.formats.clone(),
-            decoder: Decoder::new(&session.formats),
-            malformed_pages: 0,
-        })
+        Self::open_cpus(session, session.cpus.cpus(), cap)
     }
 
-    /// Drains every buffer into its window. Past [`MAX_NAMES`] interned names it starts
-    /// afresh: a new decoder, and the windows (whose events name by the old one) emptied,
-    /// their events counted as lost. A buffer that cannot be read is an error.
+    /// Opens the buffers of `cpus` (of the session's), for one of several readers.
+    pub fn open_cpus(
+        session: &TraceSession,
+        cpus: &[usize],
+        cap: usize,
+    ) -> Result<Follower, TraceError> {
+        let mut pipes = open_pipes(session)?;
+        pipes.retain(|(c, _)| cpus.contains(c));
+        Ok(Follower::from_sources(
+            pipes,
+            session.page_size,
+            session.layout,
+            &session.formats,
+            cap,
+        ))
+    }
+}
+
+impl<R: Read> Follower<R> {
+    /// Follows `sources` (a CPU and what reads its pages, one page a read), pages of
+    /// `page_size` laid out as `layout`, with events of `formats`.
+    pub fn from_sources(
+        sources: Vec<(usize, R)>,
+        page_size: usize,
+        layout: PageLayout,
+        formats: &[super::format::EventFormat],
+        cap: usize,
+    ) -> Follower<R> {
+        Follower {
+            windows: (sources.iter())
+                .map(|(c, _)| EventWindow::new(*c, cap))
+                .collect(),
+            pipes: sources,
+            page: vec![0u8; page_size],
+            layout,
+            formats: formats.to_vec(),
+            decoder: Decoder::new(formats),
+            malformed_pages: 0,
+            max_names: MAX_NAMES,
+        }
+    }
+
+    /// Starts afresh past `n` interned names rather than [`MAX_NAMES`] (a reader that
+    /// holds a fraction of a second of events keeps few).
+    pub fn set_max_names(&mut self, n: usize) {
+        self.max_names = n;
+    }
+
+    /// The sources, to feed them (a replay).
+    pub fn sources_mut(&mut self) -> impl Iterator<Item = &mut R> {
+        self.pipes.iter_mut().map(|(_, r)| r)
+    }
+
+    /// Drains every buffer into its window. Past its limit of interned names it starts
+    /// afresh: a new decoder, holding only the names of the events the windows hold
+    /// (their names move to it). A buffer that cannot be read is an error.
     pub fn pass(&mut self) -> std::io::Result<()> {
-        if self.decoder.names.len() > MAX_NAMES {
-            self.decoder = Decoder::new(&self.formats);
+        if self.decoder.names.len() > self.max_names {
+            let old = std::mem::replace(&mut self.decoder, Decoder::new(&self.formats));
+            let names = &mut self.decoder.names;
+            let mut moved = |id| names.intern(old.names.get(id));
             for w in &mut self.windows {
-                w.evicted += w.len() as u64;
-                w.events.clear();
+                for e in w.events.iter_mut() {
+                    e.kind = e.kind.map_names(&mut moved);
+                }
+            }
+            // Windows that name that many at once would start afresh every pass.
+            if self.decoder.names.len() * 2 > self.max_names {
+                self.max_names *= 2;
             }
         }
         for ((_, f), w) in self.pipes.iter_mut().zip(&mut self.windows) {
@@ -265,7 +392,10 @@ impl Follower {
                 &mut self.page,
                 &self.layout,
                 &mut self.decoder,
-                &mut |e| w.push(e),
+                &mut |i| match i {
+                    Item::Event(e) => w.push(e),
+                    Item::LostBefore(ts) => w.lost_before(ts),
+                },
             )?;
             w.read += d.read;
             w.missed += d.missed;

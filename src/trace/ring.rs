@@ -115,6 +115,89 @@ pub fn parse_page<'a>(page: &'a [u8], layout: &PageLayout) -> Page<'a> {
     out
 }
 
+/// Writes records (stamp, payload of whole 4-byte words) into pages as the kernel lays
+/// them out, for replays of recorded pages and for tests (the kernel writes the real
+/// ones): each page stamped with its first record, deltas of 27 bits or a time extension
+/// before a longer one. Records are in time order; a payload that is not a multiple of
+/// 4 bytes is padded.
+pub fn write_pages(
+    records: &[(u64, &[u8])],
+    page_size: usize,
+    layout: &PageLayout,
+) -> Vec<Vec<u8>> {
+    let mut pages = Vec::new();
+    let room = page_size.saturating_sub(layout.data_offset + layout.commit_size);
+    let mut body: Vec<u8> = Vec::new();
+    let mut first = 0u64;
+    let mut last = 0u64;
+    let mut flush = |body: &mut Vec<u8>, first: u64| {
+        if !body.is_empty() {
+            let mut p = vec![0u8; page_size];
+            p[layout.timestamp_offset..layout.timestamp_offset + 8]
+                .copy_from_slice(&first.to_le_bytes());
+            let commit = (body.len() as u64).to_le_bytes();
+            p[layout.commit_offset..layout.commit_offset + layout.commit_size]
+                .copy_from_slice(&commit[..layout.commit_size]);
+            p[layout.data_offset..layout.data_offset + body.len()].copy_from_slice(body);
+            pages.push(p);
+            body.clear();
+        }
+    };
+    for &(ts, data) in records {
+        let words = data.len().div_ceil(4);
+        let delta = ts.saturating_sub(last);
+        let extend = !body.is_empty() && delta >= 1 << 27;
+        let need = 4 * words + if words > 28 { 8 } else { 4 } + if extend { 8 } else { 0 };
+        if body.len() + need > room {
+            flush(&mut body, first);
+        }
+        let mut delta = match body.is_empty() {
+            true => {
+                first = ts;
+                0
+            }
+            false => delta,
+        };
+        if delta >= 1 << 27 {
+            let head = TIME_EXTEND | (((delta & ((1 << 27) - 1)) as u32) << 5);
+            body.extend(head.to_le_bytes());
+            body.extend(((delta >> 27) as u32).to_le_bytes());
+            delta = 0;
+        }
+        let mut payload = data.to_vec();
+        payload.resize(4 * words, 0);
+        match words {
+            1..=28 => body.extend((words as u32 | ((delta as u32) << 5)).to_le_bytes()),
+            _ => {
+                body.extend(((delta as u32) << 5).to_le_bytes());
+                body.extend((4 + payload.len() as u32).to_le_bytes());
+            }
+        }
+        body.extend(payload);
+        last = ts;
+    }
+    flush(&mut body, first);
+    pages
+}
+
+/// Marks `page` as following `missed` events the kernel lost, as the kernel does when the
+/// reader fell behind a whole buffer (the count stored after the data, when it fits).
+pub fn mark_missed(page: &mut [u8], layout: &PageLayout, missed: u64) {
+    let Some(commit) = read_u64(page, layout.commit_offset, layout.commit_size) else {
+        return;
+    };
+    let len = (commit & 0xffff_ffff & !(MISSED_EVENTS | MISSED_STORED)) as usize;
+    let at = layout.data_offset + len;
+    let mut flags = MISSED_EVENTS;
+    if let Some(room) = page.get_mut(at..at + layout.commit_size) {
+        room.copy_from_slice(&missed.to_le_bytes()[..layout.commit_size]);
+        flags |= MISSED_STORED;
+    }
+    let c = (commit | flags).to_le_bytes();
+    page[layout.commit_offset..layout.commit_offset + layout.commit_size]
+        .copy_from_slice(&c[..layout.commit_size]);
+}
+
 /// Moves the page's clock on by `by`; false when that passes 64 bits, which no real
 /// stamp does (the page is damaged), rather than wrapping to a time that looks valid.
 fn advance(ts: &mut u64, by: u64) -> bool {
@@ -216,6 +299,40 @@ mod tests {
         let got = parse_page(&p, &PageLayout::DEFAULT);
         assert_eq!(got.records.len(), 1);
         assert_eq!(got.records[0].ts, u64::MAX - 1);
+    }
+
+    /// Pages written for a replay read back as the records written, stamps and payloads,
+    /// a long delta and a long record included; a page marked missed says so.
+    #[test]
+    fn written_pages_read_back_as_written() {
+        let long = [7u8; 200];
+        let recs: Vec<(u64, &[u8])> = (0..300u64)
+            .map(|i| {
+                let ts = 1_000
+                    + i * 1_000
+                    + if i == 150 { 1 << 30 } else { 0 }
+                    + (i > 150) as u64 * (1 << 30);
+                let data: &[u8] = if i % 50 == 0 {
+                    &long
+                } else {
+                    &[1, 2, 3, 4, 5, 6, 7, 8]
+                };
+                (ts, data)
+            })
+            .collect();
+        let layout = PageLayout::DEFAULT;
+        let mut pages = write_pages(&recs, 4096, &layout);
+        assert!(pages.len() > 1);
+        mark_missed(&mut pages[1], &layout, 42);
+        let mut back = Vec::new();
+        for (i, p) in pages.iter().enumerate() {
+            let got = parse_page(p, &layout);
+            assert!(!got.malformed);
+            assert_eq!(got.missed, (i == 1).then_some(42));
+            back.extend(got.records.iter().map(|r| (r.ts, r.data.to_vec())));
+        }
+        let want: Vec<(u64, Vec<u8>)> = recs.iter().map(|(t, d)| (*t, d.to_vec())).collect();
+        assert_eq!(back, want);
     }
 
     /// A layout parsed from a damaged header_page, with offsets near usize::MAX, found

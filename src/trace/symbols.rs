@@ -21,13 +21,7 @@ impl Symbols {
     pub fn parse(text: &str) -> Symbols {
         let mut sorted: Vec<(u64, String)> = text
             .lines()
-            .filter_map(|l| {
-                let mut f = l.split_whitespace();
-                let addr = u64::from_str_radix(f.next()?, 16).ok()?;
-                let kind = f.next()?;
-                let name = f.next()?;
-                (addr != 0 && matches!(kind, "t" | "T")).then(|| (addr, name.to_string()))
-            })
+            .filter_map(|l| text_symbol(l).map(|(a, n)| (a, n.to_string())))
             .collect();
         sorted.sort_unstable();
         Symbols { sorted }
@@ -47,6 +41,76 @@ impl Symbols {
     pub fn names(&self, addrs: impl Iterator<Item = u64>) -> HashMap<u64, String> {
         addrs.map(|a| (a, self.name(a))).collect()
     }
+
+    /// Names for these addresses, read from /proc/kallsyms line by line: a reader that
+    /// runs for hours names a new function now and then, and the whole table (about
+    /// 6 MB for 120 000 symbols) is not worth holding for that.
+    pub fn resolve(addrs: impl Iterator<Item = u64>) -> HashMap<u64, String> {
+        match std::fs::File::open("/proc/kallsyms") {
+            Ok(f) => Self::resolve_from(std::io::BufReader::new(f), addrs),
+            Err(_) => Symbols::default().names(addrs),
+        }
+    }
+
+    /// As `resolve`, from kallsyms text read from `text`: what `names` gives, holding
+    /// only the best symbol so far for each address.
+    pub fn resolve_from(
+        text: impl std::io::BufRead,
+        addrs: impl Iterator<Item = u64>,
+    ) -> HashMap<u64, String> {
+        let mut wanted: Vec<u64> = addrs.collect();
+        wanted.sort_unstable();
+        wanted.dedup();
+        let mut best: Vec<Option<(u64, String)>> = vec![None; wanted.len()];
+        for line in text.lines().map_while(Result::ok) {
+            let Some((addr, name)) = text_symbol(&line) else {
+                continue;
+            };
+            let from = wanted.partition_point(|&w| w < addr);
+            for (w, b) in wanted[from..].iter().zip(&mut best[from..]) {
+                if w - addr >= 1 << 16 {
+                    break;
+                }
+                // Of names at one address, the last in `parse`'s sorted table wins.
+                let better = match b {
+                    None => true,
+                    Some((a, n)) => addr > *a || (addr == *a && name > n.as_str()),
+                };
+                if better {
+                    *b = Some((addr, name.to_string()));
+                }
+            }
+        }
+        let sorted = best.into_iter().flatten().collect();
+        let found = Symbols { sorted };
+        wanted.into_iter().map(|a| (a, found.name(a))).collect()
+    }
+}
+
+/// Names the work and hrtimer functions of `events` not in `symbols` yet, reading
+/// kallsyms (line by line) only when one is new: a handful of times a run, the kernel's
+/// set being fixed.
+pub fn name_functions(symbols: &mut HashMap<u64, String>, events: &[super::event::Event]) {
+    use super::event::Kind;
+    let new: std::collections::HashSet<u64> = (events.iter())
+        .filter_map(|e| match e.kind {
+            Kind::WorkStart { function } | Kind::HrtimerEntry { function } => Some(function),
+            _ => None,
+        })
+        .filter(|f| !symbols.contains_key(f))
+        .collect();
+    if !new.is_empty() {
+        symbols.extend(Symbols::resolve(new.into_iter()));
+    }
+}
+
+/// A text symbol's address and name from a kallsyms line.
+fn text_symbol(line: &str) -> Option<(u64, &str)> {
+    let mut f = line.split_whitespace();
+    let addr = u64::from_str_radix(f.next()?, 16).ok()?;
+    let kind = f.next()?;
+    let name = f.next()?;
+    (addr != 0 && matches!(kind, "t" | "T")).then_some((addr, name))
 }
 
 #[cfg(test)]
@@ -62,5 +126,25 @@ mod tests {
         assert_eq!(s.name(0xffffffff81000100), "vmstat_update");
         assert_eq!(s.name(0xffffffff81000010), "tick_nohz_handler+0x10");
         assert_eq!(s.name(0x10), "0x10");
+    }
+
+    /// Reading line by line names each address as the whole table does.
+    #[test]
+    fn resolving_line_by_line_names_as_the_table_does() {
+        let text = "ffffffff81000100 T vmstat_update\nffffffff81000000 t tick_nohz_handler\n\
+                    ffffffff81000100 t alias_later\nffffffff81000200 D some_data\n\
+                    0000000000000000 T hidden\nffffffffc0001000 t mod_fn\t[kvm]\n";
+        let addrs = [
+            0xffffffff81000100,
+            0xffffffff81000010,
+            0xffffffff81000180,
+            0xffffffffc0001004,
+            0xffffffffd0000000,
+            0x10,
+        ];
+        let table = Symbols::parse(text).names(addrs.into_iter());
+        let streamed = Symbols::resolve_from(text.as_bytes(), addrs.into_iter());
+        assert_eq!(streamed, table);
+        assert_eq!(streamed[&0xffffffffc0001004], "mod_fn+0x4");
     }
 }

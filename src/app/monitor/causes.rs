@@ -26,10 +26,8 @@ use crate::engine::cpu::CpuList;
 use crate::probes::timer_stream::IntervalData;
 use crate::stats::causes::CauseKind;
 use crate::trace::attribute::{self, Context, Gap, Naming, Throttle};
-use crate::trace::event::Kind;
 use crate::trace::reader::Follower;
 use crate::trace::session::{TraceError, TraceSession};
-use crate::trace::symbols::Symbols;
 
 use super::metrics::{CauseLabels, CpuLabels, Metrics};
 
@@ -206,7 +204,7 @@ impl Tracer {
                 .map(|(start, end, late_ns)| (Gap { start, end }, late_ns))
                 .collect();
             let events = w.events();
-            name_functions(&mut self.symbols, events);
+            crate::trace::symbols::name_functions(&mut self.symbols, events);
             let cx = Context {
                 names: &self.follower.decoder.names,
                 symbols: &self.symbols,
@@ -256,21 +254,6 @@ impl Tracer {
         } = self;
         drop(follower);
         session.close();
-    }
-}
-
-/// Names the work and hrtimer functions of `events` not named yet, reading kallsyms only
-/// when one is new (a handful of times after the start: the kernel's set is fixed).
-fn name_functions(symbols: &mut HashMap<u64, String>, events: &[crate::trace::event::Event]) {
-    let new: HashSet<u64> = (events.iter())
-        .filter_map(|e| match e.kind {
-            Kind::WorkStart { function } | Kind::HrtimerEntry { function } => Some(function),
-            _ => None,
-        })
-        .filter(|f| !symbols.contains_key(f))
-        .collect();
-    if !new.is_empty() {
-        symbols.extend(Symbols::load().names(new.into_iter()));
     }
 }
 

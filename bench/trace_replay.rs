@@ -1,0 +1,705 @@
+//! The trace pipeline on a big host, replayed (issue 29): real trace pages recorded on
+//! this host, played back for 1 to 192 CPUs at the event rates this host's and the
+//! 16-CPU host's traces show, through the very code `noise --trace` runs (the reader's
+//! page parsing and decoding, the windows, the lanes' attribution, the coincidence
+//! count: `app::tracing::read_pass`), on one core or spread over several.
+//!
+//! `record FILE [--cpu N] [--seconds S]` (root, tracefs): a noise loop on CPU N (the last
+//!   one) for S s (5) under a trace of it, as `noise -a N --trace` runs it; saves every
+//!   raw page `trace_pipe_raw` handed over, the loop's gaps, and the event formats.
+//! `replay FILE [--cpus 1,16,64,192] [--rates R,...|host|host16] [--seconds S]
+//!   [--readers 1|auto] [--pin 0,1] [--host16 FIXTURE]`: for each CPU count and rate,
+//!   every CPU replays the recording re-timed to that rate (its records written into new
+//!   pages, its gaps scaled alike). Time is simulated: each reader's pass comes after it
+//!   slept the real `PASS` and worked for the CPU time its pass took, as the real loop
+//!   does, so a reader too slow for its CPUs falls behind; each CPU's buffer holds what
+//!   the kernel's does (`BUFFER_KIB`), and the pages it cannot hold are lost as the
+//!   kernel loses them (the next page says how many). `host` is the recording's own rate,
+//!   `host*K` K times it, `host16` the 16-CPU host's (its fixture's `events_read` per CPU
+//!   over its run).
+//!
+//! Prints per run: events and gaps a second offered, each reader's load (CPU time over
+//! the time simulated), the events a second one core keeps up with (events over reader
+//! CPU time), what was lost (events, per CPU; gaps left unattributed over a loss), and
+//! private memory (the process's anonymous memory grown over the run, the stand-in kernel
+//! buffers drained and the allocator's free memory given back: the readers' windows,
+//! lanes and the gap queues).
+
+use std::io::Read;
+use std::os::unix::fs::OpenOptionsExt;
+use std::path::Path;
+use std::sync::Mutex;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::Duration;
+
+use base64::Engine;
+use serde::{Deserialize, Serialize};
+
+use jitterscope::app::tracing::{self, LaneOut};
+use jitterscope::engine::clock::{ClockInfo, Scale};
+use jitterscope::engine::cpu::{CpuList, CpuPlan};
+use jitterscope::engine::run::RunPlan;
+use jitterscope::engine::sched::{self, SchedRequest};
+use jitterscope::probes::noise::{self, NoiseConfig};
+use jitterscope::stats::coincidence::Coincidence;
+use jitterscope::stats::events::{Event, GapRing};
+use jitterscope::trace::attribute::Throttle;
+use jitterscope::trace::format::{PageLayout, parse_event_format};
+use jitterscope::trace::reader::{Follower, PageQueue};
+use jitterscope::trace::ring::{mark_missed, parse_page, write_pages};
+use jitterscope::trace::session::TraceSession;
+use jitterscope::trace::stream::{Lane, Reader};
+
+/// A recording, as saved.
+#[derive(Serialize, Deserialize)]
+struct Recording {
+    schema: String,
+    host: String,
+    kernel: String,
+    cpu: usize,
+    seconds: f64,
+    tsc_hz: f64,
+    page_size: usize,
+    header_page: String,
+    /// ("system:event", its `format` file).
+    formats: Vec<(String, String)>,
+    /// Each page as read, base64.
+    pages: Vec<String>,
+    /// The loop's gaps: [start on the counter, interrupted ns].
+    gaps: Vec<(u64, u64)>,
+    /// The loop's shortest step, ticks; its thread id.
+    loop_min: u64,
+    tid: u32,
+}
+
+fn main() {
+    let args: Vec<String> = std::env::args()
+        .skip(1)
+        .filter(|a| a != "--bench")
+        .collect();
+    let flag =
+        |name: &str| (args.iter().position(|a| a == name)).and_then(|i| args.get(i + 1).cloned());
+    let result = match (args.first().map(String::as_str), args.get(1)) {
+        (Some("record"), Some(file)) => record(
+            Path::new(file),
+            flag("--cpu").and_then(|c| c.parse().ok()),
+            flag("--seconds")
+                .and_then(|s| s.parse().ok())
+                .unwrap_or(5.0),
+        ),
+        (Some("replay"), Some(file)) => replay(Path::new(file), &flag),
+        _ => Err(
+            "usage: trace_replay record FILE [--cpu N] [--seconds S] | replay FILE \
+                  [--cpus 1,16,64,192] [--rates host,host16] [--seconds S] [--readers 1|auto] \
+                  [--pin 0,1] [--host16 FIXTURE]"
+                .into(),
+        ),
+    };
+    if let Err(e) = result {
+        eprintln!("trace_replay: {e}");
+        std::process::exit(2);
+    }
+}
+
+// ---------------------------------------------------------------------------------------
+// Recording
+
+/// The pages read and the gaps handed over.
+type Captured = (Vec<Vec<u8>>, Vec<(u64, u64)>);
+
+fn record(file: &Path, cpu: Option<usize>, seconds: f64) -> Result<(), String> {
+    let n = std::thread::available_parallelism().map_or(1, |n| n.get());
+    let cpu = cpu.unwrap_or(n - 1);
+    let hk = if cpu == 0 { 1 } else { 0 };
+    let session = TraceSession::start(&CpuList::from_cpus(vec![cpu]), tracing::BUFFER_KIB)
+        .map_err(|e| e.to_string())?;
+    let formats: Vec<(String, String)> = (session.formats.iter())
+        .filter_map(|f| {
+            let (sys, ev) = f.name.split_once(':')?;
+            let path = session.dir.join("events").join(sys).join(ev).join("format");
+            Some((f.name.clone(), std::fs::read_to_string(path).ok()?))
+        })
+        .collect();
+    let header_page =
+        std::fs::read_to_string(session.root.join("events/header_page")).unwrap_or_default();
+    let (clock, _) = ClockInfo::detect();
+    let plan = RunPlan {
+        cpus: CpuPlan {
+            measured: CpuList::from_cpus(vec![cpu]),
+            housekeeping: CpuList::from_cpus(vec![hk]),
+        },
+        sched: SchedRequest::OTHER,
+        mlock: true,
+        duration: Duration::from_secs_f64(seconds),
+        priospread: false,
+        setup_timeout: Duration::from_secs(10),
+    };
+    let ring = [GapRing::new(tracing::STREAM_GAPS)];
+    let done = AtomicBool::new(false);
+    let (run, got) = std::thread::scope(|s| {
+        let reader = s.spawn(|| -> Result<Captured, String> {
+            let _ = sched::pin_to(hk);
+            let mut pipe = std::fs::OpenOptions::new()
+                .read(true)
+                .custom_flags(libc::O_NONBLOCK)
+                .open(session.pipe(cpu))
+                .map_err(|e| e.to_string())?;
+            let (mut pages, mut gaps) = (Vec::new(), Vec::new());
+            let mut page = vec![0u8; session.page_size];
+            loop {
+                let last = done.load(Ordering::Acquire);
+                loop {
+                    match pipe.read(&mut page) {
+                        Ok(0) => break,
+                        Ok(n) => pages.push(page[..n].to_vec()),
+                        Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => break,
+                        Err(e) => return Err(e.to_string()),
+                    }
+                }
+                ring[0].drain(|e: Event| gaps.push((e.start_ticks, e.duration_ns)));
+                if last {
+                    return Ok((pages, gaps));
+                }
+                std::thread::sleep(Duration::from_millis(20));
+            }
+        });
+        let cfg = NoiseConfig::default();
+        let never = AtomicBool::new(false);
+        let h = noise::Histograms::Omitted;
+        let run = noise::run_streaming(&cfg, &plan, &clock, &never, h, &ring);
+        session.stop_recording();
+        done.store(true, Ordering::Release);
+        (run, reader.join())
+    });
+    let run = run.map_err(|e| e.to_string())?;
+    let (pages, gaps) = got.map_err(|_| "the reader panicked".to_string())??;
+    let kernel = std::fs::read_to_string("/proc/sys/kernel/osrelease").unwrap_or_default();
+    let host = std::fs::read_to_string("/proc/sys/kernel/hostname").unwrap_or_default();
+    let rec = Recording {
+        schema: "jitterscope-trace-recording/1".into(),
+        host: host.trim().into(),
+        kernel: kernel.trim().into(),
+        cpu,
+        seconds,
+        tsc_hz: clock.scale.hz(),
+        page_size: session.page_size,
+        header_page,
+        formats,
+        pages: (pages.iter())
+            .map(|p| base64::engine::general_purpose::STANDARD.encode(p))
+            .collect(),
+        loop_min: ring[0].loop_min(),
+        tid: ring[0].tid(),
+        gaps,
+    };
+    let records: usize = (pages.iter())
+        .map(|p| parse_page(p, &layout_of(&rec)).records.len())
+        .sum();
+    std::fs::write(file, serde_json::to_vec(&rec).map_err(|e| e.to_string())?)
+        .map_err(|e| format!("{}: {e}", file.display()))?;
+    let interruptions = run.entries.first().map_or(0, |e| e.interruptions);
+    println!(
+        "recorded CPU {cpu} for {seconds} s on {} ({}): {} pages, {records} events \
+         ({:.0}/s), {} gaps ({:.0}/s; the loop counted {interruptions}) -> {}",
+        rec.host,
+        rec.kernel,
+        pages.len(),
+        records as f64 / seconds,
+        rec.gaps.len(),
+        rec.gaps.len() as f64 / seconds,
+        file.display()
+    );
+    Ok(())
+}
+
+fn layout_of(rec: &Recording) -> PageLayout {
+    PageLayout::parse(&rec.header_page).unwrap_or(PageLayout::DEFAULT)
+}
+
+// ---------------------------------------------------------------------------------------
+// Replay
+
+/// The recording decoded once: its records (stamp, payload) and gaps, in time order.
+struct Source {
+    layout: PageLayout,
+    page_size: usize,
+    formats: Vec<jitterscope::trace::format::EventFormat>,
+    records: Vec<(u64, Vec<u8>)>,
+    gaps: Vec<(u64, u64)>,
+    /// The recording's first and last stamp.
+    span: (u64, u64),
+    scale: Scale,
+    loop_min: u64,
+    tid: u32,
+    /// Events a second, per CPU, as recorded.
+    rate: f64,
+}
+
+fn load(file: &Path) -> Result<Source, String> {
+    let text = std::fs::read(file).map_err(|e| format!("{}: {e}", file.display()))?;
+    let rec: Recording = serde_json::from_slice(&text).map_err(|e| e.to_string())?;
+    let layout = layout_of(&rec);
+    let formats = (rec.formats.iter())
+        .filter_map(|(n, t)| parse_event_format(n, t))
+        .collect();
+    let mut records = Vec::new();
+    for p in &rec.pages {
+        let page = base64::engine::general_purpose::STANDARD
+            .decode(p)
+            .map_err(|e| e.to_string())?;
+        let parsed = parse_page(&page, &layout);
+        records.extend(parsed.records.iter().map(|r| (r.ts, r.data.to_vec())));
+    }
+    records.sort_by_key(|r| r.0);
+    let first = (records.first().map(|r| r.0).into_iter())
+        .chain(rec.gaps.first().map(|g| g.0))
+        .min()
+        .ok_or("an empty recording")?;
+    let scale = Scale::from_hz(rec.tsc_hz);
+    let last = (records.last().map(|r| r.0).into_iter())
+        .chain(rec.gaps.last().map(|g| g.0 + scale.to_ticks(g.1)))
+        .max()
+        .unwrap_or(first);
+    let secs = scale.to_ns(last - first) as f64 / 1e9;
+    Ok(Source {
+        layout,
+        page_size: rec.page_size,
+        formats,
+        rate: records.len() as f64 / secs.max(1e-9),
+        records,
+        gaps: rec.gaps,
+        span: (first, last),
+        scale,
+        loop_min: rec.loop_min,
+        tid: rec.tid,
+    })
+}
+
+/// One replayed CPU's feed: the recording re-timed by `stretch` and cycled, from `base`.
+struct Feed {
+    next_record: usize,
+    next_gap: usize,
+    cycle: u64,
+    /// Events the kernel's buffer could not hold, since the last page read.
+    missed: u64,
+    lost: u64,
+}
+
+/// What one reader saw.
+#[derive(Default)]
+struct ReaderFigures {
+    busy_ns: u64,
+    elapsed_ns: u64,
+    events: u64,
+    gaps: u64,
+    peak_held: usize,
+    /// Events each of its CPUs lost (the buffer full).
+    lost: Vec<u64>,
+    /// The process's anonymous memory at its end, KiB.
+    anon_kib: u64,
+}
+
+struct Plan<'a> {
+    src: &'a Source,
+    /// Recorded ticks per replayed tick (the rate's factor).
+    speed: f64,
+    seconds: f64,
+    base: u64,
+    /// Pages a CPU's buffer holds.
+    buffer_pages: usize,
+}
+
+impl Plan<'_> {
+    /// A recorded stamp on the replay's clock, in cycle `c`.
+    fn at(&self, ts: u64, c: u64) -> u64 {
+        let cycle = ((self.src.span.1 - self.src.span.0) as f64 / self.speed) as u64 + 1;
+        self.base + c * cycle + ((ts - self.src.span.0) as f64 / self.speed) as u64
+    }
+
+    /// Writes what CPU `feed` made up to `now` into its buffer, and its gaps that ended by
+    /// then into its ring.
+    fn make(
+        &self,
+        feed: &mut Feed,
+        q: &mut PageQueue,
+        ring: &mut jitterscope::stats::events::GapProducer<'_>,
+        now: u64,
+    ) {
+        let src = self.src;
+        let mut batch: Vec<(u64, &[u8])> = Vec::new();
+        // Cycle after cycle, each once its records and gaps are all out.
+        loop {
+            while let Some((ts, data)) = src.records.get(feed.next_record) {
+                let t = self.at(*ts, feed.cycle);
+                if t > now {
+                    break;
+                }
+                batch.push((t, data));
+                feed.next_record += 1;
+            }
+            while let Some(&(s, ns)) = src.gaps.get(feed.next_gap) {
+                let start = self.at(s, feed.cycle);
+                let ns = (ns as f64 / self.speed) as u64;
+                if start + src.scale.to_ticks(ns) > now {
+                    break;
+                }
+                ring.push(Event {
+                    start_ticks: start,
+                    duration_ns: ns,
+                });
+                feed.next_gap += 1;
+            }
+            if feed.next_record < src.records.len() || feed.next_gap < src.gaps.len() {
+                break;
+            }
+            feed.cycle += 1;
+            feed.next_record = 0;
+            feed.next_gap = 0;
+        }
+        for mut p in write_pages(&batch, src.page_size, &src.layout) {
+            if feed.missed > 0 {
+                mark_missed(&mut p, &src.layout, feed.missed);
+                feed.missed = 0;
+            }
+            q.pages.push_back(p);
+        }
+        while q.pages.len() > self.buffer_pages {
+            // The kernel overwrites the oldest page; the next one read says so.
+            if let Some(old) = q.pages.pop_front() {
+                let n = parse_page(&old, &src.layout).records.len() as u64;
+                feed.missed += n;
+                feed.lost += n;
+            }
+            if let Some(front) = q.pages.front_mut() {
+                mark_missed(front, &src.layout, feed.missed);
+                feed.missed = 0;
+            }
+        }
+    }
+}
+
+/// One reader's replay of `lanes` (their indices among all), pinned to `pin`.
+fn read_share(
+    plan: &Plan<'_>,
+    lanes: std::ops::Range<usize>,
+    pin: Option<usize>,
+    coincidence: &Mutex<Coincidence>,
+) -> (Vec<LaneOut>, ReaderFigures) {
+    if let Some(cpu) = pin {
+        let _ = sched::pin_to(cpu);
+    }
+    let src = plan.src;
+    let n = lanes.len();
+    let sources: Vec<(usize, PageQueue)> =
+        lanes.clone().map(|i| (i, PageQueue::default())).collect();
+    let follower = Follower::from_sources(
+        sources,
+        src.page_size,
+        src.layout,
+        &src.formats,
+        tracing::STREAM_EVENTS,
+    );
+    let ls = lanes
+        .clone()
+        .map(|i| Lane::noise(i, Throttle::default()))
+        .collect();
+    let mut reader = Reader::new(follower, ls);
+    let rings: Vec<GapRing> = (0..n).map(|_| GapRing::new(tracing::STREAM_GAPS)).collect();
+    let loop_min = (src.loop_min as f64 / plan.speed) as u64;
+    let mut producers: Vec<_> = rings
+        .iter()
+        .map(|r| r.producer(src.tid, loop_min))
+        .collect();
+    let mut feeds: Vec<Feed> = (0..n)
+        .map(|_| Feed {
+            next_record: 0,
+            next_gap: 0,
+            cycle: 0,
+            missed: 0,
+            lost: 0,
+        })
+        .collect();
+    let scale = src.scale;
+    let end = plan.base + scale.to_ticks((plan.seconds * 1e9) as u64);
+    let pass = scale.to_ticks(20_000_000);
+    let mut now = plan.base;
+    let mut f = ReaderFigures::default();
+    loop {
+        let last = now >= end;
+        for ((feed, q), p) in feeds
+            .iter_mut()
+            .zip(reader.follower.sources_mut())
+            .zip(&mut producers)
+        {
+            plan.make(feed, q, p, now);
+        }
+        let cpu0 = thread_cpu_ns();
+        tracing::read_pass(
+            &mut reader,
+            &rings,
+            lanes.start,
+            Some(coincidence),
+            scale,
+            now,
+            last,
+        )
+        .expect("an in-memory read");
+        let busy = thread_cpu_ns() - cpu0;
+        f.busy_ns += busy;
+        f.peak_held = f.peak_held.max(reader.held());
+        if last {
+            f.elapsed_ns = scale.to_ns(now - plan.base) + busy;
+            break;
+        }
+        // The real reader sleeps a pass after working.
+        now += pass + scale.to_ticks(busy);
+    }
+    f.events = reader.follower.windows.iter().map(|w| w.read).sum();
+    f.gaps = reader.lanes.iter().map(|l| l.offered).sum();
+    f.lost = feeds.iter().map(|f| f.lost).collect();
+    // The stand-in kernel buffers are drained: what is held now is the reader's.
+    drop(feeds);
+    trim();
+    f.anon_kib = private_kib();
+    (tracing::lane_outs(reader, &rings), f)
+}
+
+fn thread_cpu_ns() -> u64 {
+    let t = rustix::time::clock_gettime(rustix::time::ClockId::ThreadCPUTime);
+    t.tv_sec as u64 * 1_000_000_000 + t.tv_nsec as u64
+}
+
+/// The process's anonymous memory, KiB (what it holds privately; tests/memory.rs says why).
+fn private_kib() -> u64 {
+    let text = std::fs::read_to_string("/proc/self/smaps_rollup").unwrap_or_default();
+    (text.lines())
+        .find_map(|l| {
+            l.strip_prefix("Anonymous:")?
+                .trim()
+                .strip_suffix("kB")?
+                .trim()
+                .parse()
+                .ok()
+        })
+        .unwrap_or(0)
+}
+
+/// The 16-CPU host's events a second per CPU, from its traced fixture.
+fn host16_rate(fixture: &Path) -> Result<f64, String> {
+    let f = std::fs::File::open(fixture).map_err(|e| format!("{}: {e}", fixture.display()))?;
+    let v: serde_json::Value =
+        serde_json::from_reader(flate2::read::GzDecoder::new(f)).map_err(|e| e.to_string())?;
+    let probes = v["probes"].as_array().ok_or("no probes")?;
+    let per_cpu: Vec<f64> = (probes.iter())
+        .filter_map(|p| {
+            let read = p["attribution"]["events_read"].as_f64()?;
+            Some(read / (p["runtime_ns"].as_f64()? / 1e9))
+        })
+        .collect();
+    if per_cpu.is_empty() {
+        return Err("the fixture has no traced CPU".into());
+    }
+    Ok(per_cpu.iter().sum::<f64>() / per_cpu.len() as f64)
+}
+
+fn replay(file: &Path, flag: &dyn Fn(&str) -> Option<String>) -> Result<(), String> {
+    let src = load(file)?;
+    let list = |s: String| -> Vec<String> { s.split(',').map(str::to_string).collect() };
+    let cpus: Vec<usize> = list(flag("--cpus").unwrap_or("1,16,64,192".into()))
+        .iter()
+        .filter_map(|c| c.parse().ok())
+        .collect();
+    let seconds: f64 = flag("--seconds")
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(10.0);
+    let fixture =
+        flag("--host16").unwrap_or("tests/fixtures/host16/noise-traced-15cpu.json.gz".into());
+    let pins: Vec<usize> = list(flag("--pin").unwrap_or("0".into()))
+        .iter()
+        .filter_map(|c| c.parse().ok())
+        .collect();
+    let readers = flag("--readers").unwrap_or("1".into());
+    let recorded_gaps =
+        src.gaps.len() as f64 / (src.scale.to_ns(src.span.1 - src.span.0) as f64 / 1e9);
+    println!(
+        "recording: {} events, {} gaps over {:.2} s: {:.0} events/s and {:.0} gaps/s on one CPU",
+        src.records.len(),
+        src.gaps.len(),
+        src.scale.to_ns(src.span.1 - src.span.0) as f64 / 1e9,
+        src.rate,
+        recorded_gaps
+    );
+    let mut rates = Vec::new();
+    for r in list(flag("--rates").unwrap_or("host,host16".into())) {
+        rates.push(match r.as_str() {
+            "host" => ("this host", src.rate),
+            "host16" => ("16-CPU host", host16_rate(Path::new(&fixture))?),
+            x => match x.strip_prefix("host*").map(str::parse::<f64>) {
+                Some(Ok(k)) => ("given", k * src.rate),
+                _ => (
+                    "given",
+                    x.parse::<f64>()
+                        .map_err(|_| format!("--rates {x}: a number, host, host*K or host16"))?,
+                ),
+            },
+        });
+    }
+    println!(
+        "{seconds} s simulated per run; a reader pass every 20 ms after its work; {} KiB of \
+         kernel buffer per CPU; readers pinned to CPUs {pins:?}",
+        tracing::BUFFER_KIB
+    );
+    println!(
+        "{:>5} {:>12} {:>7} {:>10} {:>9} {:>9} {:>13} {:>11} {:>18} {:>9} {:>10} {:>8}",
+        "CPUs",
+        "rate",
+        "readers",
+        "events/s",
+        "gaps/s",
+        "load",
+        "events/s/core",
+        "lost ev",
+        "lost on CPUs",
+        "unattr",
+        "memory",
+        "per CPU"
+    );
+    for &(what, rate) in &rates {
+        for &n in &cpus {
+            let groups = match readers.as_str() {
+                "auto" => tracing::reader_groups(n, pins.len()),
+                k => {
+                    let k: usize = k.parse().map_err(|_| "--readers: 1, 2, … or auto")?;
+                    let per = n.div_ceil(k.max(1));
+                    (0..n)
+                        .step_by(per.max(1))
+                        .map(|a| a..(a + per).min(n))
+                        .collect()
+                }
+            };
+            run_one(&src, n, (what, rate), seconds, &groups, &pins);
+        }
+    }
+    Ok(())
+}
+
+/// Gives the allocator's free memory back, so that the process's anonymous memory is
+/// what is in use (the stand-in kernel buffers are the bench's, not the reader's).
+fn trim() {
+    // SAFETY: malloc_trim only releases free memory of the allocator.
+    unsafe {
+        libc::malloc_trim(0);
+    }
+}
+
+fn run_one(
+    src: &Source,
+    n: usize,
+    (what, rate): (&str, f64),
+    seconds: f64,
+    groups: &[std::ops::Range<usize>],
+    pins: &[usize],
+) {
+    trim();
+    let before = private_kib();
+    let plan = Plan {
+        src,
+        speed: rate / src.rate,
+        seconds,
+        base: 1 << 40,
+        buffer_pages: (tracing::BUFFER_KIB as usize * 1024) / src.page_size,
+    };
+    let scale = src.scale;
+    let coincidence = Mutex::new(Coincidence::new(
+        n,
+        scale.to_ticks(tracing::COINCIDENCE_NS),
+        scale.to_ticks(tracing::COINCIDENCE_HORIZON_NS),
+    ));
+    let results: Vec<_> = std::thread::scope(|s| {
+        let handles: Vec<_> = (groups.iter().enumerate())
+            .map(|(k, g)| {
+                let pin = (!pins.is_empty()).then(|| pins[k % pins.len()]);
+                let (plan, coincidence) = (&plan, &coincidence);
+                s.spawn(move || read_share(plan, g.clone(), pin, coincidence))
+            })
+            .collect();
+        handles
+            .into_iter()
+            .map(|h| h.join().expect("a reader"))
+            .collect()
+    });
+    let mut outs: Vec<LaneOut> = Vec::new();
+    let (mut busy, mut events, mut gaps, mut load, mut anon) = (0u64, 0u64, 0u64, 0f64, 0u64);
+    let (mut lost_per_cpu, mut held) = (Vec::new(), 0);
+    let mut elapsed = 0u64;
+    for (o, f) in results {
+        anon = anon.max(f.anon_kib);
+        lost_per_cpu.extend(f.lost);
+        held += f.peak_held;
+        outs.extend(o);
+        busy += f.busy_ns;
+        events += f.events;
+        gaps += f.gaps;
+        elapsed = elapsed.max(f.elapsed_ns);
+        load = load.max(f.busy_ns as f64 / f.elapsed_ns.max(1) as f64);
+    }
+    // Lost: what the kernel's buffer could not hold, and what the window pushed out.
+    for (l, o) in lost_per_cpu.iter_mut().zip(&outs) {
+        *l += o.lost;
+    }
+    let unattributed: u64 = outs.iter().map(|o| o.lane.in_lost_spans + o.dropped).sum();
+    let coincident = coincidence
+        .into_inner()
+        .map(Coincidence::finish)
+        .unwrap_or_default();
+    let lost: u64 = lost_per_cpu.iter().sum();
+    let lossy = lost_per_cpu.iter().filter(|&&l| l > 0).count();
+    let secs = elapsed as f64 / 1e9;
+    println!(
+        "{:>5} {:>12} {:>7} {:>10.0} {:>9.0} {:>8.1}% {:>13.0} {:>11} {:>18} {:>9} {:>6} KiB {:>4} KiB",
+        n,
+        format!(
+            "{rate:.0} ({})",
+            if what == "this host" {
+                "here"
+            } else if what == "16-CPU host" {
+                "host16"
+            } else {
+                "given"
+            }
+        ),
+        groups.len(),
+        events as f64 / secs,
+        gaps as f64 / secs,
+        100.0 * load,
+        events as f64 / (busy as f64 / 1e9).max(1e-9),
+        lost,
+        format!(
+            "{lossy} of {n} (max {})",
+            lost_per_cpu.iter().max().unwrap_or(&0)
+        ),
+        unattributed,
+        anon.saturating_sub(before),
+        anon.saturating_sub(before) / n as u64,
+    );
+    if lossy > 0 {
+        let each: Vec<String> = (lost_per_cpu.iter().enumerate())
+            .filter(|(_, l)| **l > 0)
+            .take(8)
+            .map(|(i, l)| format!("CPU {i}: {l}"))
+            .collect();
+        println!(
+            "      lost per CPU: {}{}",
+            each.join(", "),
+            if lossy > 8 { ", …" } else { "" }
+        );
+    }
+    let attributed: u64 = outs.iter().map(|o| o.lane.attributed()).sum();
+    let c: u64 = coincident.iter().sum();
+    let rings = n * tracing::STREAM_GAPS * 16 / 1024;
+    println!(
+        "      {attributed} gaps attributed, {unattributed} unattributed (over a loss, or a \
+         full queue), {c} coincident; at most {held} events held in the windows; memory: \
+         {rings} KiB of it the gap queues (16 B a slot)"
+    );
+}

@@ -1,0 +1,637 @@
+//! Attribution as the gaps come (issues 22 and 29): a reader on a housekeeping CPU follows
+//! the trace of some measured CPUs (`reader::Follower`), takes each CPU's gaps as its
+//! measuring thread hands them over, and attributes each once it has settled (ended long
+//! enough ago that every event inside it has been read) into a running tally
+//! (`attribute::Tally`). Nothing is kept per gap: memory holds the gaps waiting to settle
+//! and the events they need, whatever the run's length.
+//!
+//! What a window keeps: the events from the oldest waiting gap on, and while the measuring
+//! thread is switched out (a gap still under way, which no one has handed over yet: a
+//! throttled loop waits 50 ms, longer than a gap takes to settle), from its switch out.
+//! A timer's gaps run from a deadline the thread slept to, so its lane also keeps an
+//! interval's events before them, for what ran at the deadline.
+//!
+//! A gap that overlaps a span whose events were lost (a page the kernel flagged, an event
+//! pushed out of a full window) is not attributed: it is counted (`in_lost_spans`, in the
+//! result's `unattributed_gaps`), never named after the events around the hole.
+//!
+//! I/O-free but for the follower's reads, so a replay of recorded pages runs the very same
+//! code (`bench/trace_replay.rs`).
+
+use std::collections::{HashMap, VecDeque};
+use std::io::Read;
+
+use crate::engine::clock::Scale;
+use crate::stats::LatencyHistogram;
+use crate::stats::causes::Attribution;
+
+use super::attribute::{Context, Gap, Naming, Tally, Throttle};
+use super::event::{Event, Kind, Names};
+use super::reader::{EventWindow, Follower};
+
+/// How many of each CPU's largest gaps are broken down.
+pub const TOP: usize = 10;
+/// A switched-out measurer keeps its window's events at most this long: some kernels
+/// record no switch back in, and a loop that then runs without a gap for a while must
+/// not hold its window open.
+pub const MAX_AWAY_NS: u64 = 2_000_000_000;
+/// Wake-ups seen before a running p99 is trusted; until then (or for a second) they wait.
+pub const WARM_WAKEUPS: u64 = 1_000;
+/// Task names a reader interns before it starts its names afresh with those its
+/// windows hold (a fraction of a second of events names few): on a host that builds all
+/// day, every compiler thread has a name of its own.
+pub const MAX_NAMES: usize = 1_024;
+
+/// Which of the gaps handed over are attributed.
+#[derive(Debug)]
+pub enum Pick {
+    /// Every one (a noise loop's gaps).
+    All,
+    /// Those of at least this many ns (`timer --trace-above`).
+    AtLeast(u64),
+    /// Those at or above the p99 of every gap handed over so far (`timer --trace`: the
+    /// run's p99 is not known until it ends, and nothing is kept per wake-up until then).
+    RunningP99 {
+        seen: Box<LatencyHistogram>,
+        /// The lowest and highest floor applied, ns.
+        floors: Option<(u64, u64)>,
+    },
+}
+
+impl Pick {
+    /// The running p99 pick, empty.
+    pub fn running_p99() -> Pick {
+        Pick::RunningP99 {
+            seen: Box::new(LatencyHistogram::new()),
+            floors: None,
+        }
+    }
+}
+
+/// One measured CPU's gaps on their way to its tally.
+#[derive(Debug)]
+pub struct Lane {
+    pub cpu: usize,
+    /// The measuring thread: its own time is no cause (0 until it has said).
+    pub measurer: u32,
+    pub throttle: Throttle,
+    /// A noise loop's gaps begin with the loop running and no context open.
+    quiet_at_gap_start: bool,
+    /// Events kept before a waiting gap's start, in ticks.
+    margin: u64,
+    pick: Pick,
+    pending: VecDeque<(Gap, u64)>,
+    tally: Tally,
+    /// The latest start of a gap of a loop that ran when it began.
+    running_at: u64,
+    /// Gaps handed over, and those that overlapped a span with events lost.
+    pub offered: u64,
+    pub in_lost_spans: u64,
+}
+
+impl Lane {
+    /// A noise loop's lane: every gap, each beginning with the loop running.
+    pub fn noise(cpu: usize, throttle: Throttle) -> Lane {
+        Lane::new(cpu, throttle, true, 0, Pick::All)
+    }
+
+    /// A timer thread's lane: gaps from a deadline to the wake-up, keeping `interval`
+    /// ticks of events before each for what ran at the deadline.
+    pub fn timer(cpu: usize, throttle: Throttle, interval: u64, pick: Pick) -> Lane {
+        Lane::new(cpu, throttle, false, interval, pick)
+    }
+
+    fn new(cpu: usize, throttle: Throttle, quiet: bool, margin: u64, pick: Pick) -> Lane {
+        Lane {
+            cpu,
+            measurer: 0,
+            throttle,
+            quiet_at_gap_start: quiet,
+            margin,
+            pick,
+            pending: VecDeque::new(),
+            tally: Tally::new(TOP),
+            running_at: 0,
+            offered: 0,
+            in_lost_spans: 0,
+        }
+    }
+
+    /// A gap, handed over in start order once it ended, with its interrupted time (ns).
+    pub fn offer(&mut self, gap: Gap, ns: u64) {
+        self.offered += 1;
+        if self.quiet_at_gap_start {
+            self.running_at = self.running_at.max(gap.start);
+        }
+        match &mut self.pick {
+            Pick::AtLeast(floor) if ns < *floor => return,
+            Pick::RunningP99 { seen, .. } => seen.record(ns),
+            _ => {}
+        }
+        self.pending.push_back((gap, ns));
+    }
+
+    /// Gaps attributed so far.
+    pub fn attributed(&self) -> u64 {
+        self.tally.gaps()
+    }
+
+    /// Attributes the gaps that ended by `settled` (all of them when `last`) to the
+    /// window's events, then forgets the events no waiting gap needs.
+    pub fn settle(&mut self, w: &mut EventWindow, cx: &Shared<'_>, settled: u64, last: bool) {
+        let mut ready = match last {
+            true => self.pending.len(),
+            false => self.pending.partition_point(|(g, _)| g.end <= settled),
+        };
+        if let Pick::RunningP99 { seen, .. } = &self.pick
+            && seen.count() < WARM_WAKEUPS
+            && !last
+        {
+            let second = cx.scale.to_ticks(1_000_000_000);
+            let old = settled.saturating_sub(second);
+            ready = self.pending.partition_point(|(g, _)| g.end <= old);
+        }
+        if ready > 0 {
+            let floor = self.floor();
+            let (mut kept, mut lost) = (Vec::with_capacity(ready), 0);
+            for (g, ns) in self.pending.drain(..ready).filter(|(_, ns)| *ns >= floor) {
+                match w.lost_within(g.start, g.end) {
+                    true => lost += 1,
+                    false => kept.push((g, ns)),
+                }
+            }
+            self.in_lost_spans += lost;
+            if let Some(first) = kept.first().map(|g| g.0.start) {
+                let events = w.events();
+                let from = events.partition_point(|e| e.ts < first.saturating_sub(self.margin));
+                let events = &events[from..];
+                cx.name_functions(events);
+                let symbols = cx.known.borrow();
+                let c = Context {
+                    names: cx.names,
+                    symbols: &symbols,
+                    scale: cx.scale,
+                    run_start: 0,
+                    measurer: self.measurer,
+                    top: TOP,
+                    quiet_at_gap_start: self.quiet_at_gap_start,
+                    naming: Naming::Full,
+                    throttle: self.throttle,
+                };
+                self.tally.add(&kept, events, &c);
+            }
+        }
+        let keep = self.keep_from(w, settled, cx.scale);
+        w.forget_before(keep);
+    }
+
+    /// The floor of the pick now, ns (a running p99 noted as applied).
+    fn floor(&mut self) -> u64 {
+        match &mut self.pick {
+            Pick::All => 0,
+            Pick::AtLeast(f) => *f,
+            Pick::RunningP99 { seen, floors } => {
+                // The bucket's lowest value: a wake-up in the p99's own bucket is at it.
+                let h = seen.inner();
+                let p99 = h.lowest_equivalent(h.value_at_quantile(0.99));
+                let (lo, hi) = floors.unwrap_or((p99, p99));
+                *floors = Some((lo.min(p99), hi.max(p99)));
+                p99
+            }
+        }
+    }
+
+    /// Where the window may forget up to: the oldest waiting gap, or what a gap still
+    /// under way needs (the measurer's switch out), less the lane's margin.
+    fn keep_from(&self, w: &mut EventWindow, settled: u64, scale: Scale) -> u64 {
+        let waiting = (self.pending.front())
+            .map_or(settled, |g| g.0.start)
+            .min(settled);
+        let recent = settled.saturating_sub(scale.to_ticks(MAX_AWAY_NS));
+        let away =
+            away_since(w.events(), self.measurer).filter(|&t| t > self.running_at && t >= recent);
+        waiting
+            .min(away.unwrap_or(u64::MAX))
+            .saturating_sub(self.margin)
+    }
+
+    /// The tally of every gap attributed, its method said as the pick chose them.
+    pub fn finish(self, scale: Scale, run_start: u64) -> Attribution {
+        let mut a = self.tally.finish(scale);
+        for b in &mut a.top {
+            b.start_ns = scale.to_ns(b.start_tsc.saturating_sub(run_start));
+        }
+        let us = |ns: u64| ns as f64 / 1e3;
+        let late = "late, from its deadline to its waking, split by what ran";
+        match &self.pick {
+            Pick::All => {}
+            Pick::AtLeast(f) => {
+                a.method = format!(
+                    "kernel trace events on the counter (x86-tsc): each wake-up at or above \
+                     {} µs {late}",
+                    us(*f)
+                )
+            }
+            Pick::RunningP99 { floors, .. } => {
+                let range = match floors {
+                    Some((lo, hi)) if lo == hi => format!("{} µs", us(*lo)),
+                    Some((lo, hi)) => format!("{} to {} µs over the run", us(*lo), us(*hi)),
+                    None => "none settled".into(),
+                };
+                a.method = format!(
+                    "kernel trace events on the counter (x86-tsc): each wake-up at or above \
+                     the p99 of the thread's wake-ups so far ({range}; --trace-above fixes \
+                     it) {late}"
+                )
+            }
+        }
+        a.unattributed_gaps = self.in_lost_spans;
+        a
+    }
+}
+
+/// Since when the measurer has been switched out, if its last switch in `events` took
+/// it out.
+fn away_since(events: &[Event], measurer: u32) -> Option<u64> {
+    if measurer == 0 {
+        return None;
+    }
+    events.iter().rev().find_map(|e| match e.kind {
+        Kind::Switch { prev, .. } if prev.pid == measurer => Some(Some(e.ts)),
+        Kind::Switch { next, .. } if next.pid == measurer => Some(None),
+        _ => None,
+    })?
+}
+
+/// What the lanes of one reader share: the names its decoder interned, the trace's
+/// clock, and the kernel functions named so far.
+pub struct Shared<'a> {
+    pub names: &'a Names,
+    pub scale: Scale,
+    pub known: &'a std::cell::RefCell<HashMap<u64, String>>,
+}
+
+impl Shared<'_> {
+    /// Names the work and hrtimer functions in `events` not named before.
+    fn name_functions(&self, events: &[Event]) {
+        super::symbols::name_functions(&mut self.known.borrow_mut(), events);
+    }
+}
+
+/// A follower and the lanes of its CPUs, in the same order: one reader's share of the
+/// measured CPUs.
+pub struct Reader<R = std::fs::File> {
+    pub follower: Follower<R>,
+    pub lanes: Vec<Lane>,
+    known: std::cell::RefCell<HashMap<u64, String>>,
+}
+
+impl<R: Read> Reader<R> {
+    /// `lanes` for the follower's windows, in their order.
+    pub fn new(mut follower: Follower<R>, lanes: Vec<Lane>) -> Reader<R> {
+        follower.set_max_names(MAX_NAMES);
+        debug_assert!(
+            (follower.windows.iter().zip(&lanes)).all(|(w, l)| w.cpu == l.cpu),
+            "one lane per window, in order"
+        );
+        Reader {
+            follower,
+            lanes,
+            known: Default::default(),
+        }
+    }
+
+    /// Drains the trace into the windows.
+    pub fn read(&mut self) -> std::io::Result<()> {
+        self.follower.pass()
+    }
+
+    /// Attributes each lane's settled gaps (all of them when `last`).
+    pub fn settle(&mut self, scale: Scale, settled: u64, last: bool) {
+        let Reader {
+            follower,
+            lanes,
+            known,
+        } = self;
+        let cx = Shared {
+            names: &follower.decoder.names,
+            scale,
+            known,
+        };
+        for (lane, w) in lanes.iter_mut().zip(&mut follower.windows) {
+            lane.settle(w, &cx, settled, last);
+        }
+    }
+
+    /// Events held in the windows now, all lanes.
+    pub fn held(&self) -> usize {
+        self.follower.windows.iter().map(EventWindow::len).sum()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::trace::format::{PageLayout, parse_event_format};
+    use crate::trace::reader::PageQueue;
+    use crate::trace::ring::{mark_missed, write_pages};
+
+    const ME: u32 = 100;
+    const MS: u64 = 1_000_000;
+
+    fn switch_format() -> crate::trace::format::EventFormat {
+        parse_event_format("sched:sched_switch", crate::trace::event::SWITCH_FORMAT).unwrap()
+    }
+
+    /// A sched_switch record from (comm, pid) to (comm, pid), the first still runnable.
+    fn switch(prev: (&str, u32), next: (&str, u32)) -> Vec<u8> {
+        let mut rec = vec![0u8; 64];
+        rec[0..2].copy_from_slice(&7u16.to_le_bytes());
+        rec[8..8 + prev.0.len()].copy_from_slice(prev.0.as_bytes());
+        rec[24..28].copy_from_slice(&prev.1.to_le_bytes());
+        rec[28..32].copy_from_slice(&120i32.to_le_bytes());
+        rec[40..40 + next.0.len()].copy_from_slice(next.0.as_bytes());
+        rec[56..60].copy_from_slice(&next.1.to_le_bytes());
+        rec[60..64].copy_from_slice(&120i32.to_le_bytes());
+        rec
+    }
+
+    fn pages_of(records: &[(u64, Vec<u8>)]) -> Vec<u8> {
+        let r: Vec<(u64, &[u8])> = records.iter().map(|(t, d)| (*t, &d[..])).collect();
+        let mut pages = write_pages(&r, 4096, &PageLayout::DEFAULT);
+        assert_eq!(pages.len(), 1);
+        pages.remove(0)
+    }
+
+    /// A reader of one CPU (CPU 1, measured by thread ME) on a 1 GHz counter.
+    fn reader() -> Reader<PageQueue> {
+        let sources = vec![(1, PageQueue::default())];
+        let f =
+            Follower::from_sources(sources, 4096, PageLayout::DEFAULT, &[switch_format()], 1024);
+        let mut lane = Lane::noise(1, Throttle::default());
+        lane.measurer = ME;
+        Reader::new(f, vec![lane])
+    }
+
+    fn feed(r: &mut Reader<PageQueue>, page: Vec<u8>) {
+        r.follower
+            .sources_mut()
+            .for_each(|q| q.pages.push_back(page.clone()));
+        r.read().unwrap();
+    }
+
+    fn gap(start: u64, end: u64) -> (Gap, u64) {
+        (Gap { start, end }, end - start)
+    }
+
+    /// Issue 29: a gap that overlaps a span whose events the kernel lost is counted
+    /// unattributed, never named after the events on either side of the hole; the next
+    /// gap, clear of it, is attributed as usual.
+    #[test]
+    fn issue29_a_gap_over_lost_events_is_counted_never_named() {
+        let scale = Scale::from_hz(1e9);
+        let mut r = reader();
+        let me = ("measure-cpu1", ME);
+        let kw = ("kworker/1:1", 57);
+        let holder = ("js-holder", 7);
+        feed(&mut r, pages_of(&[(1_000, switch(me, kw))]));
+        // The kernel lost events before the next page: what ran from 1 000 to 5 000 is
+        // not known (the kworker may have given the CPU to others).
+        let mut after = pages_of(&[
+            (5_000, switch(kw, me)),
+            (9_000, switch(me, holder)),
+            (9_500, switch(holder, me)),
+        ]);
+        mark_missed(&mut after, &PageLayout::DEFAULT, 12);
+        feed(&mut r, after);
+        let (g1, n1) = gap(990, 5_010);
+        let (g2, n2) = gap(8_990, 9_510);
+        r.lanes[0].offer(g1, n1);
+        r.lanes[0].offer(g2, n2);
+        r.settle(scale, 10 * MS, false);
+        let lane = r.lanes.remove(0);
+        assert_eq!((lane.attributed(), lane.in_lost_spans), (1, 1));
+        let a = lane.finish(scale, 0);
+        assert_eq!(a.gaps, 1);
+        assert_eq!(a.unattributed_gaps, 1);
+        assert!(
+            a.causes.iter().all(|c| !c.cause.contains("kworker")),
+            "{:?}",
+            a.causes
+        );
+        assert!(
+            a.causes[0].cause.starts_with("task js-holder:7"),
+            "{:?}",
+            a.causes
+        );
+        assert_eq!(r.follower.windows[0].missed, 12);
+    }
+
+    /// Issue 29 (the throttle window named idle on the 16-CPU host): while the loop is
+    /// switched out, no one has handed its gap over yet, and one that lasts longer than
+    /// a gap takes to settle (a throttled loop waits 50 ms) must find its switch out
+    /// still in the window when it comes.
+    #[test]
+    fn issue29_a_gap_under_way_keeps_the_events_since_the_switch_out() {
+        let scale = Scale::from_hz(1e9);
+        let mut r = reader();
+        let (me, kw) = (("measure-cpu1", ME), ("kworker/1:1", 57));
+        feed(&mut r, pages_of(&[(1_000, switch(me, kw))]));
+        // Passes 60 and 80 ms on, the gap still under way: nothing waits, nothing to keep
+        // but what the gap under way needs.
+        r.settle(scale, 60 * MS, false);
+        r.settle(scale, 80 * MS, false);
+        assert_eq!(r.held(), 1, "the switch out is kept");
+        feed(&mut r, pages_of(&[(90 * MS, switch(kw, me))]));
+        let (g, n) = gap(990, 90 * MS + 10);
+        r.lanes[0].offer(g, n);
+        r.settle(scale, 200 * MS, false);
+        let a = r.lanes.remove(0).finish(scale, 0);
+        assert_eq!(a.gaps, 1);
+        assert!(
+            a.causes[0].cause.starts_with("task kworker/1:1:57"),
+            "{:?}",
+            a.causes
+        );
+        assert!(a.causes[0].total_ns >= 90 * MS - 1_000);
+        // Once the loop ran again (a later gap began), the window forgets.
+        assert_eq!(r.held(), 0);
+    }
+
+    /// A timer lane picks the wake-ups at or above the running p99, and says so.
+    #[test]
+    fn a_running_p99_picks_the_late_wakeups_as_they_come() {
+        let scale = Scale::from_hz(1e9);
+        let sources = vec![(1, PageQueue::default())];
+        let f =
+            Follower::from_sources(sources, 4096, PageLayout::DEFAULT, &[switch_format()], 1024);
+        let lane = Lane::timer(1, Throttle::default(), MS, Pick::running_p99());
+        let mut r = Reader::new(f, vec![lane]);
+        // 2 000 wake-ups a ms apart, 2 µs late but every 50th, 300 µs late.
+        for i in 0..2_000u64 {
+            let late = if i % 50 == 49 { 300_000 } else { 2_000 };
+            let start = (i + 1) * MS;
+            r.lanes[0].offer(
+                Gap {
+                    start,
+                    end: start + late,
+                },
+                late,
+            );
+        }
+        r.settle(scale, 3_000 * MS, false);
+        let a = r.lanes.remove(0).finish(scale, 0);
+        assert_eq!(a.gaps, 40, "the 2 % above the p99");
+        assert!(
+            a.method.contains("p99 of the thread's wake-ups so far"),
+            "{}",
+            a.method
+        );
+    }
+
+    /// Issue 29: a host that starts processes all day (a build: a new `task rustc:PID`
+    /// every few gaps) names at most `MAX_CAUSES` causes; the least go into `other
+    /// tasks`, the largest keep their names however late they come, and no time is lost.
+    #[test]
+    fn issue29_causes_are_bounded_and_the_largest_keep_their_names() {
+        use crate::trace::attribute::{MAX_CAUSES, attribute};
+        use crate::trace::event::Task;
+        let mut names = Names::default();
+        let me = Task {
+            pid: ME,
+            comm: names.intern("measure-cpu1"),
+            prio: 120,
+        };
+        let (mut events, mut gaps) = (Vec::new(), Vec::new());
+        let n = 2 * MAX_CAUSES as u64;
+        for i in 0..n {
+            let t = Task {
+                pid: 1_000 + i as u32,
+                comm: names.intern("rustc"),
+                prio: 120,
+            };
+            // Each process holds the CPU once, the later ones longer.
+            let (at, held) = (i * 100_000, 1_000 + i);
+            let sw = |prev, next| Kind::Switch {
+                prev,
+                prev_state: 0,
+                next,
+            };
+            events.push(Event {
+                ts: at,
+                kind: sw(me, t),
+            });
+            events.push(Event {
+                ts: at + held,
+                kind: sw(t, me),
+            });
+            gaps.push(gap(at, at + held));
+        }
+        let symbols = HashMap::new();
+        let cx = Context {
+            top: 3,
+            ..Context::plain(&names, &symbols, ME)
+        };
+        let a = attribute(&gaps, &events, &cx);
+        assert!(a.causes.len() <= MAX_CAUSES + 1, "{} rows", a.causes.len());
+        let total: u64 = a.causes.iter().map(|c| c.total_ns).sum();
+        assert_eq!(total, a.interrupted_ns);
+        let other = a
+            .causes
+            .iter()
+            .find(|c| c.cause == "other tasks")
+            .expect("other");
+        assert!(other.gaps >= n - MAX_CAUSES as u64);
+        assert!(other.period_ns.is_none());
+        // The largest, come last, keep their names.
+        for pid in 1_000 + n - MAX_CAUSES as u64 / 2..1_000 + n {
+            let name = format!("task rustc:{pid} (SCHED_OTHER nice 0)");
+            assert!(a.causes.iter().any(|c| c.cause == name), "{name}");
+        }
+    }
+
+    /// Issue 29: past its limit of names a reader starts afresh with only the names its
+    /// windows' events use, and those events keep their names.
+    #[test]
+    fn issue29_names_start_afresh_with_those_the_windows_hold() {
+        let scale = Scale::from_hz(1e9);
+        let mut r = reader();
+        r.follower.set_max_names(10);
+        let me = ("measure-cpu1", ME);
+        let recs: Vec<(u64, Vec<u8>)> = (0..40u64)
+            .map(|i| {
+                let comm = format!("opt {i:08x}");
+                let t = (i + 1) * 1_000;
+                match i % 2 {
+                    0 => (t, switch(me, (&comm, 1_000 + i as u32))),
+                    _ => (t, switch((&comm, 1_000 + i as u32), me)),
+                }
+            })
+            .collect();
+        feed(&mut r, pages_of(&recs));
+        assert!(r.follower.decoder.names.len() > 40);
+        // Nothing before 39 500 is needed any more.
+        r.settle(scale, 39_500, false);
+        assert_eq!(r.held(), 1, "the last switch, back to the loop");
+        feed(&mut r, pages_of(&[(50_000, switch(me, ("opt last", 7)))]));
+        let names = &r.follower.decoder.names;
+        assert!(names.len() <= 4, "{} names", names.len());
+        let held: Vec<String> = (r.follower.windows[0].events().iter())
+            .map(|e| match e.kind {
+                Kind::Switch { prev, next, .. } => {
+                    let names = &r.follower.decoder.names;
+                    format!("{} > {}", names.get(prev.comm), names.get(next.comm))
+                }
+                _ => String::new(),
+            })
+            .collect();
+        assert_eq!(
+            held,
+            ["opt 00000027 > measure-cpu1", "measure-cpu1 > opt last"]
+        );
+    }
+
+    /// Issue 29: a long gap on a busy CPU is broken down into at most `MAX_PARTS / 2`
+    /// parts in time order, then the rest summed per cause, no time lost.
+    #[test]
+    fn issue29_a_long_gap_lists_its_first_parts_then_sums_the_rest() {
+        use crate::trace::attribute::{MAX_PARTS, attribute};
+        use crate::trace::event::Task;
+        let mut names = Names::default();
+        let task = |names: &mut Names, c: &str, pid| Task {
+            pid,
+            comm: names.intern(c),
+            prio: 120,
+        };
+        let me = task(&mut names, "measure-cpu1", ME);
+        let (a, b) = (task(&mut names, "rustc", 7), task(&mut names, "cc1", 8));
+        let sw = |ts, prev, next| Event {
+            ts,
+            kind: Kind::Switch {
+                prev,
+                prev_state: 0,
+                next,
+            },
+        };
+        let mut events = vec![sw(1_000, me, a)];
+        for i in 1..200u64 {
+            let (p, n) = if i % 2 == 1 { (a, b) } else { (b, a) };
+            events.push(sw(1_000 + i * 100, p, n));
+        }
+        events.push(sw(21_000, b, me));
+        let symbols = HashMap::new();
+        let cx = Context {
+            top: 1,
+            ..Context::plain(&names, &symbols, ME)
+        };
+        let at = attribute(&[gap(1_000, 21_000)], &events, &cx);
+        let parts = &at.top[0].parts;
+        assert_eq!(parts.len(), MAX_PARTS / 2 + 2, "{parts:?}");
+        assert!(
+            parts[..MAX_PARTS / 2]
+                .windows(2)
+                .all(|w| w[0].offset_ns < w[1].offset_ns)
+        );
+        assert_eq!(parts.iter().map(|p| p.duration_ns).sum::<u64>(), 20_000);
+    }
+}
