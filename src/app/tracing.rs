@@ -247,6 +247,20 @@ const PASS: std::time::Duration = std::time::Duration::from_millis(20);
 /// How long after a gap's end it is attributed: by then every event inside it has been
 /// written to the trace and read.
 const SETTLE: std::time::Duration = std::time::Duration::from_millis(50);
+/// How long a loop may be held off its CPU with its gap still attributed whole: longer
+/// than RT throttling's windows (50 ms by default) and a CFS period (at most 1 s).
+const HOLD: std::time::Duration = std::time::Duration::from_secs(2);
+
+/// From where a CPU's events must be kept: the first waiting gap's start; with none
+/// waiting, the loop's last known run (the end of its last gap, `loop_ran`), never more
+/// than `hold` before `settled`. A gap is known only once the loop runs again, so the
+/// next one may have begun right after `loop_ran` and still go on: forgetting up to
+/// `settled` lost the switch that opened a throttle window longer than SETTLE, and named
+/// the window after the tasks and idle in it (issue 29).
+fn keep_events_from(first_waiting: Option<u64>, loop_ran: u64, settled: u64, hold: u64) -> u64 {
+    let from = first_waiting.unwrap_or(loop_ran.max(settled.saturating_sub(hold)));
+    from.min(settled)
+}
 
 /// What a streamed trace attributed, per measured CPU in the rings' order.
 pub struct Streamed {
@@ -325,6 +339,9 @@ fn follow_gaps(
     let mut symbols: HashMap<u64, String> = HashMap::new();
     let mut pending: Vec<VecDeque<(Gap, u64)>> = rings.iter().map(|_| VecDeque::new()).collect();
     let mut tallies: Vec<Tally> = rings.iter().map(|_| Tally::new(TOP)).collect();
+    // Where each loop last ran: the end of its last gap.
+    let mut loop_ran: Vec<u64> = rings.iter().map(|_| 0).collect();
+    let hold = scale.to_ticks(HOLD.as_nanos() as u64);
     loop {
         let last = done.load(Ordering::Relaxed);
         if last {
@@ -341,6 +358,7 @@ fn follow_gaps(
             let min_step = ring.loop_min();
             ring.drain(|e| {
                 let end = e.start_ticks + scale.to_ticks(e.duration_ns) + min_step;
+                loop_ran[i] = loop_ran[i].max(end);
                 pending[i].push_back((
                     Gap {
                         start: e.start_ticks,
@@ -381,8 +399,8 @@ fn follow_gaps(
                 tallies[i].add(&batch, w.events(), &cx);
             }
             // What the next waiting gap needs, or what the next one could.
-            let keep_from = pending[i].front().map_or(settled, |(g, _)| g.start);
-            w.forget_before(keep_from.min(settled));
+            let first_waiting = pending[i].front().map(|(g, _)| g.start);
+            w.forget_before(keep_events_from(first_waiting, loop_ran[i], settled, hold));
         }
         if last {
             break;
@@ -431,5 +449,25 @@ pub fn attach_streamed(entries: &mut [NoiseEntry], s: Streamed, scale: Scale, ru
         if let Some(a) = &mut e.attribution {
             a.coincident_gaps = n;
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::keep_events_from;
+
+    /// Issue 29: a loop held off longer than SETTLE has reported no gap yet; the events
+    /// since its last run are kept, so that the switch that opened the window is there
+    /// when the gap is.
+    #[test]
+    fn issue29_events_since_the_loop_last_ran_are_kept_while_no_gap_waits() {
+        let (settled, hold) = (10_000, 5_000);
+        assert_eq!(keep_events_from(None, 7_000, settled, hold), 7_000);
+        // Never more than `hold` back.
+        assert_eq!(keep_events_from(None, 1_000, settled, hold), 5_000);
+        assert_eq!(keep_events_from(None, 0, 3_000, hold), 0);
+        // A waiting gap needs its events from its start.
+        assert_eq!(keep_events_from(Some(4_000), 7_000, settled, hold), 4_000);
+        assert_eq!(keep_events_from(Some(12_000), 7_000, settled, hold), settled);
     }
 }
