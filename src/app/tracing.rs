@@ -123,6 +123,8 @@ impl OnCpu {
         gaps: &[(Gap, u64)],
         quiet_at_gap_start: bool,
     ) -> crate::stats::causes::Attribution {
+        // noise's loop runs at each gap's start and spins; a timer thread sleeps.
+        let spins = quiet_at_gap_start;
         let empty = Vec::new();
         let cx = Context {
             names: &c.decoder.names,
@@ -134,6 +136,7 @@ impl OnCpu {
             quiet_at_gap_start,
             naming: attribute::Naming::Full,
             throttle: crate::system::throttle::read(self.cpu),
+            measurer_spins: spins,
         };
         let mut a = attribute::attribute(gaps, c.per_cpu.get(&self.cpu).unwrap_or(&empty), &cx);
         a.events_read = c.read.get(&self.cpu).copied().unwrap_or(0);
@@ -394,7 +397,9 @@ fn follow_gaps(
                     top: TOP,
                     quiet_at_gap_start: true,
                     naming: attribute::Naming::Full,
-                    throttle: throttles[i],
+                    throttle: throttles[i].clone(),
+                    // noise's loop spins: it never leaves its CPU by itself.
+                    measurer_spins: true,
                 };
                 tallies[i].add(&batch, w.events(), &cx);
             }

@@ -22,6 +22,7 @@ pub fn read(cpu: usize) -> Throttle {
     Throttle {
         rt,
         fair_server: fair_server(cpu),
+        cfs_quota: None,
     }
 }
 

@@ -117,7 +117,7 @@ impl WatchComms {
                 scale,
                 threshold_ns: self.threshold_ns,
                 top: 0,
-                throttle: self.throttle,
+                throttle: self.throttle.clone(),
                 run_start: crate::engine::clock::now(),
             },
         )
