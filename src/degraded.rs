@@ -58,6 +58,16 @@ impl Degraded {
         }
     }
 
+    /// The requested policy was refused for `reason` (`sched::explain_refusal`'s words);
+    /// when root was refused because the process's cgroup has no real-time runtime, the
+    /// reason names the group and the audit finding that gives the fixes.
+    pub fn sched_refused(requested: SchedRequest, reason: String) -> Degraded {
+        Degraded::SchedRefused {
+            requested,
+            reason: refusal_reason(reason),
+        }
+    }
+
     pub fn from_clock(p: &ClockProblem) -> Degraded {
         match p {
             ClockProblem::NotInvariant { missing } => Degraded::TscNotInvariant {
@@ -142,6 +152,18 @@ impl fmt::Display for Degraded {
                  any cause named is inferred. Run as root on a kernel with tracefs"
             ),
         }
+    }
+}
+
+/// A refusal's reason, with the cgroup that caused it where one did: root refused with
+/// EPERM (RT group scheduling) in a group the live host's chain shows without runtime.
+pub fn refusal_reason(reason: String) -> String {
+    if !reason.starts_with(crate::engine::sched::EPERM_AS_ROOT) {
+        return reason;
+    }
+    match crate::system::rt_group::live_cause() {
+        Some(cause) => format!("EPERM: {cause}"),
+        None => reason,
     }
 }
 

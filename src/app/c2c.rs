@@ -198,7 +198,7 @@ impl C2cCommand {
             cfg.samples,
             cfg.round_trips,
             humantime::format_duration(cfg.preheat),
-            self.settings.sched,
+            super::output::result_policy(r, self.settings.sched),
             clock_line(r),
         )
     }

@@ -119,10 +119,7 @@ fn degradations(
 ) -> Vec<Degraded> {
     let mut d: Vec<Degraded> = problems.iter().map(Degraded::from_clock).collect();
     if let Err(reason) = sched::preflight(req) {
-        d.push(Degraded::SchedRefused {
-            requested: req,
-            reason,
-        });
+        d.push(Degraded::sched_refused(req, reason));
     }
     if let Some(h) = &host.virtualization {
         d.push(Degraded::VirtualMachine {
@@ -451,10 +448,7 @@ pub fn run(
                     && !known
                     && let Some(reason) = w.sched_refused
                 {
-                    let d = Degraded::SchedRefused {
-                        requested: req,
-                        reason,
-                    };
+                    let d = Degraded::sched_refused(req, reason);
                     warn(&d.to_string());
                     degraded.push(d);
                 }

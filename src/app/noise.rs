@@ -125,7 +125,7 @@ impl Measure for NoiseCommand {
             r.run.actual_duration_ns as f64 / 1e9,
             interrupted_mark(r),
             self.cfg.threshold_ns,
-            self.settings.sched,
+            super::output::result_policy(r, self.settings.sched),
             if self.trace { ", traced" } else { "" },
             clock_line(r),
             crate::report::views::noise::noise_tables(r),

@@ -114,6 +114,49 @@ pub fn clock_line(r: &ResultFile) -> String {
     }
 }
 
+/// The policy the measuring threads ran with, as the result records it, never the one
+/// asked for: "SCHED_FIFO 90"; "SCHED_OTHER (SCHED_FIFO 90 refused)" when the threads
+/// could not have it; "SCHED_FIFO 90 on 3 threads, SCHED_OTHER on 1 (refused)" when
+/// they differ. `asked` is only named beside a refusal, or when no thread ran.
+pub fn policy_ran<'a>(
+    threads: impl IntoIterator<Item = &'a crate::probes::record::ThreadRecord>,
+    asked: crate::engine::sched::SchedRequest,
+) -> String {
+    use crate::engine::sched::SchedRequest;
+    let mut ran: Vec<(SchedRequest, usize)> = Vec::new();
+    let mut refused = false;
+    for t in threads {
+        let req = SchedRequest {
+            policy: t.policy,
+            priority: t.priority,
+        };
+        refused |= t.sched_refused.is_some();
+        match ran.iter_mut().find(|(r, _)| *r == req) {
+            Some((_, n)) => *n += 1,
+            None => ran.push((req, 1)),
+        }
+    }
+    let refusal = |s: String| match refused {
+        true => format!("{s} ({asked} refused)"),
+        false => s,
+    };
+    match ran.as_slice() {
+        [] => format!("{asked} asked for (no thread ran)"),
+        [(one, _)] => refusal(one.to_string()),
+        many => refusal(
+            many.iter()
+                .map(|(r, n)| format!("{r} on {n} thread{}", if *n == 1 { "" } else { "s" }))
+                .collect::<Vec<_>>()
+                .join(", "),
+        ),
+    }
+}
+
+/// The policy every thread of a result ran with (`policy_ran` over all its entries).
+pub fn result_policy(r: &ResultFile, asked: crate::engine::sched::SchedRequest) -> String {
+    policy_ran(r.probes.iter().flat_map(|p| p.threads()), asked)
+}
+
 /// " (interrupted)" after a header's duration, when the run was.
 pub fn interrupted_mark(r: &ResultFile) -> &'static str {
     match r.run.interrupted {

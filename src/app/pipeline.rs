@@ -440,10 +440,7 @@ fn preamble(
     };
     let mut degraded: Vec<Degraded> = problems.iter().map(Degraded::from_clock).collect();
     if let Err(reason) = sched::preflight(req) {
-        degraded.push(Degraded::SchedRefused {
-            requested: req,
-            reason,
-        });
+        degraded.push(Degraded::sched_refused(req, reason));
     }
     if let Some(h) = &host.virtualization {
         degraded.push(Degraded::VirtualMachine {
@@ -534,10 +531,7 @@ fn late_degradations(
         .any(|d| matches!(d, Degraded::SchedRefused { .. }));
     let late_refusal = outcome.workers.iter().find_map(|w| w.sched_refused.clone());
     if let Some(reason) = late_refusal.filter(|_| !already_refused) {
-        late.push(Degraded::SchedRefused {
-            requested: req,
-            reason,
-        });
+        late.push(Degraded::sched_refused(req, reason));
     }
     late
 }

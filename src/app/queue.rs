@@ -18,7 +18,7 @@ use crate::cli::QueueArgs;
 use crate::engine::cpu::{CpuList, CpuPlan, CpuUniverse};
 use crate::engine::run::ThreadSpec;
 use crate::engine::sched::{Policy, SchedRequest};
-use crate::probes::queue::{self, QueueConfig, QueueEntry, QueueError};
+use crate::probes::queue::{self, QueueConfig, QueueEntry, QueueError, Role};
 use crate::report::{ProbeEntry, ResultFile};
 
 use super::Ending;
@@ -432,11 +432,22 @@ fn header(r: &ResultFile, cfg: &QueueConfig) -> String {
         (Some(j), Some(p)) => format!("journaller CPU {} (journal {})", j.cpu, p.display()),
         (Some(j), None) => format!("journaller CPU {} (temporary journal)", j.cpu),
     };
+    // As each thread ran (a refused real-time policy is not what ran).
     let roles = cfg.threads();
+    let ran = |i: usize| {
+        let e = entries.first();
+        match i {
+            0 => e.map(|e| &e.producer.thread),
+            _ => (entries.iter())
+                .find(|e| (e.role == Role::Accumulator) == (i == 1))
+                .map(|e| &e.thread),
+        }
+    };
     let policies: Vec<String> = ["producer", "accumulator", "journaller"]
         .iter()
         .zip(&roles)
-        .map(|(name, t)| format!("{name} {}", t.sched))
+        .enumerate()
+        .map(|(i, (name, t))| format!("{name} {}", super::output::policy_ran(ran(i), t.sched)))
         .collect();
     let mut text = format!(
         "queue: producer CPU {} → accumulator CPU {}, {journaller}; a message every {} µs \

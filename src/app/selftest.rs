@@ -150,6 +150,7 @@ pub fn run(args: &SelftestArgs, stop: &AtomicBool) -> anyhow::Result<Ending> {
             }
         }
         (_, Err(reason)) => {
+            let reason = crate::degraded::refusal_reason(reason.clone());
             let why = format!("the holder needs SCHED_FIFO: {reason}");
             for name in HELD_CHECKS {
                 checks.push(Check::new(name, Outcome::Skipped, why.clone()));

@@ -270,7 +270,7 @@ impl TimerCommand {
             interrupted_mark(r),
             cfg.interval_ns as f64 / 1e3,
             cfg.clock,
-            self.settings.sched,
+            super::output::result_policy(r, self.settings.sched),
             slack_words(r),
             clock_line(r),
         )

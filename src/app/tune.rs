@@ -95,6 +95,7 @@ pub fn run(args: &TuneArgs, argv: &[String], stop: &AtomicBool) -> anyhow::Resul
     let mut steps = plan(&report, &root);
     if live {
         ask_the_kernel(&mut steps, &root);
+        realtime_only(&mut steps, sched);
     }
     if !args.step.is_empty() {
         if let Some(bad) = args
@@ -281,6 +282,43 @@ fn ask_the_kernel(steps: &mut [Step], root: &Path) {
     }
 }
 
+/// Steps whose effect only a real-time thread feels (RT throttling and the fair server
+/// take time from real-time threads alone), with what each does.
+const REALTIME_ONLY: &[(FindingId, &str)] = &[
+    (
+        FindingId::RtThrottlingOn,
+        "RT throttling only stops real-time threads",
+    ),
+    (
+        FindingId::FairServerOn,
+        "the fair server only takes time from real-time threads",
+    ),
+];
+
+/// A step whose effect needs a real-time probe is not applicable when the probe cannot
+/// be one: SCHED_OTHER asked for, or SCHED_FIFO refused here (say, a cgroup without
+/// real-time runtime). Judging it would spend its blocks on a difference that cannot be.
+fn realtime_only(steps: &mut [Step], sched: SchedRequest) {
+    let why = if !sched.policy.is_realtime() {
+        format!("the probe runs at {sched} (--policy {})", sched.policy)
+    } else {
+        match crate::engine::sched::preflight(sched) {
+            Ok(()) => return,
+            Err(reason) => format!(
+                "the probe cannot be real-time here: {sched} was refused ({})",
+                crate::degraded::refusal_reason(reason)
+            ),
+        }
+    };
+    for s in steps.iter_mut().filter(|s| s.class == Class::Applies) {
+        if let Some((_, what)) = REALTIME_ONLY.iter().find(|(id, _)| *id == s.id.as_str()) {
+            s.class = Class::NotApplicable {
+                answer: format!("{what}, and {why}"),
+            };
+        }
+    }
+}
+
 /// Asks once, on the terminal, before the first change.
 fn confirm(runnable: usize) -> anyhow::Result<bool> {
     if !std::io::stdin().is_terminal() {
@@ -361,7 +399,12 @@ fn plan_table(
             s.class.label()
         ));
         let detail = s.class.detail();
-        if !detail.is_empty() {
+        if matches!(s.class, Class::NotApplicable { .. }) {
+            // Why not is the point of the line: said whole.
+            let text = format!("       {detail}");
+            out.push_str(&crate::report::table::wrap(&text, Some(99), "       "));
+            out.push('\n');
+        } else if !detail.is_empty() {
             out.push_str(&format!("       {}\n", fit(&detail, 92)));
         }
         if s.class == Class::Applies || s.class == Class::AlreadyDone {

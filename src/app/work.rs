@@ -133,7 +133,7 @@ fn header(r: &ResultFile, cfg: &WorkConfig) -> String {
     let first = r.entries::<WorkEntry>().next();
     let (policy, timing) = first.map_or((String::new(), String::new()), |e| {
         (
-            crate::report::table::policy_cell(e.config.policy, e.config.priority),
+            crate::report::table::policy_cell(e.thread.policy, e.thread.priority),
             format!(
                 "each sample includes the timing's own {:.1} ns (two fenced TSC reads); one \
                  rdtsc costs {:.1} ns, one clock_gettime(MONOTONIC) {:.1} ns, one loop \

@@ -226,14 +226,18 @@ pub fn policy_of(tid: u32) -> Option<String> {
     })
 }
 
+/// How a refusal to root begins: the app layer looks for the cgroup that caused it.
+pub const EPERM_AS_ROOT: &str = "EPERM although root";
+
 /// Explains a refused policy change in words a user can act on.
 pub fn explain_refusal(err: &std::io::Error) -> String {
     match err.raw_os_error() {
         Some(libc::EPERM) => {
             if rustix::process::geteuid().is_root() {
-                "EPERM although root: RT group scheduling gives this cgroup no rt_runtime \
-                 (set cpu.rt_runtime_us, or run outside the cgroup)"
-                    .to_string()
+                format!(
+                    "{EPERM_AS_ROOT}: RT group scheduling gives this cgroup no rt_runtime \
+                     (set cpu.rt_runtime_us, or run outside the cgroup)"
+                )
             } else {
                 "EPERM: not root and no CAP_SYS_NICE or RLIMIT_RTPRIO (run as root, or \
                  `setcap cap_sys_nice+ep` the binary, or raise `ulimit -r`)"

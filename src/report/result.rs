@@ -143,6 +143,22 @@ pub enum ProbeEntry {
     Unknown,
 }
 
+impl ProbeEntry {
+    /// The threads that measured this entry, as they ran (the policy each really had).
+    pub fn threads(&self) -> Vec<&crate::probes::record::ThreadRecord> {
+        match self {
+            ProbeEntry::Noise(e) => vec![&e.thread],
+            ProbeEntry::Timer(e) => vec![&e.thread],
+            ProbeEntry::Pingpong(e) => vec![&e.thread_a, &e.thread_b],
+            ProbeEntry::C2c(e) => vec![&e.thread_a, &e.thread_b],
+            ProbeEntry::Queue(e) => vec![&e.producer.thread, &e.thread],
+            ProbeEntry::Work(e) => vec![&e.thread],
+            ProbeEntry::Syscalls(e) => vec![&e.thread],
+            ProbeEntry::Ptp(_) | ProbeEntry::Unknown => Vec::new(),
+        }
+    }
+}
+
 impl ResultFile {
     /// A result of the schema this version writes.
     pub fn new(host: HostInfo, run: RunInfo, probes: Vec<ProbeEntry>) -> ResultFile {

@@ -14,6 +14,7 @@
 //! a kernel build (naming the missing option), or the hypervisor's host. The text in
 //! `fix` is rendered from the remedies.
 
+mod cgroups;
 mod housekeeping;
 mod irq;
 mod isolation;
@@ -32,6 +33,7 @@ use crate::engine::cpu::CpuList;
 use crate::system::kernel::{self, KernelConfig, Support};
 
 pub use crate::system::finding_id::{Check, FindingId};
+pub use cgroups::CpusetView;
 pub use time::steal_over_run;
 
 /// How much a finding costs latency.
@@ -68,6 +70,7 @@ pub enum Area {
     Power,
     Memory,
     Scheduling,
+    Cgroups,
     Watchdog,
     Time,
     Virtualization,
@@ -82,6 +85,7 @@ impl fmt::Display for Area {
             Area::Power => "power",
             Area::Memory => "memory",
             Area::Scheduling => "scheduling",
+            Area::Cgroups => "cgroups",
             Area::Watchdog => "watchdogs",
             Area::Time => "time",
             Area::Virtualization => "virtualization",
@@ -522,12 +526,13 @@ fn cpu_flags(cpuinfo: &str) -> Vec<String> {
 
 /// Runs every check; the findings come grouped by area.
 pub fn audit(host: &Host) -> Vec<Finding> {
-    let checks: [fn(&Host) -> Vec<Finding>; 9] = [
+    let checks: [fn(&Host) -> Vec<Finding>; 10] = [
         isolation::isolation,
         irq::irqs,
         power::power,
         memory::memory,
         sched::scheduling,
+        cgroups::cgroups,
         sched::watchdogs,
         time::time,
         time::virtualization,

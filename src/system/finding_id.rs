@@ -88,6 +88,8 @@ named_enum! {
         Kthreads = "kthreads",
         Tuned = "tuned",
         Thread = "thread",
+        Cgroup = "cgroup",
+        Pressure = "pressure",
     }
 }
 
@@ -228,6 +230,15 @@ finding_ids! {
     TunedAbsent = "tuned-absent",
     ThreadOk = "thread-ok",
     ThreadNotTuned = "thread-not-tuned",
+    RtRuntimeCgroup = "rt-runtime-cgroup",
+    RtRuntimeCgroupOk = "rt-runtime-cgroup-ok",
+    CfsQuota = "cfs-quota",
+    CfsQuotaNone = "cfs-quota-none",
+    CpusetExclusive = "cpuset-exclusive",
+    CpusetShared = "cpuset-shared",
+    CpusetExcludesMeasured = "cpuset-excludes-measured",
+    CpuPressureLow = "cpu-pressure-low",
+    CpuPressureHigh = "cpu-pressure-high",
 }
 
 impl FindingId {

@@ -149,6 +149,9 @@ pub fn boot_option_needs(name: &str) -> Option<&'static [&'static str]> {
         "intel_idle.max_cstate" => &["CONFIG_INTEL_IDLE"],
         "nosmt" => &["CONFIG_HOTPLUG_SMT"],
         "haltpoll.guest_halt_poll_ns" => &["CONFIG_HALTPOLL_CPUIDLE"],
+        // 6.16+ (the audit checks the release too).
+        "rt_group_sched" => &["CONFIG_RT_GROUP_SCHED"],
+        "psi" => &["CONFIG_PSI"],
         _ => return None,
     })
 }

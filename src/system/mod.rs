@@ -3,9 +3,11 @@
 
 pub mod audit;
 pub mod cause_fix;
+pub mod cgroup;
 pub mod counters;
 pub mod finding_id;
 pub mod kernel;
+pub mod rt_group;
 pub mod throttle;
 pub mod tune;
 
