@@ -11,7 +11,6 @@ use crate::engine::clock::Scale;
 use crate::engine::sched;
 use crate::probes::noise::NoiseEntry;
 use crate::trace::attribute::{self, Context, Gap};
-use crate::trace::event::Kind;
 use crate::trace::reader::{self, Collected};
 use crate::trace::session::TraceSession;
 use crate::trace::symbols::Symbols;
@@ -97,10 +96,7 @@ pub fn traced<T>(ctx: &mut Ctx<'_>, measure: impl FnOnce() -> T) -> (T, Option<C
 
 /// Work and hrtimer functions' names, for the addresses the trace holds.
 pub fn symbols_for(c: &Collected) -> HashMap<u64, String> {
-    let addrs = c.per_cpu.values().flatten().filter_map(|e| match e.kind {
-        Kind::WorkStart { function } | Kind::HrtimerEntry { function } => Some(function),
-        _ => None,
-    });
+    let addrs = c.per_cpu.values().flatten().filter_map(|e| e.kind.function());
     Symbols::load().names(addrs)
 }
 
@@ -135,7 +131,7 @@ impl OnCpu {
             top: self.top,
             quiet_at_gap_start,
             naming: attribute::Naming::Full,
-            throttle: crate::system::throttle::read(self.cpu),
+            throttle: crate::system::throttle::read_for_self(self.cpu),
             measurer_spins: spins,
         };
         let mut a = attribute::attribute(gaps, c.per_cpu.get(&self.cpu).unwrap_or(&empty), &cx);
@@ -289,7 +285,7 @@ pub fn traced_stream<T>(
     let housekeeping = ctx.cpus.housekeeping.first();
     // Read before measuring: it may mount debugfs for the fair server's settings.
     let throttles: Vec<_> = (cpus.cpus().iter())
-        .map(|&c| crate::system::throttle::read(c))
+        .map(|&c| crate::system::throttle::read_for_self(c))
         .collect();
     let (out, streamed) = std::thread::scope(|s| {
         let reader = s.spawn(|| {
@@ -380,12 +376,9 @@ fn follow_gaps(
             };
             if ready > 0 {
                 let batch: Vec<(Gap, u64)> = pending[i].drain(..ready).collect();
-                let addrs = w.events().iter().filter_map(|e| match e.kind {
-                    Kind::WorkStart { function } | Kind::HrtimerEntry { function } => {
-                        Some(function).filter(|f| !symbols.contains_key(f))
-                    }
-                    _ => None,
-                });
+                let addrs = (w.events().iter())
+                    .filter_map(|e| e.kind.function())
+                    .filter(|f| !symbols.contains_key(f));
                 let new = kallsyms.names(addrs.collect::<Vec<_>>().into_iter());
                 symbols.extend(new);
                 let cx = Context {

@@ -26,7 +26,6 @@ use crate::engine::cpu::CpuList;
 use crate::probes::timer_stream::IntervalData;
 use crate::stats::causes::CauseKind;
 use crate::trace::attribute::{self, Context, Gap, Naming, Throttle};
-use crate::trace::event::Kind;
 use crate::trace::reader::Follower;
 use crate::trace::session::{TraceError, TraceSession};
 use crate::trace::symbols::Symbols;
@@ -265,10 +264,7 @@ impl Tracer {
 /// when one is new (a handful of times after the start: the kernel's set is fixed).
 fn name_functions(symbols: &mut HashMap<u64, String>, events: &[crate::trace::event::Event]) {
     let new: HashSet<u64> = (events.iter())
-        .filter_map(|e| match e.kind {
-            Kind::WorkStart { function } | Kind::HrtimerEntry { function } => Some(function),
-            _ => None,
-        })
+        .filter_map(|e| e.kind.function())
         .filter(|f| !symbols.contains_key(f))
         .collect();
     if !new.is_empty() {
