@@ -10,6 +10,7 @@ mod attribution_report;
 mod audit;
 mod bad_input;
 mod c2c;
+mod cfs_quota;
 mod compare;
 mod frozen;
 mod gates;

@@ -96,7 +96,11 @@ pub fn traced<T>(ctx: &mut Ctx<'_>, measure: impl FnOnce() -> T) -> (T, Option<C
 
 /// Work and hrtimer functions' names, for the addresses the trace holds.
 pub fn symbols_for(c: &Collected) -> HashMap<u64, String> {
-    let addrs = c.per_cpu.values().flatten().filter_map(|e| e.kind.function());
+    let addrs = c
+        .per_cpu
+        .values()
+        .flatten()
+        .filter_map(|e| e.kind.function());
     Symbols::load().names(addrs)
 }
 
@@ -466,6 +470,9 @@ mod tests {
         assert_eq!(keep_events_from(None, 0, 3_000, hold), 0);
         // A waiting gap needs its events from its start.
         assert_eq!(keep_events_from(Some(4_000), 7_000, settled, hold), 4_000);
-        assert_eq!(keep_events_from(Some(12_000), 7_000, settled, hold), settled);
+        assert_eq!(
+            keep_events_from(Some(12_000), 7_000, settled, hold),
+            settled
+        );
     }
 }

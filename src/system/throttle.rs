@@ -20,7 +20,9 @@ fn int(path: &Path) -> Option<i64> {
 /// kernel's, and the CFS quota of this process's cgroup chain (its measuring threads
 /// share it).
 pub fn read_for_self(cpu: usize) -> Throttle {
-    let cfs_quota = Cgroups::of_self().ok().and_then(|c| tightest_quota(c.cpu()?));
+    let cfs_quota = Cgroups::of_self()
+        .ok()
+        .and_then(|c| tightest_quota(c.cpu()?));
     Throttle {
         cfs_quota,
         ..read(cpu)
@@ -32,9 +34,11 @@ pub fn read_for_self(cpu: usize) -> Throttle {
 /// first. `None` when no level has a quota.
 pub fn tightest_quota(chain: &Chain) -> Option<CfsQuota> {
     let ratio = |l: &&crate::system::cgroup::Level| l.cfs.and_then(|c| c.cpus());
-    let level = chain
-        .quotas()
-        .min_by(|a, b| ratio(a).partial_cmp(&ratio(b)).unwrap_or(std::cmp::Ordering::Equal))?;
+    let level = chain.quotas().min_by(|a, b| {
+        ratio(a)
+            .partial_cmp(&ratio(b))
+            .unwrap_or(std::cmp::Ordering::Equal)
+    })?;
     let cfs = level.cfs?;
     Some(CfsQuota {
         setting: cfs.setting(chain.version),
@@ -143,7 +147,10 @@ mod tests {
         let q = tightest_quota(&chain(Version::V1, levels.clone())).unwrap();
         assert_eq!(
             (q.setting.as_str(), q.group.as_str()),
-            ("cpu.cfs_quota_us 20000, cpu.cfs_period_us 50000", "/pod/jsq")
+            (
+                "cpu.cfs_quota_us 20000, cpu.cfs_period_us 50000",
+                "/pod/jsq"
+            )
         );
         let q = tightest_quota(&chain(Version::V2, levels.clone())).unwrap();
         assert_eq!(q.setting, "cpu.max 20000 50000");

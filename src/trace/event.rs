@@ -159,6 +159,12 @@ pub fn still_runnable(prev_state: i64) -> bool {
     prev_state & 0xff == 0
 }
 
+/// A `sched_switch`'s `prev_state` says the task was preempted inside the kernel
+/// (TASK_REPORT_MAX, printed "R+"), not at a return to user space or by sleeping.
+pub fn preempted_in_kernel(prev_state: i64) -> bool {
+    prev_state & 0x100 != 0
+}
+
 /// How one event id decodes.
 #[derive(Debug, Clone)]
 enum Shape {
