@@ -9,6 +9,7 @@
 pub mod audit;
 pub mod c2c;
 pub mod compare;
+pub mod cpuset;
 pub mod main_job;
 pub mod monitor;
 pub mod noise;

@@ -11,6 +11,7 @@ mod audit;
 mod bad_input;
 mod c2c;
 mod cfs_quota;
+mod cgroups;
 mod compare;
 mod frozen;
 mod gates;

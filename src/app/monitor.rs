@@ -23,6 +23,7 @@
 
 mod books;
 pub mod causes;
+mod cgroups;
 pub mod log;
 pub mod metrics;
 mod server;
@@ -242,6 +243,7 @@ pub fn run(
     if !watch_comms.is_empty() {
         m = m.with_watch(&watch_comms, args.watch_threshold);
     }
+    let m = m.with_cgroups(plan.measured.clone());
     let metrics = Arc::new(m);
     let watching = match watching {
         None => None,

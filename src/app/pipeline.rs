@@ -116,6 +116,14 @@ pub fn plan_cpus(
     universe: &CpuUniverse,
 ) -> anyhow::Result<CpuPlan> {
     let with_flag = |e: crate::engine::cpu::CpuListError| anyhow::anyhow!("-a/--cpus: {e}");
+    // The cgroup's cpuset bounds the plan; in a group with CPUs of its own and CPUs it
+    // shares, a shared one coordinates and its own are measured.
+    let universe = &super::cpuset::narrowed(universe);
+    let housekeeping = housekeeping.or_else(|| {
+        cpus.is_none()
+            .then(|| super::cpuset::housekeeping(universe))
+            .flatten()
+    });
     let requested = match cpus {
         Some(text) => Some((text, CpuList::parse_strict(text).map_err(with_flag)?)),
         None => None,
@@ -451,6 +459,7 @@ fn preamble(
         degraded.push(Degraded::CoordinatorShares);
     }
     let mut warnings = Vec::new();
+    warnings.extend(super::cpuset::note(&plan.measured));
     if req.policy.is_realtime() && host.sched_rt_runtime_us == Some(-1) {
         warnings.push(
             "sched_rt_runtime_us is -1: real-time throttling is off, so a spinning \

@@ -611,6 +611,7 @@ mod tests {
                 steal_pct: ms as f64 / 4.0,
             }],
             kthreads: Vec::new(),
+            cgroup: None,
         });
         r
     }

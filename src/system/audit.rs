@@ -15,6 +15,7 @@
 //! `fix` is rendered from the remedies.
 
 mod cgroups;
+mod container;
 mod housekeeping;
 mod irq;
 mod isolation;
@@ -334,6 +335,8 @@ enum Missing {
     Absent(String),
     Unreadable(String),
     Unparseable(String),
+    /// Out of sight from inside a container (the node's processes, its /etc).
+    Hidden(String),
 }
 
 impl Missing {
@@ -371,6 +374,14 @@ impl Missing {
             )
             .why("the file does not hold what the kernel writes there")
             .manual("check the file (a truncated snapshot?)"),
+            Missing::Hidden(why) => finding(
+                area,
+                FindingId::Unreadable(check),
+                Severity::Info,
+                format!("{} the container: {why}", container::HIDDEN),
+            )
+            .why("the audit cannot check this from inside a container: it is not passed")
+            .manual("audit the node itself: jitterscope audit on the host"),
         }
     }
 }
@@ -386,6 +397,10 @@ pub struct Host {
     /// The cpuinfo `hypervisor` flag.
     guest: bool,
     log: Option<String>,
+    /// The container runtime, when the audited tree is a container's.
+    container: Option<String>,
+    /// The node's tasks are out of sight (another PID namespace).
+    tasks_hidden: bool,
 }
 
 impl Host {
@@ -401,7 +416,15 @@ impl Host {
             cmdline: None,
             guest: false,
             log: kernel::kernel_log(root),
+            container: None,
+            tasks_hidden: false,
         };
+        let from_root = crate::system::cgroup::Cgroups::read(root, None)
+            .ok()
+            .and_then(|c| c.cpu().or(c.unified()).map(|ch| ch.from_root));
+        let hidden = container::host_tasks_hidden(root);
+        h.container = container::detect(root, from_root, hidden);
+        h.tasks_hidden = h.container.is_some() && hidden;
         h.cmdline = h.read("/proc/cmdline").ok().map(|c| Cmdline::parse(&c));
         h.guest = h
             .read("/proc/cpuinfo")
@@ -539,6 +562,9 @@ pub fn audit(host: &Host) -> Vec<Finding> {
         housekeeping::housekeeping,
     ];
     let mut all: Vec<Finding> = checks.iter().flat_map(|c| c(host)).collect();
+    if let Some(runtime) = &host.container {
+        container::adjust(runtime, host.root == Path::new("/"), &mut all);
+    }
     all.sort_by_key(|f| f.area);
     all
 }
@@ -620,8 +646,14 @@ fn hex_mask(list: &CpuList) -> String {
     out.join(",")
 }
 
-/// (pid, comm) of every process /proc lists.
+/// (pid, comm) of every process /proc lists; hidden inside a container that shows none
+/// of the node's.
 fn process_comms(h: &Host) -> Result<Vec<(String, String)>, Missing> {
+    if h.tasks_hidden {
+        return Err(Missing::Hidden(
+            "the node's processes are in another PID namespace".into(),
+        ));
+    }
     Ok(h.list_dir("/proc")?
         .into_iter()
         .filter(|d| d.parse::<u32>().is_ok())

@@ -8,6 +8,10 @@
 //! units in the field names. `around` does both around a closure, the one call a
 //! measuring command needs.
 //!
+//! The process's cgroup chain (`system::cgroup`) is read with them: each group's
+//! `cpu.stat` (CFS quota periods and throttled time) and the CPU and IRQ pressure of the
+//! system and of each group, so that a run stores what they did over it too.
+//!
 //! A kernel thread's CPU time (/proc/<pid>/schedstat) is not split by CPU in /proc: a
 //! thread bound to one measured CPU ran there; one allowed on several may have run on
 //! any of them (`allowed` says which), which only a trace can tell apart.
@@ -18,6 +22,9 @@ use std::path::{Path, PathBuf};
 use serde::{Deserialize, Serialize};
 
 use crate::engine::cpu::{CpuList, MAX_CPUS};
+use crate::system::cgroup::{
+    self, CfsBandwidth, Cgroups, CpuStat, Pressure, SystemPressure, Version,
+};
 
 /// Why a snapshot could not be taken.
 #[derive(Debug, thiserror::Error)]
@@ -76,7 +83,7 @@ pub struct KthreadTime {
 }
 
 /// The counters at one instant, for the CPUs it was taken for.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Snapshot {
     pub cpus: CpuList,
     /// CLOCK_MONOTONIC when it was taken.
@@ -85,6 +92,11 @@ pub struct Snapshot {
     pub softirqs: Vec<CountRow>,
     pub cpu_time: Vec<CpuTime>,
     pub kthreads: Vec<KthreadTime>,
+    /// The process's cgroup chains (absent when /proc/self/cgroup cannot be read).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cgroups: Option<Cgroups>,
+    #[serde(default)]
+    pub pressure: SystemPressure,
 }
 
 /// What a counter did on one CPU over the interval.
@@ -128,6 +140,55 @@ pub struct CounterDelta {
     pub steal: Vec<StealDelta>,
     /// Kernel threads that ran, most CPU time first.
     pub kthreads: Vec<KthreadDelta>,
+    /// The cgroup chain's `cpu.stat` and the pressure over the interval (absent in
+    /// results from before they were recorded).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cgroup: Option<CgroupDelta>,
+}
+
+/// What the process's cgroups and the pressure files did over the interval.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct CgroupDelta {
+    /// `cpu.stat` over the interval, per group on the `cpu` controller's chain, top first.
+    pub cpu_stat: Vec<GroupStatDelta>,
+    /// CPU and IRQ pressure over the interval: the system's, then each group's below the
+    /// root of the v2 chain.
+    pub pressure: Vec<PressureDelta>,
+}
+
+/// One group's `cpu.stat` over the interval, with its CFS quota as set at the end.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct GroupStatDelta {
+    /// The group's path in its hierarchy (`/jsq`).
+    pub group: String,
+    pub version: Version,
+    /// `cpu.max 30000 100000` (v2) or `cpu.cfs_quota_us 30000, cpu.cfs_period_us 100000`
+    /// (v1); absent when the group sets no quota.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub quota: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cfs: Option<CfsBandwidth>,
+    /// Periods, throttled periods and throttled time (summed over the group's run queues,
+    /// one per CPU) over the interval.
+    pub stat: CpuStat,
+}
+
+/// One pressure file over the interval.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct PressureDelta {
+    /// `cpu` or `irq`.
+    pub resource: String,
+    /// `system`, or the group's path.
+    pub scope: String,
+    /// Time some tasks stalled over the interval (`total=` of the `some` line), µs.
+    pub some_us: u64,
+    /// Time all tasks stalled (the `full` line), µs, where the file has one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub full_us: Option<u64>,
+    /// `avg10` of the `some` line at the end of the interval, percent.
+    pub some_avg10_end_pct: f64,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub full_avg10_end_pct: Option<f64>,
 }
 
 impl CounterDelta {
@@ -185,6 +246,8 @@ pub fn snapshot_at(root: &Path, cpus: &CpuList) -> Result<Snapshot, CountersErro
         softirqs,
         cpu_time,
         kthreads: kthreads(root, cpus),
+        cgroups: Cgroups::read(root, None).ok(),
+        pressure: cgroup::system_pressure(root),
     })
 }
 
@@ -418,6 +481,68 @@ pub fn diff(before: &Snapshot, after: &Snapshot) -> Result<CounterDelta, Counter
         softirqs: rows(&before.softirqs, &after.softirqs),
         steal,
         kthreads,
+        cgroup: cgroup_delta(before, after),
+    })
+}
+
+/// The cgroup counters' and the pressure files' change, where both snapshots have them.
+fn cgroup_delta(before: &Snapshot, after: &Snapshot) -> Option<CgroupDelta> {
+    let mut out = CgroupDelta::default();
+    let (b, a) = (before.cgroups.as_ref(), after.cgroups.as_ref());
+    if let (Some(b), Some(a)) = (b.and_then(Cgroups::cpu), a.and_then(Cgroups::cpu)) {
+        for l in &a.levels {
+            let was = b.levels.iter().find(|w| w.path == l.path);
+            let (Some(now), Some(then)) = (l.stat, was.and_then(|w| w.stat)) else {
+                continue;
+            };
+            out.cpu_stat.push(GroupStatDelta {
+                group: l.path.clone(),
+                version: a.version,
+                quota: (l.cfs)
+                    .filter(|c| c.quota_us.is_some())
+                    .map(|c| c.setting(a.version)),
+                cfs: l.cfs,
+                stat: now.since(&then),
+            });
+        }
+    }
+    let (bp, ap) = (&before.pressure, &after.pressure);
+    for (resource, then, now) in [("cpu", bp.cpu, ap.cpu), ("irq", bp.irq, ap.irq)] {
+        out.pressure
+            .extend(pressure_delta(resource, "system", then, now));
+    }
+    if let (Some(b), Some(a)) = (b.and_then(Cgroups::unified), a.and_then(Cgroups::unified)) {
+        for l in a.levels.iter().filter(|l| l.path != "/") {
+            let Some(was) = b.levels.iter().find(|w| w.path == l.path) else {
+                continue;
+            };
+            for (resource, then, now) in [
+                ("cpu", was.cpu_pressure, l.cpu_pressure),
+                ("irq", was.irq_pressure, l.irq_pressure),
+            ] {
+                out.pressure
+                    .extend(pressure_delta(resource, &l.path, then, now));
+            }
+        }
+    }
+    (!out.cpu_stat.is_empty() || !out.pressure.is_empty()).then_some(out)
+}
+
+fn pressure_delta(
+    resource: &str,
+    scope: &str,
+    then: Option<Pressure>,
+    now: Option<Pressure>,
+) -> Option<PressureDelta> {
+    let (then, now) = (then?, now?);
+    let full = |p: &Pressure| p.full.map(|f| f.total_us);
+    Some(PressureDelta {
+        resource: resource.to_string(),
+        scope: scope.to_string(),
+        some_us: now.some.total_us.saturating_sub(then.some.total_us),
+        full_us: full(&now).map(|n| n.saturating_sub(full(&then).unwrap_or(0))),
+        some_avg10_end_pct: now.some.avg10,
+        full_avg10_end_pct: now.full.map(|f| f.avg10),
     })
 }
 
@@ -500,6 +625,8 @@ mod tests {
                 allowed: CpuList::from_cpus(vec![0, 1]),
                 cpu_time_ns: kt_ns,
             }],
+            cgroups: None,
+            pressure: SystemPressure::default(),
         }
     }
 
@@ -520,5 +647,83 @@ mod tests {
         let mut other = snap(0, 0, 0, 0, 0);
         other.cpus = CpuList::from_cpus(vec![0]);
         assert!(diff(&other, &snap(0, 0, 0, 0, 0)).is_err());
+    }
+
+    fn with_group(mut s: Snapshot, throttled_ns: u64, psi_us: u64) -> Snapshot {
+        use crate::system::cgroup::{Chain, Level, PsiLine};
+        let psi = |total_us| Pressure {
+            some: PsiLine {
+                avg10: 1.5,
+                total_us,
+                ..PsiLine::default()
+            },
+            full: None,
+        };
+        let level = |path: &str, stat| Level {
+            path: path.into(),
+            dir: format!("/sys/fs/cgroup/cpu{path}"),
+            cfs: Some(CfsBandwidth {
+                quota_us: (path != "/").then_some(35_000),
+                period_us: 100_000,
+                burst_us: None,
+            }),
+            stat,
+            ..Level::default()
+        };
+        let cpu = Chain {
+            version: Version::V1,
+            controllers: vec!["cpu".into()],
+            mount: "/sys/fs/cgroup/cpu".into(),
+            from_root: true,
+            levels: vec![
+                level("/", None),
+                level(
+                    "/jsq",
+                    Some(CpuStat {
+                        nr_periods: throttled_ns / 1_000_000,
+                        nr_throttled: throttled_ns / 2_000_000,
+                        throttled_ns,
+                        ..CpuStat::default()
+                    }),
+                ),
+            ],
+        };
+        s.cgroups = Some(Cgroups {
+            pid: None,
+            chains: vec![cpu],
+        });
+        s.pressure = SystemPressure {
+            cpu: Some(psi(psi_us)),
+            irq: None,
+        };
+        s
+    }
+
+    /// A run stores its group's cpu.stat and the system's pressure over the run, with
+    /// the quota as set; a group without cpu.stat (the root, here) is left out.
+    #[test]
+    fn a_run_stores_its_groups_throttling_and_the_pressure_over_it() {
+        let before = with_group(snap(0, 0, 0, 0, 0), 1_000_000_000, 500);
+        let after = with_group(snap(0, 0, 0, 0, 6_000_000_000), 5_000_000_000, 4_500);
+        let d = diff(&before, &after).expect("same cpus");
+        let c = d.cgroup.expect("the cgroup's counters");
+        assert_eq!(c.cpu_stat.len(), 1);
+        let g = &c.cpu_stat[0];
+        assert_eq!(g.group, "/jsq");
+        assert_eq!(
+            g.quota.as_deref(),
+            Some("cpu.cfs_quota_us 35000, cpu.cfs_period_us 100000")
+        );
+        assert_eq!(
+            (g.stat.throttled_ns, g.stat.nr_periods, g.stat.nr_throttled),
+            (4_000_000_000, 4000, 2000)
+        );
+        assert_eq!(c.pressure.len(), 1);
+        let p = &c.pressure[0];
+        assert_eq!((p.resource.as_str(), p.scope.as_str()), ("cpu", "system"));
+        assert_eq!((p.some_us, p.full_us), (4_000, None));
+        assert_eq!(p.some_avg10_end_pct, 1.5);
+        // Without cgroups or pressure on one side, nothing is made up.
+        assert_eq!(diff(&snap(0, 0, 0, 0, 0), &after).unwrap().cgroup, None);
     }
 }

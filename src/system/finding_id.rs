@@ -239,6 +239,7 @@ finding_ids! {
     CpusetExcludesMeasured = "cpuset-excludes-measured",
     CpuPressureLow = "cpu-pressure-low",
     CpuPressureHigh = "cpu-pressure-high",
+    InsideContainer = "inside-container",
 }
 
 impl FindingId {

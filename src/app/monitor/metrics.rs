@@ -606,6 +606,14 @@ impl Metrics {
         self
     }
 
+    /// Registers the cgroup and pressure metrics (`monitor::cgroups`), read at each
+    /// scrape, for the measured CPUs `measured`.
+    pub fn with_cgroups(mut self, measured: crate::engine::cpu::CpuList) -> Metrics {
+        let collector = super::cgroups::CgroupCollector { measured };
+        self.registry.register_collector(Box::new(collector));
+        self
+    }
+
     /// The per-CPU trace series, at 0, so that a quiet CPU shows zeros once tracing runs.
     pub fn trace_cpus(&self, cpus: &[usize]) {
         for &cpu in cpus {

@@ -12,22 +12,25 @@ use crate::system::rt_group::{self, RtBlock};
 
 pub(super) fn cgroups(h: &Host) -> Vec<Finding> {
     let mut out = Vec::new();
-    match Cgroups::read(&h.root, None) {
+    let cg = match Cgroups::read(&h.root, None) {
         Ok(cg) => {
             out.push(rt_runtime(h, &cg));
             out.push(cfs_quota(h, &cg));
             out.push(cpuset(h, &cg));
-            out.push(pressure(h, &cg));
+            Some(cg)
         }
-        Err(e) => {
-            let why = e.to_string().replace(&h.root.display().to_string(), "");
-            let m = match std::fs::metadata(h.path("/proc/self/cgroup")) {
-                Err(err) if err.kind() == std::io::ErrorKind::NotFound => Missing::Absent(why),
+        Err(cgroup::CgroupError::Read { path, source }) => {
+            let path = path.strip_prefix(&h.root).unwrap_or(&path);
+            let why = format!("/{}: {source}", path.display());
+            let m = match source.kind() {
+                std::io::ErrorKind::NotFound => Missing::Absent(why),
                 _ => Missing::Unreadable(why),
             };
             out.push(m.finding(Area::Cgroups, Check::Cgroup));
+            None
         }
-    }
+    };
+    out.push(pressure(h, cg.as_ref()));
     out
 }
 
@@ -134,10 +137,19 @@ fn rt_fixes(h: &Host, cg: &Cgroups, b: &RtBlock, mut f: Finding) -> Finding {
                 }
             }
             Ok(_) => {
-                f = f.manual(
-                    "the cgroup files are read-only here (a container): give the group \
-                     runtime from the host",
-                );
+                f = f.manual(match runtime {
+                    Some("podman") => {
+                        "the cgroup files are read-only here (a container): on the host, \
+                         give podman's parent group runtime (echo N > \
+                         /sys/fs/cgroup/cpu/libpod_parent/cpu.rt_runtime_us, N within the \
+                         root's), then start the container with podman run \
+                         --cpu-rt-runtime=N"
+                    }
+                    _ => {
+                        "the cgroup files are read-only here (a container): give the group \
+                         runtime from the host, parents first"
+                    }
+                });
             }
             Err(why) => f = f.manual(format!("no runtime to give from the top down: {why}")),
         }
@@ -424,6 +436,7 @@ impl CpusetView {
             cgroup::sibling_cpusets(root, chain)
         }
         .into_iter()
+        .chain(ancestors_with_tasks(root, chain))
         .map(|(p, c)| (p, c.intersect(measured)))
         .filter(|(_, c)| !c.is_empty())
         .collect();
@@ -433,6 +446,7 @@ impl CpusetView {
                 .flat_map(|(_, c)| c.cpus().iter().copied())
                 .collect(),
         );
+        let root = chain.levels.len() == 1;
         let set = own.cpuset.clone().unwrap_or_default();
         let flag = match (set.cpu_exclusive, set.partition) {
             // The root is always both: only a child's setting says something.
@@ -441,6 +455,8 @@ impl CpusetView {
             (_, Some(p)) if p != "member" => Some(format!("partition {p}")),
             _ => None,
         };
+        // Every task not in a cpuset group of its own shares the root's CPUs.
+        let shared = if root { measured.clone() } else { shared };
         CpusetView {
             group: own.path.clone(),
             exclusive: measured.without(&shared),
@@ -450,20 +466,21 @@ impl CpusetView {
         }
     }
 
-    /// "measured CPUs 2-3 exclusive to it; 1 shared with /system.slice (1)".
+    /// "measured CPUs 2-3 exclusive to it; measured CPUs 1 shared with /system.slice on 1".
     pub fn words(&self) -> String {
         let mut parts = Vec::new();
-        if !self.exclusive.is_empty() {
-            let whose = if self.group == "/" {
-                "held by no child group".to_string()
-            } else {
-                "exclusive to it".to_string()
-            };
-            parts.push(format!("measured CPUs {} {whose}", self.exclusive));
+        if self.group == "/" {
+            parts.push(format!(
+                "measured CPUs {} shared with every task not in a cpuset group of its own",
+                self.shared
+            ));
         }
-        if !self.shared.is_empty() {
+        if !self.exclusive.is_empty() {
+            parts.push(format!("measured CPUs {} exclusive to it", self.exclusive));
+        }
+        if !self.shared.is_empty() && !self.others.is_empty() {
             let named: Vec<String> = (self.others.iter().take(3))
-                .map(|(p, c)| format!("{p} ({c})"))
+                .map(|(p, c)| format!("{p} on {c}"))
                 .collect();
             let more = match self.others.len() {
                 n if n > 3 => format!(" and {} more", n - 3),
@@ -475,14 +492,45 @@ impl CpusetView {
                 named.join(", ")
             ));
         }
-        if self.group == "/" {
-            parts.push("every task not in a cpuset group of its own runs here".into());
-        }
         if let Some(f) = &self.flag {
             parts.push(f.clone());
         }
         parts.join("; ")
     }
+}
+
+/// The groups above the process's own that hold tasks of their own (not kernel threads,
+/// which keep to their CPUs): v1 leaves most of the system in the root, and those tasks
+/// may run on every CPU of the root's cpuset. Named `/ (its own tasks)`.
+fn ancestors_with_tasks(root: &std::path::Path, chain: &Chain) -> Vec<(String, CpuList)> {
+    let above = &chain.levels[..chain.levels.len().saturating_sub(1)];
+    above
+        .iter()
+        .filter_map(|l| {
+            let procs = std::fs::read_to_string(
+                root.join(l.dir.trim_start_matches('/'))
+                    .join("cgroup.procs"),
+            )
+            .ok()?;
+            let n = procs
+                .lines()
+                .filter(|pid| !is_kernel_thread(root, pid.trim()))
+                .count();
+            let cpus = l.cpuset.as_ref()?.effective.clone()?;
+            (n > 0).then(|| (format!("{} (its {n} tasks)", l.path), cpus))
+        })
+        .collect()
+}
+
+/// PF_KTHREAD in /proc/PID/stat's flags (the 9th field); a task gone is not counted.
+fn is_kernel_thread(root: &std::path::Path, pid: &str) -> bool {
+    const PF_KTHREAD: u64 = 0x0020_0000;
+    let Ok(stat) = std::fs::read_to_string(root.join("proc").join(pid).join("stat")) else {
+        return true;
+    };
+    stat.rsplit_once(')')
+        .and_then(|(_, rest)| rest.split_whitespace().nth(6)?.parse::<u64>().ok())
+        .is_some_and(|flags| flags & PF_KTHREAD != 0)
 }
 
 /// The effective cpusets of the root's child groups.
@@ -518,7 +566,7 @@ fn psi_words(p: &Pressure) -> String {
 /// rarely empty, and a woken thread may wait behind others.
 const HIGH_PRESSURE_PCT: f64 = 10.0;
 
-fn pressure(h: &Host, cg: &Cgroups) -> Finding {
+fn pressure(h: &Host, cg: Option<&Cgroups>) -> Finding {
     let why = "pressure (PSI) is the share of time tasks waited for a CPU (cpu) or lost \
                it to interrupt handling (irq); high CPU pressure means runnable tasks \
                queue, and a woken thread may wait behind them";
@@ -542,7 +590,10 @@ fn pressure(h: &Host, cg: &Cgroups) -> Finding {
         Some(irq) => parts.push(format!("irq {}", psi_words(&irq))),
         None => parts.push("no irq pressure (no IRQ time accounting)".into()),
     }
-    let group = cg.unified().map(Chain::own).filter(|l| l.path != "/");
+    let group = cg
+        .and_then(Cgroups::unified)
+        .map(Chain::own)
+        .filter(|l| l.path != "/");
     if let Some(g) = group
         && let Some(p) = g.cpu_pressure
     {
@@ -571,4 +622,300 @@ fn pressure(h: &Host, cg: &Cgroups) -> Finding {
         "find what keeps the CPUs busy (jitterscope noise --trace names what ran); move \
          it off the measured CPUs, or measure where the run queues are short",
     )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::system::audit::{AuditReport, Effect, Remedy};
+
+    /// A tree of files under a temporary root: (path, text).
+    fn tree(files: &[(&str, &str)]) -> tempfile::TempDir {
+        let dir = tempfile::tempdir().expect("tempdir");
+        for (path, text) in files {
+            let p = dir.path().join(path);
+            std::fs::create_dir_all(p.parent().expect("parent")).expect("mkdir");
+            std::fs::write(p, text).expect("write");
+        }
+        dir
+    }
+
+    fn audit(t: &tempfile::TempDir, measured: &[usize]) -> AuditReport {
+        let online = CpuList::from_cpus(vec![0, 1, 2, 3]);
+        AuditReport::of(t.path(), CpuList::from_cpus(measured.to_vec()), &online)
+    }
+
+    fn the(r: &AuditReport, id: Id) -> &Finding {
+        r.findings
+            .iter()
+            .find(|f| f.id == id)
+            .unwrap_or_else(|| panic!("no {id}: {:?}", r.findings))
+    }
+
+    fn manual(f: &Finding) -> Vec<&str> {
+        f.remedies
+            .iter()
+            .filter_map(|r| match r {
+                Remedy::Manual { what } => Some(what.as_str()),
+                _ => None,
+            })
+            .collect()
+    }
+
+    const V1_MOUNT: &str = "32 31 0:29 / /sys/fs/cgroup/cpu rw - cgroup cgroup rw,cpu\n";
+
+    /// v1 files of one cpu group: (dir below the mount, rt runtime, quota).
+    fn v1_group(dir: &str, rt: &str, quota: &str) -> Vec<(String, String)> {
+        let d = format!("sys/fs/cgroup/cpu{dir}");
+        vec![
+            (format!("{d}/cpu.rt_runtime_us"), format!("{rt}\n")),
+            (format!("{d}/cpu.rt_period_us"), "1000000\n".into()),
+            (format!("{d}/cpu.cfs_quota_us"), format!("{quota}\n")),
+            (format!("{d}/cpu.cfs_period_us"), "100000\n".into()),
+            (
+                format!("{d}/cpu.stat"),
+                "nr_periods 60\nnr_throttled 58\nthrottled_time 3900000000\n".into(),
+            ),
+        ]
+    }
+
+    fn v1_tree(own: &str, groups: &[(&str, &str, &str)]) -> tempfile::TempDir {
+        let mut files: Vec<(String, String)> = vec![
+            ("proc/self/cgroup".into(), format!("1:cpu:{own}\n")),
+            ("proc/self/mountinfo".into(), V1_MOUNT.into()),
+            (
+                "sys/fs/cgroup/cpu/cgroup.sane_behavior".into(),
+                "0\n".into(),
+            ),
+            (
+                "proc/sys/kernel/osrelease".into(),
+                "6.18.1-fixture\n".into(),
+            ),
+            (
+                "boot/config-6.18.1-fixture".into(),
+                "CONFIG_RT_GROUP_SCHED=y\nCONFIG_CFS_BANDWIDTH=y\n".into(),
+            ),
+        ];
+        for (dir, rt, quota) in groups {
+            files.extend(v1_group(dir, rt, quota));
+        }
+        let refs: Vec<(&str, &str)> = files
+            .iter()
+            .map(|(a, b)| (a.as_str(), b.as_str()))
+            .collect();
+        tree(&refs)
+    }
+
+    #[test]
+    fn issue30_a_v1_group_without_runtime_is_named_with_fixes_that_fit() {
+        let t = v1_tree(
+            "/jsq/in",
+            &[
+                ("", "950000", "-1"),
+                ("/other", "200000", "-1"),
+                ("/jsq", "0", "-1"),
+                ("/jsq/in", "0", "-1"),
+            ],
+        );
+        let r = audit(&t, &[1]);
+        let f = the(&r, Id::RtRuntimeCgroup);
+        assert!(
+            f.value.starts_with("/jsq has no real-time runtime"),
+            "{f:?}"
+        );
+        let m = manual(f);
+        assert!(
+            m[0].ends_with("echo $$ > /sys/fs/cgroup/cpu/cgroup.procs"),
+            "{m:?}"
+        );
+        // 950 ms/s at the root, 200 held by /other: 750 left for the chain, parents first.
+        assert!(
+            m[1].ends_with(
+                "echo 750000 > /sys/fs/cgroup/cpu/jsq/cpu.rt_runtime_us; \
+                 echo 750000 > /sys/fs/cgroup/cpu/jsq/in/cpu.rt_runtime_us"
+            ),
+            "{m:?}"
+        );
+        // 6.16+ with RT group scheduling takes rt_group_sched=0 at boot.
+        assert!(f.remedies.iter().any(
+            |r| matches!(r, Remedy::Boot { options, .. } if options == &["rt_group_sched=0"])
+        ));
+        // No quota on the chain, and its throttle counts said.
+        let q = the(&r, Id::CfsQuotaNone);
+        assert!(q.value.contains("throttled in 58 of 60 periods"), "{q:?}");
+    }
+
+    #[test]
+    fn issue30_podmans_parent_without_runtime_gets_podmans_way() {
+        let t = v1_tree(
+            "/libpod_parent/libpod-abc",
+            &[
+                ("", "950000", "-1"),
+                ("/libpod_parent", "0", "-1"),
+                ("/libpod_parent/libpod-abc", "0", "-1"),
+            ],
+        );
+        let r = audit(&t, &[1]);
+        let f = the(&r, Id::RtRuntimeCgroup);
+        let podman = manual(f)
+            .into_iter()
+            .find(|m| m.starts_with("podman"))
+            .expect("podman's way");
+        assert_eq!(
+            podman,
+            "podman (cgroup v1): echo 950000 > \
+             /sys/fs/cgroup/cpu/libpod_parent/cpu.rt_runtime_us, then start the container \
+             with podman run --cpu-rt-runtime=950000"
+        );
+    }
+
+    #[test]
+    fn issue30_a_root_or_a_group_with_runtime_is_ok() {
+        let t = v1_tree("/", &[("", "950000", "-1")]);
+        let r = audit(&t, &[1]);
+        assert_eq!(
+            the(&r, Id::RtRuntimeCgroupOk).value,
+            "the root cpu cgroup: 950000 of 1000000 µs"
+        );
+        let t = v1_tree("/rt", &[("", "950000", "-1"), ("/rt", "100000", "-1")]);
+        assert_eq!(
+            the(&audit(&t, &[1]), Id::RtRuntimeCgroupOk).value,
+            "/rt: 100000 of 1000000 µs"
+        );
+    }
+
+    #[test]
+    fn issue30_a_v1_quota_is_named_with_its_setting_and_the_write_that_lifts_it() {
+        let t = v1_tree("/jsq", &[("", "950000", "-1"), ("/jsq", "0", "35000")]);
+        let r = audit(&t, &[1]);
+        let f = the(&r, Id::CfsQuota);
+        assert_eq!(f.severity, Severity::Warn);
+        assert_eq!(
+            f.value,
+            "/jsq: cpu.cfs_quota_us 35000, cpu.cfs_period_us 100000 (0.35 CPUs), throttled \
+             in 58 of 60 periods, 3.900 s in all since it was made"
+        );
+        assert!(f.remedies.contains(&Remedy::Runtime {
+            command: "echo -1 > /sys/fs/cgroup/cpu/jsq/cpu.cfs_quota_us".into(),
+            effects: vec![Effect::Write {
+                path: "/sys/fs/cgroup/cpu/jsq/cpu.cfs_quota_us".into(),
+                value: "-1".into(),
+            }],
+        }));
+    }
+
+    /// cgroup v2 as on a Kubernetes node: a pod's quota (cpu.max), a cpuset shared with
+    /// a sibling, group pressure, and no RT group scheduling (a distribution kernel).
+    #[test]
+    fn issue30_v2_quota_cpuset_and_pressure() {
+        let u = "sys/fs/cgroup";
+        let pod = format!("{u}/kubepods/pod1");
+        let files = [
+            ("proc/self/cgroup", "0::/kubepods/pod1\n".to_string()),
+            (
+                "proc/self/mountinfo",
+                "41 31 0:38 / /sys/fs/cgroup rw - cgroup2 cgroup2 rw\n".into(),
+            ),
+            ("proc/sys/kernel/osrelease", "6.8.0-fixture\n".into()),
+            (
+                "boot/config-6.8.0-fixture",
+                "CONFIG_CFS_BANDWIDTH=y\n".into(),
+            ),
+            (&format!("{u}/cgroup.controllers"), "cpuset cpu\n".into()),
+            (&format!("{u}/cpuset.cpus.effective"), "0-3\n".into()),
+            (&format!("{u}/kubepods/cgroup.type"), "domain\n".into()),
+            (
+                &format!("{u}/kubepods/cgroup.controllers"),
+                "cpuset cpu\n".into(),
+            ),
+            (&format!("{u}/kubepods/cpu.max"), "max 100000\n".into()),
+            (
+                &format!("{u}/kubepods/cpuset.cpus.effective"),
+                "0-3\n".into(),
+            ),
+            (
+                &format!("{u}/system.slice/cpuset.cpus.effective"),
+                "0-1\n".into(),
+            ),
+            (&format!("{pod}/cgroup.type"), "domain\n".into()),
+            (&format!("{pod}/cgroup.controllers"), "cpuset cpu\n".into()),
+            (&format!("{pod}/cpu.max"), "30000 100000\n".into()),
+            (
+                &format!("{pod}/cpu.stat"),
+                "usage_usec 1\nnr_periods 9\nnr_throttled 4\nthrottled_usec 250000\n".into(),
+            ),
+            (&format!("{pod}/cpuset.cpus.effective"), "1-3\n".into()),
+            (&format!("{pod}/kubepods-other/x"), String::new()),
+            (
+                &format!("{pod}/cpu.pressure"),
+                "some avg10=40.00 avg60=30.00 avg300=5.00 total=9\n".into(),
+            ),
+            (
+                "proc/pressure/cpu",
+                "some avg10=1.00 avg60=2.00 avg300=3.00 total=5\n".into(),
+            ),
+        ];
+        let refs: Vec<(&str, &str)> = files.iter().map(|(a, b)| (*a, b.as_str())).collect();
+        let t = tree(&refs);
+        let r = audit(&t, &[2, 3]);
+        let q = the(&r, Id::CfsQuota);
+        assert!(
+            q.value.starts_with("/kubepods/pod1: cpu.max 30000 100000 (0.30 CPUs), throttled in 4 of 9 periods, 0.250 s"),
+            "{q:?}"
+        );
+        assert!(q.remedies.contains(&Remedy::Runtime {
+            command: "echo max > /sys/fs/cgroup/kubepods/pod1/cpu.max".into(),
+            effects: vec![Effect::Write {
+                path: "/sys/fs/cgroup/kubepods/pod1/cpu.max".into(),
+                value: "max 100000".into(),
+            }],
+        }));
+        assert!(
+            manual(q).iter().any(|m| m.starts_with("Kubernetes")),
+            "{q:?}"
+        );
+        // Measured 2-3 are the pod's alone; the sibling slice holds 0-1 only.
+        let c = the(&r, Id::CpusetExclusive);
+        assert_eq!(
+            c.value,
+            "/kubepods/pod1 cpuset 1-3; measured CPUs 2-3 exclusive to it"
+        );
+        // Measuring CPU 1 too: shared with /system.slice.
+        let shared = audit(&t, &[1, 2]);
+        let s = the(&shared, Id::CpusetShared);
+        assert!(
+            s.value
+                .contains("measured CPUs 1 shared with /system.slice on 1"),
+            "{s:?}"
+        );
+        // Measuring CPU 0: outside the pod's cpuset.
+        assert_eq!(
+            the(&audit(&t, &[0]), Id::CpusetExcludesMeasured).severity,
+            Severity::Bad
+        );
+        let p = the(&r, Id::CpuPressureHigh);
+        assert!(
+            p.value.contains("group /kubepods/pod1 cpu some 40.00 %"),
+            "{p:?}"
+        );
+        // No RT group scheduling in this kernel: v2 groups may run real-time.
+        assert!(
+            the(&r, Id::RtRuntimeCgroupOk)
+                .value
+                .contains("no RT group scheduling")
+        );
+    }
+
+    #[test]
+    fn a_tree_without_proc_self_cgroup_says_so() {
+        let t = tree(&[("proc/cmdline", "ro\n")]);
+        let r = audit(&t, &[1]);
+        let f = the(&r, Id::Unreadable(Check::Cgroup));
+        assert!(f.value.contains("/proc/self/cgroup"), "{f:?}");
+        assert!(
+            the(&r, Id::Unreadable(Check::Pressure))
+                .value
+                .contains("/proc/pressure/cpu")
+        );
+    }
 }

@@ -263,6 +263,10 @@ fn kthreads(h: &Host) -> Finding {
 
 fn tuned(h: &Host) -> Finding {
     let path = "/etc/tuned/active_profile";
+    if h.container.is_some() {
+        return Missing::Hidden(format!("{path} is the container's, not the node's"))
+            .finding(Area::Housekeeping, Check::Tuned);
+    }
     let why = "tuned re-applies its profile's settings at boot and may undo manual tuning";
     let latency = [
         "realtime",

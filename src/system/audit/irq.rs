@@ -24,6 +24,11 @@ struct Irq {
 
 pub(super) fn irqs(h: &Host) -> Vec<Finding> {
     let dirs = match h.list_dir("/proc/irq") {
+        // A container's runtime may mask /proc/irq with an empty directory.
+        Ok(d) if h.container.is_some() && !d.iter().any(|d| d.parse::<u32>().is_ok()) => {
+            let hidden = super::Missing::Hidden("/proc/irq is masked".into());
+            return vec![hidden.finding(Area::Irq, Check::IrqAffinity), irqbalance(h)];
+        }
         Ok(d) => d,
         Err(e) => return vec![e.finding(Area::Irq, Check::IrqAffinity), irqbalance(h)],
     };

@@ -117,7 +117,7 @@ fn turbo(h: &Host) -> Finding {
             return finding(Area::Power, Id::TurboOff, Severity::Ok, none)
                 .why("this cpufreq driver has no turbo switch");
         }
-        (Err(e @ Missing::Unparseable(_)), _) | (_, Err(e)) => {
+        (Err(e @ (Missing::Unparseable(_) | Missing::Hidden(_))), _) | (_, Err(e)) => {
             return e.finding(Area::Power, Check::Turbo);
         }
     };

@@ -1,0 +1,230 @@
+//! The monitor's cgroup and pressure metrics, read from the kernel's files at each
+//! scrape (a few small reads, on the server's housekeeping CPU): the CFS quota of each
+//! group on the process's `cpu` chain and its throttle counters (`cpu.stat`), the
+//! measured CPUs its cpuset holds alone or shares, and the CPU and IRQ pressure of the
+//! system and of the process's v2 group. Counters are the kernel's own, since the group
+//! was made (or since boot, for the system's pressure): `rate()` gives them per second.
+//!
+//! Labels are bounded: `group` takes one value per level of the chain (a handful), and
+//! `resource`, `kind` and `scope` two or three each.
+
+use std::path::Path;
+
+use prometheus_client::collector::Collector;
+use prometheus_client::encoding::{DescriptorEncoder, EncodeLabelSet, EncodeMetric};
+use prometheus_client::metrics::counter::ConstCounter;
+use prometheus_client::metrics::gauge::ConstGauge;
+use prometheus_client::registry::Unit;
+
+use crate::engine::cpu::CpuList;
+use crate::system::audit::CpusetView;
+use crate::system::cgroup::{self, Cgroups, Pressure};
+
+#[derive(Debug, Clone, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct GroupLabels {
+    group: String,
+}
+
+#[derive(Debug, Clone, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct CpusetLabels {
+    group: String,
+    /// The group's effective cpuset.
+    cpus: String,
+    /// Measured CPUs no other group's cpuset holds (and no task of an ancestor group).
+    exclusive: String,
+    /// Measured CPUs other groups share.
+    shared: String,
+}
+
+#[derive(Debug, Clone, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct PressureLabels {
+    /// `cpu` or `irq`.
+    resource: String,
+    /// `some` or `full`.
+    kind: String,
+    /// `system`, or the group's path.
+    scope: String,
+}
+
+/// Reads the process's cgroups and the pressure files at each scrape.
+#[derive(Debug)]
+pub struct CgroupCollector {
+    /// The monitor's measured CPUs, for which the cpuset says exclusive or shared.
+    pub measured: CpuList,
+}
+
+type Result = std::result::Result<(), std::fmt::Error>;
+
+fn counter<L: EncodeLabelSet>(
+    e: &mut DescriptorEncoder,
+    name: &str,
+    help: &str,
+    unit: Option<&Unit>,
+    series: &[(L, f64)],
+) -> Result {
+    if series.is_empty() {
+        return Ok(());
+    }
+    let mut m = e.encode_descriptor(
+        name,
+        help,
+        unit,
+        prometheus_client::metrics::MetricType::Counter,
+    )?;
+    for (labels, v) in series {
+        ConstCounter::new(*v).encode(m.encode_family(labels)?)?;
+    }
+    Ok(())
+}
+
+fn gauge<L: EncodeLabelSet>(
+    e: &mut DescriptorEncoder,
+    name: &str,
+    help: &str,
+    unit: Option<&Unit>,
+    series: &[(L, f64)],
+) -> Result {
+    if series.is_empty() {
+        return Ok(());
+    }
+    let mut m = e.encode_descriptor(
+        name,
+        help,
+        unit,
+        prometheus_client::metrics::MetricType::Gauge,
+    )?;
+    for (labels, v) in series {
+        ConstGauge::new(*v).encode(m.encode_family(labels)?)?;
+    }
+    Ok(())
+}
+
+impl CgroupCollector {
+    fn quota(&self, e: &mut DescriptorEncoder, cg: &Cgroups) -> Result {
+        let Some(chain) = cg.cpu() else {
+            return Ok(());
+        };
+        let label = |p: &str| GroupLabels { group: p.into() };
+        let stats: Vec<(GroupLabels, cgroup::CpuStat)> = (chain.levels.iter())
+            .filter_map(|l| Some((label(&l.path), l.stat?)))
+            .collect();
+        let quotas: Vec<(GroupLabels, f64)> = chain
+            .quotas()
+            .filter_map(|l| Some((label(&l.path), l.cfs?.cpus()?)))
+            .collect();
+        gauge(
+            e,
+            "cgroup_cpu_quota_cpus",
+            "CFS quota of each group on the monitor's cpu cgroup chain that sets one, in \
+             CPUs per period (cpu.max or cpu.cfs_quota_us over the period)",
+            None,
+            &quotas,
+        )?;
+        let of = |f: fn(&cgroup::CpuStat) -> f64| -> Vec<(GroupLabels, f64)> {
+            stats.iter().map(|(l, s)| (l.clone(), f(s))).collect()
+        };
+        counter(
+            e,
+            "cgroup_cpu_periods",
+            "CFS periods in which the group had runnable tasks under a quota (cpu.stat \
+             nr_periods)",
+            None,
+            &of(|s| s.nr_periods as f64),
+        )?;
+        counter(
+            e,
+            "cgroup_cpu_throttled_periods",
+            "CFS periods in which the group used its quota and was stopped (cpu.stat \
+             nr_throttled)",
+            None,
+            &of(|s| s.nr_throttled as f64),
+        )?;
+        counter(
+            e,
+            "cgroup_cpu_throttled",
+            "Time the group's run queues were throttled, summed over its CPUs (cpu.stat \
+             throttled_usec, v1 throttled_time)",
+            Some(&Unit::Seconds),
+            &of(|s| s.throttled_ns as f64 / 1e9),
+        )
+    }
+
+    fn cpuset(&self, e: &mut DescriptorEncoder, cg: &Cgroups) -> Result {
+        let Some(chain) = cg.cpuset() else {
+            return Ok(());
+        };
+        let Some(cpus) = chain.effective_cpus() else {
+            return Ok(());
+        };
+        let v = CpusetView::of(Path::new("/"), chain, &self.measured);
+        let labels = CpusetLabels {
+            group: v.group.clone(),
+            cpus: cpus.to_string(),
+            exclusive: v.exclusive.to_string(),
+            shared: v.shared.to_string(),
+        };
+        gauge(
+            e,
+            "cgroup_cpuset_info",
+            "The monitor's cpuset cgroup, its effective CPUs, and which measured CPUs it \
+             holds alone (exclusive) or shares with other groups or an ancestor's tasks",
+            None,
+            &[(labels, 1.0)],
+        )
+    }
+
+    fn pressure(&self, e: &mut DescriptorEncoder, cg: &Cgroups) -> Result {
+        let sys = cgroup::system_pressure(Path::new("/"));
+        let mut files: Vec<(&str, String, Pressure)> = Vec::new();
+        files.extend(sys.cpu.map(|p| ("cpu", "system".to_string(), p)));
+        files.extend(sys.irq.map(|p| ("irq", "system".to_string(), p)));
+        if let Some(own) = cg.unified().map(|c| c.own()).filter(|l| l.path != "/") {
+            files.extend(own.cpu_pressure.map(|p| ("cpu", own.path.clone(), p)));
+            files.extend(own.irq_pressure.map(|p| ("irq", own.path.clone(), p)));
+        }
+        let mut stalled = Vec::new();
+        let mut avg10 = Vec::new();
+        for (resource, scope, p) in files {
+            let lines = std::iter::once(("some", p.some)).chain(p.full.map(|f| ("full", f)));
+            for (kind, line) in lines {
+                let l = PressureLabels {
+                    resource: resource.into(),
+                    kind: kind.into(),
+                    scope: scope.clone(),
+                };
+                stalled.push((l.clone(), line.total_us as f64 / 1e6));
+                // Percent with two decimals, as the file has it: a ratio without float noise.
+                avg10.push((l, (line.avg10 * 100.0).round() / 10_000.0));
+            }
+        }
+        counter(
+            e,
+            "pressure_stalled",
+            "Time some (or all) tasks stalled waiting for a CPU (cpu) or lost it to \
+             interrupts (irq), from the PSI files: scope=system is /proc/pressure, else \
+             the monitor's cgroup",
+            Some(&Unit::Seconds),
+            &stalled,
+        )?;
+        gauge(
+            e,
+            "pressure_avg10_ratio",
+            "The PSI files' avg10: the share of the last 10 s some (or all) tasks stalled",
+            None,
+            &avg10,
+        )
+    }
+}
+
+impl Collector for CgroupCollector {
+    fn encode(&self, mut encoder: DescriptorEncoder) -> Result {
+        // Unreadable (no cgroup mounted): only the system's pressure.
+        let cg = Cgroups::of_self().unwrap_or(Cgroups {
+            pid: None,
+            chains: Vec::new(),
+        });
+        self.quota(&mut encoder, &cg)?;
+        self.cpuset(&mut encoder, &cg)?;
+        self.pressure(&mut encoder, &cg)
+    }
+}
