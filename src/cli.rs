@@ -403,8 +403,8 @@ pub struct C2cArgs {
     #[arg(long, value_name = "DURATION", default_value = "50ms", value_parser = parse_timer_warmup)]
     pub preheat: Duration,
 
-    /// Order rows and columns by locality (NUMA node, package, core, SMT sibling) rather
-    /// than by CPU number.
+    /// Order rows and columns by locality (NUMA node, package, last-level cache, core,
+    /// SMT sibling) rather than by CPU number.
     #[arg(long)]
     pub group: bool,
 }

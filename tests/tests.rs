@@ -10,6 +10,7 @@ mod attribution_report;
 mod audit;
 mod bad_input;
 mod c2c;
+mod c2c_view;
 mod cfs_quota;
 mod cgroups;
 mod compare;

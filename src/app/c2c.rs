@@ -140,10 +140,15 @@ impl Measure for C2cCommand {
         ))
     }
 
+    /// The header, its first line wrapped to the terminal (the clock lines are laid out
+    /// already), then the tables.
     fn text(&self, r: &ResultFile) -> String {
+        let header = self.header(r);
+        let (first, rest) = header.split_once('\n').unwrap_or((&header, ""));
+        let width = crate::report::table::Layout::current().wrap_width();
         format!(
-            "{}\n{}",
-            self.header(r),
+            "{}\n{rest}\n{}",
+            crate::report::table::wrap(first, width, "  "),
             crate::report::views::c2c::c2c_tables(r, self.group)
         )
     }

@@ -487,7 +487,7 @@ fn to_entry(
     let place = |cpu| {
         topo.place(cpu)
             .cloned()
-            .unwrap_or_else(|| unknown_place(cpu))
+            .unwrap_or_else(|| CpuPlace::unknown(cpu))
     };
     Some(C2cEntry {
         cpu_a: a,
@@ -511,18 +511,6 @@ fn to_entry(
         summary: hist.summary(),
         histogram: HistogramRecord::from_hist(&hist),
     })
-}
-
-/// A place for a CPU the topology did not cover: nothing known but its number.
-fn unknown_place(cpu: usize) -> CpuPlace {
-    CpuPlace {
-        cpu,
-        package: None,
-        die: None,
-        core: None,
-        smt_siblings: CpuList::from_cpus(vec![cpu]),
-        node: None,
-    }
 }
 
 #[cfg(test)]

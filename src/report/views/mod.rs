@@ -25,6 +25,7 @@ use crate::report::{ProbeEntry, ResultFile};
 
 pub mod attribution;
 pub mod c2c;
+pub mod c2c_locality;
 pub mod noise;
 pub mod pingpong;
 pub mod ptp;
