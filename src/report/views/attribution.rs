@@ -4,7 +4,8 @@
 
 use crate::probes::noise::NoiseEntry;
 use crate::report::ResultFile;
-use crate::stats::causes::{Attribution, CauseKind, GapBreakdown};
+use crate::stats::causes::{Attribution, CauseKind, CauseRow, GapBreakdown};
+use crate::system::counters::{CgroupDelta, GroupStatDelta};
 
 /// Every traced noise entry's causes, and its `top` largest gaps broken down.
 pub fn noise_attribution(r: &ResultFile, top: usize) -> String {
@@ -142,6 +143,11 @@ pub fn notes(r: &ResultFile, cpu: usize, a: &Attribution, gap: &str, steal: bool
             a.events_lost + a.events_read
         ));
     }
+    let counters = r.run.counters.as_ref();
+    out.extend(quota_notes(
+        &a.causes,
+        counters.and_then(|c| c.cgroup.as_ref()),
+    ));
     let stolen = (r.run.counters.as_ref()).and_then(|c| c.steal.iter().find(|s| s.cpu == cpu));
     if let Some(s) = stolen.filter(|_| steal) {
         out.push(format!(
@@ -151,6 +157,32 @@ pub fn notes(r: &ResultFile, cpu: usize, a: &Attribution, gap: &str, steal: bool
         ));
     }
     out
+}
+
+/// For each CFS quota the causes name, the kernel's own count of its group's throttled
+/// time over the run (`cpu.stat`, in the run's counters), to set beside it.
+fn quota_notes(rows: &[CauseRow], c: Option<&CgroupDelta>) -> Vec<String> {
+    let Some(c) = c else {
+        return Vec::new();
+    };
+    let ms = |ns: u64| ns as f64 / 1e6;
+    (rows.iter())
+        .filter(|row| row.kind == CauseKind::Throttling)
+        .filter_map(|row| {
+            let named = |g: &&GroupStatDelta| {
+                (g.quota.as_ref())
+                    .is_some_and(|q| row.cause == format!("CFS quota: {q} of {}", g.group))
+            };
+            let g = c.cpu_stat.iter().find(named)?;
+            Some(format!(
+                "cpu.stat: throttled {:.1} ms over the run in {} (all its CPUs' run queues), \
+                 beside the {:.1} ms named its quota here.",
+                ms(g.stat.throttled_ns),
+                g.group,
+                ms(row.total_ns)
+            ))
+        })
+        .collect()
 }
 
 /// The notes as indented lines, wrapped to the terminal.
@@ -192,4 +224,60 @@ fn gap_lines(g: &GapBreakdown) -> String {
         ));
     }
     t
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::system::cgroup::{CpuStat, Version};
+
+    /// Issue 30: a quota row is set beside its group's cpu.stat over the run; a group
+    /// the causes do not name, or a row of another throttle, gets no note.
+    #[test]
+    fn issue30_a_named_quota_is_set_beside_its_groups_cpu_stat() {
+        let row = |cause: &str, total_ns: u64| CauseRow {
+            kind: CauseKind::Throttling,
+            cause: cause.into(),
+            gaps: 1,
+            occurrences: 1,
+            largest_in: 1,
+            total_ns,
+            share_pct: 0.0,
+            median_ns: 0,
+            max_ns: 0,
+            period_ns: None,
+            tasks: Vec::new(),
+        };
+        let group = |path: &str, quota: Option<&str>, throttled_ns: u64| GroupStatDelta {
+            group: path.into(),
+            version: Version::V2,
+            quota: quota.map(str::to_string),
+            cfs: None,
+            stat: CpuStat {
+                throttled_ns,
+                ..CpuStat::default()
+            },
+        };
+        let rows = [
+            row("CFS quota: cpu.max 30000 100000 of /jsq", 1_103_600_000),
+            row("real-time throttling", 5_000_000),
+        ];
+        let c = CgroupDelta {
+            cpu_stat: vec![
+                group("/", None, 0),
+                group("/jsq", Some("cpu.max 30000 100000"), 1_115_500_000),
+                group("/jsq/inner", Some("cpu.max 50000 100000"), 10_000_000),
+            ],
+            pressure: Vec::new(),
+        };
+        assert_eq!(
+            quota_notes(&rows, Some(&c)),
+            vec![
+                "cpu.stat: throttled 1115.5 ms over the run in /jsq (all its CPUs' run \
+                 queues), beside the 1103.6 ms named its quota here."
+                    .to_string()
+            ]
+        );
+        assert!(quota_notes(&rows, None).is_empty());
+    }
 }
