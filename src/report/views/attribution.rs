@@ -235,19 +235,7 @@ mod tests {
     /// the causes do not name, or a row of another throttle, gets no note.
     #[test]
     fn issue30_a_named_quota_is_set_beside_its_groups_cpu_stat() {
-        let row = |cause: &str, total_ns: u64| CauseRow {
-            kind: CauseKind::Throttling,
-            cause: cause.into(),
-            gaps: 1,
-            occurrences: 1,
-            largest_in: 1,
-            total_ns,
-            share_pct: 0.0,
-            median_ns: 0,
-            max_ns: 0,
-            period_ns: None,
-            tasks: Vec::new(),
-        };
+        let row = |cause: &str, ns| CauseRow::made_up(CauseKind::Throttling, cause, 1, 1, ns);
         let group = |path: &str, quota: Option<&str>, throttled_ns: u64| GroupStatDelta {
             group: path.into(),
             version: Version::V2,
