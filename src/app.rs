@@ -11,6 +11,7 @@ pub mod c2c;
 pub mod compare;
 pub mod cpuset;
 pub mod main_job;
+pub mod manual;
 pub mod monitor;
 pub mod noise;
 pub mod output;

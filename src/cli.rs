@@ -76,8 +76,9 @@ pub enum Command {
     /// Print a shell completion script for SHELL (bash, zsh, fish, elvish, powershell):
     /// `source <(jitterscope completions bash)`.
     Completions(CompletionsArgs),
-    /// Print the manual page (roff): `jitterscope man > jitterscope.1; man -l jitterscope.1`.
-    Man,
+    /// Print a manual page (roff): jitterscope(1), or with COMMAND its own
+    /// (jitterscope-noise(1), …): `jitterscope man noise > n.1; man -l n.1`.
+    Man(ManArgs),
     /// Set saved runs side by side: the same probe and CPU in each, the change from the
     /// first run, a verdict per row, and overlaid plots.
     Compare(CompareArgs),
@@ -123,6 +124,12 @@ pub struct SaveArgs {
     /// Every table column, whatever the terminal's width (the files always hold them).
     #[arg(long)]
     pub wide: bool,
+
+    /// Each CPU its own rows, causes and largest gaps (each watched thread, for watch),
+    /// rather than CPUs whose figures and causes agree said once as a group, with the
+    /// outliers named.
+    #[arg(long)]
+    pub per_cpu: bool,
 }
 
 impl SaveArgs {
@@ -345,6 +352,7 @@ pub struct TimerArgs {
 // wake-up path with a context switch); `-D` and `-l` apply to each mechanism.
 #[derive(Debug, Clone, Args)]
 #[command(
+    mut_arg("per_cpu", |a| a.hide(true)),
     mut_arg("cpus", |a| a.help("The two CPUs, as A,B (the same one twice measures a context switch) [default: the first two CPUs a measuring command would take]")),
     mut_arg("duration", |a| a.help("How long to measure each mechanism: 500ms, 10s (a bare number is seconds) [default: 1s, or with -l until the round trips are done]")),
     mut_arg("force", |a| a.help("Allow real-time spinning mechanisms when no CPU is left for housekeeping")),
@@ -375,6 +383,7 @@ pub struct PingpongArgs {
 // `jitterscope c2c`. `-a` selects the CPUs [default: every online, allowed CPU].
 #[derive(Debug, Clone, Args)]
 #[command(
+    mut_arg("per_cpu", |a| a.hide(true)),
     mut_arg("cpus", |a| a.help("CPUs to pair, e.g. 0-7 [default: every online, allowed CPU]")),
     mut_arg("duration", |a| a.hide(true)),
     mut_arg("force", |a| a.help("Allow real-time pairs when no CPU is left for housekeeping")),
@@ -413,6 +422,7 @@ pub struct C2cArgs {
 // --accumulator-cpu and --journaller-cpu (`-a` is not used).
 #[derive(Debug, Clone, Args)]
 #[command(
+    mut_arg("per_cpu", |a| a.hide(true)),
     mut_arg("cpus", |a| a.hide(true)),
     mut_arg("duration", |a| a.help("How long to measure after the warm-up: 500ms, 10s (a bare number is seconds) [default: 10s, or with -l until the messages are done]")),
     mut_arg("force", |a| a.help("Allow real-time roles that share a CPU, or leave none for housekeeping")),
@@ -480,6 +490,7 @@ pub struct QueueArgs {
 // `jitterscope work`. `-a` names the one CPU to run on [default: the first measured CPU].
 #[derive(Debug, Clone, Args)]
 #[command(
+    mut_arg("per_cpu", |a| a.hide(true)),
     mut_arg("cpus", |a| a.help(CPU_ONE)),
     mut_arg("duration", |a| a.help("The longest the runs may take: 500ms, 10s (a bare number is seconds) [default: until the samples are done]")),
     mut_arg("force", |a| a.help("Allow a real-time run when no CPU is left for housekeeping")),
@@ -546,6 +557,7 @@ pub struct WorkArgs {
 // CPU]; `-D` is the time spent on each call [default 200ms].
 #[derive(Debug, Clone, Args)]
 #[command(
+    mut_arg("per_cpu", |a| a.hide(true)),
     mut_arg("cpus", |a| a.help(CPU_ONE)),
     mut_arg("duration", |a| a.help("How long to time each call: 200ms, 1s (a bare number is seconds) [default: 200ms]")),
     mut_arg("force", |a| a.help("Allow a real-time run when no CPU is left for housekeeping")),
@@ -615,6 +627,11 @@ pub struct ReportArgs {
     #[arg(long)]
     pub wide: bool,
 
+    /// table: each CPU its own rows, causes and largest gaps (each watched thread its
+    /// own), rather than CPUs whose figures and causes agree said once as a group.
+    #[arg(long)]
+    pub per_cpu: bool,
+
     /// table: also list each entry's N largest events with their times (noise, timer).
     #[arg(long, value_name = "N")]
     pub top: Option<usize>,
@@ -677,14 +694,29 @@ pub struct CompletionsArgs {
     pub shell: clap_complete::Shell,
 }
 
+// `jitterscope man`.
+#[derive(Debug, Clone, Args)]
+pub struct ManArgs {
+    /// The command whose page to print (noise, timer, …) [default: the page of jitterscope
+    /// itself, which lists them]
+    #[arg(value_name = "COMMAND", conflicts_with = "dir")]
+    pub command: Option<String>,
+
+    /// Write every page into DIR instead: jitterscope.1 and jitterscope-COMMAND.1 for each
+    /// command.
+    #[arg(long, value_name = "DIR")]
+    pub dir: Option<PathBuf>,
+}
+
 // `jitterscope tune`.
 #[derive(Debug, Clone, Args)]
+#[command(mut_arg("per_cpu", |a| a.hide(true)))]
 pub struct TuneArgs {
     // The CPUs to measure and tune for.
     #[arg(short = 'a', long = "cpus", value_name = "LIST", help = CPUS_MEASURED)]
     pub cpus: Option<String>,
 
-    // The coordinator's CPU.
+    /// The CPU left unmeasured for the coordinator [default: the lowest allowed CPU]
     #[arg(long, value_name = "CPU")]
     pub housekeeping: Option<usize>,
 
@@ -817,6 +849,11 @@ pub struct CompareArgs {
     /// table: every column, whatever the terminal's width (the files always hold them).
     #[arg(long)]
     pub wide: bool,
+
+    /// table: each CPU its own rows and causes, rather than CPUs whose changes agree said
+    /// once as a group.
+    #[arg(long)]
+    pub per_cpu: bool,
 }
 
 // `jitterscope audit`.
@@ -838,6 +875,7 @@ pub struct AuditArgs {
 
 // `jitterscope ptp`.
 #[derive(Debug, Clone, Args)]
+#[command(mut_arg("per_cpu", |a| a.hide(true)))]
 pub struct PtpArgs {
     /// A PTP clock device (/dev/ptp0) or a network interface (eth0) whose PHC to read
     /// [default: every /dev/ptp*].
@@ -896,8 +934,9 @@ pub struct TimeFlag {
 }
 
 /// Every flag that takes a time, with what a bare number means. Every one also takes a
-/// unit (ns, us, µs, ms, s; durations also m and h). The README's table is made from this
-/// list and a test checks the parsers against it, so neither can drift.
+/// unit (ns, us, µs, ms, s; durations also m and h). The guide's table
+/// (docs/guide/README.md) is made from this list and a test checks the parsers against
+/// it, so neither can drift.
 pub const TIME_FLAGS: &[TimeFlag] = &[
     TimeFlag {
         commands: &["noise", "timer", "pingpong", "queue", "work", "syscalls"],
@@ -1069,7 +1108,7 @@ pub const TIME_FLAGS: &[TimeFlag] = &[
     },
 ];
 
-/// The README's table of time flags, from `TIME_FLAGS`.
+/// The guide's table of time flags (docs/guide/README.md), from `TIME_FLAGS`.
 pub fn time_flags_markdown() -> String {
     let mut out =
         String::from("| flag | commands | a bare number is | as in |\n|---|---|---|---|\n");
@@ -1366,7 +1405,7 @@ pub struct MonitorArgs {
     #[arg(long, value_name = "LIST", requires = "noise_every")]
     pub noise_cpus: Option<String>,
 
-    /// A noise sweep counts gaps longer than this (ns when bare).
+    /// A noise sweep counts gaps longer than this (µs when bare, as noise's -T).
     #[arg(long, value_name = "TIME", default_value = "1us", value_parser = parse_noise_threshold)]
     pub noise_threshold: u64,
 
@@ -1456,11 +1495,11 @@ mod tests {
     }
 
     #[test]
-    fn the_readme_has_the_time_flag_table() {
-        let readme = include_str!("../README.md");
+    fn the_guide_has_the_time_flag_table() {
+        let guide = include_str!("../docs/guide/README.md");
         assert!(
-            readme.contains(&time_flags_markdown()),
-            "README.md must hold this table (from cli::TIME_FLAGS):\n{}",
+            guide.contains(&time_flags_markdown()),
+            "docs/guide/README.md must hold this table (from cli::TIME_FLAGS):\n{}",
             time_flags_markdown()
         );
     }
@@ -1541,6 +1580,7 @@ mod tests {
 
 // `jitterscope watch`.
 #[derive(Debug, Clone, Args)]
+#[command(mut_arg("per_cpu", |a| a.long("per-thread").visible_alias("per-cpu").help("Each watched thread its own rows and causes, rather than threads whose figures and causes agree said once as a group, with the outliers named")))]
 #[command(group(clap::ArgGroup::new("target").required(true).args(["pid", "tid", "comm"])))]
 pub struct WatchArgs {
     /// Watch every thread of process PID, those it starts later included.

@@ -46,7 +46,7 @@ fn main() -> ExitCode {
         Some(Command::Compare(args)) => app::compare::run(&args),
         Some(Command::Selftest(args)) => app::selftest::run(&args, &stop),
         Some(Command::Completions(args)) => completions(args.shell),
-        Some(Command::Man) => man_page(),
+        Some(Command::Man(args)) => man_page(&args),
         Some(Command::Run(args)) => app::main_job::run(&args, &argv, &stop),
         Some(Command::Monitor(args)) => app::monitor::run(&args, &argv, &stop, &reopen),
         Some(Command::Tune(args)) => app::tune::run(&args, &argv, &stop),
@@ -73,20 +73,14 @@ fn completions(shell: clap_complete::Shell) -> anyhow::Result<Ending> {
     Ok(Ending::Completed)
 }
 
-/// The manual page, in roff, on stdout: the top level, then each subcommand's section.
-fn man_page() -> anyhow::Result<Ending> {
-    let cmd = Cli::command();
-    let mut out = Vec::new();
-    clap_mangen::Man::new(cmd.clone()).render(&mut out)?;
-    for sub in cmd.get_subcommands().filter(|s| !s.is_hide_set()) {
-        let name = format!("jitterscope {}", sub.get_name());
-        out.extend_from_slice(format!(".SH \"{}\"\n", name.to_uppercase()).as_bytes());
-        let man = clap_mangen::Man::new(sub.clone().bin_name(name));
-        man.render_description_section(&mut out)?;
-        man.render_options_section(&mut out)?;
+/// One manual page on stdout, or every page into `--dir`.
+fn man_page(args: &jitterscope::cli::ManArgs) -> anyhow::Result<Ending> {
+    match &args.dir {
+        Some(dir) => {
+            app::manual::write_all(dir)?;
+        }
+        None => app::manual::print(args.command.as_deref())?,
     }
-    use std::io::Write;
-    std::io::stdout().write_all(&out)?;
     Ok(Ending::Completed)
 }
 

@@ -380,8 +380,10 @@ fn report_prints_the_stored_verdict() {
         "{with}"
     );
     for f in &made.fixes {
-        // Each fix on a line of its own, whole, ready to paste.
-        assert!(with.lines().any(|l| l.trim() == f.fix), "{}", f.fix);
+        // Each fix's command on a line of its own, whole, ready to paste (what is said
+        // of it after its " (" on the next).
+        let command = f.fix.split(" (").next().unwrap_or_default();
+        assert!(with.lines().any(|l| l.trim() == command), "{}", f.fix);
     }
     let html = run_ok(&["report", path.to_str().unwrap(), "--format", "html"]);
     let at = |s: &str| html.find(s).unwrap_or_else(|| panic!("{s} missing"));

@@ -129,26 +129,184 @@ fn completions_load_in_bash_and_the_man_page_renders() {
     }
     let page = jitterscope(&["man"]);
     assert_eq!(page.status.code(), Some(0));
+    let text = match man_renders(&page.stdout) {
+        Some(text) => text,
+        None => return skip("the_man_page_renders", "man (man-db) is not installed"),
+    };
+    assert!(text.contains("jitterscope"), "{text}");
+    assert!(
+        text.contains("jitterscope-noise(1)"),
+        "the top page names each command's page: {text}"
+    );
+}
+
+/// `man -l` of a page: its text at 80 columns, or None without man.
+fn man_renders(roff: &[u8]) -> Option<String> {
     let dir = tempfile::tempdir().unwrap();
-    let file = dir.path().join("jitterscope.1");
-    std::fs::write(&file, &page.stdout).unwrap();
-    match std::process::Command::new("man")
+    let file = dir.path().join("page.1");
+    std::fs::write(&file, roff).unwrap();
+    let o = std::process::Command::new("man")
         .arg("-l")
         .arg(&file)
         .env("MANWIDTH", "80")
+        .env("MANPAGER", "cat")
+        .output()
+        .ok()?;
+    assert!(
+        o.status.success(),
+        "man -l failed: {}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    Some(stdout(&o))
+}
+
+/// An option's or argument's names as help and the manual head it, brackets and
+/// defaults left out: "-a --cpus LIST", "RESULT".
+fn names(head: &str) -> String {
+    let head = head.split(" [default").next().unwrap_or(head);
+    head.replace(['<', '>', '[', ']', ','], " ")
+        .replace("...", " ")
+        .replace('=', " ")
+        .split_whitespace()
+        .fold(Vec::<&str>::new(), |mut seen, w| {
+            // `<RESULT> <RESULT>...` (two or more) names one argument.
+            if !seen.contains(&w) {
+                seen.push(w);
+            }
+            seen
+        })
+        .join(" ")
+}
+
+/// The options and arguments `jitterscope help CMD` lists (the heads of its
+/// Arguments: and Options: sections).
+fn help_heads(text: &str) -> std::collections::BTreeSet<String> {
+    text.lines()
+        // Heads are indented 2 or 6; their wrapped descriptions further.
+        .filter(|l| (2..=6).contains(&(l.len() - l.trim_start().len())))
+        .filter(|l| matches!(l.trim_start().chars().next(), Some('-' | '<' | '[')))
+        .map(|l| names(l.trim().split("  ").next().unwrap()))
+        .collect()
+}
+
+/// The heads of the options a manual page lists with no word on what they do.
+fn undescribed(roff: &str) -> Vec<String> {
+    let lines: Vec<&str> = roff.lines().collect();
+    lines
+        .windows(3)
+        .filter(|w| w[0] == ".TP" && (w[2].is_empty() || w[2].starts_with('.')))
+        .map(|w| w[1].to_string())
+        .collect()
+}
+
+/// The options and arguments a manual page lists (the line after each `.TP`).
+fn man_heads(roff: &str) -> std::collections::BTreeSet<String> {
+    let lines: Vec<&str> = roff.lines().collect();
+    let options = lines.iter().position(|l| *l == ".SH OPTIONS");
+    let end = lines.iter().position(|l| l.starts_with(".SH SUBCOMMANDS"));
+    let Some(start) = options else {
+        return Default::default();
+    };
+    let body = &lines[start..end.unwrap_or(lines.len())];
+    body.windows(2)
+        .filter(|w| w[0] == ".TP")
+        .map(|w| {
+            let plain = w[1]
+                .replace("\\fB", "")
+                .replace("\\fR", "")
+                .replace("\\fI", "")
+                .replace("\\-", "-");
+            names(&plain)
+        })
+        .collect()
+}
+
+/// Issue 31: a manual page per command, and it says what `jitterscope help CMD` says:
+/// the same options and arguments, for the top level and every command, each with a word
+/// on what it does; each page renders with man.
+#[test]
+fn issue31_each_command_has_a_man_page_with_its_help_options() {
+    let commands = jitterscope::app::manual::commands();
+    for must in [
+        "noise", "timer", "run", "tune", "watch", "selftest", "monitor",
+    ] {
+        assert!(commands.iter().any(|c| c == must), "{commands:?}");
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let out = jitterscope(&["man", "--dir", dir.path().to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(0), "{:?}", stderr_lines(&out));
+    let mut pages: Vec<String> = std::fs::read_dir(dir.path())
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().to_string())
+        .collect();
+    pages.sort();
+    let mut expected: Vec<String> = commands
+        .iter()
+        .map(|c| format!("jitterscope-{c}.1"))
+        .chain(["jitterscope.1".to_string()])
+        .collect();
+    expected.sort();
+    assert_eq!(pages, expected);
+
+    for cmd in std::iter::once(None).chain(commands.iter().map(|c| Some(c.as_str()))) {
+        let (help_args, man_args, file) = match cmd {
+            Some(c) => (
+                vec!["help", c],
+                vec!["man", c],
+                format!("jitterscope-{c}.1"),
+            ),
+            None => (vec!["help"], vec!["man"], "jitterscope.1".to_string()),
+        };
+        let help = stdout(&jitterscope(&help_args));
+        let man = jitterscope(&man_args);
+        assert_eq!(man.status.code(), Some(0), "{man_args:?}");
+        let roff = stdout(&man);
+        assert_eq!(
+            roff,
+            std::fs::read_to_string(dir.path().join(&file)).unwrap(),
+            "man {cmd:?} prints the page --dir writes"
+        );
+        let (from_help, from_man) = (help_heads(&help), man_heads(&roff));
+        assert!(
+            from_help.len() >= 2,
+            "{cmd:?}: help lists {from_help:?}:\n{help}"
+        );
+        assert_eq!(from_help, from_man, "{cmd:?}: help against man");
+        assert_eq!(
+            undescribed(&roff),
+            Vec::<String>::new(),
+            "{cmd:?}: every option says what it does"
+        );
+        if let Some(c) = cmd {
+            assert!(roff.contains(&format!(".TH jitterscope-{c} 1")), "{roff}");
+        }
+    }
+    // Every page renders: man -l on all of them at once (one groff start, not 19).
+    match std::process::Command::new("man")
+        .arg("-l")
+        .args(expected.iter().map(|p| dir.path().join(p)))
+        .env("MANWIDTH", "80")
+        .env("MANPAGER", "cat")
         .output()
     {
-        Ok(o) if o.status.success() => {
-            let text = stdout(&o);
-            assert!(text.contains("jitterscope"), "{text}");
+        Ok(o) => {
+            assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+            let text = stdout(&o).split_whitespace().collect::<Vec<_>>().join(" ");
+            assert_eq!(
+                text.matches("SYNOPSIS").count(),
+                expected.len(),
+                "every page renders"
+            );
             assert!(
-                text.contains("JITTERSCOPE NOISE"),
-                "each command has a section"
+                text.contains("jitterscope-tune - Did the change help?"),
+                "{text}"
             );
         }
-        Ok(o) => panic!("man -l failed: {}", String::from_utf8_lossy(&o.stderr)),
-        Err(_) => skip("the_man_page_renders", "man (man-db) is not installed"),
+        Err(_) => skip("issue31 man pages render", "man (man-db) is not installed"),
     }
+    let bad = jitterscope(&["man", "nosuch"]);
+    assert_eq!(bad.status.code(), Some(2));
+    assert!(stderr_lines(&bad)[0].contains("the commands are noise"));
 }
 
 /// Issue 16: with COLUMNS=100 the audit fits 100 columns, except a command to paste,

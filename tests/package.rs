@@ -1,6 +1,7 @@
 //! Issue 24, item 4: the Debian package. scripts/build-deb builds it, lintian finds no
 //! error in it, and `dpkg -i` installs it on this machine. Then, as a user would: the
-//! installed binary passes `selftest`, `man jitterscope` shows its page, bash (and fish
+//! installed binary passes `selftest`, `dpkg -L` lists a manual page per command and
+//! `man jitterscope` and `man jitterscope-tune` show theirs (issue 31), bash (and fish
 //! and zsh, where installed) complete it from the system directories, and the monitor's
 //! unit is there but disabled. `dpkg -r` leaves nothing behind.
 
@@ -115,28 +116,63 @@ fn lint(deb: &str) {
     assert!(!said.lines().any(|l| l.starts_with("E: ")), "{said}");
 }
 
-/// `man jitterscope` renders the installed page.
-fn manual_page_shows() {
+/// The package holds a manual page per command (issue 31), as `dpkg -L` lists them, and
+/// `man jitterscope` and `man jitterscope-tune` render the installed pages.
+fn manual_pages_show() {
+    let listed = ok(Command::new("dpkg").args(["-L", "jitterscope"]));
+    let pages: BTreeSet<&str> = listed
+        .lines()
+        .filter(|l| l.starts_with("/usr/share/man/man1/"))
+        .collect();
+    eprintln!("{TEST}: dpkg -L lists {} manual pages", pages.len());
+    let commands = jitterscope::app::manual::commands();
+    let expected: BTreeSet<String> = commands
+        .iter()
+        .map(|c| format!("/usr/share/man/man1/jitterscope-{c}.1.gz"))
+        .chain(["/usr/share/man/man1/jitterscope.1.gz".to_string()])
+        .collect();
+    let expected: BTreeSet<&str> = expected.iter().map(String::as_str).collect();
+    let files: BTreeSet<&str> = pages
+        .iter()
+        .copied()
+        .filter(|p| p.ends_with(".gz"))
+        .collect();
+    assert_eq!(files, expected, "dpkg -L jitterscope");
     if Command::new("man").arg("--version").output().is_err() {
         return skip(
             &format!("{TEST} (man)"),
             "man is not installed (apt-get install man-db)",
         );
     }
-    if !Path::new("/usr/share/man/man1/jitterscope.1.gz").exists() {
+    if !Path::new("/usr/share/man/man1/jitterscope-tune.1.gz").exists() {
         // Container images of Debian tell dpkg to leave manual pages out.
         return skip(
             &format!("{TEST} (man)"),
             "dpkg was told not to install manual pages here",
         );
     }
-    let page = ok(Command::new("man")
-        .arg("jitterscope")
-        .env("MANPAGER", "cat")
-        .env("MANWIDTH", "80"));
+    let man = |page: &str| {
+        let text = ok(Command::new("man")
+            .arg(page)
+            .env("MANPAGER", "cat")
+            .env("MANWIDTH", "80"));
+        text.split_whitespace().collect::<Vec<_>>().join(" ")
+    };
+    let top = man("jitterscope");
+    assert!(top.contains("jitterscope-noise(1)"), "{top}");
+    let tune = man("jitterscope-tune");
     assert!(
-        page.contains("jitterscope") && page.contains("noise"),
-        "{page}"
+        tune.contains("jitterscope-tune - Did the change help?"),
+        "{tune}"
+    );
+    assert!(
+        tune.contains("--restore") && tune.contains("SEE ALSO"),
+        "{tune}"
+    );
+    let guide = "/usr/share/doc/jitterscope/docs/guide/tune.md";
+    assert!(
+        Path::new(guide).exists(),
+        "the page's SEE ALSO names {guide}"
     );
 }
 
@@ -242,7 +278,7 @@ fn the_package_installs_works_and_removes_cleanly() {
         c.arg("selftest");
         c
     });
-    manual_page_shows();
+    manual_pages_show();
     bash_completes();
     other_shells_complete();
     unit_is_installed_disabled();

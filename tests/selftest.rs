@@ -25,7 +25,7 @@ fn selftest_passes_here() {
     let saved = dir.path().join("selftest.json");
     // Two printed attempts, as the other ground-truth tests allow: on this shared VM a
     // noisy stretch (another guest, a compile beside the tests) can spoil one; five in a
-    // row passed on a quiet host (README, "How it is checked").
+    // row passed on a quiet host (docs/guide/noise.md, "How it is checked").
     let mut out = jitterscope(&["selftest", "-o", saved.to_str().unwrap()]);
     if out.status.code() != Some(0) {
         eprintln!("attempt 1:\n{}", String::from_utf8_lossy(&out.stdout));

@@ -53,9 +53,8 @@ pub fn run(args: &CompareArgs) -> anyhow::Result<Ending> {
         .collect();
     let dir = || output_dir(args.format, args.output.as_deref());
     let text = match args.format {
-        ReportFormat::Table => {
-            Layout::terminal(args.wide).scoped(|| compare_view::table(&c, &paths))
-        }
+        ReportFormat::Table => (Layout::terminal(args.wide).per_cpu(args.per_cpu))
+            .scoped(|| compare_view::table(&c, &paths)),
         ReportFormat::Markdown => compare_view::markdown(&c, &paths),
         ReportFormat::Csv => compare_view::csv(&c),
         ReportFormat::Hdr => export::hdr_log(&relabelled(&loaded, &labels))?,

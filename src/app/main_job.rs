@@ -227,7 +227,8 @@ pub fn run(args: &MainArgs, argv: &[String], stop: &AtomicBool) -> anyhow::Resul
     if args.save.json_on_stdout() {
         super::report::write_stdout(&format!("{}\n", merged.to_json()))?;
     } else if !args.save.quiet {
-        let layout = crate::report::table::Layout::terminal(args.save.wide);
+        let layout =
+            crate::report::table::Layout::terminal(args.save.wide).per_cpu(args.save.per_cpu);
         let (tables, v) =
             layout.scoped(|| (super::report::probe_tables(&merged), verdict::text(&v)));
         super::report::write_stdout(&format!("{tables}\n{v}\n{saved}\n"))?;

@@ -120,7 +120,7 @@ impl Measure for NoiseCommand {
 
     fn text(&self, r: &ResultFile) -> String {
         format!(
-            "noise: CPUs {} for {:.3} s{}, threshold {} ns, {}{}\n{}\n{}{}",
+            "noise: CPUs {} for {:.3} s{}, threshold {} ns, {}{}\n{}\n{}",
             r.run.cpus.measured,
             r.run.actual_duration_ns as f64 / 1e9,
             interrupted_mark(r),
@@ -128,8 +128,7 @@ impl Measure for NoiseCommand {
             super::output::result_policy(r, self.settings.sched),
             if self.trace { ", traced" } else { "" },
             clock_line(r),
-            crate::report::views::noise::noise_tables(r),
-            crate::report::views::attribution::noise_attribution(r, 5),
+            crate::report::views::noise::noise_text(r),
         )
     }
 }

@@ -57,7 +57,8 @@ pub fn emit(result: &ResultFile, to: &SaveArgs, text: impl Fn() -> String) -> an
     let printed = if to.json_on_stdout() {
         writeln!(out, "{}", result.to_json())
     } else if !to.quiet {
-        let text = crate::report::table::Layout::terminal(to.wide).scoped(text);
+        let layout = crate::report::table::Layout::terminal(to.wide).per_cpu(to.per_cpu);
+        let text = layout.scoped(text);
         write!(out, "{text}")
     } else {
         Ok(())

@@ -61,7 +61,7 @@ impl RunSettings {
     /// Whether anything reads the result beyond the table: then it gets the parts only a
     /// reader of the file needs, the host's audit and each histogram encoded. A run that
     /// only prints its table skips both: they cost time and about 0.8 MiB of a `noise`
-    /// run's peak RSS (README; issue 15: the audit's code and buffers, and the deflate
+    /// run's peak RSS (docs/guide/noise.md; issue 15: the audit's code and buffers, and the deflate
     /// state and buffers of each histogram's encoding).
     pub fn keeps_result(&self) -> bool {
         self.whole_result || self.save.keeps_result()

@@ -25,7 +25,8 @@ pub fn run(args: &ReportArgs) -> anyhow::Result<Ending> {
     let results = read_all(&args.results)?;
     let dir = || output_dir(args.format, args.output.as_deref());
     let text = match args.format {
-        ReportFormat::Table => Layout::terminal(args.wide).scoped(|| tables(&results, args.top)),
+        ReportFormat::Table => (Layout::terminal(args.wide).per_cpu(args.per_cpu))
+            .scoped(|| tables(&results, args.top)),
         ReportFormat::Markdown => export::markdown(&results),
         ReportFormat::Csv if args.buckets => export::csv_buckets(&results)?,
         ReportFormat::Csv => export::csv_summary(&results),

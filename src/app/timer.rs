@@ -228,7 +228,7 @@ impl Measure for TimerCommand {
     fn text(&self, r: &ResultFile) -> String {
         let mut text = self.header(r);
         text.push('\n');
-        text.push_str(&crate::report::views::timer::timer_tables(r));
+        text.push_str(&crate::report::views::timer::timer_text(r));
         if self.cfg.spikes_above_ns.is_some() {
             text.push('\n');
             text.push_str(&crate::report::views::timer::timer_spikes(r));
@@ -237,7 +237,6 @@ impl Measure for TimerCommand {
             text.push('\n');
             text.push_str(&crate::report::views::timer::timer_buckets(r));
         }
-        text.push_str(&crate::report::views::attribution::timer_attribution(r, 5));
         text
     }
 }

@@ -17,6 +17,7 @@ use std::collections::BTreeMap;
 use crate::probes::noise::NoiseEntry;
 use crate::probes::timer::TimerEntry;
 use crate::report::ResultFile;
+use crate::report::cause_names::without_pid;
 use crate::stats::causes::{Attribution, CauseKind};
 
 /// One entry's causes across the runs.
@@ -209,46 +210,5 @@ fn grid(
         key: k.1.clone(),
         runs,
         rows: lines,
-    }
-}
-
-/// A task's cause without its pid: "task rustc:13225 (SCHED_OTHER nice 10)" →
-/// "task rustc (SCHED_OTHER nice 10)". The pid is the digits after the last ':' that
-/// is followed by digits and " (": a command name may itself hold a ':' (kworker/1:1).
-fn without_pid(cause: &str) -> String {
-    let at = (cause.match_indices(':')).map(|(i, _)| i).rfind(|&i| {
-        let rest = &cause[i + 1..];
-        let digits = rest.bytes().take_while(u8::is_ascii_digit).count();
-        digits > 0 && rest[digits..].starts_with(" (")
-    });
-    match at {
-        Some(i) => {
-            let digits = cause[i + 1..]
-                .bytes()
-                .take_while(u8::is_ascii_digit)
-                .count();
-            format!("{}{}", &cause[..i], &cause[i + 1 + digits..])
-        }
-        None => cause.to_string(),
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn a_tasks_pid_is_dropped_and_only_its_pid() {
-        assert_eq!(
-            without_pid("task rustc:13225 (SCHED_OTHER nice 10)"),
-            "task rustc (SCHED_OTHER nice 10)"
-        );
-        assert_eq!(
-            without_pid("task kworker/1:1:57 (SCHED_OTHER nice 0) vmstat_update"),
-            "task kworker/1:1 (SCHED_OTHER nice 0) vmstat_update"
-        );
-        assert_eq!(without_pid("task odd"), "task odd");
-        assert_eq!(without_pid("task a:b (x)"), "task a:b (x)");
-        assert_eq!(without_pid(":1 ("), " (");
     }
 }

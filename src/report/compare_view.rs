@@ -15,6 +15,7 @@ use crate::report::compare::{Comparison, Figures, Judgement, Row, change_words, 
 use crate::report::compare_causes::{CauseGrid, CauseLine, Traced};
 use crate::report::dist::UNCONFIRMED_NOTE;
 use crate::report::export::{csv_field, unit_of};
+use crate::report::group;
 use crate::report::html;
 use crate::report::table::{Col, Layout, Tab, Unit, core, hidden_note, reset_hidden, wide, wrap};
 use crate::stats::causes::CauseKind;
@@ -149,6 +150,197 @@ fn bases(c: &Comparison) -> Vec<String> {
 }
 
 // ---------------------------------------------------------------------------------------
+// Groups of entries (`report::group`): the terminal's rows at many CPUs
+
+/// What the terminal says under a table with groups.
+const GROUPED_NOTE: &str = "A group's two lines per run give each figure's lowest and highest \
+    over its CPUs, whose verdicts agree; --per-cpu shows each CPU.";
+
+/// The rows of one kind as the terminal shows them.
+enum Shown<'a> {
+    One(&'a Row),
+    /// Rows of one metric, on CPUs whose verdicts agree.
+    Group(Vec<&'a Row>),
+}
+
+/// The CPU an entry's key names ("cpu7", "cpu7#2"); `None` for other keys.
+fn cpu_of(key: &str) -> Option<usize> {
+    key.strip_prefix("cpu")?.split('#').next()?.parse().ok()
+}
+
+/// A row's verdicts against the baseline, as one key: rows are grouped by it.
+fn verdicts(row: &Row) -> String {
+    (row.judgements.iter().skip(1))
+        .map(|j| j.as_ref().map_or("-", |j| j.verdict.words()))
+        .collect::<Vec<_>>()
+        .join("/")
+}
+
+/// The rows of one kind: each on its own, or, past `group::EACH_UP_TO` CPUs of one
+/// metric and without `--per-cpu`, the CPUs whose verdicts agree said once (grouped by
+/// their baseline p99 too, so that an outlier in size is named), in `report::group`'s way.
+fn shown<'a>(rows: &[&'a Row]) -> Vec<Shown<'a>> {
+    let each = || rows.iter().map(|r| Shown::One(r)).collect();
+    if Layout::current().per_cpu {
+        return each();
+    }
+    let mut metrics: Vec<&str> = Vec::new();
+    for r in rows {
+        if !metrics.contains(&r.metric) {
+            metrics.push(r.metric);
+        }
+    }
+    let of = |m: &str| -> Vec<&'a Row> { rows.iter().copied().filter(|r| r.metric == m).collect() };
+    let groups =
+        |of: &[&Row]| of.len() > group::EACH_UP_TO && of.iter().all(|r| cpu_of(&r.key).is_some());
+    if !metrics.iter().any(|m| groups(&of(m))) {
+        return each();
+    }
+    let keys = [group::latency("baseline p99")];
+    let mut out = Vec::new();
+    for m in metrics {
+        let of = of(m);
+        if !groups(&of) {
+            out.extend(of.into_iter().map(Shown::One));
+            continue;
+        }
+        let members: Vec<group::Member> = (of.iter())
+            .map(|r| group::Member {
+                cause: Some(verdicts(r)),
+                figures: vec![
+                    (r.figures.first().copied().flatten())
+                        .and_then(|f| f.p99_ns)
+                        .unwrap_or(0) as f64,
+                ],
+            })
+            .collect();
+        for row in group::group(&members, &keys).rows {
+            match row.members().as_slice() {
+                [one] => out.push(Shown::One(of[*one])),
+                many => out.push(Shown::Group(many.iter().map(|&i| of[i]).collect())),
+            }
+        }
+    }
+    out
+}
+
+/// A group's entry: "cpu1-15 (15)".
+fn group_key(rows: &[&Row]) -> String {
+    let cpus: Vec<usize> = rows.iter().filter_map(|r| cpu_of(&r.key)).collect();
+    format!("cpu{} ({})", group::cpu_list(&cpus), rows.len())
+}
+
+/// The grid of `shown`: a row on its own as `grid` has it; a group, per run, a line of
+/// each figure's lowest and one of its highest over the group's rows.
+fn grid_shown(c: &Comparison, probe: &str, shown: &[Shown]) -> (Vec<Column>, Vec<Vec<String>>) {
+    let all: Vec<&Row> = (shown.iter())
+        .flat_map(|s| match s {
+            Shown::One(r) => vec![*r],
+            Shown::Group(rs) => rs.clone(),
+        })
+        .collect();
+    let (cols, _) = grid(c, probe, &all);
+    let u = unit_of(probe);
+    let rates = cols.len() > 9;
+    let mut out = Vec::new();
+    for s in shown {
+        let rows = match s {
+            Shown::One(r) => {
+                out.extend(grid(c, probe, &[*r]).1);
+                continue;
+            }
+            Shown::Group(rows) => rows,
+        };
+        for i in 0..c.labels.len() {
+            let cells: Vec<Vec<group::Cell>> = (rows.iter())
+                .map(|row| {
+                    let base = row.figures.first().copied().flatten();
+                    let f = row.figures[i];
+                    let texts =
+                        figure_cells(f.as_ref(), if i == 0 { None } else { base.as_ref() }, u);
+                    let values = f.map_or([None; 6], |f| {
+                        let ns = |v: Option<u64>| v.map(|v| v as f64);
+                        [
+                            Some(f.count as f64),
+                            ns(f.p50_ns),
+                            ns(f.p99_ns),
+                            ns(f.p999_ns),
+                            ns(f.max_ns),
+                            f.rate_per_s,
+                        ]
+                    });
+                    let verdict = row.judgements[i]
+                        .as_ref()
+                        .map_or_else(String::new, |j| j.verdict.words().to_string());
+                    let mut v = vec![group::text(verdict)];
+                    v.extend(texts.into_iter().zip(values).map(|(t, v)| match v {
+                        Some(v) => group::num(v, t),
+                        None => group::text(t),
+                    }));
+                    if !rates {
+                        v.pop();
+                    }
+                    v
+                })
+                .collect();
+            let members: Vec<usize> = (0..rows.len()).collect();
+            for (n, high) in [false, true].into_iter().enumerate() {
+                let lead = match (i, n) {
+                    (0, 0) => vec![group_key(rows), rows[0].metric_label()],
+                    _ => vec![String::new(), String::new()],
+                };
+                let run = match n {
+                    0 => format!("{} low", c.labels[i]),
+                    _ => "high".to_string(),
+                };
+                let mut line = lead;
+                line.push(run);
+                line.extend(group::extremes_of(&members, &cells, high));
+                out.push(line);
+            }
+        }
+    }
+    (cols, out)
+}
+
+/// Each verdict's basis, one line per later run and row; a group's once, with its
+/// first row's basis.
+fn shown_bases(c: &Comparison, shown: &[Shown]) -> Vec<String> {
+    let mut out = Vec::new();
+    for s in shown {
+        let rows = match s {
+            Shown::One(r) => vec![*r],
+            Shown::Group(rs) => rs.clone(),
+        };
+        let first = rows[0];
+        for (i, j) in first.judgements.iter().enumerate() {
+            let Some(Judgement { verdict, basis }) = j else {
+                continue;
+            };
+            let (who, on) = match s {
+                Shown::One(r) => (r.key.clone(), String::new()),
+                Shown::Group(rs) => {
+                    let cpus: Vec<usize> = rs.iter().filter_map(|r| cpu_of(&r.key)).collect();
+                    (
+                        group::cpus_words(&cpus),
+                        format!(" on all {}; {} for one", rs.len(), first.key),
+                    )
+                }
+            };
+            out.push(format!(
+                "{} {who} {}, {} vs {}: {}{on}: {basis}",
+                first.probe,
+                first.metric,
+                c.labels[i],
+                c.labels[0],
+                verdict.words()
+            ));
+        }
+    }
+    out
+}
+
+// ---------------------------------------------------------------------------------------
 // Causes (`compare_causes`)
 
 /// What a cause's figure reads where its run has no such cause.
@@ -227,7 +419,17 @@ fn causes_table(c: &Comparison, line: &dyn Fn(&str, &str) -> String) -> String {
     }
     out.push('\n');
     out.push_str(&line(CAUSES_INTRO, ""));
+    let mut merged: Vec<&'static str> = Vec::new();
     for g in &c.causes {
+        let of: Vec<&CauseGrid> = c.causes.iter().filter(|x| x.probe == g.probe).collect();
+        let many = of.len() > group::EACH_UP_TO && of.iter().all(|x| cpu_of(&x.key).is_some());
+        if many && !Layout::current().per_cpu {
+            if !merged.contains(&g.probe) {
+                merged.push(g.probe);
+                out.push_str(&merged_causes(c, &of, line));
+            }
+            continue;
+        }
         let _ = writeln!(out, "\n{}", cause_title(g));
         for m in g.missing(&c.labels) {
             out.push_str(&line(&m, "  "));
@@ -247,7 +449,7 @@ fn causes_table(c: &Comparison, line: &dyn Fn(&str, &str) -> String) -> String {
             continue;
         }
         let spec: Vec<Col> = CAUSE_COLUMNS.iter().map(|h| core(*h)).collect();
-        let mut t = Tab::new(&spec).compact();
+        let mut t = Tab::new(&spec);
         for r in cells {
             t.row(r);
         }
@@ -262,6 +464,128 @@ fn causes_table(c: &Comparison, line: &dyn Fn(&str, &str) -> String) -> String {
                 "  ",
             ));
         }
+    }
+    out
+}
+
+/// The causes of many CPUs' grids of one probe as one table: a cause (a per-CPU kernel
+/// thread as one, its CPU written N) per run, each figure lowest–highest over the CPUs
+/// that saw it; the runs without attribution said once.
+fn merged_causes(
+    c: &Comparison,
+    grids: &[&CauseGrid],
+    line: &dyn Fn(&str, &str) -> String,
+) -> String {
+    struct Merged {
+        kind: CauseKind,
+        cause: String,
+        /// Per run: shares, changes (pp) and times per second over the CPUs.
+        share: Vec<Vec<f64>>,
+        change: Vec<Vec<f64>>,
+        per_s: Vec<Vec<f64>>,
+    }
+    let n = c.labels.len();
+    let mut rows: Vec<Merged> = Vec::new();
+    for g in grids {
+        let cpu = cpu_of(&g.key).unwrap_or(0);
+        for l in &g.rows {
+            let key = match l.kind {
+                CauseKind::Task => crate::report::cause_names::per_cpu_key(cpu, &l.cause),
+                _ => l.cause.clone(),
+            };
+            let at = match rows.iter().position(|m| m.cause == key) {
+                Some(p) => p,
+                None => {
+                    rows.push(Merged {
+                        kind: l.kind,
+                        cause: key,
+                        share: vec![Vec::new(); n],
+                        change: vec![Vec::new(); n],
+                        per_s: vec![Vec::new(); n],
+                    });
+                    rows.len() - 1
+                }
+            };
+            for (i, f) in l.figures.iter().enumerate() {
+                if let Some(f) = f {
+                    rows[at].share[i].push(f.share_pct);
+                    rows[at].per_s[i].push(f.ns_per_s / 1e3);
+                }
+                if let Some(pp) = l.change_pp(i) {
+                    rows[at].change[i].push(pp);
+                }
+            }
+        }
+    }
+    let top = |m: &Merged| m.share.iter().flatten().fold(0.0, |a: f64, b| a.max(*b));
+    rows.sort_by(|a, b| {
+        let last = |m: &Merged| m.kind == CauseKind::Unaccounted;
+        last(a).cmp(&last(b)).then(top(b).total_cmp(&top(a)))
+    });
+    let cpus: Vec<usize> = grids.iter().filter_map(|g| cpu_of(&g.key)).collect();
+    let probe = grids.first().map_or("", |g| g.probe);
+    let mut out = format!(
+        "\n{}",
+        line(
+            &format!(
+                "{probe} {}: causes, each figure lowest–highest over the CPUs that saw it (N \
+                 in a thread's name is its own CPU)",
+                group::cpus_words(&cpus)
+            ),
+            "  "
+        )
+    );
+    let traced: Vec<usize> = (0..n)
+        .filter(|&i| grids.iter().any(|g| g.runs.get(i) == Some(&Traced::Yes)))
+        .collect();
+    for (i, label) in c.labels.iter().enumerate() {
+        if !traced.contains(&i) {
+            out.push_str(&line(
+                &format!("{probe}: {label} has no attribution on these CPUs"),
+                "  ",
+            ));
+        }
+    }
+    let spec: Vec<Col> = CAUSE_COLUMNS
+        .iter()
+        .enumerate()
+        .map(|(i, h)| if i == 0 { core(*h).text() } else { core(*h) })
+        .collect();
+    let mut t = Tab::new(&spec);
+    let shown = crate::report::cause_names::shown_causes(&rows, |m| m.kind, TERMINAL_CAUSES);
+    let count = shown.len();
+    let one = |v: &[f64], fmt: &dyn Fn(f64) -> String| match v.is_empty() {
+        true => NO_CAUSE.to_string(),
+        false => group::range(v.iter().copied(), fmt),
+    };
+    for m in shown {
+        for (k, &i) in traced.iter().enumerate() {
+            t.row(vec![
+                if k == 0 {
+                    m.cause.clone()
+                } else {
+                    String::new()
+                },
+                c.labels[i].clone(),
+                one(&m.share[i], &|v| format!("{v:.1}")),
+                match i {
+                    0 => String::new(),
+                    _ => one(&m.change[i], &|v| format!("{v:+.1}")),
+                },
+                one(&m.per_s[i], &|v| format!("{v:.1}")),
+            ]);
+        }
+    }
+    let _ = writeln!(out, "{t}");
+    if rows.len() > count {
+        out.push_str(&line(
+            &format!(
+                "{} smaller causes left out: --per-cpu shows each CPU's, --wide every cause \
+                 (the CSV, Markdown and HTML always hold them)",
+                rows.len() - count
+            ),
+            "  ",
+        ));
     }
     out
 }
@@ -397,24 +721,42 @@ pub fn table(c: &Comparison, paths: &[String]) -> String {
         out.push_str(&line(&format!("note: {d}"), "  "));
     }
     let mut starred = false;
+    let mut said = Vec::new();
     for (probe, rows) in by_kind(c) {
-        let (cols, grid) = grid(c, probe, &rows);
-        let spec: Vec<Col> = (cols.into_iter())
-            .map(|c| if c.core { core(c.name) } else { wide(c.name) })
+        let shown = shown(&rows);
+        let (cols, grid) = grid_shown(c, probe, &shown);
+        // The entry is text, cut at its start (a path's end names the entry). When the figures do not fit, the one that matters least
+        // gives way: p50 where the tail is the point (noise, timer: µs), the max where
+        // the median is (a cost or a transit: ns).
+        let spare = match unit_of(probe) {
+            Unit::Us => 5,
+            Unit::Ns => 8,
+        };
+        let spec: Vec<Col> = (cols.into_iter().enumerate())
+            .map(|(i, c)| match (c.core, i) {
+                (true, 0) => core(c.name).text_tail(),
+                (true, i) if i == spare => core(c.name).spare(),
+                (true, _) => core(c.name),
+                (false, _) => wide(c.name),
+            })
             .collect();
         let mut t = Tab::new(&spec);
         for r in grid {
             t.row(r);
         }
         let _ = writeln!(out, "\n{probe}\n{t}");
+        if shown.iter().any(|s| matches!(s, Shown::Group(_))) {
+            let _ = write!(out, "{}", line(GROUPED_NOTE, "  "));
+        }
         starred |= rows.iter().any(|r| !r.trusted);
+        said.extend(shown_bases(c, &shown));
     }
     if starred {
         out.push_str(&line(UNCONFIRMED_NOTE, "  "));
     }
     out.push_str(&causes_table(c, &line));
     out.push('\n');
-    for b in bases(c) {
+    for b in said {
         out.push_str(&line(&format!("- {b}"), "  "));
     }
     out.push('\n');

@@ -2,6 +2,7 @@
 //! `ResultFile` only, never from live probe state.
 
 pub mod audit_table;
+pub mod cause_names;
 pub mod compare;
 pub mod compare_causes;
 pub mod compare_view;
@@ -11,6 +12,7 @@ pub mod export;
 pub mod figure;
 pub mod gate;
 pub mod gnuplot;
+pub mod group;
 pub mod html;
 pub mod interval_log;
 pub mod plot;

@@ -1,16 +1,21 @@
-//! What every terminal table shares: the style, the layout (how wide the terminal is and
-//! whether `--wide` asked for every column), the unit cells, the policy cell and the
-//! distribution columns. Each probe kind's own tables are in `report::views`.
+//! What every terminal table shares: the style, the layout (how wide the terminal is,
+//! whether `--wide` asked for every column and `--per-cpu` for every CPU), the unit
+//! cells, the policy cell and the distribution columns. Each probe kind's own tables are
+//! in `report::views`.
 //!
 //! # Fitting the terminal
 //!
-//! A table's columns are either core (always shown) or wide-only (shown with `--wide`;
-//! the files, CSV, Markdown and HTML, always hold every column). Without `--wide` a
-//! table is also wrapped to the terminal's width: `COLUMNS`, else the width of the
-//! terminal on stdout, else 100 columns. The layout is set once per command
+//! A table has one line per row: no rule between rows, and no cell is ever wrapped. A
+//! table's columns are either core (always shown) or wide-only (shown with `--wide`; the
+//! files, CSV, Markdown and HTML, always hold every column), and either figures or text.
+//! Without `--wide` a table must fit the terminal's width (`COLUMNS`, else the width of
+//! the terminal on stdout, else 100 columns): the wide-only columns are left out first,
+//! then the widest text column is shortened, its cells cut with "…", until the table
+//! fits or no text column can give more. A figure is never cut: a table of figures alone
+//! that is wider than the terminal stays whole. The layout is set once per command
 //! ([`Layout::scoped`]) rather than handed down every view, so that the views keep one
 //! signature for the measuring commands and `report`; without a scope it is the
-//! terminal's, not wide.
+//! terminal's, not wide, grouped.
 
 use std::cell::Cell;
 
@@ -22,13 +27,16 @@ use crate::stats::Summary;
 /// The width a table fits when stdout is not a terminal and `COLUMNS` is unset.
 pub const DEFAULT_WIDTH: u16 = 100;
 
-/// How terminal tables are laid out.
+/// How terminal output is laid out.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Layout {
     /// Columns of text the output must fit (ignored when `wide`).
     pub width: u16,
     /// Every column, whatever the width (`--wide`).
     pub wide: bool,
+    /// Every CPU (or watched thread) its own rows, causes and gaps (`--per-cpu`), rather
+    /// than CPUs whose figures agree said once as a group (`report::group`).
+    pub per_cpu: bool,
 }
 
 thread_local! {
@@ -39,7 +47,7 @@ thread_local! {
 
 impl Layout {
     /// The terminal's: `COLUMNS` when set to a number, else the width of the terminal
-    /// on stdout, else [`DEFAULT_WIDTH`].
+    /// on stdout, else [`DEFAULT_WIDTH`]; CPUs grouped.
     pub fn terminal(wide: bool) -> Layout {
         let from_env = std::env::var("COLUMNS")
             .ok()
@@ -49,12 +57,25 @@ impl Layout {
             .or_else(|| terminal_size::terminal_size().map(|(w, _)| w.0))
             .filter(|&w| w >= 20)
             .unwrap_or(DEFAULT_WIDTH);
-        Layout { width, wide }
+        Layout {
+            width,
+            wide,
+            per_cpu: false,
+        }
     }
 
-    /// A fixed width, for tests and for text written to files.
+    /// A fixed width, for tests and for text written to files; CPUs grouped.
     pub fn fixed(width: u16, wide: bool) -> Layout {
-        Layout { width, wide }
+        Layout {
+            width,
+            wide,
+            per_cpu: false,
+        }
+    }
+
+    /// The same, each CPU on its own when `per_cpu` (`--per-cpu`).
+    pub fn per_cpu(self, per_cpu: bool) -> Layout {
+        Layout { per_cpu, ..self }
     }
 
     /// The layout of the current scope, or the terminal's.
@@ -153,90 +174,226 @@ pub fn us(ns: Option<u64>) -> String {
     Unit::Us.cell(ns)
 }
 
-/// A column of a terminal table: always shown, or only with `--wide`.
+/// A column of a terminal table: always shown, or only with `--wide`; figures (never
+/// cut) or text (shortened with "…" when the table does not fit).
 #[derive(Debug, Clone)]
-pub(crate) enum Col {
-    Core(String),
-    Wide(String),
+pub(crate) struct Col {
+    head: String,
+    wide: bool,
+    text: bool,
+    /// A text column cut at its start, keeping its end ("…/ptp0:sys_offset"): where
+    /// the end tells rows apart.
+    tail: bool,
+    spare: bool,
 }
 
+impl Col {
+    /// The same column, of text: left-aligned, and the one shortened to fit.
+    pub(crate) fn text(self) -> Col {
+        Col { text: true, ..self }
+    }
+
+    /// The same column, of text cut at its start (its end tells rows apart).
+    pub(crate) fn text_tail(self) -> Col {
+        Col {
+            text: true,
+            tail: true,
+            ..self
+        }
+    }
+
+    /// The same column, left out (as a wide-only one is, and said so) when the table
+    /// does not fit the width even with its text cut: a figure the others imply or
+    /// bound (a run's length beside its rate, the minimum beside the median).
+    pub(crate) fn spare(self) -> Col {
+        Col {
+            spare: true,
+            ..self
+        }
+    }
+}
+
+/// A column of figures shown always.
 pub(crate) fn core(h: impl Into<String>) -> Col {
-    Col::Core(h.into())
+    Col {
+        head: h.into(),
+        wide: false,
+        text: false,
+        tail: false,
+        spare: false,
+    }
 }
 
+/// A column of figures shown with `--wide` only.
 pub(crate) fn wide(h: impl Into<String>) -> Col {
-    Col::Wide(h.into())
+    Col {
+        wide: true,
+        ..core(h)
+    }
 }
 
-/// A terminal table whose wide-only columns are left out unless the layout is wide.
+/// The narrowest a text column is cut to (or its header's width, when wider).
+const TEXT_MIN: usize = 10;
+
+/// A terminal table: one line per row, its wide-only columns left out unless the layout
+/// is wide, its text cut to the layout's width (see the module's doc).
 pub(crate) struct Tab {
-    table: Table,
+    layout: Layout,
+    /// The columns shown, and which of the columns given to `new` they are.
+    cols: Vec<Col>,
     keep: Vec<bool>,
+    rows: Vec<Vec<String>>,
 }
 
 impl Tab {
     pub(crate) fn new(cols: &[Col]) -> Tab {
         let layout = Layout::current();
-        let keep: Vec<bool> = cols
-            .iter()
-            .map(|c| layout.wide || matches!(c, Col::Core(_)))
-            .collect();
+        let keep: Vec<bool> = cols.iter().map(|c| layout.wide || !c.wide).collect();
         if keep.contains(&false) {
             HID.with(|h| h.set(true));
         }
-        let header: Vec<&str> = cols
-            .iter()
-            .zip(&keep)
-            .filter(|(_, k)| **k)
-            .map(|(c, _)| match c {
-                Col::Core(h) | Col::Wide(h) => h.as_str(),
-            })
-            .collect();
+        let shown = cols.iter().zip(&keep).filter(|(_, k)| **k);
         Tab {
-            table: new_table(&header),
+            layout,
+            cols: shown.map(|(c, _)| c.clone()).collect(),
             keep,
+            rows: Vec::new(),
         }
     }
 
     /// One row, a cell per column given to `new` (the hidden ones are dropped here).
     pub(crate) fn row(&mut self, cells: Vec<String>) {
         let kept = cells.into_iter().zip(&self.keep).filter(|(_, k)| **k);
-        self.table.add_row(kept.map(|(c, _)| c).collect::<Vec<_>>());
+        self.rows.push(kept.map(|(c, _)| c).collect());
     }
 
-    /// No rules between rows: for tables whose rows come in pairs or groups.
-    pub(crate) fn compact(mut self) -> Tab {
-        let style = self
-            .table
-            .style()
-            .row_separator(comfy_table::LineStyle::none());
-        self.table.load_style(style);
-        self
+    /// One row of a table made by [`new_table`], whose columns are all shown.
+    pub(crate) fn add_row<S: Into<String>>(&mut self, cells: impl IntoIterator<Item = S>) {
+        self.row(cells.into_iter().map(Into::into).collect());
+    }
+
+    /// The table fitted to the layout's width: the spare columns left out, the leftmost
+    /// first, while it does not fit with its text whole; then the text cut (`cut_text`).
+    fn fitted(&self) -> Table {
+        let (mut cols, mut rows) = (self.cols.clone(), self.rows.clone());
+        if self.layout.wide {
+            return table(&cols, &rows);
+        }
+        let width = usize::from(self.layout.width);
+        while widest_line(&table(&cols, &rows)) > width {
+            let Some(drop) = cols.iter().position(|c| c.spare) else {
+                break;
+            };
+            HID.with(|h| h.set(true));
+            cols.remove(drop);
+            for r in &mut rows {
+                if drop < r.len() {
+                    r.remove(drop);
+                }
+            }
+        }
+        cut_text(&cols, rows, width).0
     }
 }
 
-impl std::fmt::Display for Tab {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        self.table.fmt(f)
+/// `rows` under `cols` with the widest text column cut, again and again, until the table
+/// fits `width` or no text column can give more; and whether it fits.
+fn cut_text(cols: &[Col], mut rows: Vec<Vec<String>>, width: usize) -> (Table, bool) {
+    loop {
+        let t = table(cols, &rows);
+        let over = widest_line(&t).saturating_sub(width);
+        if over == 0 {
+            return (t, true);
+        }
+        let widths = widths(cols, &rows);
+        let floor = |i: usize| cols[i].head.chars().count().max(TEXT_MIN);
+        let Some(i) = (0..cols.len())
+            .filter(|&i| cols[i].text && widths[i] > floor(i))
+            .max_by_key(|&i| widths[i])
+        else {
+            return (t, false);
+        };
+        let to = widths[i].saturating_sub(over).max(floor(i));
+        for r in &mut rows {
+            if let Some(c) = r.get_mut(i) {
+                *c = match cols[i].tail {
+                    true => cut_start(c, to),
+                    false => cut(c, to),
+                };
+            }
+        }
     }
 }
 
-/// A table of the current layout: wrapped to its width unless wide.
-pub(crate) fn new_table(header: &[&str]) -> Table {
+/// Each column's widest cell or header, in chars.
+fn widths(cols: &[Col], rows: &[Vec<String>]) -> Vec<usize> {
+    let mut w: Vec<usize> = cols.iter().map(|c| c.head.chars().count()).collect();
+    for r in rows {
+        for (i, c) in r.iter().enumerate().take(w.len()) {
+            w[i] = w[i].max(c.chars().count());
+        }
+    }
+    w
+}
+
+/// The comfy table of `rows`, never wrapped: figures right-aligned, text (and the first
+/// column) left-aligned, a rule under the header and none between rows.
+fn table(cols: &[Col], rows: &[Vec<String>]) -> Table {
     let mut t = Table::new();
     t.load_style(presets::UTF8_HORIZONTAL_ONLY);
-    let layout = Layout::current();
-    if !layout.wide {
-        t.set_content_arrangement(ContentArrangement::Dynamic);
-        t.set_width(layout.width);
+    let style = t.style().row_separator(comfy_table::LineStyle::none());
+    t.load_style(style);
+    t.set_content_arrangement(ContentArrangement::Disabled);
+    t.set_header(cols.iter().map(|c| c.head.as_str()));
+    for r in rows {
+        t.add_row(r.iter().map(String::as_str));
     }
-    t.set_header(header.iter().copied());
     for (i, col) in t.column_iter_mut().enumerate() {
-        if i > 0 {
+        let text = cols.get(i).is_some_and(|c| c.text);
+        if i > 0 && !text {
             col.set_cell_alignment(CellAlignment::Right);
         }
     }
     t
+}
+
+impl std::fmt::Display for Tab {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        self.fitted().fmt(f)
+    }
+}
+
+/// The widest line of a rendered table, in chars (our text has no double-width ones).
+fn widest_line(t: &Table) -> usize {
+    (t.to_string().lines())
+        .map(|l| l.chars().count())
+        .max()
+        .unwrap_or(0)
+}
+
+/// `s` cut to `n` chars, its last one "…" when cut.
+pub fn cut(s: &str, n: usize) -> String {
+    match s.chars().count() > n {
+        true if n > 0 => format!("{}…", s.chars().take(n - 1).collect::<String>()),
+        true => String::new(),
+        false => s.to_string(),
+    }
+}
+
+/// `s` cut to its last `n` chars, its first one "…" when cut.
+pub fn cut_start(s: &str, n: usize) -> String {
+    let len = s.chars().count();
+    match len > n {
+        true if n > 0 => format!("…{}", s.chars().skip(len - n + 1).collect::<String>()),
+        true => String::new(),
+        false => s.to_string(),
+    }
+}
+
+/// A table of figures with these headers, every column shown (`Tab::add_row`).
+pub(crate) fn new_table(header: &[&str]) -> Tab {
+    let cols: Vec<Col> = header.iter().map(|h| core(*h)).collect();
+    Tab::new(&cols)
 }
 
 pub(crate) fn policy_cell(policy: Policy, priority: u8) -> String {
@@ -246,16 +403,16 @@ pub(crate) fn policy_cell(policy: Policy, priority: u8) -> String {
     }
 }
 
-/// The columns `distribution` fills, in `unit`: min, p50, p99, p99.9 and max always;
-/// p90, p99.99, mean and MAD with `--wide`.
+/// The columns `distribution` fills, in `unit`: p50, p99 and max always, min and p99.9
+/// when they fit; p90, p99.99, mean and MAD with `--wide`.
 pub(crate) fn distribution_cols(unit: Unit) -> Vec<Col> {
     let u = |w: &str| unit.header(w);
     vec![
-        core(u("min")),
+        core(u("min")).spare(),
         core(u("p50")),
         wide(u("p90")),
         core(u("p99")),
-        core(u("p99.9")),
+        core(u("p99.9")).spare(),
         wide(u("p99.99")),
         core(u("max")),
         wide(u("mean")),
@@ -384,10 +541,59 @@ mod tests {
         assert!(!all.1);
         let long = "word ".repeat(30);
         let fitted = Layout::fixed(40, false).scoped(|| {
-            let mut t = Tab::new(&[core("text")]);
-            t.row(vec![long.clone()]);
+            let mut t = Tab::new(&[core("n"), core("text").text()]);
+            t.row(vec!["12345".into(), long.clone()]);
             t.to_string()
         });
         assert!(fitted.lines().all(|l| l.chars().count() <= 40), "{fitted}");
+        assert!(
+            fitted.contains("12345") && fitted.contains("word…"),
+            "{fitted}"
+        );
+    }
+
+    /// Issue 29: one line per row, whatever the width: no rule between rows, no cell
+    /// wrapped; text is cut with "…" and figures are never cut, even when the table is
+    /// then wider than the terminal.
+    #[test]
+    fn issue29_one_line_per_row_and_figures_whole() {
+        let rows = [
+            ["1", "190.2", "a cause with a long name"],
+            ["2", "22.6", "b"],
+        ];
+        let draw = |width: u16, text: bool| {
+            Layout::fixed(width, false).scoped(|| {
+                let cause = if text {
+                    core("cause").text()
+                } else {
+                    core("cause")
+                };
+                let mut t = Tab::new(&[core("CPU"), core("max (ns)"), cause]);
+                for r in rows {
+                    t.row(r.iter().map(|c| c.to_string()).collect());
+                }
+                t.to_string()
+            })
+        };
+        let t = draw(34, true);
+        // Header, its rule, two rows, the rules above and below: six lines.
+        assert_eq!(t.lines().count(), 6, "{t}");
+        assert!(t.lines().all(|l| l.chars().count() <= 34), "{t}");
+        assert!(
+            t.contains(" 190.2 ") && t.contains("a cause with a… "),
+            "{t}"
+        );
+        let figures = draw(20, false);
+        assert_eq!(figures.lines().count(), 6, "{figures}");
+        assert!(figures.contains("a cause with a long name"), "{figures}");
+        // Text is cut no narrower than its header or ten columns.
+        let narrow = draw(20, true);
+        assert!(narrow.contains("a cause w…"), "{narrow}");
+        let whole = Layout::fixed(20, true).scoped(|| {
+            let mut t = Tab::new(&[core("cause").text()]);
+            t.row(vec!["a cause with a long name".into()]);
+            t.to_string()
+        });
+        assert!(whole.contains("a cause with a long name"), "{whole}");
     }
 }

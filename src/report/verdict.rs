@@ -29,7 +29,7 @@ use crate::probes::noise::NoiseEntry;
 use crate::probes::pingpong::PingpongEntry;
 use crate::probes::record::ThreadRecord;
 use crate::probes::timer::TimerEntry;
-use crate::report::ResultFile;
+use crate::report::{ResultFile, group};
 use crate::system::audit::{Finding, FindingId, Severity};
 
 /// Tick periods of the usual CONFIG_HZ values, ns.
@@ -160,7 +160,8 @@ pub struct Verdict {
     pub fixes: Vec<Fix>,
 }
 
-/// The verdict on a main-job result.
+/// The verdict on a main-job result: its sentences bounded whatever the CPU count, CPUs
+/// whose figures and causes agree said once (`report::group`).
 pub fn verdict(r: &ResultFile) -> Verdict {
     let noise: Vec<&NoiseEntry> = r.entries().collect();
     let findings: Vec<&Finding> = r
@@ -169,17 +170,17 @@ pub fn verdict(r: &ResultFile) -> Verdict {
         .as_ref()
         .map(|a| a.findings.iter().collect())
         .unwrap_or_default();
+    let hz = config_hz(&findings);
+    let splits: Vec<Option<Split>> = noise.iter().map(|e| entry_split(e)).collect();
+    let grouping = group::group(&members_of(&noise, &splits, hz), &NOISE_KEYS);
     let mut lines = extremes(&noise);
-    let splits: Vec<(usize, Split)> = noise
-        .iter()
-        .filter_map(|e| Some((e.cpu, entry_split(e)?)))
-        .collect();
-    lines.extend(dominant(
-        &splits,
-        &findings,
-        r.host.virtualization.as_deref(),
-    ));
-    lines.extend(noise.iter().filter_map(|e| coverage(e)));
+    let rows = Rows {
+        noise: &noise,
+        splits: &splits,
+        grouping: &grouping,
+    };
+    lines.extend(dominant(&rows, &findings, r.host.virtualization.as_deref()));
+    lines.extend(coverage(&noise));
     lines.extend(other_probes(r));
     if !r.run.degraded.is_empty() {
         lines.push(format!(
@@ -187,15 +188,49 @@ pub fn verdict(r: &ResultFile) -> Verdict {
             r.run.degraded.len()
         ));
     }
-    let hz = config_hz(&findings);
-    let judged: Vec<(usize, Split)> = (splits.iter())
-        .map(|(c, s)| (*c, without_foreign_tick(s, hz)))
+    let judged: Vec<(usize, Split)> = (noise.iter().zip(&splits))
+        .filter_map(|(e, s)| Some((e.cpu, without_foreign_tick(s.as_ref()?, hz))))
         .collect();
-    let cpus: Vec<usize> = splits.iter().map(|s| s.0).collect();
+    let cpus: Vec<usize> = judged.iter().map(|s| s.0).collect();
     Verdict {
         lines,
         fixes: ranked_fixes(&judged, &findings, measured_steal_ns(r, &cpus)),
     }
+}
+
+/// The figures noise CPUs are grouped by: the share of time lost, then the p99
+/// interruption (`report::group`).
+pub const NOISE_KEYS: [group::Key; 2] = [group::share("share lost"), group::latency("p99")];
+
+/// Each noise entry as a member to group: its largest cause as the verdict names it
+/// (none when nothing split its time), its share of time lost (%) and its p99 (ns).
+pub fn noise_members(r: &ResultFile) -> Vec<group::Member> {
+    let noise: Vec<&NoiseEntry> = r.entries().collect();
+    let findings: Vec<&Finding> = (r.host.audit.iter())
+        .flat_map(|a| a.findings.iter())
+        .collect();
+    let splits: Vec<Option<Split>> = noise.iter().map(|e| entry_split(e)).collect();
+    members_of(&noise, &splits, config_hz(&findings))
+}
+
+fn members_of(
+    noise: &[&NoiseEntry],
+    splits: &[Option<Split>],
+    hz: Option<u32>,
+) -> Vec<group::Member> {
+    (noise.iter().zip(splits))
+        .map(|(e, s)| group::Member {
+            cause: s.as_ref().map(|s| format!("{:?}", largest(s, hz).cause)),
+            figures: vec![e.interrupted_pct, e.summary.p99_ns.unwrap_or(0) as f64],
+        })
+        .collect()
+}
+
+/// The noise entries, their splits and how they group: what the sentences are made of.
+struct Rows<'a> {
+    noise: &'a [&'a NoiseEntry],
+    splits: &'a [Option<Split>],
+    grouping: &'a group::Grouping,
 }
 
 /// Steal on `cpus` over the run, from the /proc/stat deltas the run stored (a main job
@@ -206,18 +241,61 @@ fn measured_steal_ns(r: &ResultFile, cpus: &[usize]) -> Option<u64> {
     Some(on.map(|s| s.steal_ms * 1_000_000).sum())
 }
 
-/// When the event log filled up, how much of the run the causes rest on.
-fn coverage(e: &NoiseEntry) -> Option<String> {
-    let log = e.events.as_ref()?;
-    let kept = log.start_ns.len();
-    (log.dropped > 0).then(|| {
-        format!(
-            "CPU {}'s causes rest on its first {kept} of {} interruptions (the first {}).",
-            e.cpu,
-            kept as u64 + log.dropped,
-            duration_words(log.start_ns.last().copied().unwrap_or(0))
-        )
-    })
+/// How much of each run the causes rest on, when less than all of it, said once for
+/// every CPU concerned: an untraced CPU whose event log filled up (its causes are
+/// inferred from the interruptions the log kept), or a traced CPU whose trace did not
+/// attribute every gap. A CPU whose trace attributed every gap gets no sentence,
+/// whatever its event log kept: the causes rest on the trace, not the log.
+fn coverage(noise: &[&NoiseEntry]) -> Vec<String> {
+    let traced: Vec<(usize, u64, u64)> = (noise.iter())
+        .filter_map(|e| {
+            let a = e.attribution.as_ref()?;
+            (a.gaps < e.interruptions).then_some((e.cpu, a.gaps, e.interruptions))
+        })
+        .collect();
+    let logged: Vec<(usize, u64, u64, u64)> = (noise.iter())
+        .filter(|e| e.attribution.is_none())
+        .filter_map(|e| {
+            let log = e.events.as_ref().filter(|l| l.dropped > 0)?;
+            let kept = log.start_ns.len() as u64;
+            let span = log.start_ns.last().copied().unwrap_or(0);
+            Some((e.cpu, kept, kept + log.dropped, span))
+        })
+        .collect();
+    let ints =
+        |v: &mut dyn Iterator<Item = u64>| group::range(v.map(|n| n as f64), |n| format!("{n:.0}"));
+    let mut out = Vec::new();
+    match traced.as_slice() {
+        [] => {}
+        [(cpu, kept, of)] => out.push(format!(
+            "CPU {cpu}'s causes rest on the {kept} of its {of} interruptions that the trace \
+             attributed."
+        )),
+        many => out.push(format!(
+            "The causes of {} rest on the interruptions the trace attributed: {} of {} each.",
+            group::cpus_words(&many.iter().map(|t| t.0).collect::<Vec<_>>()),
+            ints(&mut many.iter().map(|t| t.1)),
+            ints(&mut many.iter().map(|t| t.2)),
+        )),
+    }
+    match logged.as_slice() {
+        [] => {}
+        [(cpu, kept, of, span)] => out.push(format!(
+            "CPU {cpu}'s causes rest on its first {kept} of {of} interruptions (the first {}).",
+            duration_words(*span)
+        )),
+        many => {
+            let spans = many.iter().map(|t| t.3 as f64);
+            out.push(format!(
+                "The causes of {} rest on the first {} of {} interruptions each (the first {}).",
+                group::cpus_words(&many.iter().map(|t| t.0).collect::<Vec<_>>()),
+                ints(&mut many.iter().map(|t| t.1)),
+                ints(&mut many.iter().map(|t| t.2)),
+                group::range(spans, |ns| duration_words(ns as u64)),
+            ))
+        }
+    }
+    out
 }
 
 fn entry_split(e: &NoiseEntry) -> Option<Split> {
@@ -280,119 +358,209 @@ fn config_hz(findings: &[&Finding]) -> Option<u32> {
         .and_then(|v| v.split(|c: char| !c.is_ascii_digit()).next()?.parse().ok())
 }
 
-/// The noisiest and quietest CPU, by the share of time lost.
+/// The noisiest and quietest CPU, by the share of time lost: one sentence.
 fn extremes(noise: &[&NoiseEntry]) -> Vec<String> {
-    let by_lost =
-        |a: &&&NoiseEntry, b: &&&NoiseEntry| a.interrupted_pct.total_cmp(&b.interrupted_pct);
-    let (Some(worst), Some(best)) = (noise.iter().max_by(by_lost), noise.iter().min_by(by_lost))
-    else {
+    // The first of equals, as `report::group` names them.
+    let pick = |more: bool| {
+        noise.iter().copied().reduce(|a, b| {
+            let better = match more {
+                true => b.interrupted_pct > a.interrupted_pct,
+                false => b.interrupted_pct < a.interrupted_pct,
+            };
+            if better { b } else { a }
+        })
+    };
+    let (Some(worst), Some(best)) = (pick(true), pick(false)) else {
         return vec!["No noise was measured.".into()];
     };
-    let describe = |e: &NoiseEntry| {
-        format!(
-            "CPU {} lost {:.3} % of its time to {:.0} interruptions a second, the longest {} \
-             (noise loop at {})",
-            e.cpu,
-            e.interrupted_pct,
-            e.rate_per_s,
-            figure_words(e.summary.max_ns),
-            sched_words(&e.thread)
-        )
-    };
     if noise.len() == 1 {
-        return vec![format!("{}.", describe(worst))];
+        return vec![format!(
+            "CPU {} lost {:.3} % of its time to {:.0} interruptions a second, the longest {} \
+             (noise loop at {}).",
+            worst.cpu,
+            worst.interrupted_pct,
+            worst.rate_per_s,
+            figure_words(worst.summary.max_ns),
+            sched_words(&worst.thread)
+        )];
     }
-    vec![
-        format!("Noisiest: {}.", describe(worst)),
-        format!("Quietest: {}.", describe(best)),
-    ]
+    let loops = match (sched_words(&worst.thread), sched_words(&best.thread)) {
+        (a, b) if a == b => format!("noise loops at {a}"),
+        (a, b) => format!("noise loops at {a} and {b}"),
+    };
+    vec![format!(
+        "Noisiest: CPU {} lost {:.3} % of its time to {:.0} interruptions a second, the \
+         longest {}; quietest: CPU {}, {:.3} % to {:.0} a second, the longest {} ({loops}).",
+        worst.cpu,
+        worst.interrupted_pct,
+        worst.rate_per_s,
+        figure_words(worst.summary.max_ns),
+        best.cpu,
+        best.interrupted_pct,
+        best.rate_per_s,
+        figure_words(best.summary.max_ns),
+    )]
 }
 
-/// What dominates on each CPU, joined to the audit finding behind it.
-fn dominant(
-    splits: &[(usize, Split)],
-    findings: &[&Finding],
-    hypervisor: Option<&str>,
-) -> Vec<String> {
-    let mut out = Vec::new();
-    let hz = config_hz(findings);
-    for (cpu, s) in splits {
-        let total = s.total() as f64;
-        // A train one "tick" apart that is not this kernel's tick is not the tick: on a
-        // VM it is most likely the host's.
-        let tick = s
-            .tick
-            .filter(|(_, h)| hz.is_none_or(|hz| hz.abs_diff(*h) * 50 <= hz));
-        let (tick_ns, other_ns) = match (s.tick, tick) {
-            (Some(_), None) => (0, s.other_ns + s.tick_ns),
-            _ => (s.tick_ns, s.other_ns),
-        };
-        let parts = [
-            (Cause::Tick, tick_ns),
-            (Cause::LongStall, s.long_ns),
-            (Cause::Other, other_ns),
-            (Cause::RtThrottling, s.rt_ns),
-            (Cause::FairServer, s.fair_ns),
-        ];
-        let (cause, ns) = parts
-            .into_iter()
-            .fold(parts[0], |m, p| if p.1 > m.1 { p } else { m });
-        let share = ns as f64 / total * 100.0;
-        let how = match s.measured {
-            true => "measured from kernel trace events",
-            false => "inferred from the gaps' timing, not traced",
-        };
-        let what = match (cause, tick, hypervisor, s.measured) {
-            (Cause::Tick, Some((p, hz)), _, _) => format!(
-                "is interrupted every {}: the timer tick (HZ={hz}), {share:.0} % of its lost time",
-                duration_words(p)
-            ),
-            (Cause::LongStall, _, Some(h), true) => format!(
-                "loses most time ({share:.0} %) where no kernel event ran: entry and exit, and \
-                 the {h} hypervisor holding the vCPU"
-            ),
-            (Cause::LongStall, _, None, true) => format!(
-                "loses most time ({share:.0} %) where no kernel event ran: entry and exit, SMIs \
-                 or the hardware"
-            ),
-            (Cause::LongStall, _, Some(h), false) => format!(
-                "loses most time ({share:.0} %) to stalls of {} or more: likely the {h} \
-                 hypervisor descheduling the vCPU",
-                duration_words(LONG_STALL_NS)
-            ),
-            (Cause::LongStall, _, None, false) => format!(
-                "loses most time ({share:.0} %) to stalls of {} or more (long IRQ handlers, \
-                 SMIs or kernel work)",
-                duration_words(LONG_STALL_NS)
-            ),
-            (Cause::RtThrottling, ..) => format!(
-                "loses most time ({share:.0} %) to real-time throttling: the kernel holds its \
-                 real-time loop off for the rest of each period (kernel.sched_rt_runtime_us)"
-            ),
-            (Cause::FairServer, ..) => format!(
-                "loses most time ({share:.0} %) to the fair server: the kernel runs normal \
-                 tasks for its runtime each period instead of the real-time loop"
-            ),
-            _ => format!(
-                "loses most time ({share:.0} %) to short interruptions off the tick's period \
-                 (device IRQs, softirqs, kernel threads)"
-            ),
-        };
-        let not_tick = match (s.tick, tick, hz) {
-            (Some((p, _)), None, Some(hz)) => format!(
-                " A train every {} is not this kernel's tick (CONFIG_HZ={hz}); on a VM it is \
-                 most likely the host's.",
-                duration_words(p)
-            ),
-            _ => String::new(),
-        };
-        let why = match matching(cause, findings).first() {
-            Some(f) => format!("; audit {}: {}", f.id, f.why),
-            None => String::new(),
-        };
-        out.push(format!("CPU {cpu} {what} ({how}){why}.{not_tick}"));
+/// How many rows of the grouping the verdict gives a sentence of their own.
+const SENTENCES: usize = 3;
+
+/// The cause that took most of a CPU's lost time.
+#[derive(Debug, Clone, Copy, PartialEq)]
+struct Largest {
+    cause: Cause,
+    /// Of the CPU's lost time, %.
+    share: f64,
+    /// This kernel's tick, when the split found it.
+    tick: Option<(u64, u32)>,
+}
+
+/// The largest cause of a split. A train one "tick" apart that is not this kernel's tick
+/// is not the tick: on a VM it is most likely the host's, and counts as other noise.
+fn largest(s: &Split, hz: Option<u32>) -> Largest {
+    let tick = s
+        .tick
+        .filter(|(_, h)| hz.is_none_or(|hz| hz.abs_diff(*h) * 50 <= hz));
+    let (tick_ns, other_ns) = match (s.tick, tick) {
+        (Some(_), None) => (0, s.other_ns + s.tick_ns),
+        _ => (s.tick_ns, s.other_ns),
+    };
+    let parts = [
+        (Cause::Tick, tick_ns),
+        (Cause::LongStall, s.long_ns),
+        (Cause::Other, other_ns),
+        (Cause::RtThrottling, s.rt_ns),
+        (Cause::FairServer, s.fair_ns),
+    ];
+    let (cause, ns) = parts
+        .into_iter()
+        .fold(parts[0], |m, p| if p.1 > m.1 { p } else { m });
+    Largest {
+        cause,
+        share: ns as f64 / s.total().max(1) as f64 * 100.0,
+        tick,
+    }
+}
+
+/// What dominates, said once per row of the grouping (a group of CPUs that agree, or a
+/// CPU on its own), joined to the audit finding behind it: the largest rows first, at
+/// most [`SENTENCES`] of them; the CPUs of the others are named in one more line.
+fn dominant(rows: &Rows, findings: &[&Finding], hypervisor: Option<&str>) -> Vec<String> {
+    let split_of = |i: usize| rows.splits.get(i).and_then(Option::as_ref);
+    let mut order: Vec<(bool, Vec<usize>)> = (rows.grouping.rows.iter())
+        .map(|r| {
+            let members = r.members().into_iter().filter(|&i| split_of(i).is_some());
+            (
+                matches!(r, group::Row::Rest(_)),
+                members.collect::<Vec<_>>(),
+            )
+        })
+        .filter(|(_, m)| !m.is_empty())
+        .collect();
+    order.sort_by_key(|(rest, m)| (*rest, std::cmp::Reverse(m.len())));
+    let (mut out, mut others) = (Vec::new(), Vec::new());
+    for (rest, members) in order {
+        let splits: Vec<(&NoiseEntry, &Split)> = (members.iter())
+            .filter_map(|&i| Some((rows.noise[i], split_of(i)?)))
+            .collect();
+        match !rest && out.len() < SENTENCES {
+            true => out.push(sentence(&splits, findings, hypervisor)),
+            false => others.extend(splits.iter().map(|(e, _)| e.cpu)),
+        }
+    }
+    if !others.is_empty() {
+        others.sort_unstable();
+        out.push(format!(
+            "{} {} other largest causes or figures: the tables show each group, and \
+             --per-cpu each CPU.",
+            group::cpus_words(&others),
+            if others.len() == 1 { "has" } else { "have" }
+        ));
     }
     out
+}
+
+/// One sentence of what dominates on `cpus` (their entries and splits: one CPU, or CPUs
+/// that share their largest cause), joined to the audit finding behind it.
+fn sentence(
+    cpus: &[(&NoiseEntry, &Split)],
+    findings: &[&Finding],
+    hypervisor: Option<&str>,
+) -> String {
+    let hz = config_hz(findings);
+    let (first, s) = cpus[0];
+    let l = largest(s, hz);
+    let many = cpus.len() > 1;
+    let share = group::range(cpus.iter().map(|(_, s)| largest(s, hz).share), |v| {
+        format!("{v:.0}")
+    });
+    let (loses, is, its) = match many {
+        true => ("lose", "are", "their"),
+        false => ("loses", "is", "its"),
+    };
+    let subject = match many {
+        true => {
+            let ids: Vec<usize> = cpus.iter().map(|(e, _)| e.cpu).collect();
+            let lost = group::range(cpus.iter().map(|(e, _)| e.interrupted_pct), |v| {
+                format!("{v:.2}")
+            });
+            format!("{} ({lost} % lost)", group::cpus_words(&ids))
+        }
+        false => format!("CPU {}", first.cpu),
+    };
+    let how = match s.measured {
+        true => "measured from kernel trace events",
+        false => "inferred from the gaps' timing, not traced",
+    };
+    let what = match (l.cause, l.tick, hypervisor, s.measured) {
+        (Cause::Tick, Some((p, hz)), _, _) => format!(
+            "{is} interrupted every {}: the timer tick (HZ={hz}), {share} % of {its} lost time",
+            duration_words(p)
+        ),
+        (Cause::LongStall, _, Some(h), true) => format!(
+            "{loses} most time ({share} %) where no kernel event ran: entry and exit, and the \
+             {h} hypervisor holding the vCPU"
+        ),
+        (Cause::LongStall, _, None, true) => format!(
+            "{loses} most time ({share} %) where no kernel event ran: entry and exit, SMIs or \
+             the hardware"
+        ),
+        (Cause::LongStall, _, Some(h), false) => format!(
+            "{loses} most time ({share} %) to stalls of {} or more: likely the {h} hypervisor \
+             descheduling the vCPU",
+            duration_words(LONG_STALL_NS)
+        ),
+        (Cause::LongStall, _, None, false) => format!(
+            "{loses} most time ({share} %) to stalls of {} or more (long IRQ handlers, SMIs or \
+             kernel work)",
+            duration_words(LONG_STALL_NS)
+        ),
+        (Cause::RtThrottling, ..) => format!(
+            "{loses} most time ({share} %) to real-time throttling: the kernel holds the \
+             real-time loop off for the rest of each period (kernel.sched_rt_runtime_us)"
+        ),
+        (Cause::FairServer, ..) => format!(
+            "{loses} most time ({share} %) to the fair server: the kernel runs normal tasks \
+             for its runtime each period instead of the real-time loop"
+        ),
+        _ => format!(
+            "{loses} most time ({share} %) to short interruptions off the tick's period \
+             (device IRQs, softirqs, kernel threads)"
+        ),
+    };
+    let not_tick = match (s.tick, l.tick, hz) {
+        (Some((p, _)), None, Some(hz)) => format!(
+            " A train every {} is not this kernel's tick (CONFIG_HZ={hz}); on a VM it is most \
+             likely the host's.",
+            duration_words(p)
+        ),
+        _ => String::new(),
+    };
+    let why = match matching(l.cause, findings).first() {
+        Some(f) => format!("; audit {}: {}", f.id, f.why),
+        None => String::new(),
+    };
+    format!("{subject} {what} ({how}){why}.{not_tick}")
 }
 
 /// The top three fixes: measured causes first, by share; then other findings.
@@ -464,18 +632,43 @@ fn fix_of(f: &Finding, share: Option<f64>) -> Fix {
 /// The worst timer wake-up and the pingpong medians, in a line each.
 fn other_probes(r: &ResultFile) -> Vec<String> {
     let mut out = Vec::new();
-    let worst_timer = r
-        .entries::<TimerEntry>()
-        .max_by_key(|t| t.summary.max_ns.unwrap_or(0));
-    if let Some(t) = worst_timer {
-        out.push(format!(
+    let timers: Vec<&TimerEntry> = r.entries().collect();
+    // The first of equals, as the tables name them.
+    let worst_timer = (timers.iter().copied()).reduce(|a, b| {
+        if b.summary.max_ns > a.summary.max_ns {
+            b
+        } else {
+            a
+        }
+    });
+    match (worst_timer, timers.len()) {
+        (Some(t), 1) => out.push(format!(
             "A timer thread on CPU {} ({}, {}) woke up to {} late (p99 {}).",
             t.cpu,
             sched_words(&t.thread),
             slack_words(t.config.timer_slack_ns),
             figure_words(t.summary.max_ns),
             figure_words(t.summary.p99_ns)
-        ));
+        )),
+        (Some(t), _) => {
+            let ids: Vec<usize> = timers.iter().map(|t| t.cpu).collect();
+            let how = group::distinct((timers.iter()).map(|t| {
+                format!(
+                    "{}, {}",
+                    sched_words(&t.thread),
+                    slack_words(t.config.timer_slack_ns)
+                )
+            }));
+            let p99 = timers.iter().filter_map(|t| t.summary.p99_ns);
+            out.push(format!(
+                "Timer threads on {} ({how}) woke up to {} late (CPU {}), p99 {}.",
+                group::cpus_words(&ids),
+                figure_words(t.summary.max_ns),
+                t.cpu,
+                group::range(p99.map(|ns| ns as f64), |ns| duration_words(ns as u64)),
+            ));
+        }
+        (None, _) => {}
     }
     for p in r.entries::<PingpongEntry>() {
         let sched = match (sched_words(&p.thread_a), sched_words(&p.thread_b)) {
@@ -528,8 +721,8 @@ pub fn duration_words(ns: u64) -> String {
 }
 
 /// The verdict as text, fixes numbered: each line wrapped to the current layout's width
-/// (`report::table::Layout`), each fix on a line of its own and never broken, so that a
-/// command in it can be pasted as it is.
+/// (`report::table::Layout`), and each command in a fix on a line of its own, never
+/// broken, so that it can be pasted as it is (`fix_lines`).
 pub fn text(v: &Verdict) -> String {
     let width = crate::report::table::Layout::current().wrap_width();
     let wrap = |l: &str| crate::report::table::wrap(&format!("  {l}"), width, "    ");
@@ -546,12 +739,135 @@ pub fn text(v: &Verdict) -> String {
     for (i, f) in v.fixes.iter().enumerate() {
         let head = format!("{}. {} ({}):", i + 1, f.finding, share_words(f.share));
         out.push_str(&wrap(&head));
-        out.push_str(&format!("\n     {}\n", f.fix));
+        out.push('\n');
+        for line in fix_lines(&f.fix, width, FIX_INDENT) {
+            out.push_str(&line);
+            out.push('\n');
+        }
         if let Some(cmd) = &f.tune {
-            out.push_str(&format!("     try it: {cmd}\n"));
+            for line in command_lines("try it:", cmd, width, FIX_INDENT) {
+                out.push_str(&line);
+                out.push('\n');
+            }
         }
     }
     out
+}
+
+/// Where a fix's lines begin, under its numbered head.
+const FIX_INDENT: &str = "     ";
+
+/// How the audit begins each remedy of a fix it joins with "; " (`Remedy::text`).
+const REMEDY_LABELS: [&str; 4] = [
+    "now: ",
+    "at boot: ",
+    "kernel build: ",
+    "on the host, not this guest: ",
+];
+
+/// The first words of the commands fixes hold: a clause that begins with one is a
+/// command up to its first " (" (what follows is said about it).
+const COMMANDS: [&str; 12] = [
+    "for",
+    "sysctl",
+    "echo",
+    "taskset",
+    "chrt",
+    "systemctl",
+    "tuned-adm",
+    "cpupower",
+    "jitterscope",
+    "tuna",
+    "modprobe",
+    "sh",
+];
+
+/// A fix in lines of at most `width`, except a command: the fix's remedies one after
+/// another, a command on a line of its own (after its "now:" when both fit) and never
+/// broken, the words around it wrapped. Fixes from before the remedies were typed
+/// ("for i in …; done (and boot with irqaffinity=0)") are read the same way.
+pub(crate) fn fix_lines(fix: &str, width: Option<usize>, indent: &str) -> Vec<String> {
+    let mut out = Vec::new();
+    for clause in remedies(fix) {
+        let (label, body) = match clause.strip_prefix("now: ") {
+            Some(cmd) => ("now:", cmd),
+            None => ("", clause),
+        };
+        let Some((cmd, said)) = command_of(body, !label.is_empty()) else {
+            out.push(crate::report::table::wrap(
+                &format!("{indent}{body}"),
+                width,
+                &format!("{indent}  "),
+            ));
+            continue;
+        };
+        out.extend(command_lines(label, cmd, width, indent));
+        if !said.is_empty() {
+            let more = format!("{indent}  ");
+            out.push(crate::report::table::wrap(
+                &format!("{more}{said}"),
+                width,
+                &more,
+            ));
+        }
+    }
+    out
+}
+
+/// The remedies of a fix: split at "; " where a remedy's label follows (a command's own
+/// "; " stays in it).
+fn remedies(fix: &str) -> Vec<&str> {
+    let mut out = Vec::new();
+    let mut start = 0;
+    for (i, _) in fix.match_indices("; ") {
+        let next = &fix[i + 2..];
+        if i >= start && REMEDY_LABELS.iter().any(|l| next.starts_with(l)) {
+            out.push(&fix[start..i]);
+            start = i + 2;
+        }
+    }
+    out.push(&fix[start..]);
+    out
+}
+
+/// Words a shell command goes on with after its own "; " (`for …; do …; done`).
+const SHELL_WORDS: [&str; 9] = [
+    "do", "done", "then", "fi", "else", "elif", "if", "while", "esac",
+];
+
+/// A clause that is a command: the command, and what is said after it (from its first
+/// " (", or its first "; " that no command or shell word follows); `None` for words.
+/// With `now`, the clause is a command whatever its first word (a run-time remedy's).
+fn command_of(clause: &str, now: bool) -> Option<(&str, &str)> {
+    let first = clause.split(' ').next()?;
+    if !now && !COMMANDS.contains(&first) {
+        return None;
+    }
+    let goes_on = |rest: &str| {
+        let word = rest.split([' ', ';']).next().unwrap_or_default();
+        COMMANDS.contains(&word) || SHELL_WORDS.contains(&word)
+    };
+    let semi = (clause.match_indices("; "))
+        .map(|(i, _)| i)
+        .find(|&i| !goes_on(&clause[i + 2..]));
+    let paren = clause.find(" (");
+    Some(match [semi, paren].into_iter().flatten().min() {
+        Some(i) => (&clause[..i], clause[i + 1..].trim_start_matches(';').trim()),
+        None => (clause, ""),
+    })
+}
+
+/// A command with its label ("now:", "try it:"): on one line when both fit, else the
+/// label alone and the command under it; the command is never broken.
+fn command_lines(label: &str, cmd: &str, width: Option<usize>, indent: &str) -> Vec<String> {
+    let one = match label {
+        "" => format!("{indent}{cmd}"),
+        l => format!("{indent}{l} {cmd}"),
+    };
+    if label.is_empty() || width.is_none_or(|w| one.chars().count() <= w) {
+        return vec![one];
+    }
+    vec![format!("{indent}{label}"), format!("{indent}  {cmd}")]
 }
 
 pub fn share_words(share: Option<f64>) -> String {
@@ -804,8 +1120,10 @@ mod tests {
             assert_eq!(fixes[0].finding, want.0);
             assert_eq!(fixes[0].share, Some(0.9));
             assert_eq!(fixes[1].finding, "irq-on-measured-cpus");
-            let lines = dominant(&splits, &refs, None);
-            assert!(lines[0].contains(want.1), "{}", lines[0]);
+            let r = fixture_with_steal(None);
+            let e = r.entries::<NoiseEntry>().next().expect("a noise entry");
+            let line = sentence(&[(e, &splits[0].1)], &refs, None);
+            assert!(line.contains(want.1), "{line}");
         }
     }
 

@@ -14,7 +14,8 @@ use crate::trace::event::policy_words;
 use crate::trace::watch::{SLEEP_STATES, ThreadFigures};
 
 use super::ResultFile;
-use super::table::{Tab, core, us, wide};
+use super::group::{self, Cell, Grouping, Member, num, text};
+use super::table::{Layout, Tab, core, hidden_note, reset_hidden, us, wide, wrap};
 use crate::engine::cpu::CpuList;
 
 /// The `watch` section: what was watched, how, and each thread's figures.
@@ -247,133 +248,355 @@ fn ms(ns: u64) -> String {
     format!("{:.2}", ns as f64 / 1e6)
 }
 
-/// The terminal text of a result's `watch` section (empty without one).
+/// The figure watched threads are grouped by: their p99 wake-up delay.
+pub const WATCH_KEYS: [group::Key; 1] = [group::latency("p99 wake-up")];
+
+/// The cause that was the largest part of most of a thread's delays.
+fn main_cause(th: &WatchedThread) -> Option<&CauseRow> {
+    let a = th.attribution.as_ref()?;
+    a.causes.iter().max_by_key(|c| c.largest_in)
+}
+
+/// A cause as one key across threads: a task without its pid.
+fn cause_key(c: &CauseRow) -> String {
+    match c.kind {
+        crate::stats::causes::CauseKind::Task => crate::report::cause_names::without_pid(&c.cause),
+        _ => c.cause.clone(),
+    }
+}
+
+/// How the watched threads group in the current layout: each on its own with
+/// `--per-thread`; else threads whose main cause and p99 agree, as `report::group` does
+/// for CPUs.
+pub fn grouping(w: &WatchRecord) -> Grouping {
+    let members: Vec<Member> = (w.threads.iter())
+        .map(|th| Member {
+            cause: main_cause(th).map(cause_key),
+            figures: vec![th.wakeup.p99_ns.unwrap_or(0) as f64],
+        })
+        .collect();
+    match Layout::current().per_cpu {
+        true => Grouping::each(&members),
+        false => group::group(&members, &WATCH_KEYS),
+    }
+}
+
+/// A thread's name: "app:812".
+fn thread_name(th: &WatchedThread) -> String {
+    format!("{}:{}", th.comm, th.tid)
+}
+
+/// Each row's label: a thread's name, or a letter, the threads' name and how many
+/// ("(a) app ×12"; "(b) 12 threads" when their names differ).
+fn row_labels(w: &WatchRecord, g: &Grouping) -> Vec<String> {
+    let mut letters = (b'a'..=b'z').map(char::from).cycle();
+    (g.rows.iter())
+        .map(|row| match row.members().as_slice() {
+            [one] => thread_name(&w.threads[*one]),
+            members => {
+                let comms = group::distinct(members.iter().map(|&i| w.threads[i].comm.clone()));
+                let letter = letters.next().unwrap_or('?');
+                match comms.contains('/') {
+                    true => format!("({letter}) {} threads", members.len()),
+                    false => format!("({letter}) {comms} ×{}", members.len()),
+                }
+            }
+        })
+        .collect()
+}
+
+/// The thread ids a group holds, the first `TIDS_SAID` of them: "tids 101-112".
+fn tids_words(w: &WatchRecord, members: &[usize]) -> String {
+    const TIDS_SAID: usize = 16;
+    let tids: Vec<usize> = (members.iter().take(TIDS_SAID))
+        .map(|&i| w.threads[i].tid as usize)
+        .collect();
+    let more = match members.len().saturating_sub(TIDS_SAID) {
+        0 => String::new(),
+        n => format!(" and {n} more"),
+    };
+    format!("tids {}{more}", group::cpu_list(&tids).replace(',', ", "))
+}
+
+/// The terminal text of a result's `watch` section (empty without one): threads whose
+/// figures and main cause agree said once as a group (`grouping`), each with
+/// `--per-thread`.
 pub fn watch_text(r: &ResultFile) -> String {
     let Some(w) = &r.watch else {
         return String::new();
     };
+    let g = grouping(w);
+    reset_hidden();
     let th_us = w.threshold_ns as f64 / 1e3;
-    let mut t = Tab::new(&[
-        core("thread"),
-        wide("policy"),
+    let cols = vec![
+        wide("policy").text(),
         core("wake-ups"),
         core("p50 µs"),
         core("p99 µs"),
         core("max µs"),
         core("preempted ms"),
-        core("irq ms"),
-        core("migr."),
+        core("irq ms").spare(),
+        core("migr.").spare(),
         wide("invol."),
         wide("runs"),
-        core(format!("main cause ≥ {th_us} µs")),
-    ]);
-    for th in &w.threads {
-        let cause = th.attribution.as_ref().map_or("-".to_string(), |a| {
-            let main = a.causes.iter().max_by_key(|c| c.largest_in);
-            match main {
-                Some(c) if a.gaps > 0 => format!(
-                    "{:.0} % {}",
-                    c.largest_in as f64 * 100.0 / a.gaps as f64,
-                    c.cause
-                ),
-                _ => "-".into(),
-            }
-        });
-        t.row(vec![
-            format!("{}:{}", th.comm, th.tid),
-            policy_cell(th),
-            th.wakeup.count.to_string(),
-            us(th.wakeup.p50_ns),
-            us(th.wakeup.p99_ns),
-            us(th.wakeup.max_ns),
-            ms(th.preempted.sum_ns),
-            ms(th.irq.sum_ns),
-            th.migrations.to_string(),
-            th.involuntary_switches.to_string(),
-            th.runs.to_string(),
-            cause,
-        ]);
+        core(format!("main cause ≥ {th_us} µs")).text(),
+    ];
+    let mut t = Tab::new(&group::columns(&g, core("thread").text(), cols));
+    let n = |v: u64, text: String| num(v as f64, text);
+    let cells: Vec<Vec<Cell>> = (w.threads.iter())
+        .map(|th| {
+            let cause = th.attribution.as_ref().and_then(|a| {
+                let c = main_cause(th).filter(|_| a.gaps > 0)?;
+                let pct = c.largest_in as f64 * 100.0 / a.gaps as f64;
+                Some(num(pct, format!("{pct:.0} % {}", c.cause)))
+            });
+            vec![
+                text(policy_cell(th)),
+                n(th.wakeup.count, th.wakeup.count.to_string()),
+                n(th.wakeup.p50_ns.unwrap_or(0), us(th.wakeup.p50_ns)),
+                n(th.wakeup.p99_ns.unwrap_or(0), us(th.wakeup.p99_ns)),
+                n(th.wakeup.max_ns.unwrap_or(0), us(th.wakeup.max_ns)),
+                n(th.preempted.sum_ns, ms(th.preempted.sum_ns)),
+                n(th.irq.sum_ns, ms(th.irq.sum_ns)),
+                n(th.migrations, th.migrations.to_string()),
+                n(th.involuntary_switches, th.involuntary_switches.to_string()),
+                n(th.runs, th.runs.to_string()),
+                cause.unwrap_or_else(|| text("-")),
+            ]
+        })
+        .collect();
+    let labels = row_labels(w, &g);
+    for row in group::rows_labelled(&g, &labels, &cells) {
+        t.row(row);
     }
-    let mut out = format!(
+    let width = Layout::current().wrap_width();
+    let head = format!(
         "watch: {} for {:.3} s ({}), wake-up delay = from sched_wakeup to the switch that \
-         ran the thread\n{t}\n",
+         ran the thread",
         w.target,
         r.run.actual_duration_ns as f64 / 1e9,
         w.ended,
     );
-    for th in w.threads.iter().filter(|t| !t.blocked.is_empty()) {
-        out.push_str(&format!(
-            "{}:{}: blocked {}\n",
-            th.comm,
-            th.tid,
-            blocked_words(th)
-        ));
+    let mut out = format!("{}\n{t}\n", wrap(&head, width, "  "));
+    let said: Vec<String> = (g.rows.iter().zip(&labels))
+        .filter(|(row, _)| row.members().len() > 1)
+        .map(|(row, label)| {
+            let letter = label.split(' ').next().unwrap_or_default();
+            format!("{letter} is {}", tids_words(w, &row.members()))
+        })
+        .collect();
+    let legend = group::legend_of(
+        &g,
+        &WATCH_KEYS,
+        &|i| thread_name(&w.threads[i]),
+        &|i| format!("p99 {} µs", us(w.threads[i].wakeup.p99_ns)),
+        "--per-thread",
+        said,
+    );
+    if !legend.is_empty() {
+        out.push_str(&wrap(&legend, width, "  "));
+        out.push('\n');
     }
-    for th in w.threads.iter().filter(|t| t.priority_changes_total > 0) {
-        let changes: Vec<String> = (th.priority_changes.iter())
-            .map(|c| format!("{} at {:.3} s", c.priority, c.at_ns as f64 / 1e9))
-            .collect();
-        let more = th.priority_changes_total - th.priority_changes.len() as u64;
-        out.push_str(&format!(
-            "{}:{}: priority {} at first, then {}{}\n",
-            th.comm,
-            th.tid,
-            th.priority.as_deref().unwrap_or("?"),
-            changes.join(", "),
-            if more > 0 {
-                format!(" and {more} more")
-            } else {
-                String::new()
-            }
-        ));
+    if let Some(note) = hidden_note() {
+        out.push_str(&wrap(&note, Layout::current().wrap_width(), ""));
+        out.push('\n');
     }
-    // The causes of each thread's delays, as shares of their time.
-    for th in &w.threads {
-        let Some(a) = &th.attribution else { continue };
-        out.push_str(&format!(
-            "{}:{} ({}): {} delays ≥ {th_us} µs, {:.3} ms in all; share of their time, \
-             and of the delays where it was the largest part:\n",
-            th.comm,
-            th.tid,
-            policy_cell(th),
-            a.gaps,
-            a.interrupted_ns as f64 / 1e6
-        ));
-        for c in a.causes.iter().take(5) {
-            out.push_str(&format!(
-                "  {:5.1} %  main cause of {:>5} delays  {}\n",
-                c.share_pct, c.largest_in, c.cause
-            ));
-            // The finding whose fix would remove it, whole (a command in it can be
-            // pasted); the others that would, by id.
-            if let Some(note) = pinned_note(r, c) {
-                out.push_str(&format!("           pinned: {note}\n"));
-            }
-            if let Some([first, more @ ..]) = cause_findings(r, c).as_deref() {
-                out.push_str(&format!(
-                    "           fix: audit {}: {}\n",
-                    first.id, first.fix
-                ));
-                if !more.is_empty() {
-                    let ids: Vec<String> = more.iter().map(|f| f.id.to_string()).collect();
-                    out.push_str(&format!("           also: {}\n", ids.join(", ")));
-                }
-            }
+    for (row, label) in g.rows.iter().zip(&labels) {
+        let lines =
+            blocked_lines(w, &row.members(), label) + &priority_lines(w, &row.members(), label);
+        for l in lines.lines() {
+            out.push_str(&wrap(l, width, "  "));
+            out.push('\n');
         }
-        if r.host.audit.is_none() {
-            out.push_str(&format!("  fixes: {NO_AUDIT}\n"));
-        }
+    }
+    // The causes of each row's delays, as shares of their time.
+    for (row, label) in g.rows.iter().zip(&labels) {
+        out.push_str(&cause_lines(r, w, &row.members(), label));
     }
     let guessed: u64 = w.threads.iter().map(|t| t.starts_guessed).sum();
     let unseen: u64 = w.threads.iter().map(|t| t.starts_unseen).sum();
-    out.push_str(&format!(
+    let trace = format!(
         "trace: {} events read, {} lost{}; jitterscope used {:.3} s of CPU; {guessed} \
-         starts from idle dated by the CPU's next event, {unseen} undated (left out)\n",
+         starts from idle dated by the CPU's next event, {unseen} undated (left out)",
         w.events_read,
         w.events_lost,
         lost_split(w),
         w.tool_cpu_ns as f64 / 1e9
-    ));
+    );
+    out.push_str(&wrap(&trace, width, "  "));
+    out.push('\n');
+    out
+}
+
+/// A row's blocked time: a thread's in words; a group's per sleep state, lowest to
+/// highest over its threads.
+fn blocked_lines(w: &WatchRecord, members: &[usize], label: &str) -> String {
+    if let [one] = members {
+        let th = &w.threads[*one];
+        return match th.blocked.is_empty() {
+            true => String::new(),
+            false => format!("{}: blocked {}\n", thread_name(th), blocked_words(th)),
+        };
+    }
+    let mut parts = Vec::new();
+    for state in SLEEP_STATES {
+        let of: Vec<&BlockedTime> = (members.iter())
+            .flat_map(|&i| w.threads[i].blocked.iter())
+            .filter(|b| b.state == state)
+            .collect();
+        if of.is_empty() {
+            continue;
+        }
+        let r = |f: &dyn Fn(&BlockedTime) -> u64, fmt: &dyn Fn(f64) -> String| {
+            group::range(of.iter().map(|b| f(b) as f64), fmt)
+        };
+        parts.push(format!(
+            "{state} {} times, {} ms in all, p50 {} ms",
+            r(&|b| b.summary.count, &|v| format!("{v:.0}")),
+            r(&|b| b.summary.sum_ns, &|v| ms(v as u64)),
+            r(&|b| b.summary.p50_ns.unwrap_or(0), &|v| ms(v as u64)),
+        ));
+    }
+    match parts.is_empty() {
+        true => String::new(),
+        false => format!("{label}: blocked {} each\n", parts.join("; ")),
+    }
+}
+
+/// A row's priority changes: a thread's each (the first 16); for a group, how many of
+/// its threads changed.
+fn priority_lines(w: &WatchRecord, members: &[usize], label: &str) -> String {
+    let changed: Vec<&WatchedThread> = (members.iter())
+        .map(|&i| &w.threads[i])
+        .filter(|t| t.priority_changes_total > 0)
+        .collect();
+    match (members, changed.as_slice()) {
+        (_, []) => String::new(),
+        ([_], [th]) => {
+            let changes: Vec<String> = (th.priority_changes.iter())
+                .map(|c| format!("{} at {:.3} s", c.priority, c.at_ns as f64 / 1e9))
+                .collect();
+            let more = th.priority_changes_total - th.priority_changes.len() as u64;
+            format!(
+                "{}: priority {} at first, then {}{}\n",
+                thread_name(th),
+                th.priority.as_deref().unwrap_or("?"),
+                changes.join(", "),
+                if more > 0 {
+                    format!(" and {more} more")
+                } else {
+                    String::new()
+                }
+            )
+        }
+        _ => format!(
+            "{label}: {} of its {} threads changed priority ({} times each): --per-thread \
+             shows each change\n",
+            changed.len(),
+            members.len(),
+            group::range(
+                changed.iter().map(|t| t.priority_changes_total as f64),
+                |v| format!("{v:.0}")
+            )
+        ),
+    }
+}
+
+/// The causes a row's delays were split into, as shares of their time, each with the
+/// audit finding whose fix would remove it: a thread's as measured; a group's summed
+/// by cause (a task's pid left out), shares lowest to highest over its threads.
+fn cause_lines(r: &ResultFile, w: &WatchRecord, members: &[usize], label: &str) -> String {
+    let th_us = w.threshold_ns as f64 / 1e3;
+    let traced: Vec<(&WatchedThread, &Attribution)> = (members.iter())
+        .filter_map(|&i| Some((&w.threads[i], w.threads[i].attribution.as_ref()?)))
+        .collect();
+    let Some((first, a0)) = traced.first() else {
+        return String::new();
+    };
+    let mut out = String::new();
+    // One cause across the row: its key, a row of it (for the fixes), its share on each
+    // thread that saw it, and the delays it was the largest part of.
+    let mut causes: Vec<(String, &CauseRow, Vec<f64>, u64, u64)> = Vec::new();
+    for (_, a) in &traced {
+        for c in &a.causes {
+            let key = cause_key(c);
+            match causes.iter_mut().find(|x| x.0 == key) {
+                Some(x) => {
+                    x.2.push(c.share_pct);
+                    x.3 += c.largest_in;
+                    x.4 += c.total_ns;
+                }
+                None => causes.push((key, c, vec![c.share_pct], c.largest_in, c.total_ns)),
+            }
+        }
+    }
+    causes.sort_by_key(|x| std::cmp::Reverse(x.4));
+    let head = match traced.as_slice() {
+        [_] => format!(
+            "{} ({}): {} delays ≥ {th_us} µs, {:.3} ms in all; share of their time, \
+             and of the delays where it was the largest part:",
+            thread_name(first),
+            policy_cell(first),
+            a0.gaps,
+            a0.interrupted_ns as f64 / 1e6
+        ),
+        many => format!(
+            "{} ({}): {} delays ≥ {th_us} µs each, {} ms in all; share of their time \
+             (lowest–highest over the threads), and of the delays where it was the largest \
+             part:",
+            label,
+            group::distinct(many.iter().map(|(th, _)| policy_cell(th))),
+            group::range(many.iter().map(|(_, a)| a.gaps as f64), |v| format!(
+                "{v:.0}"
+            )),
+            group::range(
+                many.iter().map(|(_, a)| a.interrupted_ns as f64),
+                |v| format!("{:.3}", v / 1e6)
+            ),
+        ),
+    };
+    out.push_str(&wrap(&head, Layout::current().wrap_width(), "  "));
+    out.push('\n');
+    for (key, c, shares, main, _) in causes.iter().take(5) {
+        let name = if traced.len() == 1 { &c.cause } else { key };
+        out.push_str(&format!(
+            "  {:>5} %  main cause of {:>5} delays  {name}\n",
+            group::range(shares.iter().copied(), |v| format!("{v:.1}")),
+            main
+        ));
+        // The finding whose fix would remove it, whole (a command in it can be
+        // pasted); the others that would, by id.
+        if let Some(note) = pinned_note(r, c) {
+            out.push_str(&format!("           pinned: {note}\n"));
+        }
+        if let Some([first, more @ ..]) = cause_findings(r, c).as_deref() {
+            out.push_str(&fix_lines(&format!("fix: audit {}:", first.id), &first.fix));
+            if !more.is_empty() {
+                let ids: Vec<String> = more.iter().map(|f| f.id.to_string()).collect();
+                out.push_str(&format!("           also: {}\n", ids.join(", ")));
+            }
+        }
+    }
+    if r.host.audit.is_none() {
+        out.push_str(&format!("  fixes: {NO_AUDIT}\n"));
+    }
+    out
+}
+
+/// A fix under its cause: on one line with its head when it fits, else the head, then
+/// the fix's lines, each command on a line of its own (`verdict::fix_lines`).
+fn fix_lines(head: &str, fix: &str) -> String {
+    const INDENT: &str = "           ";
+    let width = Layout::current().wrap_width();
+    let one = format!("{INDENT}{head} {fix}");
+    if width.is_none_or(|w| one.chars().count() <= w) {
+        return one + "\n";
+    }
+    let mut out = format!("{INDENT}{head}\n");
+    for l in crate::report::verdict::fix_lines(fix, width, &format!("{INDENT}  ")) {
+        out.push_str(&l);
+        out.push('\n');
+    }
     out
 }
 
@@ -551,7 +774,8 @@ mod tests {
     #[test]
     fn text_tells_kernel_losses_from_the_readers() {
         let r = result(vec![thread(10, "app", &[20_000; 10], Vec::new())]);
-        let text = watch_text(&r);
+        // Unwrapped, so that the words are found whatever the width.
+        let text = crate::report::table::Layout::fixed(100, true).scoped(|| watch_text(&r));
         assert!(
             text.contains(
                 "5 lost (3 overwritten in the kernel's buffers, 2 dropped by jitterscope's \
@@ -639,6 +863,49 @@ mod tests {
 
     fn finding(id: FindingId, severity: Severity, fix: &str) -> Finding {
         Finding::made_up(id, severity, fix)
+    }
+
+    /// Issue 29: 200 watched threads read in a bounded text: threads whose main cause
+    /// and p99 agree said once, the one that stands out named; `--per-thread` gives each
+    /// its own row and causes. Two threads stay as they were, each on its own.
+    #[test]
+    fn issue29_many_threads_are_grouped_and_the_outlier_named() {
+        let hog = || {
+            vec![cause(
+                CauseKind::Task,
+                "task hog:812 (real-time 10)",
+                9,
+                90_000,
+            )]
+        };
+        let mut threads: Vec<WatchedThread> = (0..200)
+            .map(|i| thread(1000 + i, "worker", &[20_000 + i as u64 * 10; 10], hog()))
+            .collect();
+        let irq = vec![cause(CauseKind::Irq, "irq 30 eth0", 3, 30_000)];
+        threads[77] = thread(1077, "worker", &[900_000; 10], irq);
+        let r = result(threads);
+        let text = Layout::fixed(100, false).scoped(|| watch_text(&r));
+        assert!(text.lines().count() <= 40, "{text}");
+        // But a command pasted whole.
+        let wide = |l: &&str| l.chars().count() > 100 && !l.trim().starts_with("for i in");
+        assert!(!text.lines().any(|l| wide(&l)), "{text}");
+        assert!(text.contains("(a) worker ×199"), "{text}");
+        assert!(text.contains("worker:1077"), "the outlier is named: {text}");
+        assert_eq!(text.matches("main cause of").count(), 2, "{text}");
+        let each = Layout::fixed(100, false)
+            .per_cpu(true)
+            .scoped(|| watch_text(&r));
+        for tid in 1000..1200 {
+            assert!(each.contains(&format!("worker:{tid} ")), "{tid}");
+        }
+        assert_eq!(each.matches("main cause of").count(), 200);
+        let two = result(vec![
+            thread(10, "app", &[20_000; 10], hog()),
+            thread(11, "app", &[20_000; 10], hog()),
+        ]);
+        let text = Layout::fixed(100, false).scoped(|| watch_text(&two));
+        assert!(text.contains("app:10") && text.contains("app:11"), "{text}");
+        assert!(!text.contains("low"), "{text}");
     }
 
     /// Each cause names the finding of the result's own audit whose fix would remove it,

@@ -235,6 +235,18 @@ impl Chain {
     }
 }
 
+/// A group's path for reading: components longer than 24 characters (a container's
+/// 64-digit id) cut to their first 16 and `…`. Commands keep the whole path.
+pub fn short_path(path: &str) -> String {
+    path.split('/')
+        .map(|c| match c.chars().count() {
+            n if n > 24 => format!("{}…", c.chars().take(16).collect::<String>()),
+            _ => c.to_string(),
+        })
+        .collect::<Vec<_>>()
+        .join("/")
+}
+
 /// Every hierarchy's chain for one process.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Cgroups {
@@ -697,9 +709,36 @@ pub fn sibling_cpusets(root: &Path, chain: &Chain) -> Vec<(String, CpuList)> {
     out
 }
 
+/// A tree of files under a temporary root, (path, text) each: the fake hosts the
+/// cgroup and audit tests read.
+#[cfg(test)]
+pub(crate) fn tree(files: &[(&str, &str)]) -> tempfile::TempDir {
+    let dir = tempfile::tempdir().expect("tempdir");
+    for (path, text) in files {
+        let p = dir.path().join(path);
+        std::fs::create_dir_all(p.parent().expect("parent")).expect("mkdir");
+        std::fs::write(p, text).expect("write");
+    }
+    dir
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn long_components_are_cut_for_reading() {
+        let id = "917d8d7e7ab14735f9893d3a2caae49c14689563a99623609a763497541a5e93";
+        assert_eq!(
+            short_path(&format!("/libpod_parent/libpod-{id}")),
+            "/libpod_parent/libpod-917d8d7e7…"
+        );
+        assert_eq!(short_path("/"), "/");
+        assert_eq!(
+            short_path("/system.slice/sshd.service"),
+            "/system.slice/sshd.service"
+        );
+    }
 
     #[test]
     fn proc_cgroup_lines() {
@@ -796,17 +835,6 @@ mod tests {
         let some_only = parse_pressure("some avg10=0.00 avg60=0.00 avg300=0.00 total=7\n");
         assert_eq!(some_only.and_then(|p| p.full), None);
         assert_eq!(parse_pressure("some avg10=x\n"), None);
-    }
-
-    /// A tree of files under a temporary root: (path, text).
-    fn tree(files: &[(&str, &str)]) -> tempfile::TempDir {
-        let dir = tempfile::tempdir().expect("tempdir");
-        for (path, text) in files {
-            let p = dir.path().join(path);
-            std::fs::create_dir_all(p.parent().expect("parent")).expect("mkdir");
-            std::fs::write(p, text).expect("write");
-        }
-        dir
     }
 
     const V1_MOUNTS: &str = "\

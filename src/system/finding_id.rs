@@ -89,6 +89,7 @@ named_enum! {
         Tuned = "tuned",
         Thread = "thread",
         Cgroup = "cgroup",
+        Cpuset = "cpuset",
         Pressure = "pressure",
     }
 }

@@ -65,16 +65,17 @@ pub fn boot_switch(config: &KernelConfig, release: &str) -> bool {
 }
 
 fn runtime_words(l: &Level) -> String {
+    let path = crate::system::cgroup::short_path(&l.path);
     match l.rt {
         Some(RtBandwidth {
             runtime_us: -1,
             period_us,
-        }) => format!("{} unlimited of {period_us} µs", l.path),
+        }) => format!("{path} unlimited of {period_us} µs"),
         Some(RtBandwidth {
             runtime_us,
             period_us,
-        }) => format!("{} {runtime_us} of {period_us} µs", l.path),
-        None => format!("{} 0 (no cpu.rt_runtime_us on v2)", l.path),
+        }) => format!("{path} {runtime_us} of {period_us} µs"),
+        None => format!("{path} 0 (no cpu.rt_runtime_us on v2)"),
     }
 }
 
@@ -154,6 +155,12 @@ pub fn top_down(root: &Path, chain: &Chain) -> Result<Vec<Share>, String> {
     let Some(top) = chain.levels.first().and_then(|l| l.rt) else {
         return Err("the chain shows no cpu.rt_runtime_us".into());
     };
+    if top.runtime_us == 0 {
+        return Err(format!(
+            "the top of the chain in sight, {}, has none, and its parent is out of sight",
+            chain.levels[0].path
+        ));
+    }
     let mut parent = (
         top,
         chain.levels[0].path.clone(),

@@ -12,6 +12,7 @@ use std::path::Path;
 
 use prometheus_client::collector::Collector;
 use prometheus_client::encoding::{DescriptorEncoder, EncodeLabelSet, EncodeMetric};
+use prometheus_client::metrics::MetricType;
 use prometheus_client::metrics::counter::ConstCounter;
 use prometheus_client::metrics::gauge::ConstGauge;
 use prometheus_client::registry::Unit;
@@ -55,8 +56,10 @@ pub struct CgroupCollector {
 
 type Result = std::result::Result<(), std::fmt::Error>;
 
-fn counter<L: EncodeLabelSet>(
+/// One metric family of constant values (read at the scrape), left out when empty.
+fn family<L: EncodeLabelSet>(
     e: &mut DescriptorEncoder,
+    kind: MetricType,
     name: &str,
     help: &str,
     unit: Option<&Unit>,
@@ -65,16 +68,25 @@ fn counter<L: EncodeLabelSet>(
     if series.is_empty() {
         return Ok(());
     }
-    let mut m = e.encode_descriptor(
-        name,
-        help,
-        unit,
-        prometheus_client::metrics::MetricType::Counter,
-    )?;
+    let mut m = e.encode_descriptor(name, help, unit, kind)?;
     for (labels, v) in series {
-        ConstCounter::new(*v).encode(m.encode_family(labels)?)?;
+        let one = m.encode_family(labels)?;
+        match kind {
+            MetricType::Counter => ConstCounter::new(*v).encode(one)?,
+            _ => ConstGauge::new(*v).encode(one)?,
+        }
     }
     Ok(())
+}
+
+fn counter<L: EncodeLabelSet>(
+    e: &mut DescriptorEncoder,
+    name: &str,
+    help: &str,
+    unit: Option<&Unit>,
+    series: &[(L, f64)],
+) -> Result {
+    family(e, MetricType::Counter, name, help, unit, series)
 }
 
 fn gauge<L: EncodeLabelSet>(
@@ -84,19 +96,7 @@ fn gauge<L: EncodeLabelSet>(
     unit: Option<&Unit>,
     series: &[(L, f64)],
 ) -> Result {
-    if series.is_empty() {
-        return Ok(());
-    }
-    let mut m = e.encode_descriptor(
-        name,
-        help,
-        unit,
-        prometheus_client::metrics::MetricType::Gauge,
-    )?;
-    for (labels, v) in series {
-        ConstGauge::new(*v).encode(m.encode_family(labels)?)?;
-    }
-    Ok(())
+    family(e, MetricType::Gauge, name, help, unit, series)
 }
 
 impl CgroupCollector {

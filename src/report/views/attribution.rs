@@ -1,45 +1,141 @@
-//! The causes of each CPU's gaps, as measured from kernel trace events: a cause table
-//! per CPU, then the largest gaps broken down, one line per part. Plain text that fits
-//! 100 columns; causes too long for their column are cut with "…".
+//! The causes of the CPUs' gaps (noise) or late wake-ups (timer), as measured from kernel
+//! trace events: what `noise --trace`, `timer --trace` and `report` of their results show,
+//! from one function each, so that a saved run reads back as the live one printed it.
+//!
+//! On a few CPUs (up to `group::EACH_UP_TO`), or with `--per-cpu`, each CPU has its own
+//! cause table, its notes, and its largest gaps broken down part by part. On more, one
+//! cross-CPU view, whose size does not grow with the CPUs:
+//! - one table of causes × CPU groups (the groups of the probe's own tables,
+//!   `report::group`), each cell the cause's share of a CPU's interrupted time, lowest to
+//!   highest over the CPUs that saw it; a per-CPU kernel thread is one cause on every
+//!   CPU ("kworker/N:*", N its own CPU);
+//! - the notes said once for every CPU (gaps coincident across CPUs, lost events, steal);
+//! - one list of the largest gaps across CPUs, each with its CPU.
 
 use crate::probes::noise::NoiseEntry;
+use crate::probes::timer::TimerEntry;
 use crate::report::ResultFile;
+use crate::report::cause_names::{cause_key, shown_causes};
+use crate::report::group::{self, Grouping, Row};
+use crate::report::table::{Layout, Tab, core, cut, wrap};
 use crate::stats::causes::{Attribution, CauseKind, CauseRow, GapBreakdown};
 use crate::system::counters::{CgroupDelta, GroupStatDelta};
 
-/// Every traced noise entry's causes, and its `top` largest gaps broken down.
-pub fn noise_attribution(r: &ResultFile, top: usize) -> String {
+/// Causes the cross-CPU table shows (the unaccounted time aside); the result file holds
+/// them all, and `--per-cpu` shows each CPU's.
+const CAUSES_SHOWN: usize = 12;
+/// Rows of the grouping shown as columns of their own in the cross-CPU table.
+const GROUP_COLUMNS: usize = 4;
+/// The parts of a gap shown, its largest (every one with `--wide`).
+const PARTS_SHOWN: usize = 10;
+
+/// One traced CPU: its number and its attribution.
+struct Traced<'a> {
+    cpu: usize,
+    a: &'a Attribution,
+}
+
+/// What was attributed, in words.
+struct Words {
+    /// "gap", "late wake-up".
+    gap: &'static str,
+    /// Whether the notes set the CPU's steal beside the unaccounted time.
+    steal: bool,
+    /// What a cause's share is of: "interrupted time", "lateness".
+    of: &'static str,
+}
+
+const NOISE: Words = Words {
+    gap: "gap",
+    steal: true,
+    of: "interrupted time",
+};
+const TIMER: Words = Words {
+    gap: "late wake-up",
+    steal: false,
+    of: "lateness",
+};
+
+/// The causes of every traced noise entry's gaps, and the `top` largest gaps broken down;
+/// `g` groups the entries as the noise tables do.
+pub fn noise_attribution(r: &ResultFile, g: &Grouping, top: usize) -> String {
+    let entries = r.entries::<NoiseEntry>();
+    let traced = entries.map(|e| (e.cpu, e.attribution.as_ref()));
+    attribution(r, traced.collect(), g, top, &NOISE)
+}
+
+/// The causes of every traced timer entry's late wake-ups, and its `top` latest ones;
+/// `g` groups the entries as the timer tables do.
+pub fn timer_attribution(r: &ResultFile, g: &Grouping, top: usize) -> String {
+    let entries = r.entries::<TimerEntry>();
+    let traced = entries.map(|e| (e.cpu, e.attribution.as_ref()));
+    attribution(r, traced.collect(), g, top, &TIMER)
+}
+
+/// Each CPU's own view when the grouping grouped nothing, else the cross-CPU one; nothing
+/// when no entry was traced. `entries` (each CPU and its attribution) is indexed as the
+/// grouping's members are.
+fn attribution(
+    r: &ResultFile,
+    entries: Vec<(usize, Option<&Attribution>)>,
+    g: &Grouping,
+    top: usize,
+    w: &Words,
+) -> String {
+    let traced: Vec<Option<Traced>> = (entries.into_iter())
+        .map(|(cpu, a)| a.map(|a| Traced { cpu, a }))
+        .collect();
+    let traced = &traced[..];
     let mut out = String::new();
-    for e in r.entries::<NoiseEntry>() {
-        if let Some(a) = &e.attribution {
-            out.push('\n');
-            out.push_str(&cause_table(e.cpu, a));
-            out.push_str(&note_lines(notes(r, e.cpu, a, "gap", true)));
-            out.push_str(&top_gaps(e.cpu, a, top));
-        }
+    if traced.iter().all(Option::is_none) {
+        return out;
     }
+    if !g.grouped() {
+        for t in traced.iter().flatten() {
+            out.push('\n');
+            out.push_str(&cause_table(&title(&[t], w), t.a));
+            out.push_str(&note_lines(notes(r, t.cpu, t.a, w.gap, w.steal)));
+            out.push_str(&largest(&[t], top, w, false));
+        }
+        return out;
+    }
+    let all: Vec<&Traced> = traced.iter().flatten().collect();
+    out.push('\n');
+    out.push_str(&title(&all, w));
+    out.push('\n');
+    out.push_str(&cross_table(traced, g, w));
+    out.push_str(&note_lines(cross_notes(r, &all, w)));
+    out.push_str(&largest(&all, top, w, true));
     out
 }
 
-/// Every traced timer entry's causes of lateness, and its `top` latest wake-ups.
-pub fn timer_attribution(r: &ResultFile, top: usize) -> String {
-    let mut out = String::new();
-    for e in r.entries::<crate::probes::timer::TimerEntry>() {
-        if let Some(a) = &e.attribution {
-            let title = format!(
-                "What made CPU {}'s {} latest wake-ups late ({} µs in all), measured from \
-                 kernel trace events",
-                e.cpu,
-                a.gaps,
-                us(a.interrupted_ns)
-            );
-            out.push('\n');
-            out.push_str(&cause_table_titled(&title, a));
-            out.push_str(&note_lines(notes(r, e.cpu, a, "late wake-up", false)));
-            out.push_str(&top_gaps(e.cpu, a, top));
-        }
+/// The title over the causes of `cpus`.
+fn title(cpus: &[&Traced], w: &Words) -> String {
+    let gaps: u64 = cpus.iter().map(|t| t.a.gaps).sum();
+    let ns: u64 = cpus.iter().map(|t| t.a.interrupted_ns).sum();
+    let ids: Vec<usize> = cpus.iter().map(|t| t.cpu).collect();
+    let lost = match w.steal {
+        true => "interrupted",
+        false => "late",
+    };
+    match ids.as_slice() {
+        [one] => format!(
+            "Causes of CPU {one}'s {gaps} {}s ({} µs {lost}), measured from kernel trace events",
+            w.gap,
+            us(ns)
+        ),
+        _ => wrap(
+            &format!(
+                "Causes of the {gaps} {}s on {} ({} {lost} in all), measured from kernel trace \
+                 events",
+                w.gap,
+                group::cpus_words(&ids),
+                crate::report::verdict::duration_words(ns)
+            ),
+            Layout::current().wrap_width(),
+            "  ",
+        ),
     }
-    out
 }
 
 /// µs with one decimal: "12.3".
@@ -47,62 +143,188 @@ fn us(ns: u64) -> String {
     format!("{:.1}", ns as f64 / 1e3)
 }
 
-fn cut(s: &str, n: usize) -> String {
-    match s.chars().count() > n {
-        true => format!("{}…", s.chars().take(n - 1).collect::<String>()),
-        false => s.to_string(),
-    }
-}
-
-/// "Causes of CPU 1's 1234 gaps (12.3 ms), measured from kernel trace events".
-fn cause_table(cpu: usize, a: &Attribution) -> String {
-    let title = format!(
-        "Causes of CPU {cpu}'s {} gaps ({} µs interrupted), measured from kernel trace events",
-        a.gaps,
-        us(a.interrupted_ns)
-    );
-    cause_table_titled(&title, a)
-}
-
-/// The table under its title.
-fn cause_table_titled(title: &str, a: &Attribution) -> String {
-    let mut t = format!("{title}\n");
-    t.push_str(&format!(
-        "{:<46} {:>6} {:>10} {:>6} {:>9} {:>9} {:>8}\n",
-        "cause", "gaps", "total µs", "share", "median µs", "max µs", "period"
-    ));
-    for c in &a.causes {
+/// One CPU's cause table under its title: its largest causes (every one with `--wide`)
+/// and the unaccounted time.
+fn cause_table(title: &str, a: &Attribution) -> String {
+    let mut t = Tab::new(&[
+        core("cause").text(),
+        core("gaps"),
+        core("total (µs)"),
+        core("share (%)"),
+        core("median (µs)").spare(),
+        core("max (µs)"),
+        core("period (ms)").spare(),
+    ]);
+    let shown = shown_causes(&a.causes, |c| c.kind, CAUSES_SHOWN);
+    for c in &shown {
         let period = c
             .period_ns
-            .map_or(String::new(), |p| format!("{:.2} ms", p as f64 / 1e6));
-        t.push_str(&format!(
-            "{:<46} {:>6} {:>10} {:>5.1}% {:>9} {:>9} {:>8}\n",
-            cut(&c.cause, 46),
-            c.gaps,
+            .map_or(String::new(), |p| format!("{:.2}", p as f64 / 1e6));
+        t.row(vec![
+            c.cause.clone(),
+            c.gaps.to_string(),
             us(c.total_ns),
-            c.share_pct,
+            format!("{:.1}", c.share_pct),
             us(c.median_ns),
             us(c.max_ns),
-            period
-        ));
-        // A throttle's row: its full name when cut (it names the setting to change),
-        // then what ran while it held the measurer off, with its time.
-        if !c.tasks.is_empty() && c.cause.chars().count() > 46 {
-            t.push_str(&format!("  {}\n", c.cause));
-        }
-        // The few that took most of it; the rest (often dozens of short wake-ups) summed.
+            period,
+        ]);
+        // What ran while a throttle held the measurer off: the few that took most of
+        // it; the rest (often dozens of short wake-ups) summed.
         const SHOWN: usize = 5;
-        let ran = |what: &str, ns: u64| format!("  {:<51} {:>10}\n", cut(what, 51), us(ns));
+        let mut ran = |what: String, ns: u64| {
+            let mut row = vec![format!("  ran: {what}"), String::new(), us(ns)];
+            row.extend(std::iter::repeat_n(String::new(), 4));
+            t.row(row);
+        };
         for task in c.tasks.iter().take(SHOWN) {
-            t.push_str(&ran(&format!("ran: {}", task.task), task.total_ns));
+            ran(task.task.clone(), task.total_ns);
         }
         if c.tasks.len() > SHOWN {
             let rest = &c.tasks[SHOWN..];
-            let ns = rest.iter().map(|t| t.total_ns).sum();
-            t.push_str(&ran(&format!("ran: {} other tasks", rest.len()), ns));
+            ran(
+                format!("{} other tasks", rest.len()),
+                rest.iter().map(|t| t.total_ns).sum(),
+            );
         }
     }
-    t
+    // A throttle's name, cut in its cell, names the setting to change: whole below.
+    let width = Layout::current().wrap_width();
+    let mut whole = String::new();
+    for c in shown.iter().filter(|c| !c.tasks.is_empty()) {
+        whole.push_str(&wrap(&format!("  {}", c.cause), width, "    "));
+        whole.push('\n');
+    }
+    if a.causes.len() > shown.len() {
+        let left = format!(
+            "  {} smaller causes left out: --wide shows every one (the result file holds \
+             them all).",
+            a.causes.len() - shown.len()
+        );
+        whole.push_str(&wrap(&left, width, "    "));
+        whole.push('\n');
+    }
+    format!("{title}\n{t}\n{whole}")
+}
+
+/// One cause across the CPUs: its key, its share (%) on each CPU that saw it (indexed as
+/// the grouping's members), and its time on all.
+struct CrossCause {
+    key: String,
+    kind: CauseKind,
+    share: Vec<Option<f64>>,
+    total_ns: u64,
+}
+
+/// Every cause of every traced CPU, by key, the largest total first.
+fn cross_causes(traced: &[Option<Traced>]) -> Vec<CrossCause> {
+    let mut out: Vec<CrossCause> = Vec::new();
+    for (i, t) in traced.iter().enumerate() {
+        let Some(t) = t else { continue };
+        for c in &t.a.causes {
+            let key = cause_key(t.cpu, c.kind, &c.cause);
+            let at = match out.iter().position(|x| x.key == key) {
+                Some(p) => p,
+                None => {
+                    out.push(CrossCause {
+                        key,
+                        kind: c.kind,
+                        share: vec![None; traced.len()],
+                        total_ns: 0,
+                    });
+                    out.len() - 1
+                }
+            };
+            let x = &mut out[at];
+            *x.share[i].get_or_insert(0.0) += finite(c);
+            x.total_ns += c.total_ns;
+        }
+    }
+    out.sort_by_key(|c| std::cmp::Reverse(c.total_ns));
+    out
+}
+
+fn finite(c: &CauseRow) -> f64 {
+    if c.share_pct.is_finite() {
+        c.share_pct
+    } else {
+        0.0
+    }
+}
+
+/// The table of causes × CPU groups: how many CPUs saw each cause, its share lowest to
+/// highest over them, and, when the CPUs fall in several groups, the same per group
+/// (the largest few groups, as the probe's tables group them).
+fn cross_table(traced: &[Option<Traced>], g: &Grouping, w: &Words) -> String {
+    let causes = cross_causes(traced);
+    let n = traced.iter().flatten().count();
+    let mut shown_rows: Vec<&Row> = g.rows.iter().collect();
+    shown_rows.sort_by_key(|r| std::cmp::Reverse(r.members().len()));
+    shown_rows.truncate(GROUP_COLUMNS);
+    shown_rows.sort_by_key(|r| r.members()[0]);
+    let per_group = g.rows.len() > 1;
+    let mut cols = vec![core("cause").text(), core("CPUs"), core("share (%)")];
+    let ids = |r: &Row| -> Vec<usize> {
+        (r.members().iter())
+            .filter_map(|&i| traced[i].as_ref().map(|t| t.cpu))
+            .collect()
+    };
+    if per_group {
+        for r in &shown_rows {
+            cols.push(core(group::cpus_words(&ids(r)).replace(", ", ",")));
+        }
+    }
+    let mut t = Tab::new(&cols);
+    let shown = shown_causes(&causes, |c| c.kind, CAUSES_SHOWN);
+    let count = shown.len();
+    for c in shown {
+        let saw = c.share.iter().flatten().count();
+        let mut row = vec![
+            c.key.clone(),
+            format!("{saw}/{n}"),
+            share_range(c.share.iter().flatten().copied()),
+        ];
+        if per_group {
+            for r in &shown_rows {
+                let of = r.members().into_iter().filter_map(|i| c.share[i]);
+                row.push(share_range(of));
+            }
+        }
+        t.row(row);
+    }
+    let mut out = format!("{t}\n");
+    let width = Layout::current().wrap_width();
+    let mut said = vec![format!(
+        "Each cell: the cause's share of a CPU's {}, lowest–highest over the CPUs that saw \
+         it; N in a thread's name is its own CPU.",
+        w.of
+    )];
+    if causes.len() > count {
+        said.push(format!(
+            "{} smaller causes left out: --wide shows every one, --per-cpu each CPU's (the \
+             result file holds them all).",
+            causes.len() - count
+        ));
+    }
+    if per_group && g.rows.len() > shown_rows.len() {
+        said.push(format!(
+            "{} smaller groups have no column of their own: --per-cpu shows each CPU.",
+            g.rows.len() - shown_rows.len()
+        ));
+    }
+    for s in said {
+        out.push_str(&wrap(&format!("  {s}"), width, "    "));
+        out.push('\n');
+    }
+    out
+}
+
+/// Shares as "85.2–92.0" or "0.07–0.11" (two decimals below 1 %), "-" when none.
+fn share_range(v: impl IntoIterator<Item = f64>) -> String {
+    group::range(v, |s| match s < 1.0 {
+        true => format!("{s:.2}"),
+        false => format!("{s:.1}"),
+    })
 }
 
 /// What the reader must know beside the cause table: gaps on several CPUs at once, gaps
@@ -185,34 +407,159 @@ fn quota_notes(rows: &[CauseRow], c: Option<&CgroupDelta>) -> Vec<String> {
         .collect()
 }
 
+/// The notes of every traced CPU, each said once with its range over them.
+fn cross_notes(r: &ResultFile, all: &[&Traced], w: &Words) -> Vec<String> {
+    let gap = w.gap;
+    let mut out = Vec::new();
+    let pct = |part: u64, of: u64| part as f64 * 100.0 / of.max(1) as f64;
+    let coincident: u64 = all.iter().map(|t| t.a.coincident_gaps).sum();
+    if coincident > 0 {
+        let gaps: u64 = all.iter().map(|t| t.a.gaps).sum();
+        let window = all
+            .iter()
+            .map(|t| t.a.coincidence_window_ns)
+            .max()
+            .unwrap_or(0);
+        out.push(format!(
+            "{coincident} of the {gaps} {gap}s ({} % on each CPU) began within {} µs of one \
+             on another measured CPU: the signature of an SMI, a hypervisor stall, \
+             stop_machine or a TLB shootdown.",
+            group::range(
+                all.iter().map(|t| pct(t.a.coincident_gaps, t.a.gaps)),
+                |v| format!("{v:.0}")
+            ),
+            window / 1000
+        ));
+    }
+    let on = |f: &dyn Fn(&Attribution) -> u64| -> (u64, Vec<usize>) {
+        let cpus: Vec<usize> = (all.iter()).filter(|t| f(t.a) > 0).map(|t| t.cpu).collect();
+        (all.iter().map(|t| f(t.a)).sum(), cpus)
+    };
+    let (unattributed, cpus) = on(&|a| a.unattributed_gaps);
+    if unattributed > 0 {
+        out.push(format!(
+            "{unattributed} {gap}s on {} were not attributed (the reader fell behind, or the \
+             log kept no more).",
+            group::cpus_words(&cpus)
+        ));
+    }
+    let costs: Vec<_> = all.iter().filter_map(|t| t.a.trace_cost).collect();
+    if !costs.is_empty() {
+        out.push(format!(
+            "Tracing's own cost: each event takes up to {} ns (the closest two came), and a \
+             {gap} held {} on average: about {} µs of each traced {gap} is the trace's own, \
+             so these {gap}s read longer than untraced ones.",
+            group::range(costs.iter().map(|c| c.event_ns as f64), |v| format!(
+                "{v:.0}"
+            )),
+            group::range(costs.iter().map(|c| c.events_per_gap), |v| format!(
+                "{v:.1}"
+            )),
+            group::range(costs.iter().map(|c| c.per_gap_ns / 1e3), |v| format!(
+                "{v:.1}"
+            )),
+        ));
+    }
+    let (lost, cpus) = on(&|a| a.events_lost);
+    if lost > 0 {
+        let read: u64 = all.iter().map(|t| t.a.events_read).sum();
+        out.push(format!(
+            "{lost} of {} trace events were lost, on {}: {gap}s while they were lost may show \
+             more unaccounted time.",
+            lost + read,
+            group::cpus_words(&cpus)
+        ));
+    }
+    let steal: Vec<_> = (r.run.counters.iter())
+        .flat_map(|c| c.steal.iter())
+        .filter(|s| w.steal && all.iter().any(|t| t.cpu == s.cpu))
+        .collect();
+    if !steal.is_empty() {
+        let cpus: Vec<usize> = steal.iter().map(|s| s.cpu).collect();
+        out.push(format!(
+            "Steal on {} over the run (/proc/stat): {} ms ({} %) each, to set beside the \
+             unaccounted time.",
+            group::cpus_words(&cpus),
+            group::range(steal.iter().map(|s| s.steal_ms as f64), |v| format!(
+                "{v:.0}"
+            )),
+            group::range(steal.iter().map(|s| s.steal_pct), |v| format!("{v:.2}")),
+        ));
+    }
+    // A quota's time summed over the CPUs, beside its group's count (once a group).
+    let mut rows: Vec<CauseRow> = Vec::new();
+    for row in all.iter().flat_map(|t| &t.a.causes) {
+        match rows.iter_mut().find(|r| r.cause == row.cause) {
+            Some(r) => r.total_ns += row.total_ns,
+            None => rows.push(row.clone()),
+        }
+    }
+    let counters = r.run.counters.as_ref();
+    out.extend(quota_notes(&rows, counters.and_then(|c| c.cgroup.as_ref())));
+    out
+}
+
 /// The notes as indented lines, wrapped to the terminal.
 fn note_lines(notes: Vec<String>) -> String {
-    let width = crate::report::table::Layout::current().wrap_width();
+    let width = Layout::current().wrap_width();
     (notes.iter())
-        .map(|n| crate::report::table::wrap(&format!("  {n}"), width, "    ") + "\n")
+        .map(|n| wrap(&format!("  {n}"), width, "    ") + "\n")
         .collect()
 }
 
-/// The `n` largest gaps, each with its parts.
-fn top_gaps(cpu: usize, a: &Attribution, n: usize) -> String {
-    let mut t = String::new();
-    for (i, g) in a.top.iter().take(n).enumerate() {
-        if i == 0 {
-            t.push_str(&format!("Largest gaps on CPU {cpu}, part by part\n"));
+/// The `n` largest gaps of `cpus`, each with its parts; with `across`, the largest of
+/// all of them, each named with its CPU.
+fn largest(cpus: &[&Traced], n: usize, w: &Words, across: bool) -> String {
+    let mut gaps: Vec<(usize, &GapBreakdown)> = (cpus.iter())
+        .flat_map(|t| t.a.top.iter().map(move |g| (t.cpu, g)))
+        .collect();
+    gaps.sort_by_key(|(_, g)| std::cmp::Reverse(g.duration_ns));
+    gaps.truncate(n);
+    let Some(first) = gaps.first() else {
+        return String::new();
+    };
+    let mut t = match across {
+        true => {
+            let ids: Vec<usize> = cpus.iter().map(|t| t.cpu).collect();
+            format!(
+                "Largest {}s across {}, part by part\n",
+                w.gap,
+                group::cpus_words(&ids)
+            )
         }
-        t.push_str(&gap_lines(g));
+        false => format!("Largest {}s on CPU {}, part by part\n", w.gap, first.0),
+    };
+    for (cpu, g) in gaps {
+        let on = if across {
+            format!("CPU {cpu}: ")
+        } else {
+            String::new()
+        };
+        t.push_str(&gap_lines(&on, g));
     }
     t
 }
 
-fn gap_lines(g: &GapBreakdown) -> String {
+fn gap_lines(on: &str, g: &GapBreakdown) -> String {
     let mut t = format!(
-        "  {} µs at {:.6} s (TSC {})\n",
+        "  {on}{} µs at {:.6} s (TSC {})\n",
         us(g.duration_ns),
         g.start_ns as f64 / 1e9,
         g.start_tsc
     );
-    for p in &g.parts {
+    let layout = Layout::current();
+    let room = (layout.wrap_width()).map_or(usize::MAX, |w| w.saturating_sub(31).max(20));
+    // A long gap on a busy CPU holds hundreds of parts: its largest, in time order (all
+    // of them with --wide), the rest summed.
+    let mut largest: Vec<&crate::stats::causes::Part> = g.parts.iter().collect();
+    largest.sort_by_key(|p| std::cmp::Reverse(p.duration_ns));
+    if !layout.wide {
+        largest.truncate(PARTS_SHOWN);
+    }
+    let shown = |p: &&crate::stats::causes::Part| {
+        p.kind == CauseKind::Unaccounted || largest.iter().any(|q| std::ptr::eq(*q, *p))
+    };
+    for p in g.parts.iter().filter(|p| shown(p)) {
         let at = match p.kind {
             CauseKind::Unaccounted => "in all".to_string(),
             _ => format!("+{} µs", us(p.offset_ns)),
@@ -220,7 +567,17 @@ fn gap_lines(g: &GapBreakdown) -> String {
         t.push_str(&format!(
             "    {at:>12} {:>9} µs  {}\n",
             us(p.duration_ns),
-            cut(&p.cause, 70)
+            cut(&p.cause, room)
+        ));
+    }
+    let rest: Vec<_> = g.parts.iter().filter(|p| !shown(p)).collect();
+    if !rest.is_empty() {
+        let ns = rest.iter().map(|p| p.duration_ns).sum();
+        t.push_str(&format!(
+            "    {:>12} {:>9} µs  {} smaller parts (--wide shows each)\n",
+            "",
+            us(ns),
+            rest.len()
         ));
     }
     t

@@ -217,35 +217,58 @@ pub fn tables(r: &ResultFile) -> String {
     out
 }
 
-/// Each series entry's `n` largest events (noise interruptions, timer wake-ups), largest
-/// first, with when they began: what `report --top N` prints.
+/// The `n` largest events (noise interruptions, timer wake-ups), largest first, with
+/// when they began: what `report --top N` prints. Per probe kind, one table across its
+/// CPUs, each event with its CPU; each CPU's own table on up to `group::EACH_UP_TO`
+/// CPUs, or with `--per-cpu`.
 pub fn largest_events(r: &ResultFile, n: usize) -> String {
+    use crate::report::table::{Layout, Tab, core};
+    let series: Vec<SeriesView> = r.probes.iter().filter_map(|e| e.view()?.series()).collect();
     let mut out = String::new();
-    for s in r.probes.iter().filter_map(|e| e.view()?.series()) {
-        let u = Kind::of_probe(s.probe).map_or(Unit::Ns, Kind::unit);
-        let mut t = crate::report::table::Tab::new(&[
-            crate::report::table::core("#"),
-            crate::report::table::core("at (s)"),
-            crate::report::table::core(u.header("duration")),
-        ])
-        .compact();
-        let mut events: Vec<_> = s.largest.iter().collect();
-        events.sort_by_key(|e| std::cmp::Reverse(e.duration_ns));
-        for (i, e) in events.iter().take(n).enumerate() {
-            t.row(vec![
-                (i + 1).to_string(),
-                format!("{:.6}", e.start_ns as f64 / 1e9),
-                u.cell(Some(e.duration_ns)),
-            ]);
+    let mut kinds: Vec<&'static str> = series.iter().map(|s| s.probe).collect();
+    kinds.dedup();
+    for probe in kinds {
+        let of: Vec<&SeriesView> = series.iter().filter(|s| s.probe == probe).collect();
+        let u = Kind::of_probe(probe).map_or(Unit::Ns, Kind::unit);
+        let each = Layout::current().per_cpu || of.len() <= crate::report::group::EACH_UP_TO;
+        let sets: Vec<Vec<&SeriesView>> = match each {
+            true => of.iter().map(|s| vec![*s]).collect(),
+            false => vec![of.clone()],
+        };
+        for set in sets {
+            let mut events: Vec<(usize, &crate::stats::events::EventOut)> = (set.iter())
+                .flat_map(|s| s.largest.iter().map(move |e| (s.cpu, e)))
+                .collect();
+            events.sort_by_key(|(_, e)| std::cmp::Reverse(e.duration_ns));
+            let mut cols = vec![core("#")];
+            if !each {
+                cols.push(core("CPU"));
+            }
+            cols.extend([core("at (s)"), core(u.header("duration"))]);
+            let mut t = Tab::new(&cols);
+            for (i, (cpu, e)) in events.iter().take(n).enumerate() {
+                let mut row = vec![(i + 1).to_string()];
+                if !each {
+                    row.push(cpu.to_string());
+                }
+                row.extend([
+                    format!("{:.6}", e.start_ns as f64 / 1e9),
+                    u.cell(Some(e.duration_ns)),
+                ]);
+                t.row(row);
+            }
+            let cpus: Vec<usize> = set.iter().map(|s| s.cpu).collect();
+            let whose = match each {
+                true => format!("CPU {}", cpus[0]),
+                false => crate::report::group::cpus_words(&cpus),
+            };
+            out.push_str(&format!(
+                "{probe} {whose}: the {} largest of {} kept ({})\n{t}\n",
+                n.min(events.len()),
+                events.len(),
+                set[0].gap
+            ));
         }
-        out.push_str(&format!(
-            "{} CPU {}: the {} largest of {} kept ({})\n{t}\n",
-            s.probe,
-            s.cpu,
-            n.min(events.len()),
-            events.len(),
-            s.gap
-        ));
     }
     out
 }

@@ -5,7 +5,9 @@ use crate::probes::noise::NoiseEntry;
 use crate::report::ResultFile;
 use crate::report::dist::SeriesView;
 use crate::report::dist::{Dist, Entry};
-use crate::report::table::{Tab, core, policy_cell, wide};
+use crate::report::group::{self, Cell, Grouping, num, text};
+use crate::report::table::{Layout, Tab, core, policy_cell, wide, wrap};
+use crate::report::verdict::{NOISE_KEYS, noise_members};
 use crate::report::views::{EntryView, Kind, KindView};
 
 impl EntryView for NoiseEntry {
@@ -38,78 +40,140 @@ impl EntryView for NoiseEntry {
 
 impl KindView for NoiseEntry {
     fn tables(r: &ResultFile) -> String {
-        noise_tables(r)
+        noise_text(r)
     }
 }
 
-/// The two noise tables: how much noise per CPU, and how long the interruptions were.
-pub fn noise_tables(r: &ResultFile) -> String {
-    tables(&r.entries().collect::<Vec<_>>())
+/// How many largest gaps the causes' view breaks down, part by part.
+pub const GAPS_SHOWN: usize = 5;
+
+/// What `noise` prints and `report` shows of its entries: the two tables, then, for a
+/// traced run, the causes (`attribution`). One function for both, so that a saved run
+/// reads back as the live one printed it.
+pub fn noise_text(r: &ResultFile) -> String {
+    format!(
+        "{}{}",
+        noise_tables(r),
+        super::attribution::noise_attribution(r, &grouping(r), GAPS_SHOWN)
+    )
 }
 
-fn tables(entries: &[&NoiseEntry]) -> String {
+/// The two noise tables: how much noise per CPU, and how long the interruptions were;
+/// CPUs that agree as one group (`report::group`) unless `--per-cpu`.
+pub fn noise_tables(r: &ResultFile) -> String {
+    let entries: Vec<&NoiseEntry> = r.entries().collect();
+    tables(&entries, &grouping(r))
+}
+
+/// How the noise CPUs group in the current layout: each on its own with `--per-cpu`.
+pub fn grouping(r: &ResultFile) -> Grouping {
+    let members = noise_members(r);
+    match Layout::current().per_cpu {
+        true => Grouping::each(&members),
+        false => group::group(&members, &NOISE_KEYS),
+    }
+}
+
+fn tables(entries: &[&NoiseEntry], g: &Grouping) -> String {
     let u = Kind::Noise.unit();
-    let mut rate = Tab::new(&[
-        core("CPU"),
-        core("policy"),
-        core("runtime (s)"),
+    let ids: Vec<usize> = entries.iter().map(|e| e.cpu).collect();
+    let rate_cols = vec![
+        core("policy").text(),
+        core("runtime (s)").spare(),
         core("interruptions"),
         core("rate (/s)"),
-        core(u.header("interrupted")),
+        core(u.header("interrupted")).spare(),
         core("(%)"),
         wide(u.header("loop min/med")),
         wide(u.header("threshold")),
         wide("invol. sw"),
         wide("migr."),
-    ]);
+    ];
+    let mut rate = Tab::new(&group::columns(g, core("CPU"), rate_cols));
     // The loop period is tens of ns: three decimals of µs keep it.
     let loop_us = |ns: f64| format!("{:.3}", ns / 1e3);
-    for e in entries {
-        rate.row(vec![
-            e.cpu.to_string(),
-            policy_cell(e.thread.policy, e.thread.priority),
-            format!("{:.3}", e.runtime_ns as f64 / 1e9),
-            e.interruptions.to_string(),
-            format!("{:.1}", e.rate_per_s),
-            u.cell(Some(e.interrupted_ns)),
-            format!("{:.4}", e.interrupted_pct),
-            format!(
-                "{} / {}",
-                loop_us(e.loop_period.min_ns),
-                loop_us(e.loop_period.median_ns)
-            ),
-            u.cell(Some(e.config.threshold_ns)),
-            e.thread.involuntary_switches.to_string(),
-            e.thread.migrations.map_or("-".into(), |m| m.to_string()),
-        ]);
+    let cells: Vec<Vec<Cell>> = (entries.iter())
+        .map(|e| {
+            let thread = &e.thread;
+            vec![
+                text(policy_cell(thread.policy, thread.priority)),
+                num(
+                    e.runtime_ns as f64,
+                    format!("{:.3}", e.runtime_ns as f64 / 1e9),
+                ),
+                num(e.interruptions as f64, e.interruptions.to_string()),
+                num(e.rate_per_s, format!("{:.1}", e.rate_per_s)),
+                num(e.interrupted_ns as f64, u.cell(Some(e.interrupted_ns))),
+                num(e.interrupted_pct, format!("{:.4}", e.interrupted_pct)),
+                text(format!(
+                    "{} / {}",
+                    loop_us(e.loop_period.min_ns),
+                    loop_us(e.loop_period.median_ns)
+                )),
+                num(
+                    e.config.threshold_ns as f64,
+                    u.cell(Some(e.config.threshold_ns)),
+                ),
+                num(
+                    thread.involuntary_switches as f64,
+                    thread.involuntary_switches.to_string(),
+                ),
+                match thread.migrations {
+                    Some(m) => num(m as f64, m.to_string()),
+                    None => text("-"),
+                },
+            ]
+        })
+        .collect();
+    for row in group::table_rows(g, &ids, &cells) {
+        rate.row(row);
     }
     let h = |w: &str| u.header(w);
-    let mut dist = Tab::new(&[
-        core("CPU"),
-        core(h("min")),
+    let dist_cols = vec![
+        core(h("min")).spare(),
         wide(h("p20")),
         core(h("p50")),
         wide(h("p80")),
-        core(h("p90")),
+        core(h("p90")).spare(),
         core(h("p99")),
         core(h("p99.9")),
         core(h("max")),
         wide(h("MAD")),
-    ]);
-    for e in entries {
-        let s = &e.summary;
-        dist.row(vec![
-            e.cpu.to_string(),
-            u.cell(s.min_ns),
-            u.cell(s.p20_ns),
-            u.cell(s.p50_ns),
-            u.cell(s.p80_ns),
-            u.cell(s.p90_ns),
-            u.cell(s.p99_ns),
-            u.cell(s.p999_ns),
-            u.cell(s.max_ns),
-            u.cell(s.mad_ns),
-        ]);
+    ];
+    let mut dist = Tab::new(&group::columns(g, core("CPU"), dist_cols));
+    let cells: Vec<Vec<Cell>> = (entries.iter())
+        .map(|e| {
+            let s = &e.summary;
+            let f = |v: Option<u64>| match v {
+                Some(ns) => num(ns as f64, u.cell(Some(ns))),
+                None => text("-"),
+            };
+            vec![
+                f(s.min_ns),
+                f(s.p20_ns),
+                f(s.p50_ns),
+                f(s.p80_ns),
+                f(s.p90_ns),
+                f(s.p99_ns),
+                f(s.p999_ns),
+                f(s.max_ns),
+                f(s.mad_ns),
+            ]
+        })
+        .collect();
+    for row in group::table_rows(g, &ids, &cells) {
+        dist.row(row);
     }
-    format!("{rate}\n\nInterruption durations\n{dist}\n")
+    let legend = group::legend(
+        g,
+        &NOISE_KEYS,
+        &ids,
+        &|i| format!("{:.3} % lost", entries[i].interrupted_pct),
+        "--per-cpu",
+    );
+    let legend = match legend.is_empty() {
+        true => String::new(),
+        false => format!("{}\n", wrap(&legend, Layout::current().wrap_width(), "  ")),
+    };
+    format!("{rate}\n\nInterruption durations\n{dist}\n{legend}")
 }

@@ -53,21 +53,19 @@ pub fn pingpong_table(r: &ResultFile) -> String {
     let entries: Vec<&PingpongEntry> = r.entries().collect();
     let u = Kind::Pingpong.unit();
     let h = |w: &str| u.header(w);
-    // Two rows a mechanism: rules between rows would double the table's height.
     let mut t = Tab::new(&[
         core("mechanism"),
         wide("CPUs"),
         core("metric"),
         core("count"),
-        core(h("min")),
+        core(h("min")).spare(),
         core(h("p50")),
         wide(h("p90")),
         core(h("p99")),
         core(h("p99.9")),
         core(h("max")),
         wide(h("MAD")),
-    ])
-    .compact();
+    ]);
     let mut starred = false;
     let mut negative = Vec::new();
     for e in &entries {

@@ -101,8 +101,7 @@ pub fn ptp_table(r: &ResultFile) -> String {
     let mut notes = Vec::new();
     for e in &entries {
         text.push_str(&format!("{}\n", device_cell(e)));
-        // Four rows a device: rules between them would double the table's height.
-        let mut t = Tab::new(&columns()).compact();
+        let mut t = Tab::new(&columns());
         for m in &e.methods {
             t.row(row(m));
             if m.status == MethodStatus::Failed {

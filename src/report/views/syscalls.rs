@@ -52,8 +52,7 @@ pub fn syscalls_table(r: &ResultFile) -> String {
         core(h("p99")),
         core(h("max")),
         core(h("mean")),
-    ])
-    .compact();
+    ]);
     for e in &entries {
         let s = &e.summary;
         t.row(vec![

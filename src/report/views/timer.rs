@@ -4,8 +4,10 @@
 
 use crate::probes::timer::{LiveSnapshot, TimerEntry};
 use crate::report::ResultFile;
+use crate::report::cause_names::cause_key;
 use crate::report::dist::SeriesView;
 use crate::report::dist::{Dist, Entry};
+use crate::report::group::{self, Cell, Grouping, Member, num, text};
 use crate::report::table::{
     Layout, Tab, core, distribution, distribution_cols, policy_cell, wide, wrap,
 };
@@ -41,40 +43,108 @@ impl EntryView for TimerEntry {
 
 impl KindView for TimerEntry {
     fn tables(r: &ResultFile) -> String {
-        timer_tables(r)
+        timer_text(r)
     }
+}
+
+/// What `timer` prints and `report` shows of its entries: the tables, then, for a traced
+/// run, the causes of lateness (`attribution`), from one function for both.
+pub fn timer_text(r: &ResultFile) -> String {
+    format!(
+        "{}{}",
+        timer_tables(r),
+        super::attribution::timer_attribution(r, &grouping(&timer_entries(r)), GAPS_SHOWN)
+    )
 }
 
 fn timer_entries(r: &ResultFile) -> Vec<&TimerEntry> {
     r.entries().collect()
 }
 
-/// The timer tables: wake-up latency per thread, then the same corrected for
-/// coordinated omission.
-pub fn timer_tables(r: &ResultFile) -> String {
-    tables(&timer_entries(r))
+/// How many latest wake-ups the causes' view breaks down, part by part.
+pub const GAPS_SHOWN: usize = 5;
+
+/// The figure timer threads are grouped by: their p99 wake-up latency.
+pub const TIMER_KEYS: [group::Key; 1] = [group::latency("p99")];
+
+/// Each timer entry as a member to group: its largest traced cause of lateness (across
+/// CPUs, `cause_names::cause_key`) and its p99 (ns).
+pub fn timer_members(entries: &[&TimerEntry]) -> Vec<Member> {
+    (entries.iter())
+        .map(|e| Member {
+            cause: (e.attribution.as_ref())
+                .and_then(|a| a.causes.first())
+                .map(|c| cause_key(e.cpu, c.kind, &c.cause)),
+            figures: vec![e.summary.p99_ns.unwrap_or(0) as f64],
+        })
+        .collect()
 }
 
-fn tables(entries: &[&TimerEntry]) -> String {
+/// How the timer threads group in the current layout: each on its own with `--per-cpu`.
+pub fn grouping(entries: &[&TimerEntry]) -> Grouping {
+    let members = timer_members(entries);
+    match Layout::current().per_cpu {
+        true => Grouping::each(&members),
+        false => group::group(&members, &TIMER_KEYS),
+    }
+}
+
+/// The timer tables: wake-up latency per thread, then the same corrected for
+/// coordinated omission; threads that agree as one group unless `--per-cpu`.
+pub fn timer_tables(r: &ResultFile) -> String {
+    let entries = timer_entries(r);
+    tables(&entries, &grouping(&entries))
+}
+
+/// A summary's distribution cells, in `distribution_cols`' order, as figures to group.
+fn distribution_cells(s: &crate::stats::Summary, u: crate::report::table::Unit) -> Vec<Cell> {
+    let texts = distribution(s, u);
+    let values = [
+        s.min_ns.map(|v| v as f64),
+        s.p50_ns.map(|v| v as f64),
+        s.p90_ns.map(|v| v as f64),
+        s.p99_ns.map(|v| v as f64),
+        s.p999_ns.map(|v| v as f64),
+        s.p9999_ns.map(|v| v as f64),
+        s.max_ns.map(|v| v as f64),
+        s.mean_ns,
+        s.mad_ns.map(|v| v as f64),
+    ];
+    (texts.into_iter().zip(values))
+        .map(|(t, v)| match v {
+            Some(v) => num(v, t),
+            None => text(t),
+        })
+        .collect()
+}
+
+fn tables(entries: &[&TimerEntry], g: &Grouping) -> String {
     let u = Kind::Timer.unit();
-    let head = [
-        core("CPU"),
-        wide("policy"),
+    let ids: Vec<usize> = entries.iter().map(|e| e.cpu).collect();
+    let head = vec![
+        wide("policy").text(),
         wide(u.header("interval")),
         core("wake-ups"),
         core("overruns"),
     ];
-    let mut t = Tab::new(&[&head[..], &distribution_cols(u)[..]].concat());
-    for e in entries {
-        let s = &e.summary;
-        let mut row = vec![
-            e.cpu.to_string(),
-            policy_cell(e.thread.policy, e.thread.priority),
-            u.cell(Some(e.config.interval_ns)),
-            e.wakeups.to_string(),
-            e.overruns.to_string(),
-        ];
-        row.extend(distribution(s, u));
+    let cols = [head, distribution_cols(u)].concat();
+    let mut t = Tab::new(&group::columns(g, core("CPU"), cols));
+    let cells: Vec<Vec<Cell>> = (entries.iter())
+        .map(|e| {
+            let mut row = vec![
+                text(policy_cell(e.thread.policy, e.thread.priority)),
+                num(
+                    e.config.interval_ns as f64,
+                    u.cell(Some(e.config.interval_ns)),
+                ),
+                num(e.wakeups as f64, e.wakeups.to_string()),
+                num(e.overruns as f64, e.overruns.to_string()),
+            ];
+            row.extend(distribution_cells(&e.summary, u));
+            row
+        })
+        .collect();
+    for row in group::table_rows(g, &ids, &cells) {
         t.row(row);
     }
     let same = entries.iter().all(|e| e.corrected.summary == e.summary);
@@ -83,11 +153,17 @@ fn tables(entries: &[&TimerEntry]) -> String {
                     interval late, so none was hidden)";
         format!("{}\n", wrap(same, Layout::current().wrap_width(), "  "))
     } else {
-        let head = [core("CPU"), core("count")];
-        let mut c = Tab::new(&[&head[..], &distribution_cols(u)[..]].concat());
-        for e in entries {
-            let mut row = vec![e.cpu.to_string(), e.corrected.summary.count.to_string()];
-            row.extend(distribution(&e.corrected.summary, u));
+        let cols = [vec![core("count")], distribution_cols(u)].concat();
+        let mut c = Tab::new(&group::columns(g, core("CPU"), cols));
+        let cells: Vec<Vec<Cell>> = (entries.iter())
+            .map(|e| {
+                let s = &e.corrected.summary;
+                let mut row = vec![num(s.count as f64, s.count.to_string())];
+                row.extend(distribution_cells(s, u));
+                row
+            })
+            .collect();
+        for row in group::table_rows(g, &ids, &cells) {
             c.row(row);
         }
         let what = wrap(
@@ -99,7 +175,18 @@ fn tables(entries: &[&TimerEntry]) -> String {
         );
         format!("{what}\n{c}\n")
     };
-    format!("Wake-up latency\n{t}\n\n{corrected}")
+    let legend = group::legend(
+        g,
+        &TIMER_KEYS,
+        &ids,
+        &|i| format!("p99 {} µs", u.cell(entries[i].summary.p99_ns)),
+        "--per-cpu",
+    );
+    let legend = match legend.is_empty() {
+        true => String::new(),
+        false => format!("{}\n", wrap(&legend, Layout::current().wrap_width(), "  ")),
+    };
+    format!("Wake-up latency\n{t}\n{legend}\n{corrected}")
 }
 
 /// cyclictest's histogram layout: a row per non-empty 1-µs bucket, a column per thread,
@@ -153,25 +240,58 @@ pub fn timer_buckets(r: &ResultFile) -> String {
 /// How many spikes per thread the text shows; the result file holds them all.
 const SPIKES_SHOWN: usize = 20;
 
-/// The wake-ups above `--spikes`, per thread: when (from the start of the run) and how
-/// late, the first `SPIKES_SHOWN` of them.
+/// The wake-ups above `--spikes`: when (from the start of the run) and how late, the
+/// first `SPIKES_SHOWN` of them. Per thread on up to `group::EACH_UP_TO` threads, or with
+/// `--per-cpu`; else one list across the threads in time order, each with its CPU, and
+/// how many each kept.
 pub fn timer_spikes(r: &ResultFile) -> String {
+    let logged: Vec<(&TimerEntry, &crate::probes::record::EventLogRecord, u64)> = timer_entries(r)
+        .into_iter()
+        .filter_map(|e| Some((e, e.spikes.as_ref()?, e.config.spikes_above_ns?)))
+        .collect();
+    let each = Layout::current().per_cpu || logged.len() <= group::EACH_UP_TO;
     let mut out = String::new();
-    for e in timer_entries(r) {
-        let (Some(log), Some(limit)) = (&e.spikes, e.config.spikes_above_ns) else {
-            continue;
+    let sets: Vec<Vec<_>> = match each {
+        true => logged.iter().map(|l| vec![*l]).collect(),
+        false => vec![logged.clone()],
+    };
+    for set in sets.iter().filter(|s| !s.is_empty()) {
+        let limit = set[0].2;
+        let kept: usize = set.iter().map(|(_, log, _)| log.duration_ns.len()).sum();
+        let dropped: u64 = set.iter().map(|(_, log, _)| log.dropped).sum();
+        let cpus: Vec<usize> = set.iter().map(|(e, ..)| e.cpu).collect();
+        let on = match each {
+            true => format!("CPU {}", cpus[0]),
+            false => group::cpus_words(&cpus),
         };
-        let kept = log.duration_ns.len();
         out.push_str(&format!(
-            "Spikes above {} µs on CPU {}: {kept} kept, {} dropped\n",
+            "Spikes above {} µs on {on}: {kept} kept, {dropped} dropped\n",
             limit as f64 / 1e3,
-            e.cpu,
-            log.dropped
         ));
-        let shown = log.start_ns.iter().zip(&log.duration_ns).take(SPIKES_SHOWN);
-        for (at, late) in shown {
+        if !each {
             out.push_str(&format!(
-                "  at {:>12.6} s  {:>10.2} µs late\n",
+                "  {} kept on each CPU; the first {SPIKES_SHOWN} across them:\n",
+                group::range(
+                    set.iter().map(|(_, log, _)| log.duration_ns.len() as f64),
+                    |n| format!("{n:.0}")
+                )
+            ));
+        }
+        let mut spikes: Vec<(u64, u64, usize)> = (set.iter())
+            .flat_map(|(e, log, _)| {
+                (log.start_ns.iter().zip(&log.duration_ns))
+                    .map(move |(at, late)| (*at, *late, e.cpu))
+            })
+            .collect();
+        spikes.sort_by_key(|s| s.0);
+        for (at, late, cpu) in spikes.iter().take(SPIKES_SHOWN) {
+            let who = if each {
+                String::new()
+            } else {
+                format!("CPU {cpu:>3}  ")
+            };
+            out.push_str(&format!(
+                "  {who}at {:>12.6} s  {:>10.2} µs late\n",
                 *at as f64 / 1e9,
                 *late as f64 / 1e3
             ));

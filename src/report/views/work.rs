@@ -32,7 +32,7 @@ pub fn work_table(r: &ResultFile) -> String {
     let h = |w: &str| u.header(w);
     let mut t = Tab::new(&[
         core("run"),
-        core("what"),
+        core("what").text(),
         core("samples"),
         core(h("min")),
         core(h("p50")),
@@ -43,8 +43,7 @@ pub fn work_table(r: &ResultFile) -> String {
         core(h("max")),
         wide(h("mean")),
         wide(h("MAD")),
-    ])
-    .compact();
+    ]);
     for e in &entries {
         let s = &e.summary;
         let what = match e.role {

@@ -69,7 +69,11 @@ fn rt_runtime(h: &Host, cg: &Cgroups) -> Finding {
         Some(r) => format!("; SCHED_FIFO 1 refused here ({})", short_errno(r)),
         None => String::new(),
     };
-    let value = format!("{} has no real-time runtime ({}){seen}", b.first, b.chain);
+    let value = format!(
+        "{} has no real-time runtime ({}){seen}",
+        cgroup::short_path(&b.first),
+        b.chain
+    );
     let f = finding(Area::Cgroups, Id::RtRuntimeCgroup, Severity::Warn, value).why(why);
     rt_fixes(h, cg, &b, f)
 }
@@ -121,7 +125,22 @@ fn rt_fixes(h: &Host, cg: &Cgroups, b: &RtBlock, mut f: Finding) -> Finding {
         ));
     }
     let runtime = container_runtime(chain);
-    if b.version == Version::V1 {
+    if !b.from_root {
+        // A container's view: the groups above it, and their runtime, are the host's.
+        let how = match runtime {
+            Some("podman") => {
+                "on the host (cgroup v1): give podman's parent group runtime (echo N > \
+                 /sys/fs/cgroup/cpu/libpod_parent/cpu.rt_runtime_us, N within the root's), \
+                 then start the container with podman run --cpu-rt-runtime=N"
+            }
+            Some("docker") => {
+                "on the host (cgroup v1): start dockerd with --cpu-rt-runtime (its parent \
+                 group's share), then docker run --cpu-rt-runtime=N"
+            }
+            _ => "on the host: give the container's group runtime, parents first",
+        };
+        f = f.manual(how);
+    } else if b.version == Version::V1 {
         match rt_group::top_down(&h.root, chain) {
             Ok(shares) if shares.iter().all(|s| writable(h, &s.file)) => {
                 let cmds: Vec<String> = shares
@@ -230,9 +249,10 @@ fn quota_words(chain: &Chain, l: &Level) -> String {
             let cpus = c
                 .cpus()
                 .map_or(String::new(), |n| format!(" ({n:.2} CPUs)"));
-            format!("{}: {}{cpus}", l.path, c.setting(chain.version))
+            let path = cgroup::short_path(&l.path);
+            format!("{path}: {}{cpus}", c.setting(chain.version))
         }
-        None => format!("{}: no quota file", l.path),
+        None => format!("{}: no quota file", cgroup::short_path(&l.path)),
     }
 }
 
@@ -269,17 +289,26 @@ fn cfs_quota(h: &Host, cg: &Cgroups) -> Finding {
             .map(|l| quota_words(chain, l))
             .collect();
         let own = chain.own();
+        let above = match chain.from_root {
+            true => "",
+            false => "; the groups above it are out of sight from inside",
+        };
         let value = format!(
-            "no CPU quota on the chain ({}); {}: {}",
+            "no CPU quota on the chain ({}){above}; {}: {}",
             if levels.is_empty() {
                 "no quota files".to_string()
             } else {
                 levels.join(", ")
             },
-            own.path,
+            cgroup::short_path(&own.path),
             throttle_words(own)
         );
-        return finding(Area::Cgroups, Id::CfsQuotaNone, Severity::Ok, value).why(why);
+        // A container cannot see its parents' quotas: not a pass.
+        let severity = match chain.from_root {
+            true => Severity::Ok,
+            false => Severity::Info,
+        };
+        return finding(Area::Cgroups, Id::CfsQuotaNone, severity, value).why(why);
     }
     let value = quotas
         .iter()
@@ -332,7 +361,8 @@ fn cfs_quota(h: &Host, cg: &Cgroups) -> Finding {
 fn quota_write(h: &Host, f: Finding, command: &str, file: &str, value: &str) -> Finding {
     if !writable(h, file) {
         return f.manual(format!(
-            "{file} is read-only here (a container): lift the quota from the host"
+            "{file} is read-only here (a container's view of its own group): lift the quota \
+             from the host"
         ));
     }
     f.now(
@@ -367,12 +397,20 @@ fn cpuset(h: &Host, cg: &Cgroups) -> Finding {
     };
     let Some(effective) = chain.effective_cpus().cloned() else {
         return Missing::Absent(format!("{}: no effective cpuset file", chain.own().dir))
-            .finding(Area::Cgroups, Check::Cgroup);
+            .finding(Area::Cgroups, Check::Cpuset);
     };
     let own = chain.own();
     let view = CpusetView::of(&h.root, chain, &h.measured);
     let outside = h.measured.without(&effective);
-    let head = format!("{} cpuset {effective}", own.path);
+    let head = format!("{} cpuset {effective}", cgroup::short_path(&own.path));
+    if !chain.from_root && outside.is_empty() {
+        // The other groups are the host's: who else holds these CPUs is out of sight.
+        return Missing::Hidden(format!(
+            "which other groups hold measured CPUs {} ({head})",
+            h.measured
+        ))
+        .finding(Area::Cgroups, Check::Cpuset);
+    }
     if !outside.is_empty() {
         return finding(
             Area::Cgroups,
@@ -628,17 +666,7 @@ fn pressure(h: &Host, cg: Option<&Cgroups>) -> Finding {
 mod tests {
     use super::*;
     use crate::system::audit::{AuditReport, Effect, Remedy};
-
-    /// A tree of files under a temporary root: (path, text).
-    fn tree(files: &[(&str, &str)]) -> tempfile::TempDir {
-        let dir = tempfile::tempdir().expect("tempdir");
-        for (path, text) in files {
-            let p = dir.path().join(path);
-            std::fs::create_dir_all(p.parent().expect("parent")).expect("mkdir");
-            std::fs::write(p, text).expect("write");
-        }
-        dir
-    }
+    use crate::system::cgroup::tree;
 
     fn audit(t: &tempfile::TempDir, measured: &[usize]) -> AuditReport {
         let online = CpuList::from_cpus(vec![0, 1, 2, 3]);

@@ -130,21 +130,17 @@ mod tests {
     /// A podman container's view: the node's cmdline and IRQs, none of its processes.
     #[test]
     fn issue30_inside_a_container_the_unseen_checks_say_so_and_fixes_are_the_nodes() {
-        let t = tempfile::tempdir().expect("tempdir");
-        let put = |p: &str, v: &str| {
-            let p = t.path().join(p);
-            std::fs::create_dir_all(p.parent().expect("parent")).expect("mkdir");
-            std::fs::write(p, v).expect("write");
-        };
-        put("run/.containerenv", "engine=\"podman-4.3.1\"\n");
-        put("proc/cmdline", "ro quiet\n");
-        put("proc/1/comm", "jitterscope\n");
-        put("proc/irq/24/smp_affinity_list", "0-3\n");
-        put("proc/irq/24/effective_affinity_list", "1\n");
-        put(
-            "proc/interrupts",
-            "  CPU0 CPU1 CPU2 CPU3\n 24: 0 50 0 0 IO-APIC eth0\n",
-        );
+        let t = crate::system::cgroup::tree(&[
+            ("run/.containerenv", "engine=\"podman-4.3.1\"\n"),
+            ("proc/cmdline", "ro quiet\n"),
+            ("proc/1/comm", "jitterscope\n"),
+            ("proc/irq/24/smp_affinity_list", "0-3\n"),
+            ("proc/irq/24/effective_affinity_list", "1\n"),
+            (
+                "proc/interrupts",
+                "  CPU0 CPU1 CPU2 CPU3\n 24: 0 50 0 0 IO-APIC eth0\n",
+            ),
+        ]);
         let online = CpuList::from_cpus(vec![0, 1, 2, 3]);
         let r = AuditReport::of(t.path(), CpuList::from_cpus(vec![1]), &online);
         let find = |id: FindingId| r.findings.iter().find(|f| f.id == id);
@@ -183,9 +179,7 @@ mod tests {
     /// The same tree without a container's marker is a host's: nothing said hidden.
     #[test]
     fn a_tree_without_a_marker_is_no_container() {
-        let t = tempfile::tempdir().expect("tempdir");
-        std::fs::create_dir_all(t.path().join("proc")).expect("mkdir");
-        std::fs::write(t.path().join("proc/cmdline"), "ro\n").expect("write");
+        let t = crate::system::cgroup::tree(&[("proc/cmdline", "ro\n")]);
         let online = CpuList::from_cpus(vec![0, 1]);
         let r = AuditReport::of(t.path(), CpuList::from_cpus(vec![1]), &online);
         assert!(

@@ -13,6 +13,7 @@ use serde::{Deserialize, Serialize};
 
 use super::journal::{self, Journal, JournalError, Target};
 use super::{Change, Step, holds, normalize, thread, under};
+use crate::engine::errno::answer;
 use crate::engine::pmqos::{DEVICE, DmaLatencyGuard};
 
 /// A file read back after a revert.
@@ -338,16 +339,6 @@ pub fn probe(root: &Path, path: &str) -> Option<String> {
     fs::write(&file, &now)
         .err()
         .map(|e| format!("{path}: the kernel answers {}", answer(&e)))
-}
-
-/// An error as the kernel gave it: "EPERM (Operation not permitted)".
-pub(super) fn answer(e: &std::io::Error) -> String {
-    let Some(errno) = e.raw_os_error() else {
-        return e.to_string();
-    };
-    let text = std::io::Error::from_raw_os_error(errno).to_string();
-    let text = text.split(" (os error").next().unwrap_or(&text).to_string();
-    format!("{} ({text})", crate::engine::errno::name(errno))
 }
 
 #[cfg(test)]

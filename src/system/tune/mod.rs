@@ -24,6 +24,7 @@ use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 
+use crate::engine::errno;
 use crate::system::audit::{AuditReport, Effect, Finding, FindingId, Remedy, Severity};
 
 /// Where a step stands on this host.
@@ -288,7 +289,7 @@ fn no_cpufreq(f: &Finding, report: &AuditReport, root: &Path) -> Step {
     let cpu = report.measured.first().unwrap_or(0);
     let path = format!("/sys/devices/system/cpu/cpu{cpu}/cpufreq/scaling_governor");
     let why = match std::fs::metadata(under(root, &path)) {
-        Err(e) => format!("{path}: {}", apply::answer(&e)),
+        Err(e) => format!("{path}: {}", errno::answer(&e)),
         Ok(_) => format!("{path} exists but the audit found no cpufreq directory"),
     };
     Step {
@@ -335,7 +336,7 @@ fn cpuset_partition(f: &Finding, report: &AuditReport, root: &Path) -> Step {
 /// The cgroup v2 mount point, where its controllers include cpuset; else why not.
 fn cgroup2_with_cpuset(root: &Path) -> Result<String, String> {
     let mounts = std::fs::read_to_string(under(root, "/proc/mounts"))
-        .map_err(|e| format!("/proc/mounts: {}", apply::answer(&e)))?;
+        .map_err(|e| format!("/proc/mounts: {}", errno::answer(&e)))?;
     let mnt = mounts
         .lines()
         .map(|l| l.split_whitespace().collect::<Vec<_>>())
@@ -344,7 +345,7 @@ fn cgroup2_with_cpuset(root: &Path) -> Result<String, String> {
         .ok_or("no cgroup2 line in /proc/mounts: cgroup v2 is not mounted")?;
     let file = format!("{mnt}/cgroup.controllers");
     let controllers = std::fs::read_to_string(under(root, &file))
-        .map_err(|e| format!("{file}: {}", apply::answer(&e)))?;
+        .map_err(|e| format!("{file}: {}", errno::answer(&e)))?;
     if !controllers.split_whitespace().any(|c| c == "cpuset") {
         return Err(format!(
             "{file} reads '{}': no cpuset controller (it is bound to cgroup v1)",

@@ -14,6 +14,7 @@ use rustix::thread::{CpuSet, sched_setaffinity};
 
 use super::under;
 use crate::engine::cpu::CpuList;
+use crate::engine::errno::answer;
 
 /// PF_NO_SETAFFINITY: the kernel refuses sched_setaffinity for this thread.
 const PF_NO_SETAFFINITY: u64 = 0x0400_0000;
@@ -106,7 +107,7 @@ pub fn same(a: &str, b: &str) -> bool {
 pub fn refusal(root: &Path, pid: u32) -> Option<String> {
     let now = match allowed(root, pid) {
         Ok(n) => n,
-        Err(e) => return Some(format!("pid {pid}: {}", super::apply::answer(&e))),
+        Err(e) => return Some(format!("pid {pid}: {}", answer(&e))),
     };
     // A tree is only read here: the dry run of a recorded tree changes no file of it.
     let asked = if live(root) {
@@ -116,7 +117,7 @@ pub fn refusal(root: &Path, pid: u32) -> Option<String> {
     };
     asked
         .err()
-        .map(|e| format!("pid {pid}: the kernel answers {}", super::apply::answer(&e)))
+        .map(|e| format!("pid {pid}: the kernel answers {}", answer(&e)))
 }
 
 #[cfg(test)]
