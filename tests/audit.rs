@@ -1040,6 +1040,16 @@ fn every_finding_the_verdict_names_is_produced_at_warn_or_bad() {
     );
     put(r, "sys/devices/system/cpu/isolated", "1-2");
     put(r, "sys/devices/system/cpu/nohz_full", "2-3");
+    // A process in a v1 cpu group with a CFS quota (a "CFS quota" row names cfs-quota).
+    put(r, "proc/self/cgroup", "1:cpu:/jsq");
+    put(
+        r,
+        "proc/self/mountinfo",
+        "32 31 0:29 / /sys/fs/cgroup/cpu rw - cgroup cgroup rw,cpu",
+    );
+    put(r, "sys/fs/cgroup/cpu/cgroup.sane_behavior", "0");
+    put(r, "sys/fs/cgroup/cpu/jsq/cpu.cfs_quota_us", "35000");
+    put(r, "sys/fs/cgroup/cpu/jsq/cpu.cfs_period_us", "100000");
     let mut seen: Vec<(FindingId, Severity)> = Vec::new();
     for root in [untuned.path(), contradict.path()] {
         seen.extend(run_audit(root).iter().map(|f| (f.id, f.severity)));

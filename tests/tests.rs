@@ -12,6 +12,7 @@ mod bad_input;
 mod big_hosts;
 mod c2c;
 mod c2c_view;
+mod cfs_quota;
 mod cgroups;
 mod compare;
 mod frozen;

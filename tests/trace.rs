@@ -555,36 +555,6 @@ fn issue22_rt_throttling_is_named() {
         .iter()
         .filter(|g| g.duration_ns >= 20_000_000)
         .collect();
-    // Some switches are never recorded on this guest (perf misses the same ones): a
-    // window whose start lost the loop's switch out cannot be told from idle, and the
-    // engine leaves the time before the next recorded switch unaccounted. Twice in CI a
-    // window showed that: all of it unaccounted but the IPI that ended it, or 13.7 ms
-    // unaccounted and then idle. The test is about naming what the trace saw, so a gap
-    // with a millisecond or more unaccounted is left out, counted and printed.
-    use jitterscope::stats::causes::{CauseKind, GapBreakdown};
-    let untraced = |g: &&GapBreakdown| {
-        let blind: u64 = (g.parts.iter())
-            .filter(|p| p.kind == CauseKind::Unaccounted)
-            .map(|p| p.duration_ns)
-            .sum();
-        blind >= 1_000_000
-    };
-    let (blind, big): (Vec<&GapBreakdown>, Vec<&GapBreakdown>) =
-        big.into_iter().partition(untraced);
-    if !blind.is_empty() {
-        eprintln!(
-            "{test}: {} of {} gaps of 20 ms or more had 1 ms or more no event explains \
-             (events lost: {}); left out",
-            blind.len(),
-            blind.len() + big.len(),
-            a.events_lost
-        );
-    }
-    assert!(
-        !big.is_empty() || blind.is_empty(),
-        "no event in any of the {} throttled gaps",
-        blind.len()
-    );
     if big.is_empty() {
         let rt = std::fs::read_to_string("/proc/sys/kernel/sched_rt_runtime_us");
         return skip(
@@ -592,11 +562,38 @@ fn issue22_rt_throttling_is_named() {
             &format!("no gap of 20 ms or more: nothing throttled (sched_rt_runtime_us {rt:?})"),
         );
     }
+    // Some switches are never recorded on this guest (perf misses the same ones). A
+    // window whose start lost the loop's switch out is still named from the first switch
+    // recorded in it (issue 29); what came before that switch is unknowable and stays
+    // unaccounted. That time, and only that, is left out of the judgement, counted and
+    // printed; what the trace saw must be the throttle, never idle.
+    use jitterscope::stats::causes::{CauseKind, Part};
+    let sum = |f: &dyn Fn(&Part) -> bool| -> u64 {
+        (big.iter().flat_map(|g| &g.parts))
+            .filter(|p| f(p))
+            .map(|p| p.duration_ns)
+            .sum()
+    };
     let all: u64 = big.iter().map(|g| g.duration_ns).sum();
-    let throttled: u64 = (big.iter().flat_map(|g| &g.parts))
-        .filter(|p| p.kind == jitterscope::stats::causes::CauseKind::Throttling)
-        .map(|p| p.duration_ns)
-        .sum();
+    let blind = sum(&|p| p.kind == CauseKind::Unaccounted);
+    let idle = sum(&|p| p.cause.starts_with("idle"));
+    let throttled = sum(&|p| p.kind == CauseKind::Throttling);
+    if blind >= 1_000_000 {
+        eprintln!(
+            "{test}: {} µs of the {} µs of {} gaps of 20 ms or more no event explains (events \
+             lost: {}); left out",
+            blind / 1000,
+            all / 1000,
+            big.len(),
+            a.events_lost
+        );
+    }
+    let seen = all - blind.min(all);
+    assert!(
+        seen > 0,
+        "no event in any of the {} throttled gaps",
+        big.len()
+    );
     let row = a
         .top_of(jitterscope::stats::causes::CauseKind::Throttling)
         .unwrap_or_else(|| panic!("a throttling row: {:?}", a.causes));
@@ -617,8 +614,13 @@ fn issue22_rt_throttling_is_named() {
     );
     assert!(!row.tasks.is_empty(), "what ran is listed");
     assert!(
-        throttled as f64 >= 0.95 * all as f64,
-        "{throttled} of {all} ns throttled: {:?}",
+        throttled as f64 >= 0.95 * seen as f64,
+        "{throttled} of the {seen} ns events explain throttled: {:?}",
+        big.iter().map(|g| &g.parts).collect::<Vec<_>>()
+    );
+    assert!(
+        idle * 100 <= all,
+        "{idle} of {all} ns named idle: {:?}",
         big.iter().map(|g| &g.parts).collect::<Vec<_>>()
     );
 }

@@ -342,6 +342,8 @@ fn issue25_the_delays_a_hog_made_are_the_hogs_and_as_long_as_the_thread_saw() {
         quiet_at_gap_start: false,
         naming: Naming::Full,
         throttle: Throttle::default(),
+        // The sleeper sleeps.
+        measurer_spins: false,
     };
     let events = &collected.per_cpu[&cpu];
     let others: Vec<String> = (gaps.iter())

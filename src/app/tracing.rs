@@ -19,7 +19,6 @@ use crate::stats::causes::Attribution;
 use crate::stats::coincidence::Coincidence;
 use crate::stats::events::GapRing;
 use crate::trace::attribute::{self, Context, Gap};
-use crate::trace::event::Kind;
 use crate::trace::reader::{Collected, Follower};
 use crate::trace::session::{TraceError, TraceSession};
 use crate::trace::stream::{Lane, Reader};
@@ -63,10 +62,11 @@ pub fn stale_removed(name: &str) -> String {
 
 /// Work and hrtimer functions' names, for the addresses the trace holds.
 pub fn symbols_for(c: &Collected) -> HashMap<u64, String> {
-    let addrs = c.per_cpu.values().flatten().filter_map(|e| match e.kind {
-        Kind::WorkStart { function } | Kind::HrtimerEntry { function } => Some(function),
-        _ => None,
-    });
+    let addrs = c
+        .per_cpu
+        .values()
+        .flatten()
+        .filter_map(|e| e.kind.function());
     Symbols::load().names(addrs)
 }
 
@@ -89,6 +89,8 @@ impl OnCpu {
         gaps: &[(Gap, u64)],
         quiet_at_gap_start: bool,
     ) -> crate::stats::causes::Attribution {
+        // noise's loop runs at each gap's start and spins; a timer thread sleeps.
+        let spins = quiet_at_gap_start;
         let empty = Vec::new();
         let cx = Context {
             names: &c.decoder.names,
@@ -99,7 +101,8 @@ impl OnCpu {
             top: self.top,
             quiet_at_gap_start,
             naming: attribute::Naming::Full,
-            throttle: crate::system::throttle::read(self.cpu),
+            throttle: crate::system::throttle::read_for_self(self.cpu),
+            measurer_spins: spins,
         };
         let mut a = attribute::attribute(gaps, c.per_cpu.get(&self.cpu).unwrap_or(&empty), &cx);
         a.events_read = c.read.get(&self.cpu).copied().unwrap_or(0);
@@ -244,7 +247,7 @@ pub fn stream_noise<T>(
     };
     // Read before measuring: it may mount debugfs for the fair server's settings.
     let lanes = (ctx.cpus.measured.cpus().iter())
-        .map(|&c| Lane::noise(c, crate::system::throttle::read(c)))
+        .map(|&c| Lane::noise(c, crate::system::throttle::read_for_self(c)))
         .collect();
     follow(ctx, session, rings, lanes, true, scale, measure)
 }
@@ -262,7 +265,7 @@ pub fn stream_timer<T>(
         return (measure(), None);
     };
     let lanes = (ctx.cpus.measured.cpus().iter().enumerate())
-        .map(|(i, &c)| lanes(i, c, crate::system::throttle::read(c)))
+        .map(|(i, &c)| lanes(i, c, crate::system::throttle::read_for_self(c)))
         .collect();
     follow(ctx, session, rings, lanes, false, scale, measure)
 }

@@ -36,7 +36,7 @@ use crate::engine::run::RunOutcome;
 use crate::engine::sched::{self, SchedRequest};
 use crate::report::ResultFile;
 use crate::report::watch::{WatchRecord, WatchedThread};
-use crate::trace::event::{Kind, Names};
+use crate::trace::event::Names;
 use crate::trace::reader;
 use crate::trace::session::TraceError;
 use crate::trace::session::TraceSession;
@@ -565,12 +565,8 @@ fn resolve(
     batch: &BTreeMap<usize, Vec<crate::trace::event::Event>>,
 ) {
     let addrs: Vec<u64> = (batch.values().flatten())
-        .filter_map(|e| match e.kind {
-            Kind::WorkStart { function } | Kind::HrtimerEntry { function } => {
-                Some(function).filter(|f| !symbols.contains_key(f))
-            }
-            _ => None,
-        })
+        .filter_map(|e| e.kind.function())
+        .filter(|f| !symbols.contains_key(f))
         .collect();
     if !addrs.is_empty() {
         let new = kallsyms.names(addrs.into_iter());

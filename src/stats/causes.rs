@@ -131,6 +131,33 @@ pub struct Attribution {
 }
 
 #[cfg(test)]
+impl CauseRow {
+    /// A test's row: `total_ns` over `gaps` gaps (one occurrence each), the largest part
+    /// of `largest_in` of them, and nothing else measured.
+    pub fn made_up(
+        kind: CauseKind,
+        cause: &str,
+        gaps: u64,
+        largest_in: u64,
+        total_ns: u64,
+    ) -> CauseRow {
+        CauseRow {
+            kind,
+            cause: cause.into(),
+            gaps,
+            occurrences: gaps,
+            largest_in,
+            total_ns,
+            share_pct: 0.0,
+            median_ns: 0,
+            max_ns: 0,
+            period_ns: None,
+            tasks: Vec::new(),
+        }
+    }
+}
+
+#[cfg(test)]
 impl Attribution {
     /// A test's attribution: `causes` over `gaps` gaps that lost `interrupted_ns`, and
     /// nothing else measured.

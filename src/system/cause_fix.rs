@@ -73,6 +73,7 @@ impl Cause {
                 F::StatIntervalShort,
                 F::KsmRunning,
                 F::DamonRunning,
+                F::CfsQuota,
             ],
             Cause::RtThrottling => &[F::RtThrottlingOn],
             Cause::FairServer => &[F::FairServerOn],
@@ -132,8 +133,16 @@ pub const TARGETS: &[(FindingId, &[Target])] = {
     // Offloaded callbacks run in the rcuo threads elsewhere, not in the RCU softirq here.
     const RCU: &[Target] = &[(K::Softirq, Some("RCU")), (K::Task, Some("task rcu"))];
     &[
-        // Either throttle: with the RT runtime unlimited, the fair server stops too.
-        (F::RtThrottlingOn, &[(K::Throttling, None)]),
+        // Either throttle: with the RT runtime unlimited, the fair server stops too. Not
+        // a cgroup's CFS quota, which is no real-time setting.
+        (
+            F::RtThrottlingOn,
+            &[
+                (K::Throttling, Some("real-time throttling")),
+                (K::Throttling, Some("fair server")),
+            ],
+        ),
+        (F::CfsQuota, &[(K::Throttling, Some("CFS quota"))]),
         (F::FairServerOn, &[(K::Throttling, Some("fair server"))]),
         (F::IrqOnMeasuredCpus, IRQ),
         (F::IrqAffinityIncludesMeasured, IRQ),
@@ -271,6 +280,20 @@ mod tests {
 
     fn finding(id: FindingId, severity: Severity) -> Finding {
         Finding::made_up(id, severity, &format!("fix {id}"))
+    }
+
+    /// Issue 30: a window a cgroup's CFS quota made points at the quota's finding, never
+    /// at RT throttling's.
+    #[test]
+    fn issue30_a_cfs_quota_row_points_at_the_quota() {
+        let row = "CFS quota: cpu.cfs_quota_us 35000, cpu.cfs_period_us 100000 of /jsq";
+        assert_eq!(
+            wakeup_findings(CauseKind::Throttling, row),
+            vec![FindingId::CfsQuota]
+        );
+        let rt = "real-time throttling (kernel.sched_rt_runtime_us = 950000 of 1000000)";
+        let ids = wakeup_findings(CauseKind::Throttling, rt);
+        assert!(ids.contains(&FindingId::RtThrottlingOn) && !ids.contains(&FindingId::CfsQuota));
     }
 
     /// Every finding of "other" names the rows it removes: else a row of "other" would

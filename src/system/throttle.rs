@@ -1,11 +1,13 @@
-//! The kernel's settings that take a CPU from real-time tasks, read for attribution:
-//! RT throttling (`kernel.sched_rt_runtime_us` of `sched_rt_period_us`) and, on 6.12+,
-//! the fair server (`/sys/kernel/debug/sched/fair_server/cpuN/{runtime,period}`).
-//! Attribution is pure; this is the I/O it is handed.
+//! The kernel's settings that take a CPU from a measuring thread, read for attribution:
+//! RT throttling (`kernel.sched_rt_runtime_us` of `sched_rt_period_us`), on 6.12+ the
+//! fair server (`/sys/kernel/debug/sched/fair_server/cpuN/{runtime,period}`), and the CFS
+//! quota of the process's cgroup chain (`system::cgroup`). Attribution is pure; this is
+//! the I/O it is handed.
 
 use std::path::{Path, PathBuf};
 
-use crate::trace::attribute::{FairServer, Throttle};
+use crate::system::cgroup::{Cgroups, Chain};
+use crate::trace::attribute::{CfsQuota, FairServer, Throttle};
 
 const DEBUGFS: &str = "/sys/kernel/debug";
 const FAIR_SERVER: &str = "sched/fair_server";
@@ -14,7 +16,38 @@ fn int(path: &Path) -> Option<i64> {
     std::fs::read_to_string(path).ok()?.trim().parse().ok()
 }
 
-/// The throttle settings as they apply to `cpu`.
+/// The throttle settings as they apply to a thread of this process on `cpu`: the
+/// kernel's, and the CFS quota of this process's cgroup chain (its measuring threads
+/// share it).
+pub fn read_for_self(cpu: usize) -> Throttle {
+    let cfs_quota = Cgroups::of_self()
+        .ok()
+        .and_then(|c| tightest_quota(c.cpu()?));
+    Throttle {
+        cfs_quota,
+        ..read(cpu)
+    }
+}
+
+/// The quota of `chain` that allows the least CPU time per period: every level with one
+/// throttles the groups below it, and the tightest is the one a single thread meets
+/// first. `None` when no level has a quota.
+pub fn tightest_quota(chain: &Chain) -> Option<CfsQuota> {
+    let ratio = |l: &&crate::system::cgroup::Level| l.cfs.and_then(|c| c.cpus());
+    let level = chain.quotas().min_by(|a, b| {
+        ratio(a)
+            .partial_cmp(&ratio(b))
+            .unwrap_or(std::cmp::Ordering::Equal)
+    })?;
+    let cfs = level.cfs?;
+    Some(CfsQuota {
+        setting: cfs.setting(chain.version),
+        group: level.path.clone(),
+    })
+}
+
+/// The kernel's throttle settings as they apply to `cpu` (no cgroup's quota: for threads
+/// of another process, or where none applies).
 pub fn read(cpu: usize) -> Throttle {
     let rt = int(Path::new("/proc/sys/kernel/sched_rt_runtime_us")).zip(
         int(Path::new("/proc/sys/kernel/sched_rt_period_us")).and_then(|p| u64::try_from(p).ok()),
@@ -22,6 +55,7 @@ pub fn read(cpu: usize) -> Throttle {
     Throttle {
         rt,
         fair_server: fair_server(cpu),
+        cfs_quota: None,
     }
 }
 
@@ -76,6 +110,53 @@ fn fair_server_in(root: &Path, cpu: usize) -> FairServer {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::system::cgroup::{CfsBandwidth, Level, Version};
+
+    fn level(path: &str, quota_us: Option<u64>, period_us: u64) -> Level {
+        Level {
+            path: path.into(),
+            cfs: Some(CfsBandwidth {
+                quota_us,
+                period_us,
+                burst_us: None,
+            }),
+            ..Level::default()
+        }
+    }
+
+    fn chain(version: Version, levels: Vec<Level>) -> Chain {
+        Chain {
+            version,
+            controllers: vec!["cpu".into()],
+            mount: "/sys/fs/cgroup/cpu".into(),
+            from_root: true,
+            levels,
+        }
+    }
+
+    /// Issue 30: the quota handed to attribution is the chain's tightest, named by its
+    /// file and group; a chain with none hands none.
+    #[test]
+    fn issue30_the_tightest_quota_of_the_chain_is_handed_to_attribution() {
+        let levels = vec![
+            level("/", None, 100_000),
+            level("/pod", Some(200_000), 100_000),
+            level("/pod/jsq", Some(20_000), 50_000),
+            level("/pod/jsq/inner", None, 100_000),
+        ];
+        let q = tightest_quota(&chain(Version::V1, levels.clone())).unwrap();
+        assert_eq!(
+            (q.setting.as_str(), q.group.as_str()),
+            (
+                "cpu.cfs_quota_us 20000, cpu.cfs_period_us 50000",
+                "/pod/jsq"
+            )
+        );
+        let q = tightest_quota(&chain(Version::V2, levels.clone())).unwrap();
+        assert_eq!(q.setting, "cpu.max 20000 50000");
+        let free = vec![levels[0].clone(), levels[3].clone()];
+        assert_eq!(tightest_quota(&chain(Version::V1, free)), None);
+    }
 
     #[test]
     fn the_fair_server_is_read_from_its_files() {

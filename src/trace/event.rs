@@ -24,6 +24,9 @@ pub const EVENTS: &[&str] = &[
     "workqueue:workqueue_execute_start",
     "workqueue:workqueue_execute_end",
     "timer:hrtimer_expire_entry",
+    // Which function a cross-CPU call ran: a CFS quota refilled on another CPU reaches
+    // this one as one (issue 30). Kernels before 6.4 have no such event.
+    "csd:csd_function_entry",
 ];
 
 /// The softirq vectors, by number.
@@ -122,6 +125,23 @@ pub enum Kind {
         function: u64,
     },
     HrtimerExit,
+    /// A cross-CPU function call (CSD) runs `function`, inside its IPI's vector.
+    CsdEntry {
+        function: u64,
+    },
+}
+
+impl Kind {
+    /// The kernel function an event names (a work item, an hrtimer callback, a
+    /// cross-CPU call), by address.
+    pub fn function(&self) -> Option<u64> {
+        match *self {
+            Kind::WorkStart { function }
+            | Kind::HrtimerEntry { function }
+            | Kind::CsdEntry { function } => Some(function),
+            _ => None,
+        }
+    }
 }
 
 impl Kind {
@@ -174,6 +194,12 @@ pub fn still_runnable(prev_state: i64) -> bool {
     prev_state & 0xff == 0
 }
 
+/// A `sched_switch`'s `prev_state` says the task was preempted inside the kernel
+/// (TASK_REPORT_MAX, printed "R+"), not at a return to user space or by sleeping.
+pub fn preempted_in_kernel(prev_state: i64) -> bool {
+    prev_state & 0x100 != 0
+}
+
 /// How one event id decodes.
 #[derive(Debug, Clone)]
 enum Shape {
@@ -212,6 +238,9 @@ enum Shape {
         function: Field,
     },
     HrtimerExit,
+    CsdEntry {
+        function: Field,
+    },
 }
 
 #[derive(Debug, Clone)]
@@ -289,6 +318,9 @@ impl Decoder {
                 function: g("function")?,
             },
             "timer:hrtimer_expire_exit" => Shape::HrtimerExit,
+            "csd:csd_function_entry" => Shape::CsdEntry {
+                function: g("func")?,
+            },
             n => {
                 let v = n.strip_prefix("irq_vectors:")?;
                 let (name, entry) = match (v.strip_suffix("_entry"), v.strip_suffix("_exit")) {
@@ -385,6 +417,9 @@ impl Decoder {
                 function: u(function)?,
             },
             Shape::HrtimerExit => Kind::HrtimerExit,
+            Shape::CsdEntry { function } => Kind::CsdEntry {
+                function: u(function)?,
+            },
         };
         Some(Event { ts, kind })
     }
@@ -446,5 +481,22 @@ mod tests {
         // An id it does not know is skipped.
         rec[0..2].copy_from_slice(&8u16.to_le_bytes());
         assert!(d.decode(5, &rec).is_none());
+    }
+
+    /// Issue 30: a cross-CPU call's function, as 6.18 formats `csd_function_entry`.
+    #[test]
+    fn a_cross_cpu_call_decodes_with_its_function() {
+        let text = "ID: 528\n\
+            \tfield:unsigned short common_type;\toffset:0;\tsize:2;\tsigned:0;\n\
+            \tfield:void * func;\toffset:8;\tsize:8;\tsigned:0;\n\
+            \tfield:void * csd;\toffset:16;\tsize:8;\tsigned:0;\n";
+        let f = parse_event_format("csd:csd_function_entry", text).unwrap();
+        let mut d = Decoder::new(&[f]);
+        let mut rec = vec![0u8; 24];
+        rec[0..2].copy_from_slice(&528u16.to_le_bytes());
+        rec[8..16].copy_from_slice(&0xffff_ffff_8110_2030u64.to_le_bytes());
+        let e = d.decode(9, &rec).unwrap();
+        assert_eq!(e.kind.function(), Some(0xffff_ffff_8110_2030));
+        assert!(EVENTS.contains(&"csd:csd_function_entry"));
     }
 }

@@ -176,7 +176,9 @@ impl Lane {
                     top: TOP,
                     quiet_at_gap_start: self.quiet_at_gap_start,
                     naming: Naming::Full,
-                    throttle: self.throttle,
+                    throttle: self.throttle.clone(),
+                    // noise's loop spins and runs at each gap's start; a timer sleeps.
+                    measurer_spins: self.quiet_at_gap_start,
                 };
                 self.tally.add(&kept, events, &c);
             }

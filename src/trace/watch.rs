@@ -57,7 +57,7 @@ impl Watched {
 pub use super::event::still_runnable;
 
 /// How the figures are made.
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug, Clone)]
 pub struct Settings {
     pub scale: Scale,
     /// Wake-up delays at or above this are attributed.
@@ -615,15 +615,15 @@ impl Watcher {
     /// that wakes again is followed afresh; only a migration across its sleep is missed.
     /// The number of threads dropped.
     pub fn drain(&mut self, idle_ns: u64, mut visit: impl FnMut(&ThreadFigures)) -> usize {
-        let s = self.settings;
-        let cutoff = self.until.saturating_sub(s.scale.to_ticks(idle_ns));
+        let (scale, threshold_ns) = (self.settings.scale, self.settings.threshold_ns);
+        let cutoff = self.until.saturating_sub(scale.to_ticks(idle_ns));
         let waiting: HashSet<u32> = self.pending.iter().map(|d| d.0).collect();
         let mut gone = Vec::new();
         for (&tid, th) in &mut self.walk.threads {
             let f = &mut th.figures;
             f.attribution = self.tallies.remove(&tid).map(|t| {
-                let mut a = t.finish(s.scale);
-                a.method = method(s.threshold_ns);
+                let mut a = t.finish(scale);
+                a.method = method(threshold_ns);
                 a
             });
             visit(f);
@@ -747,7 +747,9 @@ impl Watcher {
             // Nothing is known to run at a wake-up: whatever ran then is the delay's.
             quiet_at_gap_start: false,
             naming: self.naming,
-            throttle: s.throttle,
+            throttle: s.throttle.clone(),
+            // A watched thread sleeps and wakes.
+            measurer_spins: false,
         };
         let evs: &[Event] = match self.tails.get_mut(&cpu) {
             Some(t) => t.make_contiguous(),
@@ -829,7 +831,7 @@ pub fn watch(
     s: &Settings,
     symbols: &HashMap<u64, String>,
 ) -> Vec<ThreadFigures> {
-    let mut w = Watcher::new(watched.clone(), *s);
+    let mut w = Watcher::new(watched.clone(), s.clone());
     w.feed(per_cpu, u64::MAX, names, symbols);
     w.finish(names, symbols)
 }

@@ -216,7 +216,9 @@ impl Tracer {
                 // The thread sleeps until its deadline: whatever ran then is the delay's.
                 quiet_at_gap_start: false,
                 naming: Naming::Stable,
-                throttle: c.throttle,
+                throttle: c.throttle.clone(),
+                // The timer thread sleeps until its deadline.
+                measurer_spins: false,
             };
             let a = attribute::attribute(&gaps, events, &cx);
             let labels = |names: &mut CauseNames, kind: CauseKind, cause: &str| CauseLabels {

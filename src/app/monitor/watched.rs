@@ -117,7 +117,7 @@ impl WatchComms {
                 scale,
                 threshold_ns: self.threshold_ns,
                 top: 0,
-                throttle: self.throttle,
+                throttle: self.throttle.clone(),
                 run_start: crate::engine::clock::now(),
             },
         )
@@ -293,19 +293,7 @@ mod tests {
     }
 
     fn row(kind: CauseKind, cause: &str, gaps: u64, largest_in: u64, total_ns: u64) -> CauseRow {
-        CauseRow {
-            kind,
-            cause: cause.into(),
-            gaps,
-            occurrences: gaps,
-            largest_in,
-            total_ns,
-            share_pct: 0.0,
-            median_ns: 0,
-            max_ns: 0,
-            period_ns: None,
-            tasks: Vec::new(),
-        }
+        CauseRow::made_up(kind, cause, gaps, largest_in, total_ns)
     }
 
     /// One thread's figures since a drain: `wakeups` of 20 µs, the last `late` of them

@@ -19,6 +19,7 @@ use crate::report::cause_names::{cause_key, shown_causes};
 use crate::report::group::{self, Grouping, Row};
 use crate::report::table::{Layout, Tab, core, cut, wrap};
 use crate::stats::causes::{Attribution, CauseKind, CauseRow, GapBreakdown};
+use crate::system::counters::{CgroupDelta, GroupStatDelta};
 
 /// Causes the cross-CPU table shows (the unaccounted time aside); the result file holds
 /// them all, and `--per-cpu` shows each CPU's.
@@ -364,6 +365,11 @@ pub fn notes(r: &ResultFile, cpu: usize, a: &Attribution, gap: &str, steal: bool
             a.events_lost + a.events_read
         ));
     }
+    let counters = r.run.counters.as_ref();
+    out.extend(quota_notes(
+        &a.causes,
+        counters.and_then(|c| c.cgroup.as_ref()),
+    ));
     let stolen = (r.run.counters.as_ref()).and_then(|c| c.steal.iter().find(|s| s.cpu == cpu));
     if let Some(s) = stolen.filter(|_| steal) {
         out.push(format!(
@@ -373,6 +379,32 @@ pub fn notes(r: &ResultFile, cpu: usize, a: &Attribution, gap: &str, steal: bool
         ));
     }
     out
+}
+
+/// For each CFS quota the causes name, the kernel's own count of its group's throttled
+/// time over the run (`cpu.stat`, in the run's counters), to set beside it.
+fn quota_notes(rows: &[CauseRow], c: Option<&CgroupDelta>) -> Vec<String> {
+    let Some(c) = c else {
+        return Vec::new();
+    };
+    let ms = |ns: u64| ns as f64 / 1e6;
+    (rows.iter())
+        .filter(|row| row.kind == CauseKind::Throttling)
+        .filter_map(|row| {
+            let named = |g: &&GroupStatDelta| {
+                (g.quota.as_ref())
+                    .is_some_and(|q| row.cause == format!("CFS quota: {q} of {}", g.group))
+            };
+            let g = c.cpu_stat.iter().find(named)?;
+            Some(format!(
+                "cpu.stat: throttled {:.1} ms over the run in {} (all its CPUs' run queues), \
+                 beside the {:.1} ms named its quota here.",
+                ms(g.stat.throttled_ns),
+                g.group,
+                ms(row.total_ns)
+            ))
+        })
+        .collect()
 }
 
 /// The notes of every traced CPU, each said once with its range over them.
@@ -454,6 +486,16 @@ fn cross_notes(r: &ResultFile, all: &[&Traced], w: &Words) -> Vec<String> {
             group::range(steal.iter().map(|s| s.steal_pct), |v| format!("{v:.2}")),
         ));
     }
+    // A quota's time summed over the CPUs, beside its group's count (once a group).
+    let mut rows: Vec<CauseRow> = Vec::new();
+    for row in all.iter().flat_map(|t| &t.a.causes) {
+        match rows.iter_mut().find(|r| r.cause == row.cause) {
+            Some(r) => r.total_ns += row.total_ns,
+            None => rows.push(row.clone()),
+        }
+    }
+    let counters = r.run.counters.as_ref();
+    out.extend(quota_notes(&rows, counters.and_then(|c| c.cgroup.as_ref())));
     out
 }
 
@@ -539,4 +581,48 @@ fn gap_lines(on: &str, g: &GapBreakdown) -> String {
         ));
     }
     t
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::system::cgroup::{CpuStat, Version};
+
+    /// Issue 30: a quota row is set beside its group's cpu.stat over the run; a group
+    /// the causes do not name, or a row of another throttle, gets no note.
+    #[test]
+    fn issue30_a_named_quota_is_set_beside_its_groups_cpu_stat() {
+        let row = |cause: &str, ns| CauseRow::made_up(CauseKind::Throttling, cause, 1, 1, ns);
+        let group = |path: &str, quota: Option<&str>, throttled_ns: u64| GroupStatDelta {
+            group: path.into(),
+            version: Version::V2,
+            quota: quota.map(str::to_string),
+            cfs: None,
+            stat: CpuStat {
+                throttled_ns,
+                ..CpuStat::default()
+            },
+        };
+        let rows = [
+            row("CFS quota: cpu.max 30000 100000 of /jsq", 1_103_600_000),
+            row("real-time throttling", 5_000_000),
+        ];
+        let c = CgroupDelta {
+            cpu_stat: vec![
+                group("/", None, 0),
+                group("/jsq", Some("cpu.max 30000 100000"), 1_115_500_000),
+                group("/jsq/inner", Some("cpu.max 50000 100000"), 10_000_000),
+            ],
+            pressure: Vec::new(),
+        };
+        assert_eq!(
+            quota_notes(&rows, Some(&c)),
+            vec![
+                "cpu.stat: throttled 1115.5 ms over the run in /jsq (all its CPUs' run \
+                 queues), beside the 1103.6 ms named its quota here."
+                    .to_string()
+            ]
+        );
+        assert!(quota_notes(&rows, None).is_empty());
+    }
 }

@@ -75,7 +75,11 @@ mod tests {
     #[test]
     fn shares_pool_the_blocks_and_match_by_kind_and_name() {
         let a = attribution(vec![
-            row(CauseKind::Throttling, "throttling", 600),
+            row(
+                CauseKind::Throttling,
+                "real-time throttling (kernel.sched_rt_runtime_us = 950000 of 1000000)",
+                600,
+            ),
             row(
                 CauseKind::Task,
                 "task kworker/1:1:57 (SCHED_OTHER nice 0) vmstat_update",
