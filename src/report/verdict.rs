@@ -872,6 +872,8 @@ fn command_lines(label: &str, cmd: &str, width: Option<usize>, indent: &str) -> 
 
 pub fn share_words(share: Option<f64>) -> String {
     match share {
+        // A measured share that rounds to 0 is still measured and not nothing.
+        Some(s) if s * 100.0 < 0.5 => "under 1 % of the measured noise".into(),
         Some(s) => format!("about {:.0} % of the measured noise", s * 100.0),
         None => "share not measured".into(),
     }
@@ -1125,6 +1127,13 @@ mod tests {
             let line = sentence(&[(e, &splits[0].1)], &refs, None);
             assert!(line.contains(want.1), "{line}");
         }
+    }
+
+    #[test]
+    fn a_small_measured_share_is_not_said_as_zero() {
+        assert_eq!(share_words(Some(0.004)), "under 1 % of the measured noise");
+        assert_eq!(share_words(Some(0.07)), "about 7 % of the measured noise");
+        assert_eq!(share_words(None), "share not measured");
     }
 
     #[test]
