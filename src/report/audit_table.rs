@@ -104,6 +104,20 @@ fn remedy(r: &Remedy, width: Option<usize>) -> String {
             t
         }
         Remedy::Host { what } => note("on the host, not this guest", what),
-        Remedy::Manual { what } => note("by hand", what),
+        Remedy::Manual { what } => match crate::report::verdict::words_then_command(what) {
+            // The command on a line of its own, never broken, as the other remedies'.
+            Some((words, cmd, said)) => {
+                let mut t = note("by hand", words);
+                t.push_str(&paste(cmd));
+                if !said.is_empty() {
+                    t.push_str(&format!(
+                        "{}\n",
+                        wrap(&format!("          {said}"), width, "          ")
+                    ));
+                }
+                t
+            }
+            None => note("by hand", what),
+        },
     }
 }

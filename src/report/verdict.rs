@@ -767,8 +767,12 @@ const REMEDY_LABELS: [&str; 4] = [
 
 /// The first words of the commands fixes hold: a clause that begins with one is a
 /// command up to its first " (" (what follows is said about it).
-const COMMANDS: [&str; 12] = [
+const COMMANDS: [&str; 16] = [
     "for",
+    "mkdir",
+    "podman",
+    "docker",
+    "systemd-run",
     "sysctl",
     "echo",
     "taskset",
@@ -855,6 +859,18 @@ fn command_of(clause: &str, now: bool) -> Option<(&str, &str)> {
         Some(i) => (&clause[..i], clause[i + 1..].trim_start_matches(';').trim()),
         None => (clause, ""),
     })
+}
+
+/// Words that end in a command ("leave for the root cgroup: echo $$ > …"): the words up
+/// to their colon, the command, and what is said after it; `None` when no command follows
+/// a colon. For a remedy written in words, so that its command can be pasted whole.
+pub(crate) fn words_then_command(text: &str) -> Option<(&str, &str, &str)> {
+    let (i, _) = text.match_indices(": ").find(|(i, _)| {
+        let next = text[i + 2..].split(' ').next().unwrap_or_default();
+        COMMANDS.contains(&next)
+    })?;
+    let (cmd, said) = command_of(&text[i + 2..], true)?;
+    Some((&text[..=i], cmd, said))
 }
 
 /// A command with its label ("now:", "try it:"): on one line when both fit, else the
@@ -1127,6 +1143,22 @@ mod tests {
             let line = sentence(&[(e, &splits[0].1)], &refs, None);
             assert!(line.contains(want.1), "{line}");
         }
+    }
+
+    #[test]
+    fn a_command_after_words_is_found_whole() {
+        let t =
+            "leave for the root cgroup, from the shell: echo $$ > /sys/fs/cgroup/cpu/cgroup.procs";
+        assert_eq!(
+            words_then_command(t),
+            Some((
+                "leave for the root cgroup, from the shell:",
+                "echo $$ > /sys/fs/cgroup/cpu/cgroup.procs",
+                ""
+            ))
+        );
+        assert_eq!(words_then_command("check dmesg for isolcpus"), None);
+        assert_eq!(words_then_command("note: nothing to run here"), None);
     }
 
     #[test]
