@@ -425,12 +425,19 @@ mod tests {
         let h = Handoff::new(8);
         let stop = AtomicBool::new(false);
         let active = h.first.take().unwrap();
-        let (base, tsc0) = (read_clock(), clock::now());
+        // The counter on both sides of the base: a preemption between the two reads
+        // (beside a build) widens the bound on the first deadline rather than failing it.
+        let (tsc0, base, tsc_after) = (clock::now(), read_clock(), clock::now());
         let d = cycle(&c, &h, active, (base, base + 20_500_000), &stop);
         let tsc1 = clock::now();
         let log: Vec<(u64, u64, u64)> = d.late_wakeups(info.scale).collect();
         let woken = d.hist.count();
-        assert!(woken >= 15, "{woken} wake-ups");
+        // A deadline a stall skipped is an overrun, not a wake-up.
+        assert!(
+            woken + d.overruns >= 15,
+            "{woken} wake-ups, {} overruns",
+            d.overruns
+        );
         assert_eq!(log.len(), 8);
         assert_eq!(d.late_log.dropped(), woken - 8);
         // A wake-up 0 ns late is not above the limit: none here is on the ns.
@@ -439,9 +446,10 @@ mod tests {
         }
         // The first deadline is one interval after the base, on the counter.
         let first = info.scale.to_ns(log[0].0.saturating_sub(tsc0));
+        let slack = info.scale.to_ns(tsc_after - tsc0);
         assert!(
-            (900_000..1_200_000).contains(&first),
-            "first deadline {first} ns after the start"
+            (900_000..1_200_000 + slack).contains(&first),
+            "first deadline {first} ns after the start ({slack} ns between the reads)"
         );
         assert!(log.iter().all(|e| e.0 > tsc0 && e.1 < tsc1));
     }
