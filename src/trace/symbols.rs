@@ -87,20 +87,25 @@ impl Symbols {
     }
 }
 
-/// Names the work and hrtimer functions of `events` not in `symbols` yet, reading
-/// kallsyms (line by line) only when one is new: a handful of times a run, the kernel's
-/// set being fixed.
+/// Names the kernel functions of `events` (work, hrtimer callbacks, cross-CPU calls) not
+/// in `symbols` yet, reading kallsyms (line by line) only when one is new: a handful of
+/// times a run, the kernel's set being fixed.
 pub fn name_functions(symbols: &mut HashMap<u64, String>, events: &[super::event::Event]) {
-    use super::event::Kind;
+    name_functions_with(symbols, events, |new| Symbols::resolve(new.into_iter()));
+}
+
+/// As `name_functions`, with the names of new addresses from `resolve`.
+fn name_functions_with(
+    symbols: &mut HashMap<u64, String>,
+    events: &[super::event::Event],
+    resolve: impl FnOnce(std::collections::HashSet<u64>) -> HashMap<u64, String>,
+) {
     let new: std::collections::HashSet<u64> = (events.iter())
-        .filter_map(|e| match e.kind {
-            Kind::WorkStart { function } | Kind::HrtimerEntry { function } => Some(function),
-            _ => None,
-        })
+        .filter_map(|e| e.kind.function())
         .filter(|f| !symbols.contains_key(f))
         .collect();
     if !new.is_empty() {
-        symbols.extend(Symbols::resolve(new.into_iter()));
+        symbols.extend(resolve(new));
     }
 }
 
@@ -146,5 +151,44 @@ mod tests {
         let streamed = Symbols::resolve_from(text.as_bytes(), addrs.into_iter());
         assert_eq!(streamed, table);
         assert_eq!(streamed[&0xffffffffc0001004], "mod_fn+0x4");
+    }
+
+    /// Issue 30: the streaming lanes name every function an event carries, the
+    /// cross-CPU call that lifts a CFS quota from another CPU (`__cfsb_csd_unthrottle`)
+    /// with the work and hrtimer functions: unnamed, the quota window it ends is not
+    /// told from time-sharing.
+    #[test]
+    fn issue30_the_lanes_name_a_cross_cpu_unthrottle_call() {
+        use crate::trace::event::{Event, Kind};
+        let text = "ffffffff81000100 t __cfsb_csd_unthrottle\n\
+                    ffffffff81000200 T sched_cfs_period_timer\n\
+                    ffffffff81000300 T vmstat_update\n";
+        let events = [
+            Event {
+                ts: 1,
+                kind: Kind::CsdEntry {
+                    function: 0xffffffff81000100,
+                },
+            },
+            Event {
+                ts: 2,
+                kind: Kind::HrtimerEntry {
+                    function: 0xffffffff81000200,
+                },
+            },
+            Event {
+                ts: 3,
+                kind: Kind::WorkStart {
+                    function: 0xffffffff81000300,
+                },
+            },
+        ];
+        let mut known = HashMap::new();
+        name_functions_with(&mut known, &events, |new| {
+            Symbols::resolve_from(text.as_bytes(), new.into_iter())
+        });
+        assert_eq!(known[&0xffffffff81000100], "__cfsb_csd_unthrottle");
+        assert_eq!(known[&0xffffffff81000200], "sched_cfs_period_timer");
+        assert_eq!(known[&0xffffffff81000300], "vmstat_update");
     }
 }
