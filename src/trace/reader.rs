@@ -249,6 +249,12 @@ impl EventWindow {
         }
     }
 
+    /// Events stamped before this were forgotten or pushed out: a gap that began before
+    /// it lacks some of its events.
+    pub fn forgotten_to(&self) -> u64 {
+        self.forgotten_to
+    }
+
     /// The newest event's stamp (0 before any).
     pub fn newest(&self) -> u64 {
         self.last_ts

@@ -5,15 +5,17 @@
 //! (`attribute::Tally`). Nothing is kept per gap: memory holds the gaps waiting to settle
 //! and the events they need, whatever the run's length.
 //!
-//! What a window keeps: the events from the oldest waiting gap on, and while the measuring
-//! thread is switched out (a gap still under way, which no one has handed over yet: a
-//! throttled loop waits 50 ms, longer than a gap takes to settle), from its switch out.
-//! A timer's gaps run from a deadline the thread slept to, so its lane also keeps an
-//! interval's events before them, for what ran at the deadline.
+//! What a window keeps: the events from the oldest waiting gap on, and those a gap still
+//! under way may need (no one hands it over before it ends, and a throttled loop waits
+//! 50 ms, longer than a gap takes to settle): from the measurer's last known run, the end
+//! of its last gap, or a timer thread's last sleep, at most 2 s back. A timer's gaps run
+//! from a deadline the thread slept to, so its lane also keeps an interval's events
+//! before them, for what ran at the deadline.
 //!
 //! A gap that overlaps a span whose events were lost (a page the kernel flagged, an event
-//! pushed out of a full window) is not attributed: it is counted (`in_lost_spans`, in the
-//! result's `unattributed_gaps`), never named after the events around the hole.
+//! pushed out of a full window) or that began before what its window still held is not
+//! attributed: it is counted (`in_lost_spans`, in the result's `unattributed_gaps`),
+//! never named after the events around the hole.
 //!
 //! I/O-free but for the follower's reads, so a replay of recorded pages runs the very same
 //! code (`bench/trace_replay.rs`).
@@ -31,9 +33,10 @@ use super::reader::{EventWindow, Follower};
 
 /// How many of each CPU's largest gaps are broken down.
 pub const TOP: usize = 10;
-/// A switched-out measurer keeps its window's events at most this long: some kernels
-/// record no switch back in, and a loop that then runs without a gap for a while must
-/// not hold its window open.
+/// How far back a window keeps events for a gap that may be under way: a loop on a CPU
+/// with no tick runs for seconds without a gap, and must not hold its window open; a gap
+/// held off longer (RT throttling's windows are 50 ms, a CFS period at most 1 s) is
+/// counted unattributed.
 pub const MAX_AWAY_NS: u64 = 2_000_000_000;
 /// Wake-ups seen before a running p99 is trusted; until then (or for a second) they wait.
 pub const WARM_WAKEUPS: u64 = 1_000;
@@ -82,7 +85,8 @@ pub struct Lane {
     pick: Pick,
     pending: VecDeque<(Gap, u64)>,
     tally: Tally,
-    /// The latest start of a gap of a loop that ran when it began.
+    /// The latest end of a gap handed over: the measurer ran there, so no gap still
+    /// under way began before it.
     running_at: u64,
     /// Gaps handed over, and those that overlapped a span with events lost.
     pub offered: u64,
@@ -120,9 +124,7 @@ impl Lane {
     /// A gap, handed over in start order once it ended, with its interrupted time (ns).
     pub fn offer(&mut self, gap: Gap, ns: u64) {
         self.offered += 1;
-        if self.quiet_at_gap_start {
-            self.running_at = self.running_at.max(gap.start);
-        }
+        self.running_at = self.running_at.max(gap.end);
         match &mut self.pick {
             Pick::AtLeast(floor) if ns < *floor => return,
             Pick::RunningP99 { seen, .. } => seen.record(ns),
@@ -155,7 +157,9 @@ impl Lane {
             let floor = self.floor();
             let (mut kept, mut lost) = (Vec::with_capacity(ready), 0);
             for (g, ns) in self.pending.drain(..ready).filter(|(_, ns)| *ns >= floor) {
-                match w.lost_within(g.start, g.end) {
+                // Events lost inside it, or forgotten from before its start (it was under
+                // way longer than a window keeps): what is left would misname it.
+                match w.lost_within(g.start, g.end) || g.start < w.forgotten_to() {
                     true => lost += 1,
                     false => kept.push((g, ns)),
                 }
@@ -203,18 +207,27 @@ impl Lane {
         }
     }
 
-    /// Where the window may forget up to: the oldest waiting gap, or what a gap still
-    /// under way needs (the measurer's switch out), less the lane's margin.
+    /// Where the window may forget up to: the oldest waiting gap's start, or where a gap
+    /// still under way may have begun, less the lane's margin. No one hands a gap over
+    /// before it ends, and a throttled loop waits 50 ms or more, longer than a gap takes
+    /// to settle: its window must keep what followed the measurer's last known run, the
+    /// end of its last gap (the switch out that opened the window may be lost; this
+    /// guest's kernel loses a few), or for a thread that sleeps its last sleep, at most
+    /// `MAX_AWAY_NS` back (a loop on a CPU with no tick may run for seconds without a
+    /// gap).
     fn keep_from(&self, w: &mut EventWindow, settled: u64, scale: Scale) -> u64 {
         let waiting = (self.pending.front())
             .map_or(settled, |g| g.0.start)
             .min(settled);
         let recent = settled.saturating_sub(scale.to_ticks(MAX_AWAY_NS));
-        let away =
-            away_since(w.events(), self.measurer).filter(|&t| t > self.running_at && t >= recent);
-        waiting
-            .min(away.unwrap_or(u64::MAX))
-            .saturating_sub(self.margin)
+        // A timer hands over only its late wake-ups with --trace-above: the sleep before
+        // its next deadline bounds it where no gap came for a while.
+        let slept = match self.quiet_at_gap_start {
+            true => 0,
+            false => slept_at(w.events(), self.measurer).unwrap_or(0),
+        };
+        let ran = self.running_at.max(slept).max(recent);
+        waiting.min(ran).saturating_sub(self.margin)
     }
 
     /// The tally of every gap attributed, its method said as the pick chose them.
@@ -252,17 +265,18 @@ impl Lane {
     }
 }
 
-/// Since when the measurer has been switched out, if its last switch in `events` took
-/// it out.
-fn away_since(events: &[Event], measurer: u32) -> Option<u64> {
+/// When the measurer last went to sleep (its last switch out not runnable) in `events`:
+/// a thread that sleeps to a deadline does so before the deadline its next gap starts at.
+fn slept_at(events: &[Event], measurer: u32) -> Option<u64> {
     if measurer == 0 {
         return None;
     }
     events.iter().rev().find_map(|e| match e.kind {
-        Kind::Switch { prev, .. } if prev.pid == measurer => Some(Some(e.ts)),
-        Kind::Switch { next, .. } if next.pid == measurer => Some(None),
+        Kind::Switch {
+            prev, prev_state, ..
+        } if prev.pid == measurer && !super::event::still_runnable(prev_state) => Some(e.ts),
         _ => None,
-    })?
+    })
 }
 
 /// What the lanes of one reader share: the names its decoder interned, the trace's
@@ -334,6 +348,7 @@ impl<R: Read> Reader<R> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::stats::causes::CauseKind;
     use crate::trace::format::{PageLayout, parse_event_format};
     use crate::trace::reader::PageQueue;
     use crate::trace::ring::{mark_missed, write_pages};
@@ -460,6 +475,116 @@ mod tests {
         assert_eq!(r.held(), 0);
     }
 
+    /// `switch`, the measurer (pid ME) at SCHED_FIFO 89 (kernel prio 10).
+    fn rt_switch(prev: (&str, u32), next: (&str, u32)) -> Vec<u8> {
+        let mut rec = switch(prev, next);
+        for (pid, prio) in [(24..28, 28..32), (56..60, 60..64)] {
+            if rec[pid] == ME.to_le_bytes() {
+                rec[prio].copy_from_slice(&10i32.to_le_bytes());
+            }
+        }
+        rec
+    }
+
+    /// Issue 29: a real-time loop's switch out was lost (this guest's kernel loses a few)
+    /// and the CPU idled for 110 ms of RT throttling while the reader settled pass after
+    /// pass with nothing handed over: the window keeps what followed the loop's last
+    /// known run (its last gap's end), and the window is named the throttle, not
+    /// "unaccounted" (what was left once the events were forgotten at each pass).
+    #[test]
+    fn issue29_a_throttle_window_longer_than_settling_with_its_switch_out_lost_is_named() {
+        let scale = Scale::from_hz(1e9);
+        let mut r = reader();
+        let (me, kw, idle) = (("measure-cpu1", ME), ("kworker/1:1", 57), ("swapper/1", 0));
+        // The loop's last switch in; then (its switch out to the kworker lost) the
+        // kworker gives the CPU to idle while the loop is runnable.
+        feed(&mut r, pages_of(&[(500, rt_switch(kw, me))]));
+        let (g, n) = gap(1_000, 2_000);
+        r.lanes[0].offer(g, n);
+        feed(&mut r, pages_of(&[(10_500, rt_switch(kw, idle))]));
+        for settled in [20, 40, 60, 80, 100] {
+            r.settle(scale, settled * MS, false);
+        }
+        feed(&mut r, pages_of(&[(120 * MS, rt_switch(idle, me))]));
+        let (g, n) = gap(9_990, 120 * MS + 10);
+        r.lanes[0].offer(g, n);
+        r.settle(scale, 200 * MS, false);
+        let lane = r.lanes.remove(0);
+        assert_eq!((lane.attributed(), lane.in_lost_spans), (2, 0));
+        let a = lane.finish(scale, 0);
+        let rt = a.top_of(CauseKind::Throttling).expect("the throttle named");
+        assert!(
+            rt.cause.starts_with("real-time throttling"),
+            "{:?}",
+            a.causes
+        );
+        assert!(rt.total_ns >= 120 * MS - 10_500, "{:?}", a.causes);
+        assert_eq!(a.causes[0].cause, rt.cause, "{:?}", a.causes);
+    }
+
+    /// A gap still under way when its window had to forget its start (held off longer
+    /// than `MAX_AWAY_NS`) is counted unattributed, never named after what is left.
+    #[test]
+    fn a_gap_whose_start_the_window_forgot_is_counted_never_named() {
+        let scale = Scale::from_hz(1e9);
+        let mut r = reader();
+        let (me, kw) = (("measure-cpu1", ME), ("kworker/1:1", 57));
+        feed(&mut r, pages_of(&[(1_000, switch(me, kw))]));
+        for settled in [1_000, 2_000, 3_000] {
+            r.settle(scale, settled * MS, false);
+        }
+        feed(&mut r, pages_of(&[(3_100 * MS, switch(kw, me))]));
+        let (g, n) = gap(990, 3_100 * MS + 10);
+        r.lanes[0].offer(g, n);
+        r.settle(scale, 3_500 * MS, false);
+        let lane = r.lanes.remove(0);
+        assert_eq!((lane.attributed(), lane.in_lost_spans), (0, 1));
+        assert_eq!(lane.finish(scale, 0).unattributed_gaps, 1);
+    }
+
+    /// A timer lane that hands over only its late wake-ups (`--trace-above`) keeps its
+    /// window from the thread's last sleep before its next deadline (less an interval),
+    /// not the 2 s a loop's may hold; a wake-up held off past settling is still named.
+    #[test]
+    fn a_timer_window_keeps_from_the_threads_last_sleep() {
+        let scale = Scale::from_hz(1e9);
+        let sources = vec![(1, PageQueue::default())];
+        let f =
+            Follower::from_sources(sources, 4096, PageLayout::DEFAULT, &[switch_format()], 1024);
+        let mut lane = Lane::timer(1, Throttle::default(), MS, Pick::AtLeast(MS));
+        lane.measurer = ME;
+        let mut r = Reader::new(f, vec![lane]);
+        let (me, kw, idle) = (("timer-cpu1", ME), ("kworker/1:1", 57), ("swapper/1", 0));
+        let mut sleep = switch(me, idle);
+        sleep[32..40].copy_from_slice(&1i64.to_le_bytes());
+        feed(
+            &mut r,
+            pages_of(&[
+                (MS, switch(kw, me)),
+                (2 * MS, switch(me, kw)),
+                (3 * MS, switch(kw, me)),
+                (5 * MS, sleep),
+                (5 * MS + 500_000, switch(idle, kw)),
+            ]),
+        );
+        for settled in [20, 40, 60] {
+            r.settle(scale, settled * MS, false);
+        }
+        assert_eq!(r.held(), 2, "from the sleep on");
+        feed(&mut r, pages_of(&[(80 * MS, switch(kw, me))]));
+        let (g, n) = gap(6 * MS, 80 * MS + 10);
+        r.lanes[0].offer(g, n);
+        r.settle(scale, 200 * MS, false);
+        let a = r.lanes.remove(0).finish(scale, 0);
+        assert_eq!((a.gaps, a.unattributed_gaps), (1, 0));
+        assert!(
+            a.causes[0].cause.starts_with("task kworker/1:1:57"),
+            "{:?}",
+            a.causes
+        );
+        assert!(a.causes[0].total_ns >= 74 * MS, "{:?}", a.causes);
+    }
+
     /// A timer lane picks the wake-ups at or above the running p99, and says so.
     #[test]
     fn a_running_p99_picks_the_late_wakeups_as_they_come() {
@@ -572,12 +697,14 @@ mod tests {
             .collect();
         feed(&mut r, pages_of(&recs));
         assert!(r.follower.decoder.names.len() > 40);
-        // Nothing before 39 500 is needed any more.
+        // The loop ran at 38 010, the end of its gap: nothing before is needed any more.
+        let (g, n) = gap(36_990, 38_010);
+        r.lanes[0].offer(g, n);
         r.settle(scale, 39_500, false);
-        assert_eq!(r.held(), 1, "the last switch, back to the loop");
+        assert_eq!(r.held(), 2, "the last switches, out of the loop and back");
         feed(&mut r, pages_of(&[(50_000, switch(me, ("opt last", 7)))]));
         let names = &r.follower.decoder.names;
-        assert!(names.len() <= 4, "{} names", names.len());
+        assert!(names.len() <= 5, "{} names", names.len());
         let held: Vec<String> = (r.follower.windows[0].events().iter())
             .map(|e| match e.kind {
                 Kind::Switch { prev, next, .. } => {
@@ -589,7 +716,11 @@ mod tests {
             .collect();
         assert_eq!(
             held,
-            ["opt 00000027 > measure-cpu1", "measure-cpu1 > opt last"]
+            [
+                "measure-cpu1 > opt 00000026",
+                "opt 00000027 > measure-cpu1",
+                "measure-cpu1 > opt last"
+            ]
         );
     }
 
