@@ -113,7 +113,7 @@ impl Measure for NoiseCommand {
         };
         let run = || noise::run_streaming(&cfg, &plan, clock, stop, histograms, &rings);
         let (run, streamed) = match session {
-            Some(s) => tracing::stream_noise(ctx, Some(s), &rings, clock.scale, run),
+            Some(s) => tracing::stream_noise(ctx, s, &rings, clock.scale, run),
             None => (run(), None),
         };
         let mut run = run.context("the noise run failed")?;

@@ -199,20 +199,23 @@ impl Measure for TimerCommand {
         let (cfg, clock, stop) = (&self.cfg, &ctx.host.clock, ctx.stop);
         let scale = clock.scale;
         // Traced, each thread hands its wake-ups to a reader as they happen, which
-        // attributes the late ones as they settle (`trace::stream::Pick`).
-        let rings: Vec<GapRing> = match self.trace {
+        // attributes the late ones as they settle (`trace::stream::Pick`); only once the
+        // session started, or the threads would fill rings no one drains.
+        let session = self.trace.and_then(|_| tracing::start(ctx));
+        let rings: Vec<GapRing> = match session {
             Some(_) => (ctx.cpus.measured.cpus().iter())
                 .map(|_| GapRing::new(tracing::STREAM_GAPS))
                 .collect(),
             None => Vec::new(),
         };
-        let stream = self.trace.map(|above| timer::Stream {
+        let above = self.trace.filter(|_| session.is_some());
+        let stream = above.map(|above| timer::Stream {
             rings: &rings,
             above_ns: above.unwrap_or(0),
         });
         let run_it = || timer::run_streaming(cfg, &plan, clock, stop, &tracer, on_tick, stream);
-        let (run, streamed) = match self.trace {
-            Some(above) => {
+        let (run, streamed) = match (session, above) {
+            (Some(session), Some(above)) => {
                 let lane = |i: usize, cpu: usize, throttle| {
                     let pick = match above {
                         Some(ns) => Pick::AtLeast(ns),
@@ -220,9 +223,9 @@ impl Measure for TimerCommand {
                     };
                     Lane::timer(cpu, throttle, scale.to_ticks(cfg.interval_of(i)), pick)
                 };
-                tracing::stream_timer(ctx, &rings, lane, scale, run_it)
+                tracing::stream_timer(ctx, session, &rings, lane, scale, run_it)
             }
-            None => (run_it(), None),
+            _ => (run_it(), None),
         };
         let mut run = run.context("the timer run failed")?;
         if let (Some(s), Some(w)) = (streamed, run.outcome.window) {

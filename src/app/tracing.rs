@@ -220,31 +220,18 @@ impl LaneOut {
     }
 }
 
-/// Runs `measure` (a noise run handing its gaps to `rings`, one per CPU of `cpus`) under
-/// a trace of those CPUs, attributing each gap as it settles, from readers on the
-/// housekeeping CPUs: every gap of a run of any length, in bounded memory (issues 22
-/// and 29).
-pub fn traced_stream<T>(
-    ctx: &mut Ctx<'_>,
-    rings: &[GapRing],
-    scale: Scale,
-    measure: impl FnOnce() -> T,
-) -> (T, Option<Streamed>) {
-    let session = start(ctx);
-    stream_noise(ctx, session, rings, scale, measure)
-}
-
-/// `traced_stream` with a session the caller started (`None`: untraced).
+/// Runs `measure` (a noise run handing its gaps to `rings`, one per measured CPU) under
+/// `session`, attributing each gap as it settles, from readers on the housekeeping CPUs:
+/// every gap of a run of any length, in bounded memory (issues 22 and 29). The caller
+/// starts the session (`start`) before it makes the rings: a run whose session did not
+/// start hands over nothing.
 pub fn stream_noise<T>(
     ctx: &mut Ctx<'_>,
-    session: Option<TraceSession>,
+    session: TraceSession,
     rings: &[GapRing],
     scale: Scale,
     measure: impl FnOnce() -> T,
 ) -> (T, Option<Streamed>) {
-    let Some(session) = session else {
-        return (measure(), None);
-    };
     // Read before measuring: it may mount debugfs for the fair server's settings.
     let lanes = (ctx.cpus.measured.cpus().iter())
         .map(|&c| Lane::noise(c, crate::system::throttle::read_for_self(c)))
@@ -252,18 +239,16 @@ pub fn stream_noise<T>(
     follow(ctx, session, rings, lanes, true, scale, measure)
 }
 
-/// Runs `measure` (a timer run handing its wake-ups to `rings`) under a trace of its
-/// CPUs, attributing the wake-ups each lane picks as they settle.
+/// Runs `measure` (a timer run handing its wake-ups to `rings`) under `session`,
+/// attributing the wake-ups each lane picks as they settle.
 pub fn stream_timer<T>(
     ctx: &mut Ctx<'_>,
+    session: TraceSession,
     rings: &[GapRing],
     lanes: impl Fn(usize, usize, crate::trace::attribute::Throttle) -> Lane,
     scale: Scale,
     measure: impl FnOnce() -> T,
 ) -> (T, Option<Streamed>) {
-    let Some(session) = start(ctx) else {
-        return (measure(), None);
-    };
     let lanes = (ctx.cpus.measured.cpus().iter().enumerate())
         .map(|(i, &c)| lanes(i, c, crate::system::throttle::read_for_self(c)))
         .collect();

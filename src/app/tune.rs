@@ -461,12 +461,20 @@ impl TuneCommand {
         let (clock, stop) = (&ctx.host.clock, ctx.stop);
         let (mut b, outcome, attrs) = match &self.probe {
             BlockProbe::Noise(cfg) if self.trace => {
-                let rings: Vec<GapRing> = (ctx.cpus.measured.cpus().iter())
-                    .map(|_| GapRing::new(tracing::STREAM_GAPS))
-                    .collect();
+                // Rings only under a session that started: no one would drain them.
+                let session = tracing::start(ctx);
+                let rings: Vec<GapRing> = match session {
+                    Some(_) => (ctx.cpus.measured.cpus().iter())
+                        .map(|_| GapRing::new(tracing::STREAM_GAPS))
+                        .collect(),
+                    None => Vec::new(),
+                };
                 let h = noise::Histograms::Omitted;
                 let run = || noise::run_streaming(cfg, &plan, clock, stop, h, &rings);
-                let (run, streamed) = tracing::traced_stream(ctx, &rings, clock.scale, run);
+                let (run, streamed) = match session {
+                    Some(s) => tracing::stream_noise(ctx, s, &rings, clock.scale, run),
+                    None => (run(), None),
+                };
                 let mut run = run.context("a traced noise block failed")?;
                 if let (Some(s), Some(w)) = (streamed, run.outcome.window) {
                     tracing::attach_streamed(&mut run.entries, s, clock.scale, w.start);
