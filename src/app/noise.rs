@@ -98,7 +98,7 @@ impl Measure for NoiseCommand {
             true => noise::Histograms::Encoded,
             false => noise::Histograms::Omitted,
         };
-        let session = self.trace.then(|| tracing::start(ctx)).flatten();
+        let session = self.trace.then(|| tracing::start_streamed(ctx)).flatten();
         let mut cfg = self.cfg.clone();
         if self.trace && session.is_none() {
             cfg.event_log = cfg.event_log.max(self.untraced_log);

@@ -201,7 +201,7 @@ impl Measure for TimerCommand {
         // Traced, each thread hands its wake-ups to a reader as they happen, which
         // attributes the late ones as they settle (`trace::stream::Pick`); only once the
         // session started, or the threads would fill rings no one drains.
-        let session = self.trace.and_then(|_| tracing::start(ctx));
+        let session = self.trace.and_then(|_| tracing::start_streamed(ctx));
         let rings: Vec<GapRing> = match session {
             Some(_) => (ctx.cpus.measured.cpus().iter())
                 .map(|_| GapRing::new(tracing::STREAM_GAPS))

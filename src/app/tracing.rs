@@ -18,7 +18,7 @@ use crate::probes::noise::NoiseEntry;
 use crate::stats::causes::Attribution;
 use crate::stats::coincidence::Coincidence;
 use crate::stats::events::GapRing;
-use crate::trace::attribute::{self, Context, Gap};
+use crate::trace::attribute::{self, Context, Gap, Throttle};
 use crate::trace::reader::{Collected, Follower};
 use crate::trace::session::{TraceError, TraceSession};
 use crate::trace::stream::{Lane, Reader};
@@ -38,7 +38,7 @@ pub const TOP: usize = crate::trace::stream::TOP;
 
 /// A trace session on the measured CPUs, or `None` with the reason recorded as a
 /// degradation (the run goes on untraced).
-pub fn start(ctx: &mut Ctx<'_>) -> Option<TraceSession> {
+fn start(ctx: &mut Ctx<'_>) -> Option<TraceSession> {
     match TraceSession::start(&ctx.cpus.measured, BUFFER_KIB) {
         Ok(s) => {
             for name in &s.removed_stale {
@@ -101,7 +101,7 @@ impl OnCpu {
             top: self.top,
             quiet_at_gap_start,
             naming: attribute::Naming::Full,
-            throttle: crate::system::throttle::read_for_self(self.cpu),
+            throttle: crate::system::throttle::read_for_self(&[self.cpu]).remove(0),
             measurer_spins: spins,
         };
         let mut a = attribute::attribute(gaps, c.per_cpu.get(&self.cpu).unwrap_or(&empty), &cx);
@@ -220,39 +220,56 @@ impl LaneOut {
     }
 }
 
+/// A trace session started for a streamed run, with each measured CPU's throttle
+/// settings (in the plan's order), read before it started.
+pub struct Traced {
+    session: TraceSession,
+    throttles: Vec<Throttle>,
+}
+
+/// `start` for a streamed run: the throttle settings of every measured CPU first (once,
+/// before the session: the read may mount debugfs), then the session, or `None` with the
+/// reason recorded.
+pub fn start_streamed(ctx: &mut Ctx<'_>) -> Option<Traced> {
+    let throttles = crate::system::throttle::read_for_self(ctx.cpus.measured.cpus());
+    let session = start(ctx)?;
+    Some(Traced { session, throttles })
+}
+
 /// Runs `measure` (a noise run handing its gaps to `rings`, one per measured CPU) under
-/// `session`, attributing each gap as it settles, from readers on the housekeeping CPUs:
-/// every gap of a run of any length, in bounded memory (issues 22 and 29). The caller
-/// starts the session (`start`) before it makes the rings: a run whose session did not
-/// start hands over nothing.
+/// the started trace, attributing each gap as it settles, from readers on the
+/// housekeeping CPUs: every gap of a run of any length, in bounded memory (issues 22 and
+/// 29). The caller starts the trace before it makes the rings: a run whose session did
+/// not start hands over nothing.
 pub fn stream_noise<T>(
     ctx: &mut Ctx<'_>,
-    session: TraceSession,
+    traced: Traced,
     rings: &[GapRing],
     scale: Scale,
     measure: impl FnOnce() -> T,
 ) -> (T, Option<Streamed>) {
-    // Read before measuring: it may mount debugfs for the fair server's settings.
-    let lanes = (ctx.cpus.measured.cpus().iter())
-        .map(|&c| Lane::noise(c, crate::system::throttle::read_for_self(c)))
+    let cpus = ctx.cpus.measured.cpus().iter();
+    let lanes = (cpus.zip(traced.throttles))
+        .map(|(&c, t)| Lane::noise(c, t))
         .collect();
-    follow(ctx, session, rings, lanes, true, scale, measure)
+    follow(ctx, traced.session, rings, lanes, true, scale, measure)
 }
 
-/// Runs `measure` (a timer run handing its wake-ups to `rings`) under `session`,
+/// Runs `measure` (a timer run handing its wake-ups to `rings`) under the started trace,
 /// attributing the wake-ups each lane picks as they settle.
 pub fn stream_timer<T>(
     ctx: &mut Ctx<'_>,
-    session: TraceSession,
+    traced: Traced,
     rings: &[GapRing],
-    lanes: impl Fn(usize, usize, crate::trace::attribute::Throttle) -> Lane,
+    lanes: impl Fn(usize, usize, Throttle) -> Lane,
     scale: Scale,
     measure: impl FnOnce() -> T,
 ) -> (T, Option<Streamed>) {
-    let lanes = (ctx.cpus.measured.cpus().iter().enumerate())
-        .map(|(i, &c)| lanes(i, c, crate::system::throttle::read_for_self(c)))
+    let cpus = ctx.cpus.measured.cpus().iter().enumerate();
+    let lanes = (cpus.zip(traced.throttles))
+        .map(|((i, &c), t)| lanes(i, c, t))
         .collect();
-    follow(ctx, session, rings, lanes, false, scale, measure)
+    follow(ctx, traced.session, rings, lanes, false, scale, measure)
 }
 
 /// The measured CPUs' lanes split among readers: contiguous groups, one reader per

@@ -462,7 +462,7 @@ impl TuneCommand {
         let (mut b, outcome, attrs) = match &self.probe {
             BlockProbe::Noise(cfg) if self.trace => {
                 // Rings only under a session that started: no one would drain them.
-                let session = tracing::start(ctx);
+                let session = tracing::start_streamed(ctx);
                 let rings: Vec<GapRing> = match session {
                     Some(_) => (ctx.cpus.measured.cpus().iter())
                         .map(|_| GapRing::new(tracing::STREAM_GAPS))

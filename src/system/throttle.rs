@@ -16,17 +16,20 @@ fn int(path: &Path) -> Option<i64> {
     std::fs::read_to_string(path).ok()?.trim().parse().ok()
 }
 
-/// The throttle settings as they apply to a thread of this process on `cpu`: the
-/// kernel's, and the CFS quota of this process's cgroup chain (its measuring threads
-/// share it).
-pub fn read_for_self(cpu: usize) -> Throttle {
+/// The throttle settings as they apply to a thread of this process on each of `cpus`, in
+/// their order: the kernel's, and the CFS quota of this process's cgroup chain (its
+/// measuring threads share it). The chain is read once, and debugfs mounted at most once,
+/// however many CPUs (a 192-CPU run mounted it 192 times).
+pub fn read_for_self(cpus: &[usize]) -> Vec<Throttle> {
     let cfs_quota = Cgroups::of_self()
         .ok()
         .and_then(|c| tightest_quota(c.cpu()?));
-    Throttle {
-        cfs_quota,
-        ..read(cpu)
-    }
+    (read_all(cpus).into_iter())
+        .map(|t| Throttle {
+            cfs_quota: cfs_quota.clone(),
+            ..t
+        })
+        .collect()
 }
 
 /// The quota of `chain` that allows the least CPU time per period: every level with one
@@ -49,35 +52,42 @@ pub fn tightest_quota(chain: &Chain) -> Option<CfsQuota> {
 /// The kernel's throttle settings as they apply to `cpu` (no cgroup's quota: for threads
 /// of another process, or where none applies).
 pub fn read(cpu: usize) -> Throttle {
+    read_all(&[cpu]).remove(0)
+}
+
+/// `read` for each of `cpus`, in their order.
+fn read_all(cpus: &[usize]) -> Vec<Throttle> {
     let rt = int(Path::new("/proc/sys/kernel/sched_rt_runtime_us")).zip(
         int(Path::new("/proc/sys/kernel/sched_rt_period_us")).and_then(|p| u64::try_from(p).ok()),
     );
-    Throttle {
-        rt,
-        fair_server: fair_server(cpu),
-        cfs_quota: None,
-    }
+    (fair_servers(cpus).into_iter())
+        .map(|fair_server| Throttle {
+            rt,
+            fair_server,
+            cfs_quota: None,
+        })
+        .collect()
 }
 
-/// The fair server of `cpu`: from debugfs where it is mounted; else from a private mount
-/// of it, made and removed here, so that the host is left as it was.
-fn fair_server(cpu: usize) -> FairServer {
-    let mounted = Path::new(DEBUGFS).join("sched").is_dir();
-    if mounted {
-        return fair_server_in(Path::new(DEBUGFS), cpu);
+/// The fair server of each of `cpus`: from debugfs where it is mounted; else from a
+/// private mount of it, made and removed here, so that the host is left as it was.
+fn fair_servers(cpus: &[usize]) -> Vec<FairServer> {
+    let all_in = |root: &Path| cpus.iter().map(|&c| fair_server_in(root, c)).collect();
+    if Path::new(DEBUGFS).join("sched").is_dir() {
+        return all_in(Path::new(DEBUGFS));
     }
     let Some(dir) = private_dir() else {
-        return FairServer::Unreadable;
+        return vec![FairServer::Unreadable; cpus.len()];
     };
     let flags = rustix::mount::MountFlags::RDONLY;
     let got = match rustix::mount::mount("none", &dir, "debugfs", flags, None) {
         Ok(()) => {
-            let got = fair_server_in(&dir, cpu);
+            let got = all_in(&dir);
             let _ = rustix::mount::unmount(&dir, rustix::mount::UnmountFlags::DETACH);
             got
         }
         // Not root, or no debugfs: whether there is a fair server is unknown.
-        Err(_) => FairServer::Unreadable,
+        Err(_) => vec![FairServer::Unreadable; cpus.len()],
     };
     let _ = std::fs::remove_dir(&dir);
     got
