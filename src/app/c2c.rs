@@ -19,6 +19,7 @@ use crate::probes::c2c::{self, C2cConfig, C2cEntry, Mode};
 use crate::report::{ProbeEntry, ResultFile};
 
 use super::Ending;
+use super::cpuset::Cpuset;
 use super::output::{Warnings, clock_line};
 use super::pipeline::{Ctx, Measure, Measured, RunSettings, execute, plan_cpus};
 
@@ -80,14 +81,14 @@ impl Measure for C2cCommand {
     /// out of the matrix for the coordinator. With every usable CPU measured, the
     /// coordinator's set is all of them: each pair's coordinator then runs on the CPUs
     /// outside that pair.
-    fn place(&mut self, universe: &CpuUniverse) -> anyhow::Result<CpuPlan> {
+    fn place(&mut self, universe: &CpuUniverse, cpuset: &Cpuset) -> anyhow::Result<CpuPlan> {
         let s = &self.settings;
         let mut cpus = match (&s.cpus, s.housekeeping) {
             (None, None) => CpuPlan {
                 measured: universe.usable(),
                 housekeeping: CpuList::default(),
             },
-            _ => plan_cpus(s.cpus.as_deref(), s.housekeeping, universe)?,
+            _ => plan_cpus(s.cpus.as_deref(), s.housekeeping, universe, cpuset)?,
         };
         if cpus.measured.len() < 2 {
             bail!(

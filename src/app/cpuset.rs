@@ -10,47 +10,60 @@ use crate::engine::cpu::{CpuList, CpuUniverse};
 use crate::system::audit::CpusetView;
 use crate::system::cgroup::Cgroups;
 
-/// The live process's cpuset group (below the root) and its effective CPUs.
-fn group() -> Option<(Cgroups, CpuList)> {
-    let cg = Cgroups::of_self().ok()?;
-    let chain = cg.cpuset()?;
-    let effective = chain.effective_cpus()?.clone();
-    // The root cpuset is every CPU, and everything shares it: nothing to narrow or say.
-    (chain.own().path != "/").then_some((cg, effective))
+/// The live process's cpuset group (below the root) and its effective CPUs, read once a
+/// run: the plan, its housekeeping CPU and the run's note all judge the same reading.
+#[derive(Default)]
+pub struct Cpuset {
+    group: Option<(Cgroups, CpuList)>,
 }
 
-/// The universe with its allowed CPUs narrowed to the cgroup's effective cpuset (the
-/// kernel keeps a task's affinity inside it; this makes the plan say so even when a
-/// cpuset changed after the process started).
-pub fn narrowed(universe: &CpuUniverse) -> CpuUniverse {
-    match group() {
-        Some((_, effective)) if !universe.allowed.intersect(&effective).is_empty() => CpuUniverse {
-            allowed: universe.allowed.intersect(&effective),
-            ..universe.clone()
-        },
-        _ => universe.clone(),
+impl Cpuset {
+    /// The live process's; none in the root cpuset (every CPU, shared by everything:
+    /// nothing to narrow or say) or where the chain cannot be read.
+    pub fn read() -> Cpuset {
+        let group = Cgroups::of_self().ok().and_then(|cg| {
+            let chain = cg.cpuset()?;
+            let effective = chain.effective_cpus()?.clone();
+            (chain.own().path != "/").then_some((cg, effective))
+        });
+        Cpuset { group }
     }
-}
 
-/// Which of `cpus` the group holds alone and which other groups' cpusets also hold.
-fn view(cpus: &CpuList) -> Option<CpusetView> {
-    let (cg, _) = group()?;
-    Some(CpusetView::of(Path::new("/"), cg.cpuset()?, cpus))
-}
-
-/// The housekeeping CPU for a default plan: the lowest usable CPU that other groups
-/// share, when the group also has CPUs of its own; `None` leaves the usual choice.
-pub fn housekeeping(universe: &CpuUniverse) -> Option<usize> {
-    let v = view(&universe.usable())?;
-    if v.exclusive.is_empty() {
-        return None;
+    /// The universe with its allowed CPUs narrowed to the cgroup's effective cpuset (the
+    /// kernel keeps a task's affinity inside it; this makes the plan say so even when a
+    /// cpuset changed after the process started).
+    pub fn narrowed(&self, universe: &CpuUniverse) -> CpuUniverse {
+        match &self.group {
+            Some((_, effective)) if !universe.allowed.intersect(effective).is_empty() => {
+                CpuUniverse {
+                    allowed: universe.allowed.intersect(effective),
+                    ..universe.clone()
+                }
+            }
+            _ => universe.clone(),
+        }
     }
-    v.shared.first()
-}
 
-/// What a run in a cpuset group of its own says about its measured CPUs, or `None`
-/// in the root cpuset.
-pub fn note(measured: &CpuList) -> Option<String> {
-    let v = view(measured)?;
-    Some(format!("cpuset of cgroup {}: {}", v.group, v.words()))
+    /// Which of `cpus` the group holds alone and which other groups' cpusets also hold.
+    fn view(&self, cpus: &CpuList) -> Option<CpusetView> {
+        let (cg, _) = self.group.as_ref()?;
+        Some(CpusetView::of(Path::new("/"), cg.cpuset()?, cpus))
+    }
+
+    /// The housekeeping CPU for a default plan: the lowest usable CPU that other groups
+    /// share, when the group also has CPUs of its own; `None` leaves the usual choice.
+    pub fn housekeeping(&self, universe: &CpuUniverse) -> Option<usize> {
+        let v = self.view(&universe.usable())?;
+        if v.exclusive.is_empty() {
+            return None;
+        }
+        v.shared.first()
+    }
+
+    /// What a run in a cpuset group of its own says about its measured CPUs, or `None`
+    /// in the root cpuset.
+    pub fn note(&self, measured: &CpuList) -> Option<String> {
+        let v = self.view(measured)?;
+        Some(format!("cpuset of cgroup {}: {}", v.group, v.words()))
+    }
 }

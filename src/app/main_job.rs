@@ -317,7 +317,8 @@ fn run_steps(
 /// Checking `-a` here also refuses a bad list before anything is shown.
 fn housekeeping_cpu(args: &MainArgs) -> anyhow::Result<Option<usize>> {
     let universe = CpuUniverse::detect().context("cannot read the system's CPUs")?;
-    let plan = plan_cpus(args.cpus.as_deref(), args.housekeeping, &universe)?;
+    let cpuset = super::cpuset::Cpuset::read();
+    let plan = plan_cpus(args.cpus.as_deref(), args.housekeeping, &universe, &cpuset)?;
     Ok(plan.housekeeping.first())
 }
 

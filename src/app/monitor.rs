@@ -160,7 +160,8 @@ pub fn run(
     }
     let req = monitor_sched(args.policy, args.priority)?;
     let universe = CpuUniverse::detect().context("cannot read the system's CPUs")?;
-    let plan = plan_cpus(args.cpus.as_deref(), args.housekeeping, &universe)?;
+    let cpuset = super::cpuset::Cpuset::read();
+    let plan = plan_cpus(args.cpus.as_deref(), args.housekeeping, &universe, &cpuset)?;
     check_safety(
         req,
         &plan,

@@ -16,6 +16,7 @@ use crate::probes::pingpong::{self, Mechanism, PingpongConfig, PingpongEntry};
 use crate::report::{ProbeEntry, ResultFile};
 
 use super::Ending;
+use super::cpuset::Cpuset;
 use super::output::{Warnings, clock_line, interrupted_mark};
 use super::pipeline::{Ctx, Measure, Measured, RunSettings, execute, plan_cpus};
 
@@ -85,9 +86,9 @@ impl Measure for PingpongCommand {
     }
 
     /// The pair; every other usable CPU is the coordinator's.
-    fn place(&mut self, universe: &CpuUniverse) -> anyhow::Result<CpuPlan> {
+    fn place(&mut self, universe: &CpuUniverse, cpuset: &Cpuset) -> anyhow::Result<CpuPlan> {
         let s = &self.settings;
-        let (a, b) = choose_pair(s.cpus.as_deref(), s.housekeeping, universe)?;
+        let (a, b) = choose_pair(s.cpus.as_deref(), s.housekeeping, universe, cpuset)?;
         let pair = CpuList::from_cpus(vec![a, b]);
         Ok(CpuPlan {
             housekeeping: universe.usable().without(&pair),
@@ -111,7 +112,7 @@ impl Measure for PingpongCommand {
     fn measure(&mut self, ctx: &mut Ctx<'_>) -> anyhow::Result<Measured> {
         // The pair in the order asked for (the plan's list is sorted).
         let s = &self.settings;
-        let (a, b) = choose_pair(s.cpus.as_deref(), s.housekeeping, ctx.universe)?;
+        let (a, b) = choose_pair(s.cpus.as_deref(), s.housekeeping, ctx.universe, ctx.cpuset)?;
         let cfg = PingpongConfig {
             cpu_a: a,
             cpu_b: b,
@@ -174,11 +175,12 @@ fn choose_pair(
     text: Option<&str>,
     housekeeping: Option<usize>,
     universe: &CpuUniverse,
+    cpuset: &Cpuset,
 ) -> anyhow::Result<(usize, usize)> {
     let usable = universe.usable();
     let Some(text) = text else {
         // --housekeeping keeps its CPU out of the default pair.
-        let default = plan_cpus(None, housekeeping, universe)?;
+        let default = plan_cpus(None, housekeeping, universe, cpuset)?;
         let pick = match default.measured.len() {
             2.. => default.measured.cpus().to_vec(),
             _ => usable.cpus().to_vec(),

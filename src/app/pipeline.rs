@@ -21,6 +21,7 @@ use crate::system::HostInfo;
 use crate::system::counters;
 
 use super::Ending;
+use super::cpuset::Cpuset;
 use super::output::{Warnings, emit};
 
 /// The settings every measuring command shares, validated: what `RunArgs` holds once the
@@ -114,14 +115,15 @@ pub fn plan_cpus(
     cpus: Option<&str>,
     housekeeping: Option<usize>,
     universe: &CpuUniverse,
+    cpuset: &Cpuset,
 ) -> anyhow::Result<CpuPlan> {
     let with_flag = |e: crate::engine::cpu::CpuListError| anyhow::anyhow!("-a/--cpus: {e}");
     // The cgroup's cpuset bounds the plan; in a group with CPUs of its own and CPUs it
     // shares, a shared one coordinates and its own are measured.
-    let universe = &super::cpuset::narrowed(universe);
+    let universe = &cpuset.narrowed(universe);
     let housekeeping = housekeeping.or_else(|| {
         cpus.is_none()
-            .then(|| super::cpuset::housekeeping(universe))
+            .then(|| cpuset.housekeeping(universe))
             .flatten()
     });
     let requested = match cpus {
@@ -136,6 +138,7 @@ pub fn plan_cpus(
 pub fn one_cpu_plan(
     s: &RunSettings,
     universe: &CpuUniverse,
+    cpuset: &Cpuset,
     kind: &str,
 ) -> anyhow::Result<CpuPlan> {
     let cpu = match &s.cpus {
@@ -148,7 +151,7 @@ pub fn one_cpu_plan(
                 _ => bail!("-a/--cpus: {kind} runs on one CPU, got '{text}'"),
             }
         }
-        None => plan_cpus(None, s.housekeeping, universe)?
+        None => plan_cpus(None, s.housekeeping, universe, cpuset)?
             .measured
             .first()
             .context("no usable CPU")?,
@@ -222,9 +225,9 @@ pub trait Measure {
 
     /// The CPUs it measures and where the coordinator goes [default: `-a` and
     /// `--housekeeping`].
-    fn place(&mut self, universe: &CpuUniverse) -> anyhow::Result<CpuPlan> {
+    fn place(&mut self, universe: &CpuUniverse, cpuset: &Cpuset) -> anyhow::Result<CpuPlan> {
         let s = self.settings();
-        plan_cpus(s.cpus.as_deref(), s.housekeeping, universe)
+        plan_cpus(s.cpus.as_deref(), s.housekeeping, universe, cpuset)
     }
 
     /// The policy the safety check and the degradations judge [default: the settings'].
@@ -277,6 +280,8 @@ pub struct Ctx<'a> {
     pub host: &'a HostInfo,
     pub cpus: &'a CpuPlan,
     pub universe: &'a CpuUniverse,
+    /// The process's cpuset group, as read for the plan.
+    pub cpuset: &'a Cpuset,
     pub sched: SchedRequest,
     pub stop: &'a AtomicBool,
     /// Whether the result is kept (`RunSettings::keeps_result`): a kind encodes its
@@ -344,7 +349,8 @@ pub fn execute(
     sink: &Warnings,
 ) -> anyhow::Result<(ResultFile, Ending)> {
     let universe = CpuUniverse::detect().context("cannot read the system's CPUs")?;
-    let cpus = m.place(&universe)?;
+    let cpuset = Cpuset::read();
+    let cpus = m.place(&universe, &cpuset)?;
     let req = m.sched();
     check_safety(
         req,
@@ -357,7 +363,7 @@ pub fn execute(
     m.check(&cpus)?;
     let start_time = SystemTime::now();
     let keep = m.settings().keeps_result();
-    let pre = preamble(req, &cpus, &universe, m.audit_cpus(&cpus).as_ref());
+    let pre = preamble(req, &cpus, &universe, &cpuset, m.audit_cpus(&cpus).as_ref());
     let late = m.announces_late();
     if !late {
         pre.announce(sink);
@@ -366,6 +372,7 @@ pub fn execute(
         host: &pre.host,
         cpus: &cpus,
         universe: &universe,
+        cpuset: &cpuset,
         sched: req,
         stop,
         keep,
@@ -438,6 +445,7 @@ fn preamble(
     req: SchedRequest,
     plan: &CpuPlan,
     universe: &CpuUniverse,
+    cpuset: &Cpuset,
     audit: Option<&CpuList>,
 ) -> Preamble {
     let (clock, problems) = ClockInfo::detect();
@@ -459,7 +467,7 @@ fn preamble(
         degraded.push(Degraded::CoordinatorShares);
     }
     let mut warnings = Vec::new();
-    warnings.extend(super::cpuset::note(&plan.measured));
+    warnings.extend(cpuset.note(&plan.measured));
     if req.policy.is_realtime() && host.sched_rt_runtime_us == Some(-1) {
         warnings.push(
             "sched_rt_runtime_us is -1: real-time throttling is off, so a spinning \
@@ -621,7 +629,7 @@ mod tests {
             max_cpu: 1,
             allowed: CpuList::parse_kernel("0-1").unwrap(),
         };
-        let all = plan_cpus(Some("0-1"), None, &u).unwrap();
+        let all = plan_cpus(Some("0-1"), None, &u, &Cpuset::default()).unwrap();
         let fifo = SchedRequest {
             policy: Policy::Fifo,
             priority: 1,
@@ -629,7 +637,7 @@ mod tests {
         assert!(check_safety(fifo, &all, &u, false, CpuUse::Spin, "-a").is_err());
         assert!(check_safety(fifo, &all, &u, true, CpuUse::Spin, "-a").is_ok());
         assert!(check_safety(SchedRequest::OTHER, &all, &u, false, CpuUse::Spin, "-a").is_ok());
-        let one = plan_cpus(Some("1"), None, &u).unwrap();
+        let one = plan_cpus(Some("1"), None, &u, &Cpuset::default()).unwrap();
         assert!(check_safety(fifo, &one, &u, false, CpuUse::Spin, "-a").is_ok());
         let sleepy = CpuUse::Sleep {
             interval_ns: 1_000_000,

@@ -23,6 +23,7 @@ use crate::probes::ptp::{self, Device, PtpConfig, PtpEntry, Target, errno_name};
 use crate::report::{ProbeEntry, ResultFile};
 
 use super::Ending;
+use super::cpuset::Cpuset;
 use super::output::{Warnings, clock_line};
 use super::pipeline::{CpuUse, Ctx, Measure, Measured, RunSettings, execute, one_cpu_plan};
 
@@ -72,8 +73,8 @@ impl Measure for PtpCommand {
 
     /// The TSC stamps around each call must come from one CPU: the first a measuring
     /// command would take.
-    fn place(&mut self, universe: &CpuUniverse) -> anyhow::Result<CpuPlan> {
-        one_cpu_plan(&self.settings, universe, "ptp")
+    fn place(&mut self, universe: &CpuUniverse, cpuset: &Cpuset) -> anyhow::Result<CpuPlan> {
+        one_cpu_plan(&self.settings, universe, cpuset, "ptp")
     }
 
     /// It only sleeps in ioctls.

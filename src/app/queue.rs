@@ -22,6 +22,7 @@ use crate::probes::queue::{self, QueueConfig, QueueEntry, QueueError, Role};
 use crate::report::{ProbeEntry, ResultFile};
 
 use super::Ending;
+use super::cpuset::Cpuset;
 use super::output::{Warnings, clock_line};
 use super::pipeline::{Ctx, Measure, Measured, RunSettings, execute};
 
@@ -87,7 +88,7 @@ impl Measure for QueueCommand {
         &self.settings
     }
 
-    fn place(&mut self, universe: &CpuUniverse) -> anyhow::Result<CpuPlan> {
+    fn place(&mut self, universe: &CpuUniverse, _: &Cpuset) -> anyhow::Result<CpuPlan> {
         let placement = place(universe, &wanted(&self.args))?;
         let cfg = config(&self.args, self.settings.sched, &placement, universe)?;
         let cpus = cfg.plan(placement.housekeeping.clone(), true).cpus;

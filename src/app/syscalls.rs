@@ -12,6 +12,7 @@ use crate::probes::syscalls::{self, Call, SyscallEntry, SyscallsConfig};
 use crate::report::{ProbeEntry, ResultFile};
 
 use super::Ending;
+use super::cpuset::Cpuset;
 use super::output::{Warnings, clock_line, interrupted_mark};
 use super::pipeline::{Ctx, Measure, Measured, RunSettings, execute, one_cpu_plan};
 
@@ -57,8 +58,8 @@ impl Measure for SyscallsCommand {
         &self.settings
     }
 
-    fn place(&mut self, universe: &CpuUniverse) -> anyhow::Result<CpuPlan> {
-        one_cpu_plan(&self.settings, universe, "syscalls")
+    fn place(&mut self, universe: &CpuUniverse, cpuset: &Cpuset) -> anyhow::Result<CpuPlan> {
+        one_cpu_plan(&self.settings, universe, cpuset, "syscalls")
     }
 
     fn measure(&mut self, ctx: &mut Ctx<'_>) -> anyhow::Result<Measured> {

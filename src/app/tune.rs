@@ -89,7 +89,8 @@ pub fn run(args: &TuneArgs, argv: &[String], stop: &AtomicBool) -> anyhow::Resul
         bail!("--trace attributes noise gaps: use it with --probe noise");
     }
     let universe = CpuUniverse::detect().context("cannot read the system's CPUs")?;
-    let cpus = plan_cpus(args.cpus.as_deref(), args.housekeeping, &universe)?;
+    let cpuset = super::cpuset::Cpuset::read();
+    let cpus = plan_cpus(args.cpus.as_deref(), args.housekeeping, &universe, &cpuset)?;
     let online = super::audit::online_cpus(&root)?;
     let report = AuditReport::of(&root, cpus.measured.clone(), &online);
     let mut steps = plan(&report, &root);

@@ -44,6 +44,7 @@ use crate::trace::symbols::Symbols;
 use crate::trace::watch::{self, Settings, ThreadFigures, Watched, Watcher};
 
 use super::Ending;
+use super::cpuset::Cpuset;
 use super::output::Warnings;
 use super::pipeline::{Ctx, Measure, Measured, RunSettings, execute};
 
@@ -171,7 +172,7 @@ impl Measure for WatchCommand {
     }
 
     /// Every online CPU is traced; the reader keeps to the housekeeping CPU.
-    fn place(&mut self, universe: &CpuUniverse) -> anyhow::Result<CpuPlan> {
+    fn place(&mut self, universe: &CpuUniverse, _: &Cpuset) -> anyhow::Result<CpuPlan> {
         let usable = universe.usable();
         let hk = match self.settings.housekeeping {
             Some(c) if usable.cpus().contains(&c) => c,

@@ -14,6 +14,7 @@ use crate::probes::work::{self, Action, WorkConfig, WorkEntry};
 use crate::report::{ProbeEntry, ResultFile};
 
 use super::Ending;
+use super::cpuset::Cpuset;
 use super::output::{Warnings, clock_line, interrupted_mark};
 use super::pipeline::{Ctx, Measure, Measured, RunSettings, execute, one_cpu_plan};
 
@@ -46,8 +47,8 @@ impl Measure for WorkCommand {
         &self.settings
     }
 
-    fn place(&mut self, universe: &CpuUniverse) -> anyhow::Result<CpuPlan> {
-        one_cpu_plan(&self.settings, universe, "work")
+    fn place(&mut self, universe: &CpuUniverse, cpuset: &Cpuset) -> anyhow::Result<CpuPlan> {
+        one_cpu_plan(&self.settings, universe, cpuset, "work")
     }
 
     fn measure(&mut self, ctx: &mut Ctx<'_>) -> anyhow::Result<Measured> {
