@@ -680,33 +680,44 @@ pub fn sibling_cpusets(root: &Path, chain: &Chain) -> Vec<(String, CpuList)> {
     let mut out = Vec::new();
     for pair in chain.levels.windows(2) {
         let (parent, own) = (&pair[0], &pair[1]);
-        let Ok(dir) = std::fs::read_dir(host_path(root, &parent.dir)) else {
-            continue;
-        };
-        let mut names: Vec<String> = dir
-            .filter_map(Result::ok)
-            .filter(|e| e.file_type().is_ok_and(|t| t.is_dir()))
-            .map(|e| e.file_name().to_string_lossy().into_owned())
-            .collect();
-        names.sort();
-        for name in names {
-            let sep = if parent.path == "/" { "" } else { "/" };
-            let path = format!("{}{sep}{name}", parent.path);
-            if path == own.path {
-                continue;
-            }
-            let level = read_level(
-                root,
-                chain.version,
-                &path,
-                &format!("{}/{name}", parent.dir),
-            );
-            if let Some(cpus) = level.cpuset.and_then(|c| c.effective) {
-                out.push((path, cpus));
-            }
-        }
+        let beside = child_levels(root, chain.version, &parent.path, &parent.dir);
+        out.extend(
+            beside
+                .into_iter()
+                .filter(|l| l.path != own.path)
+                .filter_map(|l| {
+                    let cpus = l.cpuset?.effective?;
+                    Some((l.path, cpus))
+                }),
+        );
     }
     out
+}
+
+/// The child groups of the group at `path` (its directory `dir`, under `root`), read, in
+/// the order of their names: what the cpuset views and the real-time runtime's shares
+/// judge a group's neighbours by.
+pub fn child_levels(root: &Path, version: Version, path: &str, dir: &str) -> Vec<Level> {
+    let Ok(entries) = std::fs::read_dir(host_path(root, dir)) else {
+        return Vec::new();
+    };
+    let mut names: Vec<String> = entries
+        .filter_map(Result::ok)
+        .filter(|e| e.file_type().is_ok_and(|t| t.is_dir()))
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .collect();
+    names.sort();
+    let sep = if path == "/" { "" } else { "/" };
+    (names.into_iter())
+        .map(|name| {
+            read_level(
+                root,
+                version,
+                &format!("{path}{sep}{name}"),
+                &format!("{dir}/{name}"),
+            )
+        })
+        .collect()
 }
 
 /// A tree of files under a temporary root, (path, text) each: the fake hosts the

@@ -14,7 +14,7 @@
 
 use std::path::Path;
 
-use crate::system::cgroup::{Cgroups, Chain, Level, RtBandwidth, Version};
+use crate::system::cgroup::{self, Cgroups, Chain, Level, RtBandwidth, Version};
 use crate::system::kernel::{self, KernelConfig};
 
 /// The audit finding that explains a refusal by a cgroup.
@@ -175,7 +175,7 @@ pub fn top_down(root: &Path, chain: &Chain) -> Result<Vec<Share>, String> {
             continue;
         }
         let name = level.dir.rsplit('/').next().unwrap_or_default();
-        let taken = siblings_ratio(root, &parent.2, name);
+        let taken = siblings_ratio(root, chain.version, (&parent.1, &parent.2), name);
         let left = ratio(&parent.0).saturating_sub(taken);
         // The largest runtime whose ratio, floored as the kernel floors it, fits in what
         // is left: r << 20 / period <= left.
@@ -211,28 +211,12 @@ fn ratio(rt: &RtBandwidth) -> u64 {
     }
 }
 
-/// The runtime ratio (fixed point) the child groups of `dir` other than `except` hold.
-fn siblings_ratio(root: &Path, dir: &str, except: &str) -> u64 {
-    let Ok(entries) = std::fs::read_dir(root.join(dir.trim_start_matches('/'))) else {
-        return 0;
-    };
-    entries
-        .filter_map(Result::ok)
-        .filter(|e| e.file_type().is_ok_and(|t| t.is_dir()) && e.file_name() != except)
-        .filter_map(|e| {
-            let int = |f: &str| -> Option<i64> {
-                std::fs::read_to_string(e.path().join(f))
-                    .ok()?
-                    .trim()
-                    .parse()
-                    .ok()
-            };
-            let rt = RtBandwidth {
-                runtime_us: int("cpu.rt_runtime_us")?,
-                period_us: int("cpu.rt_period_us")?.max(0) as u64,
-            };
-            Some(ratio(&rt))
-        })
+/// The runtime ratio (fixed point) the child groups of the group at `path` (directory
+/// `dir`) other than `except` hold.
+fn siblings_ratio(root: &Path, version: Version, (path, dir): (&str, &str), except: &str) -> u64 {
+    (cgroup::child_levels(root, version, path, dir).iter())
+        .filter(|l| l.dir.rsplit('/').next() != Some(except))
+        .filter_map(|l| l.rt.as_ref().map(ratio))
         .sum()
 }
 

@@ -574,21 +574,10 @@ fn is_kernel_thread(root: &std::path::Path, pid: &str) -> bool {
 /// The effective cpusets of the root's child groups.
 fn children_cpusets(root: &std::path::Path, chain: &Chain) -> Vec<(String, CpuList)> {
     let top = &chain.levels[0];
-    let Ok(dir) = std::fs::read_dir(root.join(top.dir.trim_start_matches('/'))) else {
-        return Vec::new();
-    };
-    let mut names: Vec<String> = dir
-        .filter_map(Result::ok)
-        .filter(|e| e.file_type().is_ok_and(|t| t.is_dir()))
-        .map(|e| e.file_name().to_string_lossy().into_owned())
-        .collect();
-    names.sort();
-    names
-        .into_iter()
-        .filter_map(|n| {
-            let path = format!("/{n}");
-            let l = cgroup::read_level(root, chain.version, &path, &format!("{}/{n}", top.dir));
-            Some((path, l.cpuset?.effective?))
+    (cgroup::child_levels(root, chain.version, &top.path, &top.dir).into_iter())
+        .filter_map(|l| {
+            let cpus = l.cpuset?.effective?;
+            Some((l.path, cpus))
         })
         .collect()
 }
