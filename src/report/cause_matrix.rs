@@ -111,17 +111,8 @@ mod tests {
 
     fn row(kind: CauseKind, cause: &str, total_ns: u64, share_pct: f64) -> CauseRow {
         CauseRow {
-            kind,
-            cause: cause.into(),
-            gaps: 1,
-            occurrences: 1,
-            largest_in: 0,
-            total_ns,
             share_pct,
-            median_ns: 0,
-            max_ns: 0,
-            period_ns: None,
-            tasks: Vec::new(),
+            ..CauseRow::made_up(kind, cause, 1, 0, total_ns)
         }
     }
 

@@ -461,17 +461,10 @@ mod tests {
 
     fn row(kind: CauseKind, cause: &str, share_pct: f64) -> CauseRow {
         CauseRow {
-            kind,
-            cause: cause.into(),
-            gaps: 1,
-            occurrences: 1,
-            largest_in: 1,
-            total_ns: 1,
             share_pct,
             median_ns: 1,
             max_ns: 1,
-            period_ns: None,
-            tasks: Vec::new(),
+            ..CauseRow::made_up(kind, cause, 1, 1, 1)
         }
     }
 

@@ -862,17 +862,12 @@ mod tests {
 
     fn attribution(causes: Vec<(CauseKind, &str, f64)>, interrupted_ns: u64) -> Attribution {
         let row = |(kind, cause, share_pct): (CauseKind, &str, f64)| CauseRow {
-            kind,
-            cause: cause.into(),
-            gaps: 3,
             occurrences: 4,
-            largest_in: 3,
-            total_ns: (share_pct * 1000.0) as u64,
             share_pct,
             median_ns: 1500,
             max_ns: 2500,
             period_ns: Some(4_000_000),
-            tasks: Vec::new(),
+            ..CauseRow::made_up(kind, cause, 3, 3, (share_pct * 1000.0) as u64)
         };
         Attribution {
             method: "tracefs <x86-tsc>".into(),

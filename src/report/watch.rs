@@ -702,17 +702,9 @@ mod tests {
 
     fn cause(kind: CauseKind, cause: &str, gaps: u64, total_ns: u64) -> CauseRow {
         CauseRow {
-            kind,
-            cause: cause.into(),
-            gaps,
-            occurrences: gaps,
-            largest_in: gaps,
-            total_ns,
             share_pct: 50.0,
-            median_ns: 0,
             max_ns: total_ns,
-            period_ns: None,
-            tasks: Vec::new(),
+            ..CauseRow::made_up(kind, cause, gaps, gaps, total_ns)
         }
     }
 

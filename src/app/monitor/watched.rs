@@ -292,10 +292,6 @@ mod tests {
             .with_watch(&comms, 10_000)
     }
 
-    fn row(kind: CauseKind, cause: &str, gaps: u64, largest_in: u64, total_ns: u64) -> CauseRow {
-        CauseRow::made_up(kind, cause, gaps, largest_in, total_ns)
-    }
-
     /// One thread's figures since a drain: `wakeups` of 20 µs, the last `late` of them
     /// above the threshold and split between `cause` (main) and an IRQ.
     fn figures(tid: u32, comm: &str, wakeups: u64, late: u64, cause: &str) -> ThreadFigures {
@@ -315,8 +311,8 @@ mod tests {
             attribution: (late > 0).then(|| {
                 Attribution::of_causes(
                     vec![
-                        row(CauseKind::Task, cause, late, late, late * 15_000),
-                        row(CauseKind::Irq, "irq 30 eth0", late, 0, late * 5_000),
+                        CauseRow::made_up(CauseKind::Task, cause, late, late, late * 15_000),
+                        CauseRow::made_up(CauseKind::Irq, "irq 30 eth0", late, 0, late * 5_000),
                     ],
                     late,
                     late * 20_000,

@@ -46,17 +46,9 @@ mod tests {
 
     fn row(kind: CauseKind, cause: &str, total_ns: u64) -> CauseRow {
         CauseRow {
-            kind,
-            cause: cause.into(),
-            gaps: 1,
-            occurrences: 1,
-            largest_in: 0,
-            total_ns,
-            share_pct: 0.0,
             median_ns: total_ns,
             max_ns: total_ns,
-            period_ns: None,
-            tasks: Vec::new(),
+            ..CauseRow::made_up(kind, cause, 1, 0, total_ns)
         }
     }
 
