@@ -25,6 +25,15 @@ pub fn without_pid(cause: &str) -> String {
     }
 }
 
+/// A cause as one key across runs and threads: a task without its pid, any other cause
+/// as named.
+pub fn task_key(kind: CauseKind, cause: &str) -> String {
+    match kind {
+        CauseKind::Task => without_pid(cause),
+        _ => cause.to_string(),
+    }
+}
+
 /// A cause as one key across CPUs: a task without its pid, and a per-CPU kernel thread
 /// ("kworker/3:1", "migration/3" on CPU 3) with its CPU written N and its worker number
 /// * ("kworker/N:*", "migration/N"), so that CPUs' own threads line up.

@@ -17,7 +17,7 @@ use std::collections::BTreeMap;
 use crate::probes::noise::NoiseEntry;
 use crate::probes::timer::TimerEntry;
 use crate::report::ResultFile;
-use crate::report::cause_names::without_pid;
+use crate::report::cause_names::task_key;
 use crate::stats::causes::{Attribution, CauseKind};
 
 /// One entry's causes across the runs.
@@ -160,10 +160,7 @@ fn grid(
         runs.push(Traced::Yes);
         let seconds = e.runtime_ns as f64 / 1e9;
         for c in &a.causes {
-            let name = match c.kind {
-                CauseKind::Task => without_pid(&c.cause),
-                _ => c.cause.clone(),
-            };
+            let name = task_key(c.kind, &c.cause);
             let line = match lines
                 .iter()
                 .position(|l| l.kind == c.kind && l.cause == name)

@@ -489,10 +489,9 @@ fn merged_causes(
     for g in grids {
         let cpu = cpu_of(&g.key).unwrap_or(0);
         for l in &g.rows {
-            let key = match l.kind {
-                CauseKind::Task => crate::report::cause_names::per_cpu_key(cpu, &l.cause),
-                _ => l.cause.clone(),
-            };
+            // Keyed by `compare` already (a task without its pid); only a task's name
+            // starts "task ", so any other cause passes through unchanged.
+            let key = crate::report::cause_names::per_cpu_key(cpu, &l.cause);
             let at = match rows.iter().position(|m| m.cause == key) {
                 Some(p) => p,
                 None => {

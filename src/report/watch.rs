@@ -259,10 +259,7 @@ fn main_cause(th: &WatchedThread) -> Option<&CauseRow> {
 
 /// A cause as one key across threads: a task without its pid.
 fn cause_key(c: &CauseRow) -> String {
-    match c.kind {
-        crate::stats::causes::CauseKind::Task => crate::report::cause_names::without_pid(&c.cause),
-        _ => c.cause.clone(),
-    }
+    crate::report::cause_names::task_key(c.kind, &c.cause)
 }
 
 /// How the watched threads group in the current layout: each on its own with
