@@ -40,10 +40,11 @@ pub const TOP: usize = 10;
 pub const MAX_AWAY_NS: u64 = 2_000_000_000;
 /// Wake-ups seen before a running p99 is trusted; until then (or for a second) they wait.
 pub const WARM_WAKEUPS: u64 = 1_000;
-/// Task names a reader interns before it starts its names afresh with those its
-/// windows hold (a fraction of a second of events names few): on a host that builds all
-/// day, every compiler thread has a name of its own.
-pub const MAX_NAMES: usize = 1_024;
+/// Task names a streaming reader interns before it starts its names afresh with those
+/// its windows hold, well under a follower's [`super::reader::MAX_NAMES`]: its windows
+/// hold a fraction of a second of events, which name few, and on a host that builds all
+/// day every compiler thread has a name of its own.
+pub const STREAM_NAMES: usize = 1_024;
 
 /// Which of the gaps handed over are attributed.
 #[derive(Debug)]
@@ -305,7 +306,7 @@ pub struct Reader<R = std::fs::File> {
 impl<R: Read> Reader<R> {
     /// `lanes` for the follower's windows, in their order.
     pub fn new(mut follower: Follower<R>, lanes: Vec<Lane>) -> Reader<R> {
-        follower.set_max_names(MAX_NAMES);
+        follower.set_max_names(STREAM_NAMES);
         debug_assert!(
             (follower.windows.iter().zip(&lanes)).all(|(w, l)| w.cpu == l.cpu),
             "one lane per window, in order"
