@@ -1235,12 +1235,6 @@ pub fn staircase_svg(stairs: &[crate::system::tune::record::Stair]) -> String {
     const RIGHT: f64 = 20.0;
     const TOP: f64 = 30.0;
     const BOTTOM: f64 = 90.0;
-    let esc = |s: &str| {
-        s.replace('&', "&amp;")
-            .replace('<', "&lt;")
-            .replace('>', "&gt;")
-            .replace('"', "&quot;")
-    };
     let n = stairs.len().max(1);
     let top_us = stairs
         .iter()
@@ -1280,7 +1274,7 @@ pub fn staircase_svg(stairs: &[crate::system::tune::record::Stair]) -> String {
         svg.push_str(&format!(
             "<text x=\"{cx:.1}\" y=\"{ly:.1}\" text-anchor=\"end\" \
              transform=\"rotate(-30 {cx:.1} {ly:.1})\">{}</text>\n",
-            esc(&s.after)
+            xml_escape(&s.after)
         ));
     }
     type Of = fn(&crate::system::tune::record::Stair) -> f64;
@@ -1331,6 +1325,15 @@ pub(crate) fn nice_ticks(top: f64) -> (f64, usize) {
         .find(|s| *s >= raw)
         .unwrap_or(10.0 * mag);
     (step, (top / step).ceil().max(1.0) as usize)
+}
+
+/// `s` as text in SVG (or any XML), in an element or an attribute: the hand-drawn
+/// plots' labels hold titles and step names.
+pub(crate) fn xml_escape(s: &str) -> String {
+    s.replace('&', "&amp;")
+        .replace('<', "&lt;")
+        .replace('>', "&gt;")
+        .replace('"', "&quot;")
 }
 
 /// A tick value without trailing zeros.

@@ -135,7 +135,7 @@ impl TimeHeatmap {
              <rect width=\"{w}\" height=\"{h}\" fill=\"white\"/>\n\
              <text x=\"{}\" y=\"22\" font-size=\"16\" text-anchor=\"middle\">{}</text>\n",
             w / 2,
-            escape(title)
+            crate::report::plot::xml_escape(title)
         );
         self.cells(&mut svg, &layout, scale.as_ref());
         self.axes(&mut svg, &layout);
@@ -365,12 +365,6 @@ fn edge_words(v: f64) -> String {
         v if v >= 10.0 => format!("{v:.1}"),
         v => format!("{v:.2}"),
     }
-}
-
-fn escape(s: &str) -> String {
-    s.replace('&', "&amp;")
-        .replace('<', "&lt;")
-        .replace('>', "&gt;")
 }
 
 #[cfg(test)]
