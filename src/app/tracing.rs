@@ -33,8 +33,6 @@ pub const COINCIDENCE_NS: u64 = 5_000;
 /// A gap's coincidence is decided at the latest this long after it began: exact for
 /// every gap shorter than that (`stats::coincidence`).
 pub const COINCIDENCE_HORIZON_NS: u64 = 1_000_000_000;
-/// How many of the largest gaps are broken down.
-pub const TOP: usize = crate::trace::stream::TOP;
 
 /// A trace session on the measured CPUs, or `None` with the reason recorded as a
 /// degradation (the run goes on untraced).
@@ -60,55 +58,15 @@ pub fn stale_removed(name: &str) -> String {
     format!("removed tracefs instance {name}, left by a run that was killed")
 }
 
-/// Work and hrtimer functions' names, for the addresses the trace holds.
-pub fn symbols_for(c: &Collected) -> HashMap<u64, String> {
+/// The names of the kernel functions the trace holds (work, hrtimer callbacks, cross-CPU
+/// calls), read from kallsyms line by line: the whole table is about 6 MB.
+fn symbols_for(c: &Collected) -> HashMap<u64, String> {
     let addrs = c
         .per_cpu
         .values()
         .flatten()
         .filter_map(|e| e.kind.function());
-    Symbols::load().names(addrs)
-}
-
-/// Whose gaps are attributed: the CPU, its measuring thread, and the run's timebase.
-struct OnCpu {
-    cpu: usize,
-    tid: Option<u32>,
-    scale: Scale,
-    run_start: u64,
-    /// How many of the largest gaps to break down.
-    top: usize,
-}
-
-impl OnCpu {
-    /// `gaps` attributed to the CPU's events, with the trace's own counts for the CPU.
-    fn attribute(
-        &self,
-        c: &Collected,
-        symbols: &HashMap<u64, String>,
-        gaps: &[(Gap, u64)],
-        quiet_at_gap_start: bool,
-    ) -> crate::stats::causes::Attribution {
-        // noise's loop runs at each gap's start and spins; a timer thread sleeps.
-        let spins = quiet_at_gap_start;
-        let empty = Vec::new();
-        let cx = Context {
-            names: &c.decoder.names,
-            symbols,
-            scale: self.scale,
-            run_start: self.run_start,
-            measurer: self.tid.unwrap_or(0),
-            top: self.top,
-            quiet_at_gap_start,
-            naming: attribute::Naming::Full,
-            throttle: crate::system::throttle::read_for_self(&[self.cpu]).remove(0),
-            measurer_spins: spins,
-        };
-        let mut a = attribute::attribute(gaps, c.per_cpu.get(&self.cpu).unwrap_or(&empty), &cx);
-        a.events_read = c.read.get(&self.cpu).copied().unwrap_or(0);
-        a.events_lost = c.lost.get(&self.cpu).copied().unwrap_or(0);
-        a
-    }
+    Symbols::resolve(addrs)
 }
 
 /// A noise entry's logged gaps on the counter, each ending with the loop's own step, and
@@ -137,28 +95,26 @@ pub fn attribute_noise_entry(
     scale: Scale,
     run_start: u64,
     top: usize,
-) -> Option<crate::stats::causes::Attribution> {
-    attribute_one_noise(e, c, &symbols_for(c), scale, run_start, top)
-}
-
-fn attribute_one_noise(
-    e: &NoiseEntry,
-    c: &Collected,
-    symbols: &HashMap<u64, String>,
-    scale: Scale,
-    run_start: u64,
-    top: usize,
-) -> Option<crate::stats::causes::Attribution> {
+) -> Option<Attribution> {
     let gaps = noise_gaps(e, scale)?;
-    let on = OnCpu {
-        cpu: e.cpu,
-        tid: e.thread.tid,
+    let symbols = symbols_for(c);
+    let cx = Context {
+        names: &c.decoder.names,
+        symbols: &symbols,
         scale,
         run_start,
+        measurer: e.thread.tid.unwrap_or(0),
         top,
+        // The loop ran at each gap's start; it spins.
+        quiet_at_gap_start: true,
+        naming: attribute::Naming::Full,
+        throttle: crate::system::throttle::read_for_self(&[e.cpu]).remove(0),
+        measurer_spins: true,
     };
-    // The loop ran at each gap's start.
-    let mut a = on.attribute(c, symbols, &gaps, true);
+    let events = c.per_cpu.get(&e.cpu).map_or(&[][..], Vec::as_slice);
+    let mut a = attribute::attribute(&gaps, events, &cx);
+    a.events_read = c.read.get(&e.cpu).copied().unwrap_or(0);
+    a.events_lost = c.lost.get(&e.cpu).copied().unwrap_or(0);
     a.unattributed_gaps = e.interruptions.saturating_sub(gaps.len() as u64);
     a.coincidence_window_ns = COINCIDENCE_NS;
     Some(a)
@@ -503,16 +459,13 @@ fn lost_note(per_cpu: &[LaneOut]) -> Option<String> {
     ))
 }
 
-/// Puts each CPU's streamed attribution on its noise entry: every gap the loop saw, less
-/// those its queue dropped and those over a loss (`unattributed_gaps`), and its gaps that
-/// coincided with another CPU's, counted as they came.
+/// Puts each CPU's streamed attribution on its noise entry: every gap the loop saw but
+/// those its queue dropped and those over a loss (`unattributed_gaps`, counted by the
+/// lane), and its gaps that coincided with another CPU's, counted as they came.
 pub fn attach_streamed(entries: &mut [NoiseEntry], s: Streamed, scale: Scale, run_start: u64) {
     for out in s.per_cpu {
-        let Some(e) = entries.iter_mut().find(|e| e.cpu == out.lane.cpu) else {
-            continue;
-        };
-        let mut a = out.attribution(scale, run_start);
-        a.unattributed_gaps = e.interruptions.saturating_sub(a.gaps);
-        e.attribution = Some(a);
+        if let Some(e) = entries.iter_mut().find(|e| e.cpu == out.lane.cpu) {
+            e.attribution = Some(out.attribution(scale, run_start));
+        }
     }
 }
