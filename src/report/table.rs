@@ -158,15 +158,6 @@ impl Unit {
             (Unit::Us, Some(v)) => format!("{:.2}", v / 1e3),
         }
     }
-
-    /// How far a cell of this unit may lie from the exact figure (half its last digit),
-    /// in ns: what a reader of two outputs may expect them to agree within.
-    pub fn resolution_ns(self) -> f64 {
-        match self {
-            Unit::Ns => 0.5,
-            Unit::Us => 5.0,
-        }
-    }
 }
 
 /// ns as µs with two decimals; "-" when absent.
