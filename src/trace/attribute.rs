@@ -100,7 +100,7 @@ pub struct CfsQuota {
 /// The kernel functions that refill a group's CFS quota and unthrottle it on the CPU
 /// they run on: the period's hrtimer, the slack hrtimer that hands back unused runtime,
 /// and the cross-CPU call by which a timer on another CPU unthrottles this one.
-pub const CFS_UNTHROTTLE: [&str; 3] = [
+const CFS_UNTHROTTLE: [&str; 3] = [
     "sched_cfs_period_timer",
     "sched_cfs_slack_timer",
     "__cfsb_csd_unthrottle",
@@ -699,7 +699,7 @@ pub struct Tally {
 }
 
 /// What a "CFS quota" row rests on: no trace event marks CFS throttling.
-pub const QUOTA_EVIDENCE: &str = "; \"CFS quota\": the SCHED_OTHER loop, in a cgroup chain \
+const QUOTA_EVIDENCE: &str = "; \"CFS quota\": the SCHED_OTHER loop, in a cgroup chain \
      with a quota, was switched out runnable (or found off its CPU with no switch out \
      recorded) and the CPU idled while it stayed runnable (the whole window); or it was \
      dequeued inside the kernel (\"R+\", as 6.18's CFS throttle does) and a quota refill \
@@ -720,10 +720,10 @@ pub const MAX_CAUSES: usize = 64;
 /// order, then the rest summed per cause.
 pub const MAX_PARTS: usize = 48;
 /// Tasks listed under one throttle at most; the rest are summed as `other tasks`.
-pub const MAX_HELD_TASKS: usize = 32;
+const MAX_HELD_TASKS: usize = 32;
 
 /// The row the causes of `kind` folded past [`MAX_CAUSES`] are summed in.
-pub fn other_label(kind: CauseKind) -> String {
+fn other_label(kind: CauseKind) -> String {
     match kind {
         CauseKind::Throttling => "other throttling".into(),
         k => format!("other {}s", k.as_str()),
