@@ -153,7 +153,7 @@ pub(crate) fn with_sleeper_and_hog<T: Send>(
 /// that do not yield) and are no ground truth.
 #[test]
 fn issue25_the_delays_a_hog_made_are_the_hogs_and_as_long_as_the_thread_saw() {
-    use jitterscope::trace::attribute::{self, Context, Gap, Naming, Throttle};
+    use jitterscope::trace::attribute::{self, Context, Gap, MeasurerKind, Naming, Throttle};
     use jitterscope::trace::reader;
     use jitterscope::trace::session::TraceSession;
     use jitterscope::trace::watch::{Watched, wakeup_delays};
@@ -339,11 +339,10 @@ fn issue25_the_delays_a_hog_made_are_the_hogs_and_as_long_as_the_thread_saw() {
         run_start: 0,
         measurer: tid,
         top: 5,
-        quiet_at_gap_start: false,
+        measurer_kind: MeasurerKind::Sleeps,
         naming: Naming::Full,
         throttle: Throttle::default(),
         // The sleeper sleeps.
-        measurer_spins: false,
     };
     let events = &collected.per_cpu[&cpu];
     let others: Vec<String> = (gaps.iter())

@@ -105,11 +105,9 @@ pub fn attribute_noise_entry(
         run_start,
         measurer: e.thread.tid.unwrap_or(0),
         top,
-        // The loop ran at each gap's start; it spins.
-        quiet_at_gap_start: true,
+        measurer_kind: attribute::MeasurerKind::Spins,
         naming: attribute::Naming::Full,
         throttle: crate::system::throttle::read_for_self(&[e.cpu]).remove(0),
-        measurer_spins: true,
     };
     let events = c.per_cpu.get(&e.cpu).map_or(&[][..], Vec::as_slice);
     let mut a = attribute::attribute(&gaps, events, &cx);

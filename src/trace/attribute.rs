@@ -161,18 +161,26 @@ pub struct Context<'a> {
     pub measurer: u32,
     /// How many of the largest gaps to break down.
     pub top: usize,
-    /// The measuring thread ran at each gap's start with no context open (a noise
-    /// loop's gaps); false for intervals such as a timer's deadline to its wake-up.
-    pub quiet_at_gap_start: bool,
+    /// What the measuring thread does between its gaps.
+    pub measurer_kind: MeasurerKind,
     /// How causes are named.
     pub naming: Naming,
     /// The kernel's real-time throttle and fair server settings, and the CFS quota of
     /// the measurer's cgroup chain.
     pub throttle: Throttle,
-    /// The measurer never leaves its CPU by itself (noise's loop spins; a timer or a
-    /// watched thread sleeps): found not running with no switch out recorded, it was
-    /// switched out runnable.
-    pub measurer_spins: bool,
+}
+
+/// What a measuring thread does between its gaps, which says what a gap's start and its
+/// absence from its CPU mean.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum MeasurerKind {
+    /// A loop that spins (noise): it runs at each gap's start with no interrupt context
+    /// open, and never leaves its CPU by itself, so that found not running with no switch
+    /// out recorded, it was switched out runnable.
+    Spins,
+    /// A thread that sleeps (a timer, a watched thread): its gaps are intervals such as a
+    /// deadline to its wake-up, and it may be off its CPU with nothing lost.
+    Sleeps,
 }
 
 #[cfg(test)]
@@ -191,10 +199,9 @@ impl<'a> Context<'a> {
             run_start: 0,
             measurer,
             top: 3,
-            quiet_at_gap_start: true,
+            measurer_kind: MeasurerKind::Spins,
             naming: Naming::Full,
             throttle: Throttle::default(),
-            measurer_spins: true,
         }
     }
 }
@@ -364,8 +371,10 @@ fn timeline(
                     // switch out of it recorded: its own switch was lost.
                     let switched_out =
                         prev.pid == measurer && super::event::still_runnable(prev_state);
-                    let found_out =
-                        cx.measurer_spins && on_cpu && prev.pid != measurer && next.pid != measurer;
+                    let found_out = cx.measurer_kind == MeasurerKind::Spins
+                        && on_cpu
+                        && prev.pid != measurer
+                        && next.pid != measurer;
                     if let Some(m) = me.filter(|_| switched_out || found_out)
                         && let Some(kind) = Window::kind(m, &cx.throttle)
                     {
@@ -858,9 +867,9 @@ impl Tally {
     /// Adds one batch of gaps (sorted by start, later than any added before) with the
     /// CPU's events that cover them.
     pub fn add(&mut self, gaps: &[(Gap, u64)], events: &[Event], cx: &Context<'_>) {
-        let quiet: Vec<u64> = match cx.quiet_at_gap_start {
-            true => gaps.iter().map(|g| g.0.start).collect(),
-            false => Vec::new(),
+        let quiet: Vec<u64> = match cx.measurer_kind {
+            MeasurerKind::Spins => gaps.iter().map(|g| g.0.start).collect(),
+            MeasurerKind::Sleeps => Vec::new(),
         };
         let segments = timeline(events, cx, &quiet, &mut self.me);
         self.quota_named |=
@@ -1274,8 +1283,7 @@ mod tests {
             500,
         )];
         let interval = Context {
-            quiet_at_gap_start: false,
-            measurer_spins: false,
+            measurer_kind: MeasurerKind::Sleeps,
             ..cx(&names, &symbols)
         };
         let a = attribute(&gaps, &events, &interval);
@@ -1425,8 +1433,7 @@ mod tests {
         ];
         let symbols = HashMap::new();
         let interval = Context {
-            quiet_at_gap_start: false,
-            measurer_spins: false,
+            measurer_kind: MeasurerKind::Sleeps,
             ..cx(&names, &symbols)
         };
         let gaps = [(
@@ -1483,8 +1490,7 @@ mod tests {
             switch(800, idle, me),
         ];
         let cx = Context {
-            quiet_at_gap_start: false,
-            measurer_spins: false,
+            measurer_kind: MeasurerKind::Sleeps,
             naming: Naming::Stable,
             ..cx(&names, &symbols)
         };
@@ -1546,8 +1552,7 @@ mod tests {
         ];
         let symbols = HashMap::new();
         let interval = Context {
-            quiet_at_gap_start: false,
-            measurer_spins: false,
+            measurer_kind: MeasurerKind::Sleeps,
             ..cx(&names, &symbols)
         };
         // The deadline at 900, the clock read at 1200.
@@ -1939,6 +1944,10 @@ mod tests {
         let mut s = Script::default();
         let (gap, blind) = rt_window(&mut s);
         let (whole, lost) = (s.without(&[]), s.without(&[70_018]));
+        // The same, with the loop's switch in seen first: a thread thought to run.
+        let (me, idle) = (s.task("measure-cpu1", ME, 89), s.task("swapper/1", 0, 120));
+        s.switch(0, idle, 0, me);
+        let seen_in = s.without(&[70_018]);
         let (names, symbols) = (&s.names, &s.symbols);
         let cx = guest_cx(names, symbols);
         let rt = "real-time throttling (kernel.sched_rt_runtime_us = 950000 of 1000000)";
@@ -1965,13 +1974,14 @@ mod tests {
         assert_eq!(named + unaccounted, gap.1);
         let held: Vec<&str> = a.causes[0].tasks.iter().map(|t| t.task.as_str()).collect();
         assert!(held.contains(&"idle (swapper/1)"), "{held:?}");
-        // A measurer that sleeps (a timer) may be off its CPU with nothing lost: the
-        // rule is not applied, and the idle stays idle.
+        // A measurer that sleeps (a timer) may be off its CPU with nothing lost: seen
+        // switched in, then another task switching out, the rule is not applied, and the
+        // idle stays idle.
         let sleeper = Context {
-            measurer_spins: false,
+            measurer_kind: MeasurerKind::Sleeps,
             ..guest_cx(names, symbols)
         };
-        let a = attribute(&[gap], &lost, &sleeper);
+        let a = attribute(&[gap], &seen_in, &sleeper);
         assert!(a.top_of(CauseKind::Throttling).is_none(), "{:?}", rows(&a));
         assert!(idle_ns(&a) > 5_000_000, "{:?}", rows(&a));
     }

@@ -27,7 +27,7 @@ use crate::engine::clock::Scale;
 use crate::stats::LatencyHistogram;
 use crate::stats::causes::Attribution;
 
-use super::attribute::{Context, Gap, Naming, Tally, Throttle};
+use super::attribute::{Context, Gap, MeasurerKind, Naming, Tally, Throttle};
 use super::event::{Event, Kind, Names};
 use super::reader::{EventWindow, Follower};
 
@@ -79,8 +79,8 @@ pub struct Lane {
     /// The measuring thread: its own time is no cause (0 until it has said).
     pub measurer: u32,
     pub throttle: Throttle,
-    /// A noise loop's gaps begin with the loop running and no context open.
-    quiet_at_gap_start: bool,
+    /// A noise loop spins; a timer thread sleeps.
+    kind: MeasurerKind,
     /// Events kept before a waiting gap's start, in ticks.
     margin: u64,
     pick: Pick,
@@ -97,21 +97,21 @@ pub struct Lane {
 impl Lane {
     /// A noise loop's lane: every gap, each beginning with the loop running.
     pub fn noise(cpu: usize, throttle: Throttle) -> Lane {
-        Lane::new(cpu, throttle, true, 0, Pick::All)
+        Lane::new(cpu, throttle, MeasurerKind::Spins, 0, Pick::All)
     }
 
     /// A timer thread's lane: gaps from a deadline to the wake-up, keeping `interval`
     /// ticks of events before each for what ran at the deadline.
     pub fn timer(cpu: usize, throttle: Throttle, interval: u64, pick: Pick) -> Lane {
-        Lane::new(cpu, throttle, false, interval, pick)
+        Lane::new(cpu, throttle, MeasurerKind::Sleeps, interval, pick)
     }
 
-    fn new(cpu: usize, throttle: Throttle, quiet: bool, margin: u64, pick: Pick) -> Lane {
+    fn new(cpu: usize, throttle: Throttle, kind: MeasurerKind, margin: u64, pick: Pick) -> Lane {
         Lane {
             cpu,
             measurer: 0,
             throttle,
-            quiet_at_gap_start: quiet,
+            kind,
             margin,
             pick,
             pending: VecDeque::new(),
@@ -179,11 +179,9 @@ impl Lane {
                     run_start: 0,
                     measurer: self.measurer,
                     top: TOP,
-                    quiet_at_gap_start: self.quiet_at_gap_start,
+                    measurer_kind: self.kind,
                     naming: Naming::Full,
                     throttle: self.throttle.clone(),
-                    // noise's loop spins and runs at each gap's start; a timer sleeps.
-                    measurer_spins: self.quiet_at_gap_start,
                 };
                 self.tally.add(&kept, events, &c);
             }
@@ -223,9 +221,9 @@ impl Lane {
         let recent = settled.saturating_sub(scale.to_ticks(MAX_AWAY_NS));
         // A timer hands over only its late wake-ups with --trace-above: the sleep before
         // its next deadline bounds it where no gap came for a while.
-        let slept = match self.quiet_at_gap_start {
-            true => 0,
-            false => slept_at(w.events(), self.measurer).unwrap_or(0),
+        let slept = match self.kind {
+            MeasurerKind::Spins => 0,
+            MeasurerKind::Sleeps => slept_at(w.events(), self.measurer).unwrap_or(0),
         };
         let ran = self.running_at.max(slept).max(recent);
         waiting.min(ran).saturating_sub(self.margin)

@@ -29,7 +29,7 @@ use crate::engine::clock::Scale;
 use crate::stats::causes::Attribution;
 use crate::stats::histogram::LatencyHistogram;
 
-use super::attribute::{Context, Gap, Naming, Tally, Throttle};
+use super::attribute::{Context, Gap, MeasurerKind, Naming, Tally, Throttle};
 use super::event::{Event, Kind, Names, Task};
 
 /// Which threads are watched.
@@ -745,11 +745,10 @@ impl Watcher {
             measurer: tid,
             top: s.top,
             // Nothing is known to run at a wake-up: whatever ran then is the delay's.
-            quiet_at_gap_start: false,
+            measurer_kind: MeasurerKind::Sleeps,
             naming: self.naming,
             throttle: s.throttle.clone(),
             // A watched thread sleeps and wakes.
-            measurer_spins: false,
         };
         let evs: &[Event] = match self.tails.get_mut(&cpu) {
             Some(t) => t.make_contiguous(),

@@ -25,7 +25,7 @@ use crate::engine::clock::{self, Scale};
 use crate::engine::cpu::CpuList;
 use crate::probes::timer_stream::IntervalData;
 use crate::stats::causes::CauseKind;
-use crate::trace::attribute::{self, Context, Gap, Naming, Throttle};
+use crate::trace::attribute::{self, Context, Gap, MeasurerKind, Naming, Throttle};
 use crate::trace::reader::Follower;
 use crate::trace::session::{TraceError, TraceSession};
 
@@ -214,11 +214,10 @@ impl Tracer {
                 // No breakdowns: the rows count the wake-ups each cause took part in.
                 top: 0,
                 // The thread sleeps until its deadline: whatever ran then is the delay's.
-                quiet_at_gap_start: false,
+                measurer_kind: MeasurerKind::Sleeps,
                 naming: Naming::Stable,
                 throttle: c.throttle.clone(),
                 // The timer thread sleeps until its deadline.
-                measurer_spins: false,
             };
             let a = attribute::attribute(&gaps, events, &cx);
             let labels = |names: &mut CauseNames, kind: CauseKind, cause: &str| CauseLabels {
