@@ -173,7 +173,7 @@ pub fn verdict(r: &ResultFile) -> Verdict {
     let hz = config_hz(&findings);
     let splits: Vec<Option<Split>> = noise.iter().map(|e| entry_split(e)).collect();
     let grouping = group::group(&members_of(&noise, &splits, hz), &NOISE_KEYS);
-    let mut lines = extremes(&noise);
+    let mut lines = extremes(&noise, &grouping);
     let rows = Rows {
         noise: &noise,
         splits: &splits,
@@ -358,20 +358,14 @@ fn config_hz(findings: &[&Finding]) -> Option<u32> {
         .and_then(|v| v.split(|c: char| !c.is_ascii_digit()).next()?.parse().ok())
 }
 
-/// The noisiest and quietest CPU, by the share of time lost: one sentence.
-fn extremes(noise: &[&NoiseEntry]) -> Vec<String> {
-    // The first of equals, as `report::group` names them.
-    let pick = |more: bool| {
-        noise.iter().copied().reduce(|a, b| {
-            let better = match more {
-                true => b.interrupted_pct > a.interrupted_pct,
-                false => b.interrupted_pct < a.interrupted_pct,
-            };
-            if better { b } else { a }
-        })
-    };
-    let (Some(worst), Some(best)) = (pick(true), pick(false)) else {
-        return vec!["No noise was measured.".into()];
+/// The noisiest and quietest CPU, by the share of time lost (the grouping's, whose first
+/// figure it is): one sentence.
+fn extremes(noise: &[&NoiseEntry], grouping: &group::Grouping) -> Vec<String> {
+    let (worst, best) = match (noise, grouping.noisiest.zip(grouping.quietest)) {
+        ([], _) => return vec!["No noise was measured.".into()],
+        ([one], _) => (*one, *one),
+        (_, Some((hi, lo))) => (noise[hi], noise[lo]),
+        (_, None) => return vec!["No noise was measured.".into()],
     };
     if noise.len() == 1 {
         return vec![format!(
