@@ -441,7 +441,7 @@ fn lost_note(per_cpu: &[LaneOut]) -> Option<String> {
     }
     const SHOWN: usize = 8;
     let mut each: Vec<String> = (lossy.iter().take(SHOWN))
-        .map(|l| format!("CPU {}: {}", l.lane.cpu, l.lost))
+        .map(|l| format!("CPU {}: {} events", l.lane.cpu, l.lost))
         .collect();
     if lossy.len() > SHOWN {
         each.push(format!(

@@ -117,7 +117,10 @@ pub struct Attribution {
     /// the signature of an SMI, a hypervisor stall, stop_machine or a TLB shootdown.
     pub coincident_gaps: u64,
     pub coincidence_window_ns: u64,
-    /// Gaps the event log did not keep (so they could not be attributed).
+    /// Gaps not attributed: those the queue to the trace reader dropped, those that
+    /// overlapped a span whose events were lost, and those that began before what the
+    /// reader still held (under way longer than it keeps events); never named after
+    /// the events around them.
     pub unattributed_gaps: u64,
     /// Trace events read on this CPU, and lost (overwritten before they were read, or
     /// beyond what is kept): gaps while events were lost may show more unaccounted time.
