@@ -633,7 +633,8 @@ pub struct ReportArgs {
     #[arg(long)]
     pub per_cpu: bool,
 
-    /// table: also list each entry's N largest events with their times (noise, timer).
+    /// table: also list the N largest events with their times (noise, timer): across
+    /// the CPUs with the CPU of each (each CPU's own with --per-cpu, or up to 4 CPUs).
     #[arg(long, value_name = "N")]
     pub top: Option<usize>,
 }
