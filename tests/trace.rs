@@ -501,15 +501,17 @@ fn issue22_every_gap_of_a_traced_run_is_attributed() {
         "the holder made {} gaps",
         n.interruptions
     );
-    // Every gap is counted; those over a span whose events were lost (a reader held off
-    // its CPU by a build beside) are unattributed rather than named (issue 29), and only
-    // those.
+    // Every gap is counted; those over a span whose events were lost, or dropped from
+    // the queue to a reader a whole queue behind (a reader held off its CPU by a build
+    // beside), are unattributed rather than named (issue 29), and only those; the run
+    // says so.
     assert_eq!(
         a.gaps + a.unattributed_gaps,
         n.interruptions,
         "every gap is counted"
     );
-    if a.events_lost == 0 {
+    let behind = (r.run.warnings.iter()).any(|w| w.starts_with("the trace reader fell"));
+    if a.events_lost == 0 && !behind {
         assert_eq!(a.unattributed_gaps, 0, "every gap is attributed");
     }
     assert!(a.gaps > 1_000, "{} gaps attributed", a.gaps);

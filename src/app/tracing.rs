@@ -309,7 +309,10 @@ fn follow<T>(
         ctx.degrade(Degraded::TraceUnavailable { reason });
         return (out, None);
     }
-    if let Some(note) = lost_note(&per_cpu) {
+    for note in [lost_note(&per_cpu), dropped_note(&per_cpu)]
+        .into_iter()
+        .flatten()
+    {
         ctx.note(note);
     }
     (out, Some(Streamed { per_cpu }))
@@ -436,25 +439,50 @@ fn take_gaps(lane: &mut Lane, ring: &GapRing, scale: Scale, mut also: impl FnMut
 /// unattributed; `None` when nothing was lost.
 fn lost_note(per_cpu: &[LaneOut]) -> Option<String> {
     let lossy: Vec<&LaneOut> = per_cpu.iter().filter(|l| l.lost > 0).collect();
-    if lossy.is_empty() {
-        return None;
-    }
-    const SHOWN: usize = 8;
-    let mut each: Vec<String> = (lossy.iter().take(SHOWN))
-        .map(|l| format!("CPU {}: {} events", l.lane.cpu, l.lost))
-        .collect();
-    if lossy.len() > SHOWN {
-        each.push(format!(
-            "and {} more CPUs (each in the result)",
-            lossy.len() - SHOWN
-        ));
-    }
+    let each = each_cpu(&lossy, |l| count(l.lost, "event"))?;
     let gaps: u64 = lossy.iter().map(|l| l.lane.in_lost_spans).sum();
     Some(format!(
-        "trace events were lost ({}): the {gaps} gaps that overlap a loss are counted \
-         unattributed, and the others may show more unaccounted time than there was",
-        each.join(", ")
+        "trace events were lost ({each}): the {gaps} gaps that overlap a loss are counted \
+         unattributed, and the others may show more unaccounted time than there was"
     ))
+}
+
+/// One line saying on which CPUs the reader fell a whole gap queue behind, and how many
+/// gaps it dropped there (counted unattributed); `None` when it kept up.
+fn dropped_note(per_cpu: &[LaneOut]) -> Option<String> {
+    let behind: Vec<&LaneOut> = per_cpu.iter().filter(|l| l.dropped > 0).collect();
+    let each = each_cpu(&behind, |l| count(l.dropped, "gap"))?;
+    Some(format!(
+        "the trace reader fell a whole queue of gaps behind, held off its CPU ({each}): \
+         those gaps are counted unattributed"
+    ))
+}
+
+/// "12 events", "1 event".
+fn count(n: u64, what: &str) -> String {
+    match n {
+        1 => format!("1 {what}"),
+        n => format!("{n} {what}s"),
+    }
+}
+
+/// "CPU 1: 12 events, CPU 3: 4 events" for the first few of `lanes`, then how many more;
+/// `None` for none.
+fn each_cpu(lanes: &[&LaneOut], what: impl Fn(&LaneOut) -> String) -> Option<String> {
+    const SHOWN: usize = 8;
+    if lanes.is_empty() {
+        return None;
+    }
+    let mut each: Vec<String> = (lanes.iter().take(SHOWN))
+        .map(|l| format!("CPU {}: {}", l.lane.cpu, what(l)))
+        .collect();
+    if lanes.len() > SHOWN {
+        each.push(format!(
+            "and {} more CPUs (each in the result)",
+            lanes.len() - SHOWN
+        ));
+    }
+    Some(each.join(", "))
 }
 
 /// Puts each CPU's streamed attribution on its noise entry: every gap the loop saw but
@@ -465,5 +493,37 @@ pub fn attach_streamed(entries: &mut [NoiseEntry], s: Streamed, scale: Scale, ru
         if let Some(e) = entries.iter_mut().find(|e| e.cpu == out.lane.cpu) {
             e.attribution = Some(out.attribution(scale, run_start));
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::trace::attribute::Throttle;
+
+    fn out(cpu: usize, lost: u64, dropped: u64) -> LaneOut {
+        LaneOut {
+            lane: Lane::noise(cpu, Throttle::default()),
+            read: 1_000,
+            lost,
+            dropped,
+            coincident: None,
+        }
+    }
+
+    /// A reader that fell a whole gap queue behind says on which CPUs and how many gaps
+    /// it dropped (counted unattributed), as a loss of events is said: neither is silent.
+    #[test]
+    fn a_reader_that_fell_behind_says_so_per_cpu() {
+        let lanes = [out(1, 12, 0), out(2, 0, 282), out(3, 0, 0)];
+        let lost = lost_note(&lanes).expect("a loss");
+        assert!(lost.contains("(CPU 1: 12 events)"), "{lost}");
+        let dropped = dropped_note(&lanes).expect("drops");
+        assert!(dropped.contains("(CPU 2: 282 gaps)"), "{dropped}");
+        let quiet = [out(3, 0, 0)];
+        assert_eq!((lost_note(&quiet), dropped_note(&quiet)), (None, None));
+        let many: Vec<LaneOut> = (0..10).map(|c| out(c, 0, 1)).collect();
+        let note = dropped_note(&many).unwrap();
+        assert!(note.contains("CPU 7: 1 gap, and 2 more CPUs"), "{note}");
     }
 }
