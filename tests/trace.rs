@@ -314,6 +314,29 @@ fn issue13_killed_runs_leave_tracefs_as_it_was() {
     assert_eq!(tracing_state(), before);
 }
 
+/// Review 2 of issue 29: the header states what ran. Unprivileged, `noise --trace` runs
+/// untraced, and its header does not say "traced" above the untraced figures.
+#[test]
+fn issue29_the_noise_header_says_traced_only_when_the_trace_ran() {
+    let test = "issue29_header_traced";
+    let Some(mut cmd) = crate::util::as_nobody(test) else {
+        return;
+    };
+    let _m = measuring();
+    let out = cmd
+        .args(["noise", "--trace", "-D", "300ms"])
+        .output()
+        .unwrap();
+    if crate::util::nobody_cannot_reach(test, &out) {
+        return;
+    }
+    assert_eq!(out.status.code(), Some(0), "{:?}", stderr_lines(&out));
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let header = stdout.lines().find(|l| l.starts_with("noise: ")).unwrap();
+    assert!(header.contains("threshold"), "{header}");
+    assert!(!header.contains("traced"), "{header}");
+}
+
 /// Unprivileged: noise --trace runs, warns once, and records trace-unavailable.
 #[test]
 fn issue13_without_root_the_run_goes_on_and_says_why() {

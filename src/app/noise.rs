@@ -79,6 +79,13 @@ pub fn run(args: &NoiseArgs, argv: &[String], stop: &AtomicBool) -> anyhow::Resu
     Ok(execute(&mut cmd, argv, stop, &Warnings::stderr())?.1)
 }
 
+/// Whether the trace ran: some CPU's gaps were attributed. A header states what ran, and
+/// `--trace` asks for a trace that may not start (no root, no tracefs) or may fail.
+fn traced(r: &ResultFile) -> bool {
+    r.entries::<crate::probes::noise::NoiseEntry>()
+        .any(|e| e.attribution.is_some())
+}
+
 impl Measure for NoiseCommand {
     fn settings(&self) -> &RunSettings {
         &self.settings
@@ -136,7 +143,7 @@ impl Measure for NoiseCommand {
             interrupted_mark(r),
             self.cfg.threshold_ns,
             super::output::result_policy(r, self.settings.sched),
-            if self.trace { ", traced" } else { "" },
+            if traced(r) { ", traced" } else { "" },
             clock_line(r),
             crate::report::views::noise::noise_text(r),
         )
