@@ -341,7 +341,7 @@ fn issue25_the_delays_a_hog_made_are_the_hogs_and_as_long_as_the_thread_saw() {
         top: 5,
         measurer_kind: MeasurerKind::Sleeps,
         naming: Naming::Full,
-        throttle: Throttle::default(),
+        throttle: &Throttle::default(),
         // The sleeper sleeps.
     };
     let events = &collected.per_cpu[&cpu];

@@ -107,7 +107,7 @@ pub fn attribute_noise_entry(
         top,
         measurer_kind: attribute::MeasurerKind::Spins,
         naming: attribute::Naming::Full,
-        throttle: crate::system::throttle::read_for_self(&[e.cpu]).remove(0),
+        throttle: &crate::system::throttle::read_for_self(&[e.cpu]).remove(0),
     };
     let events = c.per_cpu.get(&e.cpu).map_or(&[][..], Vec::as_slice);
     let mut a = attribute::attribute(&gaps, events, &cx);

@@ -121,6 +121,13 @@ pub enum FairServer {
 }
 
 impl Throttle {
+    /// No throttle known: none read, no quota.
+    pub const NONE: Throttle = Throttle {
+        rt: None,
+        fair_server: FairServer::Off,
+        cfs_quota: None,
+    };
+
     fn rt_on(&self) -> bool {
         self.rt.is_some_and(|(r, _)| r >= 0)
     }
@@ -167,7 +174,7 @@ pub struct Context<'a> {
     pub naming: Naming,
     /// The kernel's real-time throttle and fair server settings, and the CFS quota of
     /// the measurer's cgroup chain.
-    pub throttle: Throttle,
+    pub throttle: &'a Throttle,
 }
 
 /// What a measuring thread does between its gaps, which says what a gap's start and its
@@ -201,7 +208,7 @@ impl<'a> Context<'a> {
             top: 3,
             measurer_kind: MeasurerKind::Spins,
             naming: Naming::Full,
-            throttle: Throttle::default(),
+            throttle: &Throttle::NONE,
         }
     }
 }
@@ -307,7 +314,7 @@ fn timeline(
             Step::Quiet => {
                 // The measurer runs again: the window, if any, is over.
                 if let Some(w) = window.take() {
-                    w.close(&mut out, measurer, &cx.throttle);
+                    w.close(&mut out, measurer, cx.throttle);
                 }
                 on_cpu = true;
                 stack.clear();
@@ -361,7 +368,7 @@ fn timeline(
                     if (prev.pid == measurer || next.pid == measurer)
                         && let Some(w) = window.take()
                     {
-                        w.close(&mut out, measurer, &cx.throttle);
+                        w.close(&mut out, measurer, cx.throttle);
                     }
                     for t in [prev, next].into_iter().filter(|t| t.pid == measurer) {
                         *me = Some(t);
@@ -376,7 +383,7 @@ fn timeline(
                         && prev.pid != measurer
                         && next.pid != measurer;
                     if let Some(m) = me.filter(|_| switched_out || found_out)
-                        && let Some(kind) = Window::kind(m, &cx.throttle)
+                        && let Some(kind) = Window::kind(m, cx.throttle)
                     {
                         instances += 1;
                         window = Some(Window {
@@ -424,7 +431,7 @@ fn timeline(
         }
     }
     if let Some(w) = window.take() {
-        w.close(&mut out, measurer, &cx.throttle);
+        w.close(&mut out, measurer, cx.throttle);
     }
     // The measuring thread itself is no cause: its own slices, and idle time given to it
     // above (it woke from idle with no switch recorded), which is its wake-up path, are
@@ -1642,7 +1649,7 @@ mod tests {
             ),
         ];
         let cx = Context {
-            throttle: throttle(FAIR_ON),
+            throttle: &throttle(FAIR_ON),
             ..cx(&names, &symbols)
         };
         let a = attribute(&gaps, &events, &cx);
@@ -1728,7 +1735,7 @@ mod tests {
             (FairServer::Unreadable, unread),
         ] {
             let cx = Context {
-                throttle: throttle(fs),
+                throttle: &throttle(fs),
                 ..cx(&names, &symbols)
             };
             let a = attribute(&gaps, &events, &cx);
@@ -1783,7 +1790,7 @@ mod tests {
                 ),
             ];
             let cx = Context {
-                throttle: throttle(FAIR_ON),
+                throttle: &throttle(FAIR_ON),
                 ..cx(&names, &symbols)
             };
             let a = attribute(&gaps, &events, &cx);
@@ -1873,10 +1880,17 @@ mod tests {
         }
     }
 
+    /// The guest's settings: RT throttling at its default, the fair server unread.
+    const GUEST: Throttle = Throttle {
+        rt: Some((950_000, 1_000_000)),
+        fair_server: FairServer::Unreadable,
+        cfs_quota: None,
+    };
+
     fn guest_cx<'a>(names: &'a Names, symbols: &'a HashMap<u64, String>) -> Context<'a> {
         Context {
             scale: Scale::from_hz(GUEST_HZ),
-            throttle: throttle(FairServer::Unreadable),
+            throttle: &GUEST,
             ..cx(names, symbols)
         }
     }
@@ -2050,12 +2064,15 @@ mod tests {
         }
     }
 
+    /// The guest's settings, the measurer's group at 35 ms per 100 ms (v1).
+    static QUOTA: std::sync::LazyLock<Throttle> = std::sync::LazyLock::new(|| Throttle {
+        cfs_quota: Some(quota(false)),
+        ..GUEST
+    });
+
     fn quota_cx<'a>(names: &'a Names, symbols: &'a HashMap<u64, String>) -> Context<'a> {
         Context {
-            throttle: Throttle {
-                cfs_quota: Some(quota(false)),
-                ..throttle(FairServer::Unreadable)
-            },
+            throttle: &QUOTA,
             ..guest_cx(names, symbols)
         }
     }
@@ -2165,16 +2182,16 @@ mod tests {
         assert!(!a.method.contains("CFS quota"));
         // The same window where the chain has no quota: never named one.
         let none = Context {
-            throttle: throttle(FairServer::Unreadable),
+            throttle: &GUEST,
             ..guest_cx(names, symbols)
         };
         let a = attribute(&[q], &q_events, &none);
         assert!(a.top_of(CauseKind::Throttling).is_none(), "{:?}", rows(&a));
         // cgroup v2's file, and the stable name.
         let v2 = Context {
-            throttle: Throttle {
+            throttle: &Throttle {
                 cfs_quota: Some(quota(true)),
-                ..throttle(FairServer::Unreadable)
+                ..GUEST
             },
             ..guest_cx(names, symbols)
         };

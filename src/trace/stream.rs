@@ -147,7 +147,7 @@ impl Lane {
 
     /// Attributes the gaps that ended by `settled` (all of them when `last`) to the
     /// window's events, then forgets the events no waiting gap needs.
-    pub fn settle(&mut self, w: &mut EventWindow, cx: &Shared<'_>, settled: u64, last: bool) {
+    pub fn settle(&mut self, w: &mut EventWindow, cx: &mut Shared<'_>, settled: u64, last: bool) {
         let mut ready = match last {
             true => self.pending.len(),
             false => self.pending.partition_point(|(g, _)| g.end <= settled),
@@ -178,18 +178,17 @@ impl Lane {
                 let last = kept.iter().map(|g| g.0.end).max().unwrap_or(first);
                 let events = &events[from..self.slice_end(events, last, cx.scale).max(from)];
                 self.walked += events.len() as u64;
-                cx.name_functions(events);
-                let symbols = cx.known.borrow();
+                super::symbols::name_functions(cx.known, events);
                 let c = Context {
                     names: cx.names,
-                    symbols: &symbols,
+                    symbols: cx.known,
                     scale: cx.scale,
                     run_start: 0,
                     measurer: self.measurer,
                     top: TOP,
                     measurer_kind: self.kind,
                     naming: Naming::Full,
-                    throttle: self.throttle.clone(),
+                    throttle: &self.throttle,
                 };
                 self.tally.add(&kept, events, &c);
             }
@@ -310,14 +309,7 @@ fn slept_at(events: &[Event], measurer: u32) -> Option<u64> {
 pub struct Shared<'a> {
     pub names: &'a Names,
     pub scale: Scale,
-    pub known: &'a std::cell::RefCell<HashMap<u64, String>>,
-}
-
-impl Shared<'_> {
-    /// Names the work and hrtimer functions in `events` not named before.
-    fn name_functions(&self, events: &[Event]) {
-        super::symbols::name_functions(&mut self.known.borrow_mut(), events);
-    }
+    pub known: &'a mut HashMap<u64, String>,
 }
 
 /// A follower and the lanes of its CPUs, in the same order: one reader's share of the
@@ -325,7 +317,7 @@ impl Shared<'_> {
 pub struct Reader<R = std::fs::File> {
     pub follower: Follower<R>,
     pub lanes: Vec<Lane>,
-    known: std::cell::RefCell<HashMap<u64, String>>,
+    known: HashMap<u64, String>,
 }
 
 impl<R: Read> Reader<R> {
@@ -355,13 +347,13 @@ impl<R: Read> Reader<R> {
             lanes,
             known,
         } = self;
-        let cx = Shared {
+        let mut cx = Shared {
             names: &follower.decoder.names,
             scale,
             known,
         };
         for (lane, w) in lanes.iter_mut().zip(&mut follower.windows) {
-            lane.settle(w, &cx, settled, last);
+            lane.settle(w, &mut cx, settled, last);
         }
     }
 

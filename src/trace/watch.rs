@@ -747,8 +747,7 @@ impl Watcher {
             // Nothing is known to run at a wake-up: whatever ran then is the delay's.
             measurer_kind: MeasurerKind::Sleeps,
             naming: self.naming,
-            throttle: s.throttle.clone(),
-            // A watched thread sleeps and wakes.
+            throttle: &s.throttle,
         };
         let evs: &[Event] = match self.tails.get_mut(&cpu) {
             Some(t) => t.make_contiguous(),

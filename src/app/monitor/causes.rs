@@ -216,7 +216,7 @@ impl Tracer {
                 // The thread sleeps until its deadline: whatever ran then is the delay's.
                 measurer_kind: MeasurerKind::Sleeps,
                 naming: Naming::Stable,
-                throttle: c.throttle.clone(),
+                throttle: &c.throttle,
                 // The timer thread sleeps until its deadline.
             };
             let a = attribute::attribute(&gaps, events, &cx);
