@@ -10,7 +10,6 @@ use crate::cli::{DEFAULT_DURATION, NoiseArgs};
 use crate::engine::run::RunPlan;
 use crate::probes::noise::{self, NoiseConfig};
 use crate::report::{ProbeEntry, ResultFile};
-use crate::stats::events::GapRing;
 
 use super::Ending;
 use super::output::{Warnings, clock_line, interrupted_mark};
@@ -105,28 +104,13 @@ impl Measure for NoiseCommand {
             true => noise::Histograms::Encoded,
             false => noise::Histograms::Omitted,
         };
-        let session = self.trace.then(|| tracing::start_streamed(ctx)).flatten();
-        let mut cfg = self.cfg.clone();
-        if self.trace && session.is_none() {
-            cfg.event_log = cfg.event_log.max(self.untraced_log);
-        }
         // Traced, each gap goes to the reader as it happens, so that every gap of the
         // run is attributed whatever its length.
-        let rings: Vec<GapRing> = match session {
-            Some(_) => (ctx.cpus.measured.cpus().iter())
-                .map(|_| GapRing::new(tracing::STREAM_GAPS))
-                .collect(),
-            None => Vec::new(),
+        let run = match self.trace {
+            true => tracing::run_noise_traced(ctx, &self.cfg, self.untraced_log, &plan, histograms),
+            false => noise::run_with(&self.cfg, &plan, clock, stop, histograms),
         };
-        let run = || noise::run_streaming(&cfg, &plan, clock, stop, histograms, &rings);
-        let (run, streamed) = match session {
-            Some(s) => tracing::stream_noise(ctx, s, &rings, clock.scale, run),
-            None => (run(), None),
-        };
-        let mut run = run.context("the noise run failed")?;
-        if let (Some(s), Some(w)) = (streamed, run.outcome.window) {
-            tracing::attach_streamed(&mut run.entries, s, clock.scale, w.start);
-        }
+        let run = run.context("the noise run failed")?;
         Ok(Measured::of_plan(
             run.entries,
             ProbeEntry::Noise,

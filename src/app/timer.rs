@@ -16,7 +16,6 @@ use crate::engine::run::RunPlan;
 use crate::probes::timer::{self, BreakRecord, LiveSnapshot, SleepMode, TimerConfig, TimerEntry};
 use crate::probes::timer::{BreakAction, TimerConfigError};
 use crate::report::{ProbeEntry, ResultFile};
-use crate::stats::events::GapRing;
 use crate::trace::BreakTracer;
 use crate::trace::stream::{Lane, Pick};
 
@@ -199,23 +198,20 @@ impl Measure for TimerCommand {
         let (cfg, clock, stop) = (&self.cfg, &ctx.host.clock, ctx.stop);
         let scale = clock.scale;
         // Traced, each thread hands its wake-ups to a reader as they happen, which
-        // attributes the late ones as they settle (`trace::stream::Pick`); only once the
-        // session started, or the threads would fill rings no one drains.
-        let session = self.trace.and_then(|_| tracing::start_streamed(ctx));
-        let rings: Vec<GapRing> = match session {
-            Some(_) => (ctx.cpus.measured.cpus().iter())
-                .map(|_| GapRing::new(tracing::STREAM_GAPS))
-                .collect(),
-            None => Vec::new(),
+        // attributes the late ones as they settle (`trace::stream::Pick`).
+        let (traced, rings) = match self.trace.and_then(|_| tracing::start_streamed(ctx)) {
+            Some((t, rings)) => (Some(t), rings),
+            None => (None, Vec::new()),
         };
-        let above = self.trace.filter(|_| session.is_some());
-        let stream = above.map(|above| timer::Stream {
+        // `--trace-above`'s floor; none: the running p99.
+        let above = self.trace.flatten();
+        let stream = traced.as_ref().map(|_| timer::Stream {
             rings: &rings,
             above_ns: above.unwrap_or(0),
         });
         let run_it = || timer::run_streaming(cfg, &plan, clock, stop, &tracer, on_tick, stream);
-        let (run, streamed) = match (session, above) {
-            (Some(session), Some(above)) => {
+        let (run, streamed) = match traced {
+            Some(traced) => {
                 let lane = |i: usize, cpu: usize, throttle| {
                     let pick = match above {
                         Some(ns) => Pick::AtLeast(ns),
@@ -223,9 +219,9 @@ impl Measure for TimerCommand {
                     };
                     Lane::timer(cpu, throttle, scale.to_ticks(cfg.interval_of(i)), pick)
                 };
-                tracing::stream_timer(ctx, session, &rings, lane, scale, run_it)
+                tracing::stream_timer(ctx, traced, &rings, lane, scale, run_it)
             }
-            _ => (run_it(), None),
+            None => (run_it(), None),
         };
         let mut run = run.context("the timer run failed")?;
         if let (Some(s), Some(w)) = (streamed, run.outcome.window) {

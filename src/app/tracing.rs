@@ -13,8 +13,9 @@ use std::sync::atomic::{AtomicBool, Ordering};
 
 use crate::degraded::Degraded;
 use crate::engine::clock::Scale;
+use crate::engine::run::{RunError, RunPlan};
 use crate::engine::sched;
-use crate::probes::noise::NoiseEntry;
+use crate::probes::noise::{self, NoiseConfig, NoiseEntry, NoiseRun};
 use crate::stats::causes::Attribution;
 use crate::stats::coincidence::Coincidence;
 use crate::stats::events::GapRing;
@@ -182,20 +183,50 @@ pub struct Traced {
 }
 
 /// `start` for a streamed run: the throttle settings of every measured CPU first (once,
-/// before the session: the read may mount debugfs), then the session, or `None` with the
-/// reason recorded.
-pub fn start_streamed(ctx: &mut Ctx<'_>) -> Option<Traced> {
+/// before the session: the read may mount debugfs), then the session with a gap queue
+/// per measured CPU (in the plan's order), or `None` with the reason recorded. Queues
+/// only under a session that started: no one would drain them.
+pub fn start_streamed(ctx: &mut Ctx<'_>) -> Option<(Traced, Vec<GapRing>)> {
     let throttles = crate::system::throttle::read_for_self(ctx.cpus.measured.cpus());
     let session = start(ctx)?;
-    Some(Traced { session, throttles })
+    let rings = (throttles.iter())
+        .map(|_| GapRing::new(STREAM_GAPS))
+        .collect();
+    Some((Traced { session, throttles }, rings))
+}
+
+/// A noise run with each gap attributed as it settles (`stream_noise`), each CPU's
+/// attribution on its entry; untraced when the session cannot start (the reason
+/// recorded), keeping then an event log of at least `untraced_log` gaps.
+pub fn run_noise_traced(
+    ctx: &mut Ctx<'_>,
+    cfg: &NoiseConfig,
+    untraced_log: usize,
+    plan: &RunPlan,
+    histograms: noise::Histograms,
+) -> Result<NoiseRun, RunError> {
+    let (clock, stop) = (&ctx.host.clock, ctx.stop);
+    let Some((traced, rings)) = start_streamed(ctx) else {
+        let cfg = NoiseConfig {
+            event_log: cfg.event_log.max(untraced_log),
+            ..cfg.clone()
+        };
+        return noise::run_with(&cfg, plan, clock, stop, histograms);
+    };
+    let run = || noise::run_streaming(cfg, plan, clock, stop, histograms, &rings);
+    let (run, streamed) = stream_noise(ctx, traced, &rings, clock.scale, run);
+    let mut run = run?;
+    if let (Some(s), Some(w)) = (streamed, run.outcome.window) {
+        attach_streamed(&mut run.entries, s, clock.scale, w.start);
+    }
+    Ok(run)
 }
 
 /// Runs `measure` (a noise run handing its gaps to `rings`, one per measured CPU) under
 /// the started trace, attributing each gap as it settles, from readers on the
 /// housekeeping CPUs: every gap of a run of any length, in bounded memory (issues 22 and
-/// 29). The caller starts the trace before it makes the rings: a run whose session did
-/// not start hands over nothing.
-pub fn stream_noise<T>(
+/// 29).
+fn stream_noise<T>(
     ctx: &mut Ctx<'_>,
     traced: Traced,
     rings: &[GapRing],
@@ -488,7 +519,7 @@ fn each_cpu(lanes: &[&LaneOut], what: impl Fn(&LaneOut) -> String) -> Option<Str
 /// Puts each CPU's streamed attribution on its noise entry: every gap the loop saw but
 /// those its queue dropped and those over a loss (`unattributed_gaps`, counted by the
 /// lane), and its gaps that coincided with another CPU's, counted as they came.
-pub fn attach_streamed(entries: &mut [NoiseEntry], s: Streamed, scale: Scale, run_start: u64) {
+fn attach_streamed(entries: &mut [NoiseEntry], s: Streamed, scale: Scale, run_start: u64) {
     for out in s.per_cpu {
         if let Some(e) = entries.iter_mut().find(|e| e.cpu == out.lane.cpu) {
             e.attribution = Some(out.attribution(scale, run_start));

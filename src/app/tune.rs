@@ -25,7 +25,6 @@ use crate::probes::noise::{self, NoiseConfig, NoiseEntry};
 use crate::probes::timer::{self, NoBreakHook, TimerConfig, TimerEntry};
 use crate::report::{ProbeEntry, ResultFile};
 use crate::stats::causes::Attribution;
-use crate::stats::events::GapRing;
 use crate::system::audit::{AuditReport, FindingId};
 use crate::system::tune::apply::{self, Applied, ApplyError};
 use crate::system::tune::experiment::{self, ALPHA, Decision};
@@ -462,24 +461,9 @@ impl TuneCommand {
         let (clock, stop) = (&ctx.host.clock, ctx.stop);
         let (mut b, outcome, attrs) = match &self.probe {
             BlockProbe::Noise(cfg) if self.trace => {
-                // Rings only under a session that started: no one would drain them.
-                let session = tracing::start_streamed(ctx);
-                let rings: Vec<GapRing> = match session {
-                    Some(_) => (ctx.cpus.measured.cpus().iter())
-                        .map(|_| GapRing::new(tracing::STREAM_GAPS))
-                        .collect(),
-                    None => Vec::new(),
-                };
                 let h = noise::Histograms::Omitted;
-                let run = || noise::run_streaming(cfg, &plan, clock, stop, h, &rings);
-                let (run, streamed) = match session {
-                    Some(s) => tracing::stream_noise(ctx, s, &rings, clock.scale, run),
-                    None => (run(), None),
-                };
-                let mut run = run.context("a traced noise block failed")?;
-                if let (Some(s), Some(w)) = (streamed, run.outcome.window) {
-                    tracing::attach_streamed(&mut run.entries, s, clock.scale, w.start);
-                }
+                let run = tracing::run_noise_traced(ctx, cfg, 0, &plan, h)
+                    .context("a traced noise block failed")?;
                 let attrs = (run.entries.iter())
                     .filter_map(|e| e.attribution.clone())
                     .collect();
