@@ -183,13 +183,6 @@ fn first_two(list: &str) -> Option<String> {
 
 /// `jitterscope run`.
 pub fn run(args: &MainArgs, argv: &[String], stop: &AtomicBool) -> anyhow::Result<Ending> {
-    let out_dir = args.out_dir.clone().unwrap_or_else(|| PathBuf::from("."));
-    make_out_dir(&out_dir)?;
-    check_writable(&out_dir)?;
-    for named in Destinations::named(args) {
-        let dir = named.parent().filter(|d| !d.as_os_str().is_empty());
-        check_writable(dir.unwrap_or(Path::new(".")))?;
-    }
     if let Some(t) = args.step_time.filter(|t| *t < MIN_STEP) {
         anyhow::bail!(
             "--step-time {}: each step needs at least {} ms",
@@ -199,6 +192,14 @@ pub fn run(args: &MainArgs, argv: &[String], stop: &AtomicBool) -> anyhow::Resul
     }
     let steps = Step::plan(args);
     let housekeeping = housekeeping_cpu(args)?;
+    // Only once the input is known good: bad input leaves no new directory behind.
+    let out_dir = args.out_dir.clone().unwrap_or_else(|| PathBuf::from("."));
+    make_out_dir(&out_dir)?;
+    check_writable(&out_dir)?;
+    for named in Destinations::named(args) {
+        let dir = named.parent().filter(|d| !d.as_os_str().is_empty());
+        check_writable(dir.unwrap_or(Path::new(".")))?;
+    }
     let progress = Progress::new(&steps, housekeeping.is_none());
     let (results, skipped) = std::thread::scope(|s| {
         // However the steps end, even by a panic, the display thread must stop, or the
@@ -563,6 +564,35 @@ fn compact_time(rfc3339: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Review 2 of issue 29: `run --out-dir NEW` with bad input (a step too short, CPUs
+    /// the host lacks) fails before it makes the directory, leaving nothing behind.
+    #[test]
+    fn bad_input_leaves_no_out_dir_behind() {
+        let base = std::env::temp_dir().join(format!("js-outdir-{}", std::process::id()));
+        let dir = base.join("new");
+        let stop = AtomicBool::new(false);
+        let bad = [
+            MainArgs {
+                step_time: Some(Duration::from_millis(10)),
+                ..MainArgs::default()
+            },
+            MainArgs {
+                cpus: Some("100000".into()),
+                ..MainArgs::default()
+            },
+        ];
+        for args in bad {
+            let args = MainArgs {
+                out_dir: Some(dir.clone()),
+                ..args
+            };
+            let e = run(&args, &[], &stop).expect_err("refused");
+            let made = base.exists();
+            let _ = std::fs::remove_dir_all(&base);
+            assert!(!made, "{e:#}: {} was made", base.display());
+        }
+    }
 
     #[test]
     fn steps_build_the_commands_they_name() {

@@ -142,9 +142,7 @@ impl Kind {
             _ => None,
         }
     }
-}
 
-impl Kind {
     /// The same event with each interned name it holds passed through `f` (to move it
     /// to another `Names`).
     pub fn map_names(self, f: &mut impl FnMut(NameId) -> NameId) -> Kind {

@@ -255,11 +255,6 @@ impl EventWindow {
         self.forgotten_to
     }
 
-    /// The newest event's stamp (0 before any).
-    pub fn newest(&self) -> u64 {
-        self.last_ts
-    }
-
     /// The events held, oldest first, as one slice.
     pub fn events(&mut self) -> &[Event] {
         self.events.make_contiguous()

@@ -217,7 +217,6 @@ impl Tracer {
                 measurer_kind: MeasurerKind::Sleeps,
                 naming: Naming::Stable,
                 throttle: &c.throttle,
-                // The timer thread sleeps until its deadline.
             };
             let a = attribute::attribute(&gaps, events, &cx);
             let labels = |names: &mut CauseNames, kind: CauseKind, cause: &str| CauseLabels {
