@@ -40,7 +40,7 @@ use crate::trace::event::Names;
 use crate::trace::reader;
 use crate::trace::session::TraceError;
 use crate::trace::session::TraceSession;
-use crate::trace::symbols::Symbols;
+use crate::trace::symbols::{Symbols, name_functions_with};
 use crate::trace::watch::{self, Settings, ThreadFigures, Watched, Watcher};
 
 use super::Ending;
@@ -533,7 +533,9 @@ pub fn follow<T>(
             batch.insert(cpu, evs[..n].to_vec());
             w.forget_before(until);
         }
-        resolve(kallsyms, &mut symbols, &batch);
+        // Named from the table read before tracing.
+        let events = batch.values().flatten();
+        name_functions_with(&mut symbols, events, |new| kallsyms.names(new.into_iter()));
         watcher.feed(&batch, until, &follower.decoder.names, &symbols);
         each(Pass {
             watcher: &mut watcher,
@@ -557,20 +559,4 @@ pub fn follow<T>(
     // The buffers are closed before the caller removes the instance.
     drop(follower);
     Ok(end(watcher, &names, &symbols, counts))
-}
-
-/// Names the work and hrtimer functions first seen in `batch`.
-fn resolve(
-    kallsyms: &Symbols,
-    symbols: &mut HashMap<u64, String>,
-    batch: &BTreeMap<usize, Vec<crate::trace::event::Event>>,
-) {
-    let addrs: Vec<u64> = (batch.values().flatten())
-        .filter_map(|e| e.kind.function())
-        .filter(|f| !symbols.contains_key(f))
-        .collect();
-    if !addrs.is_empty() {
-        let new = kallsyms.names(addrs.into_iter());
-        symbols.extend(new);
-    }
 }

@@ -94,13 +94,14 @@ pub fn name_functions(symbols: &mut HashMap<u64, String>, events: &[super::event
     name_functions_with(symbols, events, |new| Symbols::resolve(new.into_iter()));
 }
 
-/// As `name_functions`, with the names of new addresses from `resolve`.
-fn name_functions_with(
+/// As `name_functions`, with the names of new addresses from `resolve` (a table held
+/// whole, for `watch` and `monitor`).
+pub fn name_functions_with<'e>(
     symbols: &mut HashMap<u64, String>,
-    events: &[super::event::Event],
+    events: impl IntoIterator<Item = &'e super::event::Event>,
     resolve: impl FnOnce(std::collections::HashSet<u64>) -> HashMap<u64, String>,
 ) {
-    let new: std::collections::HashSet<u64> = (events.iter())
+    let new: std::collections::HashSet<u64> = (events.into_iter())
         .filter_map(|e| e.kind.function())
         .filter(|f| !symbols.contains_key(f))
         .collect();
