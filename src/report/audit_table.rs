@@ -58,7 +58,7 @@ fn block(f: &Finding, width: Option<usize>) -> String {
         b.push('\n');
     }
     for r in &f.remedies {
-        b.push_str(&remedy(r, width));
+        b.push_str(&remedy(r, width, "        "));
     }
     if let Some(cmd) = crate::system::tune::try_it(f) {
         b.push_str(&format!("        try it: {cmd}\n"));
@@ -74,17 +74,20 @@ fn block(f: &Finding, width: Option<usize>) -> String {
     b
 }
 
-/// A remedy: where it applies, then what to paste on a line of its own.
-fn remedy(r: &Remedy, width: Option<usize>) -> String {
+/// A remedy, its lines begun with `indent`: where it applies, then what to paste on a
+/// line of its own, whole, two spaces further in. The audit's blocks, the verdict's top
+/// fixes and watch's causes all lay remedies out with it.
+pub(crate) fn remedy(r: &Remedy, width: Option<usize>, indent: &str) -> String {
+    let more = format!("{indent}  ");
     let note = |label: &str, text: &str| {
         format!(
             "{}\n",
-            wrap(&format!("        {label}: {text}"), width, "          ")
+            wrap(&format!("{indent}{label}: {text}"), width, &more)
         )
     };
-    let paste = |line: &str| format!("          {line}\n");
+    let paste = |line: &str| format!("{more}{line}\n");
     match r {
-        Remedy::Runtime { command, .. } => format!("        now:\n{}", paste(command)),
+        Remedy::Runtime { command, .. } => format!("{indent}now:\n{}", paste(command)),
         Remedy::Boot { options, how } => {
             format!("{}{}", note("at boot", how), paste(&options.join(" ")))
         }
@@ -112,7 +115,7 @@ fn remedy(r: &Remedy, width: Option<usize>) -> String {
                 if !said.is_empty() {
                     t.push_str(&format!(
                         "{}\n",
-                        wrap(&format!("          {said}"), width, "          ")
+                        wrap(&format!("{more}{said}"), width, &more)
                     ));
                 }
                 t

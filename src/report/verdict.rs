@@ -152,6 +152,11 @@ pub struct Fix {
     /// The `tune` command that would try the fix, where a tune step applies it at run time.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub tune: Option<String>,
+    /// The fix typed, as the audit's finding holds it: printed remedy by remedy, each
+    /// command and boot option whole on a line of its own (`audit_table::remedy`).
+    /// Empty in results from before it was stored: then `fix` is printed as it is.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub remedies: Vec<crate::system::audit::Remedy>,
 }
 
 /// The verdict, as the main job stores it in its result (`verdict`).
@@ -631,6 +636,7 @@ fn fix_of(f: &Finding, share: Option<f64>) -> Fix {
         fix: f.fix.clone(),
         share,
         tune: crate::system::tune::try_it(f),
+        remedies: f.remedies.clone(),
     }
 }
 
@@ -727,7 +733,7 @@ pub fn duration_words(ns: u64) -> String {
 
 /// The verdict as text, fixes numbered: each line wrapped to the current layout's width
 /// (`report::table::Layout`), and each command in a fix on a line of its own, never
-/// broken, so that it can be pasted as it is (`fix_lines`).
+/// broken, so that it can be pasted as it is (`fix_text`).
 pub fn text(v: &Verdict) -> String {
     let width = crate::report::table::Layout::current().wrap_width();
     let wrap = |l: &str| crate::report::table::wrap(&format!("  {l}"), width, "    ");
@@ -745,10 +751,7 @@ pub fn text(v: &Verdict) -> String {
         let head = format!("{}. {} ({}):", i + 1, f.finding, share_words(f.share));
         out.push_str(&wrap(&head));
         out.push('\n');
-        for line in fix_lines(&f.fix, width, FIX_INDENT) {
-            out.push_str(&line);
-            out.push('\n');
-        }
+        out.push_str(&fix_text(&f.fix, &f.remedies, width, FIX_INDENT));
         if let Some(cmd) = &f.tune {
             for line in command_lines("try it:", cmd, width, FIX_INDENT) {
                 out.push_str(&line);
@@ -761,14 +764,6 @@ pub fn text(v: &Verdict) -> String {
 
 /// Where a fix's lines begin, under its numbered head.
 const FIX_INDENT: &str = "     ";
-
-/// How the audit begins each remedy of a fix it joins with "; " (`Remedy::text`).
-const REMEDY_LABELS: [&str; 4] = [
-    "now: ",
-    "at boot: ",
-    "kernel build: ",
-    "on the host, not this guest: ",
-];
 
 /// The first words of the commands fixes hold: a clause that begins with one is a
 /// command up to its first " (" (what follows is said about it).
@@ -791,52 +786,33 @@ const COMMANDS: [&str; 16] = [
     "sh",
 ];
 
-/// A fix in lines of at most `width`, except a command: the fix's remedies one after
-/// another, a command on a line of its own (after its "now:" when both fit) and never
-/// broken, the words around it wrapped. Fixes from before the remedies were typed
-/// ("for i in …; done (and boot with irqaffinity=0)") are read the same way.
-pub(crate) fn fix_lines(fix: &str, width: Option<usize>, indent: &str) -> Vec<String> {
-    let mut out = Vec::new();
-    for clause in remedies(fix) {
-        let (label, body) = match clause.strip_prefix("now: ") {
-            Some(cmd) => ("now:", cmd),
-            None => ("", clause),
-        };
-        let Some((cmd, said)) = command_of(body, !label.is_empty()) else {
-            out.push(crate::report::table::wrap(
-                &format!("{indent}{body}"),
-                width,
-                &format!("{indent}  "),
-            ));
-            continue;
-        };
-        out.extend(command_lines(label, cmd, width, indent));
-        if !said.is_empty() {
-            let more = format!("{indent}  ");
-            out.push(crate::report::table::wrap(
-                &format!("{more}{said}"),
-                width,
-                &more,
-            ));
-        }
+/// A fix's lines, each begun with `indent`: its typed remedies as the audit lays them
+/// out (`audit_table::remedy`: every command and boot option whole on a line of its
+/// own). A fix stored before remedies were (`fix` only) is one clause: a command that
+/// begins it is kept whole on its line, what is said after it wrapped below; words are
+/// wrapped.
+pub(crate) fn fix_text(
+    fix: &str,
+    remedies: &[crate::system::audit::Remedy],
+    width: Option<usize>,
+    indent: &str,
+) -> String {
+    if !remedies.is_empty() {
+        let each = remedies.iter();
+        return each
+            .map(|r| crate::report::audit_table::remedy(r, width, indent))
+            .collect();
     }
-    out
-}
-
-/// The remedies of a fix: split at "; " where a remedy's label follows (a command's own
-/// "; " stays in it).
-fn remedies(fix: &str) -> Vec<&str> {
-    let mut out = Vec::new();
-    let mut start = 0;
-    for (i, _) in fix.match_indices("; ") {
-        let next = &fix[i + 2..];
-        if i >= start && REMEDY_LABELS.iter().any(|l| next.starts_with(l)) {
-            out.push(&fix[start..i]);
-            start = i + 2;
-        }
+    let wrap = crate::report::table::wrap;
+    let more = format!("{indent}  ");
+    match command_of(fix, false) {
+        None => format!("{}\n", wrap(&format!("{indent}{fix}"), width, &more)),
+        Some((cmd, "")) => format!("{indent}{cmd}\n"),
+        Some((cmd, said)) => format!(
+            "{indent}{cmd}\n{}\n",
+            wrap(&format!("{more}{said}"), width, &more)
+        ),
     }
-    out.push(&fix[start..]);
-    out
 }
 
 /// Words a shell command goes on with after its own "; " (`for …; do …; done`).
@@ -914,12 +890,14 @@ mod tests {
                     fix: "sysctl -w kernel.sched_rt_runtime_us=-1".into(),
                     share: None,
                     tune: Some("jitterscope tune --step rt-throttling-on".into()),
+                    remedies: Vec::new(),
                 },
                 Fix {
                     finding: "isolated-missing".into(),
                     fix: "boot with isolcpus=1".into(),
                     share: None,
                     tune: None,
+                    remedies: Vec::new(),
                 },
             ],
         };
@@ -932,6 +910,67 @@ mod tests {
             "{t}"
         );
         assert_eq!(t.matches("try it").count(), 1, "{t}");
+    }
+
+    /// Review 2 of issue 29: boot options and a command the verdict did not know by its
+    /// first word were word-wrapped (at 80 columns "at boot: isolcpus=…" on one line,
+    /// "nohz_full=… rcu_nocbs=…" on the next; "ethtool -C eth0 …" broken mid-command).
+    /// The typed remedies are laid out as the audit does: each whole on a line.
+    #[test]
+    fn boot_options_and_commands_are_never_split() {
+        use crate::system::audit::Remedy;
+        let cpus = "1-3,5,7,9-11,13,15-47";
+        let options = vec![
+            format!("isolcpus=managed_irq,domain,{cpus}"),
+            format!("nohz_full={cpus}"),
+            format!("rcu_nocbs={cpus}"),
+        ];
+        let ethtool =
+            "ethtool -C eth0 adaptive-rx off rx-usecs 0 rx-frames 1 tx-usecs 0 tx-frames 1";
+        let remedies = vec![
+            Remedy::Runtime {
+                command: ethtool.into(),
+                effects: Vec::new(),
+            },
+            Remedy::Boot {
+                options: options.clone(),
+                how: "on the kernel command line, then reboot".into(),
+            },
+        ];
+        let fix = Fix {
+            finding: "isolated-missing".into(),
+            fix: format!("now: {ethtool}; at boot: {} (…)", options.join(" ")),
+            share: Some(0.5),
+            tune: None,
+            remedies,
+        };
+        let v = Verdict {
+            lines: Vec::new(),
+            fixes: vec![fix],
+        };
+        let t = crate::report::table::Layout::fixed(80, false).scoped(|| text(&v));
+        let pasted = |l: &str| t.lines().any(|line| line.trim() == l);
+        assert!(pasted(&options.join(" ")), "{t}");
+        assert!(pasted(ethtool), "{t}");
+        // A fix stored before remedies were: a command that begins it kept whole, what
+        // is said after it below.
+        let cmd = "for i in 25 26 29 31 33 35; do echo 0 > /proc/irq/$i/smp_affinity_list; done";
+        let old = Fix {
+            remedies: Vec::new(),
+            fix: format!("{cmd} (and boot with irqaffinity=0)"),
+            ..v.fixes[0].clone()
+        };
+        let v = Verdict {
+            lines: Vec::new(),
+            fixes: vec![old],
+        };
+        let t = crate::report::table::Layout::fixed(80, false).scoped(|| text(&v));
+        assert!(
+            t.contains(&format!(
+                "     {cmd}\n       (and boot with irqaffinity=0)\n"
+            )),
+            "{t}"
+        );
     }
 
     /// The frozen main-job fixture with steal counters of `steal_ms` on CPU 1.

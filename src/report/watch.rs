@@ -567,7 +567,7 @@ fn cause_lines(r: &ResultFile, w: &WatchRecord, members: &[usize], label: &str) 
             out.push_str(&format!("           pinned: {note}\n"));
         }
         if let Some([first, more @ ..]) = cause_findings(r, c).as_deref() {
-            out.push_str(&fix_lines(&format!("fix: audit {}:", first.id), &first.fix));
+            out.push_str(&fix_lines(&format!("fix: audit {}:", first.id), first));
             if !more.is_empty() {
                 let ids: Vec<String> = more.iter().map(|f| f.id.to_string()).collect();
                 out.push_str(&format!("           also: {}\n", ids.join(", ")));
@@ -581,20 +581,18 @@ fn cause_lines(r: &ResultFile, w: &WatchRecord, members: &[usize], label: &str) 
 }
 
 /// A fix under its cause: on one line with its head when it fits, else the head, then
-/// the fix's lines, each command on a line of its own (`verdict::fix_lines`).
-fn fix_lines(head: &str, fix: &str) -> String {
+/// the finding's remedies, each command and boot option whole on a line of its own
+/// (`verdict::fix_text`).
+fn fix_lines(head: &str, f: &Finding) -> String {
     const INDENT: &str = "           ";
     let width = Layout::current().wrap_width();
-    let one = format!("{INDENT}{head} {fix}");
+    let one = format!("{INDENT}{head} {}", f.fix);
     if width.is_none_or(|w| one.chars().count() <= w) {
         return one + "\n";
     }
-    let mut out = format!("{INDENT}{head}\n");
-    for l in crate::report::verdict::fix_lines(fix, width, &format!("{INDENT}  ")) {
-        out.push_str(&l);
-        out.push('\n');
-    }
-    out
+    let more = format!("{INDENT}  ");
+    format!("{INDENT}{head}\n")
+        + &crate::report::verdict::fix_text(&f.fix, &f.remedies, width, &more)
 }
 
 /// Where the lost events went, when any were: " (N by the kernel, M by jitterscope)".
@@ -934,6 +932,43 @@ mod tests {
         let t = watch_text(&r);
         assert!(!t.contains("fix: audit"), "{t}");
         assert!(t.contains("fixes: (no audit in this result)"), "{t}");
+    }
+
+    /// Review 2 of issue 29: watch laid a fix too long for its line out by reparsing its
+    /// text, and word-wrapped boot options; now each remedy is whole on a line.
+    #[test]
+    fn a_long_fix_keeps_its_boot_options_on_one_line() {
+        use crate::system::audit::Remedy;
+        let causes = vec![cause(
+            CauseKind::Task,
+            "task hog:20 (SCHED_OTHER nice 0)",
+            4,
+            9_000_000,
+        )];
+        let mut r = result(vec![thread(10, "app", &[20_000; 10], causes)]);
+        let cpus = "1-3,5,7,9-11,13,15-47";
+        let options = vec![
+            format!("isolcpus=managed_irq,domain,{cpus}"),
+            format!("nohz_full={cpus}"),
+            format!("rcu_nocbs={cpus}"),
+        ];
+        let audit = r.host.audit.as_mut().expect("the fixture's audit");
+        audit.findings = vec![Finding {
+            remedies: vec![Remedy::Boot {
+                options: options.clone(),
+                how: "on the kernel command line, then reboot".into(),
+            }],
+            ..finding(
+                FindingId::IsolatedMissing,
+                Severity::Warn,
+                &format!(
+                    "at boot: {} (on the kernel command line, then reboot)",
+                    options.join(" ")
+                ),
+            )
+        }];
+        let t = Layout::fixed(80, false).scoped(|| watch_text(&r));
+        assert!(t.lines().any(|l| l.trim() == options.join(" ")), "{t}");
     }
 
     /// A hog whose own affinity holds it on the watched CPU gets no isolation fix
