@@ -598,7 +598,7 @@ impl Context<'_> {
         match (by, self.naming) {
             (By::CfsQuota, Naming::Stable) => "CFS quota".into(),
             (By::CfsQuota, Naming::Full) => match &self.throttle.cfs_quota {
-                Some(q) => format!("CFS quota: {} of {}", q.setting, q.group),
+                Some(q) => crate::stats::causes::quota_label(&q.setting, &q.group),
                 None => "CFS quota".into(),
             },
             (By::Rt | By::RtGuess, Naming::Stable) => "real-time throttling".into(),

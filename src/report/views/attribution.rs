@@ -18,7 +18,7 @@ use crate::report::ResultFile;
 use crate::report::cause_names::{cause_key, shown_causes};
 use crate::report::group::{self, Grouping, Row};
 use crate::report::table::{Layout, Tab, core, cut, wrap};
-use crate::stats::causes::{Attribution, CauseKind, CauseRow, GapBreakdown};
+use crate::stats::causes::{Attribution, CauseKind, CauseRow, GapBreakdown, quota_label};
 use crate::system::counters::{CgroupDelta, GroupStatDelta};
 
 /// Causes the cross-CPU table shows (the unaccounted time aside); the result file holds
@@ -439,8 +439,7 @@ fn quota_notes(rows: &[CauseRow], c: Option<&CgroupDelta>) -> Vec<String> {
         .filter(|row| row.kind == CauseKind::Throttling)
         .filter_map(|row| {
             let named = |g: &&GroupStatDelta| {
-                (g.quota.as_ref())
-                    .is_some_and(|q| row.cause == format!("CFS quota: {q} of {}", g.group))
+                (g.quota.as_ref()).is_some_and(|q| row.cause == quota_label(q, &g.group))
             };
             let g = c.cpu_stat.iter().find(named)?;
             Some(format!(
@@ -636,5 +635,11 @@ mod tests {
             ]
         );
         assert!(quota_notes(&rows, None).is_empty());
+        // The row as the attribution names it (the one label both sides make) is found.
+        let named = [row(
+            &quota_label("cpu.max 50000 100000", "/jsq/inner"),
+            1_000_000,
+        )];
+        assert_eq!(quota_notes(&named, Some(&c)).len(), 1);
     }
 }
