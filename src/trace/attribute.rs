@@ -1102,27 +1102,6 @@ pub fn period(starts: &[u64]) -> Option<u64> {
     (near * 2 >= d.len() && m > 0).then_some(m)
 }
 
-/// For each CPU's gaps (sorted starts), how many begin within `window` ticks of a gap
-/// on another CPU.
-pub fn coincident(starts_by_cpu: &[Vec<u64>], window: u64) -> Vec<u64> {
-    starts_by_cpu
-        .iter()
-        .enumerate()
-        .map(|(i, mine)| {
-            mine.iter()
-                .filter(|&&s| {
-                    starts_by_cpu.iter().enumerate().any(|(j, other)| {
-                        j != i && {
-                            let k = other.partition_point(|&o| o + window < s);
-                            other.get(k).is_some_and(|&o| o <= s + window)
-                        }
-                    })
-                })
-                .count() as u64
-        })
-        .collect()
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -2311,11 +2290,5 @@ mod tests {
             "{:?}",
             rows(&a)
         );
-    }
-
-    #[test]
-    fn coincident_gaps_are_counted_per_cpu() {
-        let starts = vec![vec![100, 5_000, 9_000], vec![103, 7_000], vec![]];
-        assert_eq!(coincident(&starts, 5), vec![1, 1, 0]);
     }
 }
