@@ -513,21 +513,8 @@ fn cause_lines(r: &ResultFile, w: &WatchRecord, members: &[usize], label: &str) 
     let mut out = String::new();
     // One cause across the row: its key, a row of it (for the fixes), its share on each
     // thread that saw it, and the delays it was the largest part of.
-    let mut causes: Vec<(String, &CauseRow, Vec<f64>, u64, u64)> = Vec::new();
-    for (_, a) in &traced {
-        for c in &a.causes {
-            let key = cause_key(c);
-            match causes.iter_mut().find(|x| x.0 == key) {
-                Some(x) => {
-                    x.2.push(c.share_pct);
-                    x.3 += c.largest_in;
-                    x.4 += c.total_ns;
-                }
-                None => causes.push((key, c, vec![c.share_pct], c.largest_in, c.total_ns)),
-            }
-        }
-    }
-    causes.sort_by_key(|x| std::cmp::Reverse(x.4));
+    let members: Vec<Option<&Attribution>> = traced.iter().map(|(_, a)| Some(*a)).collect();
+    let causes = crate::report::cause_matrix::by_key(&members, |_, c| cause_key(c));
     let head = match traced.as_slice() {
         [_] => format!(
             "{} ({}): {} delays ≥ {th_us} µs, {:.3} ms in all; share of their time, \
@@ -554,12 +541,13 @@ fn cause_lines(r: &ResultFile, w: &WatchRecord, members: &[usize], label: &str) 
     };
     out.push_str(&wrap(&head, Layout::current().wrap_width(), "  "));
     out.push('\n');
-    for (key, c, shares, main, _) in causes.iter().take(5) {
-        let name = if traced.len() == 1 { &c.cause } else { key };
+    for x in causes.iter().take(5) {
+        let c = x.row;
+        let name = if traced.len() == 1 { &c.cause } else { &x.key };
         out.push_str(&format!(
             "  {:>5} %  main cause of {:>5} delays  {name}\n",
-            group::range(shares.iter().copied(), |v| format!("{v:.1}")),
-            main
+            group::range(x.share.iter().flatten().copied(), |v| format!("{v:.1}")),
+            x.largest_in
         ));
         // The finding whose fix would remove it, whole (a command in it can be
         // pasted); the others that would, by id.

@@ -15,6 +15,7 @@
 use crate::probes::noise::NoiseEntry;
 use crate::probes::timer::TimerEntry;
 use crate::report::ResultFile;
+use crate::report::cause_matrix::{CrossCause, by_key};
 use crate::report::cause_names::{cause_key, shown_causes};
 use crate::report::group::{self, Grouping, Row};
 use crate::report::table::{Layout, Tab, core, cut, wrap};
@@ -208,49 +209,15 @@ fn cause_table(title: &str, a: &Attribution) -> String {
     format!("{title}\n{t}\n{whole}")
 }
 
-/// One cause across the CPUs: its key, its share (%) on each CPU that saw it (indexed as
-/// the grouping's members), and its time on all.
-struct CrossCause {
-    key: String,
-    kind: CauseKind,
-    share: Vec<Option<f64>>,
-    total_ns: u64,
-}
-
-/// Every cause of every traced CPU, by key, the largest total first.
-fn cross_causes(traced: &[Option<Traced>]) -> Vec<CrossCause> {
-    let mut out: Vec<CrossCause> = Vec::new();
-    for (i, t) in traced.iter().enumerate() {
-        let Some(t) = t else { continue };
-        for c in &t.a.causes {
-            let key = cause_key(t.cpu, c.kind, &c.cause);
-            let at = match out.iter().position(|x| x.key == key) {
-                Some(p) => p,
-                None => {
-                    out.push(CrossCause {
-                        key,
-                        kind: c.kind,
-                        share: vec![None; traced.len()],
-                        total_ns: 0,
-                    });
-                    out.len() - 1
-                }
-            };
-            let x = &mut out[at];
-            *x.share[i].get_or_insert(0.0) += finite(c);
-            x.total_ns += c.total_ns;
-        }
-    }
-    out.sort_by_key(|c| std::cmp::Reverse(c.total_ns));
-    out
-}
-
-fn finite(c: &CauseRow) -> f64 {
-    if c.share_pct.is_finite() {
-        c.share_pct
-    } else {
-        0.0
-    }
+/// Every cause of every traced CPU, by key, the largest total first (indexed as the
+/// grouping's members).
+fn cross_causes<'a>(traced: &[Option<Traced<'a>>]) -> Vec<CrossCause<'a>> {
+    let members: Vec<Option<&Attribution>> =
+        traced.iter().map(|t| t.as_ref().map(|t| t.a)).collect();
+    by_key(&members, |i, c| {
+        let cpu = traced[i].as_ref().map_or(0, |t| t.cpu);
+        cause_key(cpu, c.kind, &c.cause)
+    })
 }
 
 /// The table of causes × CPU groups: how many CPUs saw each cause, its share lowest to
