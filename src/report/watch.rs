@@ -272,10 +272,7 @@ pub fn grouping(w: &WatchRecord) -> Grouping {
             figures: vec![th.wakeup.p99_ns.unwrap_or(0) as f64],
         })
         .collect();
-    match Layout::current().per_cpu {
-        true => Grouping::each(&members),
-        false => group::group(&members, &WATCH_KEYS),
-    }
+    group::in_layout(&members, &WATCH_KEYS)
 }
 
 /// A thread's name: "app:812".
@@ -382,18 +379,14 @@ pub fn watch_text(r: &ResultFile) -> String {
             format!("{letter} is {}", tids_words(w, &row.members()))
         })
         .collect();
-    let legend = group::legend_of(
+    out.push_str(&group::legend_block(&group::legend_of(
         &g,
         &WATCH_KEYS,
         &|i| thread_name(&w.threads[i]),
         &|i| format!("p99 {} µs", us(w.threads[i].wakeup.p99_ns)),
         "--per-thread",
         said,
-    );
-    if !legend.is_empty() {
-        out.push_str(&wrap(&legend, width, "  "));
-        out.push('\n');
-    }
+    )));
     if let Some(note) = hidden_note() {
         out.push_str(&wrap(&note, Layout::current().wrap_width(), ""));
         out.push('\n');

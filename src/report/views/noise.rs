@@ -6,7 +6,7 @@ use crate::report::ResultFile;
 use crate::report::dist::SeriesView;
 use crate::report::dist::{Dist, Entry};
 use crate::report::group::{self, Cell, Grouping, num, text};
-use crate::report::table::{Layout, Tab, core, policy_cell, wide, wrap};
+use crate::report::table::{Tab, core, policy_cell, wide};
 use crate::report::verdict::{NOISE_KEYS, noise_members};
 use crate::report::views::{EntryView, Kind, KindView};
 
@@ -51,10 +51,12 @@ pub const GAPS_SHOWN: usize = 5;
 /// traced run, the causes (`attribution`). One function for both, so that a saved run
 /// reads back as the live one printed it.
 pub fn noise_text(r: &ResultFile) -> String {
+    let g = grouping(r);
+    let entries: Vec<&NoiseEntry> = r.entries().collect();
     format!(
         "{}{}",
-        noise_tables(r),
-        super::attribution::noise_attribution(r, &grouping(r), GAPS_SHOWN)
+        tables(&entries, &g),
+        super::attribution::noise_attribution(r, &g, GAPS_SHOWN)
     )
 }
 
@@ -67,11 +69,7 @@ pub fn noise_tables(r: &ResultFile) -> String {
 
 /// How the noise CPUs group in the current layout: each on its own with `--per-cpu`.
 pub fn grouping(r: &ResultFile) -> Grouping {
-    let members = noise_members(r);
-    match Layout::current().per_cpu {
-        true => Grouping::each(&members),
-        false => group::group(&members, &NOISE_KEYS),
-    }
+    group::in_layout(&noise_members(r), &NOISE_KEYS)
 }
 
 fn tables(entries: &[&NoiseEntry], g: &Grouping) -> String {
@@ -164,16 +162,12 @@ fn tables(entries: &[&NoiseEntry], g: &Grouping) -> String {
     for row in group::table_rows(g, &ids, &cells) {
         dist.row(row);
     }
-    let legend = group::legend(
+    let legend = group::legend_block(&group::legend(
         g,
         &NOISE_KEYS,
         &ids,
         &|i| format!("{:.3} % lost", entries[i].interrupted_pct),
         "--per-cpu",
-    );
-    let legend = match legend.is_empty() {
-        true => String::new(),
-        false => format!("{}\n", wrap(&legend, Layout::current().wrap_width(), "  ")),
-    };
+    ));
     format!("{rate}\n\nInterruption durations\n{dist}\n{legend}")
 }
