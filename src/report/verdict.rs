@@ -29,7 +29,7 @@ use crate::probes::noise::NoiseEntry;
 use crate::probes::pingpong::PingpongEntry;
 use crate::probes::record::ThreadRecord;
 use crate::probes::timer::TimerEntry;
-use crate::report::{ResultFile, group};
+use crate::report::{ResultFile, audit_table, group};
 use crate::system::audit::{Finding, FindingId, Severity};
 
 /// Tick periods of the usual CONFIG_HZ values, ns.
@@ -733,7 +733,7 @@ pub fn duration_words(ns: u64) -> String {
 
 /// The verdict as text, fixes numbered: each line wrapped to the current layout's width
 /// (`report::table::Layout`), and each command in a fix on a line of its own, never
-/// broken, so that it can be pasted as it is (`fix_text`).
+/// broken, so that it can be pasted as it is (`audit_table::fix_text`).
 pub fn text(v: &Verdict) -> String {
     let width = crate::report::table::Layout::current().wrap_width();
     let wrap = |l: &str| crate::report::table::wrap(&format!("  {l}"), width, "    ");
@@ -751,7 +751,12 @@ pub fn text(v: &Verdict) -> String {
         let head = format!("{}. {} ({}):", i + 1, f.finding, share_words(f.share));
         out.push_str(&wrap(&head));
         out.push('\n');
-        out.push_str(&fix_text(&f.fix, &f.remedies, width, FIX_INDENT));
+        out.push_str(&audit_table::fix_text(
+            &f.fix,
+            &f.remedies,
+            width,
+            FIX_INDENT,
+        ));
         if let Some(cmd) = &f.tune {
             for line in command_lines("try it:", cmd, width, FIX_INDENT) {
                 out.push_str(&line);
@@ -764,95 +769,6 @@ pub fn text(v: &Verdict) -> String {
 
 /// Where a fix's lines begin, under its numbered head.
 const FIX_INDENT: &str = "     ";
-
-/// The first words of the commands fixes hold: a clause that begins with one is a
-/// command up to its first " (" (what follows is said about it).
-const COMMANDS: [&str; 16] = [
-    "for",
-    "mkdir",
-    "podman",
-    "docker",
-    "systemd-run",
-    "sysctl",
-    "echo",
-    "taskset",
-    "chrt",
-    "systemctl",
-    "tuned-adm",
-    "cpupower",
-    "jitterscope",
-    "tuna",
-    "modprobe",
-    "sh",
-];
-
-/// A fix's lines, each begun with `indent`: its typed remedies as the audit lays them
-/// out (`audit_table::remedy`: every command and boot option whole on a line of its
-/// own). A fix stored before remedies were (`fix` only) is one clause: a command that
-/// begins it is kept whole on its line, what is said after it wrapped below; words are
-/// wrapped.
-pub(crate) fn fix_text(
-    fix: &str,
-    remedies: &[crate::system::audit::Remedy],
-    width: Option<usize>,
-    indent: &str,
-) -> String {
-    if !remedies.is_empty() {
-        let each = remedies.iter();
-        return each
-            .map(|r| crate::report::audit_table::remedy(r, width, indent))
-            .collect();
-    }
-    let wrap = crate::report::table::wrap;
-    let more = format!("{indent}  ");
-    match command_of(fix, false) {
-        None => format!("{}\n", wrap(&format!("{indent}{fix}"), width, &more)),
-        Some((cmd, "")) => format!("{indent}{cmd}\n"),
-        Some((cmd, said)) => format!(
-            "{indent}{cmd}\n{}\n",
-            wrap(&format!("{more}{said}"), width, &more)
-        ),
-    }
-}
-
-/// Words a shell command goes on with after its own "; " (`for …; do …; done`).
-const SHELL_WORDS: [&str; 9] = [
-    "do", "done", "then", "fi", "else", "elif", "if", "while", "esac",
-];
-
-/// A clause that is a command: the command, and what is said after it (from its first
-/// " (", or its first "; " that no command or shell word follows); `None` for words.
-/// With `now`, the clause is a command whatever its first word (a run-time remedy's).
-fn command_of(clause: &str, now: bool) -> Option<(&str, &str)> {
-    let first = clause.split(' ').next()?;
-    if !now && !COMMANDS.contains(&first) {
-        return None;
-    }
-    let goes_on = |rest: &str| {
-        let word = rest.split([' ', ';']).next().unwrap_or_default();
-        COMMANDS.contains(&word) || SHELL_WORDS.contains(&word)
-    };
-    let semi = (clause.match_indices("; "))
-        .map(|(i, _)| i)
-        .find(|&i| !goes_on(&clause[i + 2..]));
-    let paren = clause.find(" (");
-    Some(match [semi, paren].into_iter().flatten().min() {
-        Some(i) => (&clause[..i], clause[i + 1..].trim_start_matches(';').trim()),
-        None => (clause, ""),
-    })
-}
-
-/// Words that end in a command ("leave for the root cgroup: echo $$ > …"): the words up
-/// to their colon, the command, and what is said after it; `None` when no command follows
-/// a colon. For a remedy written in words, so that its command can be pasted whole.
-pub(crate) fn words_then_command(text: &str) -> Option<(&str, &str, &str)> {
-    let (i, _) = text.match_indices(": ").find(|(i, _)| {
-        let next = text[i + 2..].split(' ').next().unwrap_or_default();
-        COMMANDS.contains(&next)
-    })?;
-    let (cmd, said) = command_of(&text[i + 2..], true)?;
-    Some((&text[..=i], cmd, said))
-}
 
 /// A command with its label ("now:", "try it:"): on one line when both fit, else the
 /// label alone and the command under it; the command is never broken.
@@ -1224,22 +1140,6 @@ mod tests {
             "{line}"
         );
         assert!(!line.contains("IRQ") && !line.contains("irq-on"), "{line}");
-    }
-
-    #[test]
-    fn a_command_after_words_is_found_whole() {
-        let t =
-            "leave for the root cgroup, from the shell: echo $$ > /sys/fs/cgroup/cpu/cgroup.procs";
-        assert_eq!(
-            words_then_command(t),
-            Some((
-                "leave for the root cgroup, from the shell:",
-                "echo $$ > /sys/fs/cgroup/cpu/cgroup.procs",
-                ""
-            ))
-        );
-        assert_eq!(words_then_command("check dmesg for isolcpus"), None);
-        assert_eq!(words_then_command("note: nothing to run here"), None);
     }
 
     #[test]

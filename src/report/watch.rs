@@ -563,7 +563,7 @@ fn cause_lines(r: &ResultFile, w: &WatchRecord, members: &[usize], label: &str) 
 
 /// A fix under its cause: on one line with its head when it fits, else the head, then
 /// the finding's remedies, each command and boot option whole on a line of its own
-/// (`verdict::fix_text`).
+/// (`audit_table::fix_text`).
 fn fix_lines(head: &str, f: &Finding) -> String {
     const INDENT: &str = "           ";
     let width = Layout::current().wrap_width();
@@ -573,7 +573,7 @@ fn fix_lines(head: &str, f: &Finding) -> String {
     }
     let more = format!("{INDENT}  ");
     format!("{INDENT}{head}\n")
-        + &crate::report::verdict::fix_text(&f.fix, &f.remedies, width, &more)
+        + &crate::report::audit_table::fix_text(&f.fix, &f.remedies, width, &more)
 }
 
 /// Where the lost events went, when any were: " (N by the kernel, M by jitterscope)".
