@@ -321,48 +321,8 @@ pub fn watch_text(r: &ResultFile) -> String {
     };
     let g = grouping(w);
     reset_hidden();
-    let th_us = w.threshold_ns as f64 / 1e3;
-    let cols = vec![
-        wide("policy").text(),
-        core("wake-ups"),
-        core("p50 µs"),
-        core("p99 µs"),
-        core("max µs"),
-        core("preempted ms"),
-        core("irq ms").spare(),
-        core("migr.").spare(),
-        wide("invol."),
-        wide("runs"),
-        core(format!("main cause ≥ {th_us} µs")).text(),
-    ];
-    let mut t = Tab::new(&group::columns(&g, core("thread").text(), cols));
-    let n = |v: u64, text: String| num(v as f64, text);
-    let cells: Vec<Vec<Cell>> = (w.threads.iter())
-        .map(|th| {
-            let cause = th.attribution.as_ref().and_then(|a| {
-                let c = main_cause(th).filter(|_| a.gaps > 0)?;
-                let pct = c.largest_in as f64 * 100.0 / a.gaps as f64;
-                Some(num(pct, format!("{pct:.0} % {}", c.cause)))
-            });
-            vec![
-                text(policy_cell(th)),
-                n(th.wakeup.count, th.wakeup.count.to_string()),
-                n(th.wakeup.p50_ns.unwrap_or(0), us(th.wakeup.p50_ns)),
-                n(th.wakeup.p99_ns.unwrap_or(0), us(th.wakeup.p99_ns)),
-                n(th.wakeup.max_ns.unwrap_or(0), us(th.wakeup.max_ns)),
-                n(th.preempted.sum_ns, ms(th.preempted.sum_ns)),
-                n(th.irq.sum_ns, ms(th.irq.sum_ns)),
-                n(th.migrations, th.migrations.to_string()),
-                n(th.involuntary_switches, th.involuntary_switches.to_string()),
-                n(th.runs, th.runs.to_string()),
-                cause.unwrap_or_else(|| text("-")),
-            ]
-        })
-        .collect();
     let labels = row_labels(w, &g);
-    for row in group::rows_labelled(&g, &labels, &cells) {
-        t.row(row);
-    }
+    let t = threads_table(w, &g, &labels);
     let width = Layout::current().wrap_width();
     let head = format!(
         "watch: {} for {:.3} s ({}), wake-up delay = from sched_wakeup to the switch that \
@@ -372,21 +332,7 @@ pub fn watch_text(r: &ResultFile) -> String {
         w.ended,
     );
     let mut out = format!("{}\n{t}\n", wrap(&head, width, "  "));
-    let said: Vec<String> = (g.rows.iter().zip(&labels))
-        .filter(|(row, _)| row.members().len() > 1)
-        .map(|(row, label)| {
-            let letter = label.split(' ').next().unwrap_or_default();
-            format!("{letter} is {}", tids_words(w, &row.members()))
-        })
-        .collect();
-    out.push_str(&group::legend_block(&group::legend_of(
-        &g,
-        &WATCH_KEYS,
-        &|i| thread_name(&w.threads[i]),
-        &|i| format!("p99 {} µs", us(w.threads[i].wakeup.p99_ns)),
-        "--per-thread",
-        said,
-    )));
+    out.push_str(&legend(w, &g, &labels));
     if let Some(note) = hidden_note() {
         out.push_str(&wrap(&note, Layout::current().wrap_width(), ""));
         out.push('\n');
@@ -416,6 +362,73 @@ pub fn watch_text(r: &ResultFile) -> String {
     out.push_str(&wrap(&trace, width, "  "));
     out.push('\n');
     out
+}
+
+/// The table of the watched threads, a row per row of `g` (labelled `labels`): wake-ups,
+/// their delay, what held the thread off, and its main cause.
+fn threads_table(w: &WatchRecord, g: &Grouping, labels: &[String]) -> String {
+    let th_us = w.threshold_ns as f64 / 1e3;
+    let cols = vec![
+        wide("policy").text(),
+        core("wake-ups"),
+        core("p50 µs"),
+        core("p99 µs"),
+        core("max µs"),
+        core("preempted ms"),
+        core("irq ms").spare(),
+        core("migr.").spare(),
+        wide("invol."),
+        wide("runs"),
+        core(format!("main cause ≥ {th_us} µs")).text(),
+    ];
+    let mut t = Tab::new(&group::columns(g, core("thread").text(), cols));
+    let n = |v: u64, text: String| num(v as f64, text);
+    let cells: Vec<Vec<Cell>> = (w.threads.iter())
+        .map(|th| {
+            let cause = th.attribution.as_ref().and_then(|a| {
+                let c = main_cause(th).filter(|_| a.gaps > 0)?;
+                let pct = c.largest_in as f64 * 100.0 / a.gaps as f64;
+                Some(num(pct, format!("{pct:.0} % {}", c.cause)))
+            });
+            vec![
+                text(policy_cell(th)),
+                n(th.wakeup.count, th.wakeup.count.to_string()),
+                n(th.wakeup.p50_ns.unwrap_or(0), us(th.wakeup.p50_ns)),
+                n(th.wakeup.p99_ns.unwrap_or(0), us(th.wakeup.p99_ns)),
+                n(th.wakeup.max_ns.unwrap_or(0), us(th.wakeup.max_ns)),
+                n(th.preempted.sum_ns, ms(th.preempted.sum_ns)),
+                n(th.irq.sum_ns, ms(th.irq.sum_ns)),
+                n(th.migrations, th.migrations.to_string()),
+                n(th.involuntary_switches, th.involuntary_switches.to_string()),
+                n(th.runs, th.runs.to_string()),
+                cause.unwrap_or_else(|| text("-")),
+            ]
+        })
+        .collect();
+    for row in group::rows_labelled(g, labels, &cells) {
+        t.row(row);
+    }
+    t.to_string()
+}
+
+/// The legend under the threads' table: what each group's letter stands for, then the
+/// grouping's own (`group::legend_of`); nothing when nothing is grouped.
+fn legend(w: &WatchRecord, g: &Grouping, labels: &[String]) -> String {
+    let said: Vec<String> = (g.rows.iter().zip(labels))
+        .filter(|(row, _)| row.members().len() > 1)
+        .map(|(row, label)| {
+            let letter = label.split(' ').next().unwrap_or_default();
+            format!("{letter} is {}", tids_words(w, &row.members()))
+        })
+        .collect();
+    group::legend_block(&group::legend_of(
+        g,
+        &WATCH_KEYS,
+        &|i| thread_name(&w.threads[i]),
+        &|i| format!("p99 {} µs", us(w.threads[i].wakeup.p99_ns)),
+        "--per-thread",
+        said,
+    ))
 }
 
 /// A row's blocked time: a thread's in words; a group's per sleep state, lowest to

@@ -88,41 +88,7 @@ fn tables(entries: &[&NoiseEntry], g: &Grouping) -> String {
         wide("migr."),
     ];
     let mut rate = Tab::new(&group::columns(g, core("CPU"), rate_cols));
-    // The loop period is tens of ns: three decimals of µs keep it.
-    let loop_us = |ns: f64| format!("{:.3}", ns / 1e3);
-    let cells: Vec<Vec<Cell>> = (entries.iter())
-        .map(|e| {
-            let thread = &e.thread;
-            vec![
-                text(policy_cell(thread.policy, thread.priority)),
-                num(
-                    e.runtime_ns as f64,
-                    format!("{:.3}", e.runtime_ns as f64 / 1e9),
-                ),
-                num(e.interruptions as f64, e.interruptions.to_string()),
-                num(e.rate_per_s, format!("{:.1}", e.rate_per_s)),
-                num(e.interrupted_ns as f64, u.cell(Some(e.interrupted_ns))),
-                num(e.interrupted_pct, format!("{:.4}", e.interrupted_pct)),
-                text(format!(
-                    "{} / {}",
-                    loop_us(e.loop_period.min_ns),
-                    loop_us(e.loop_period.median_ns)
-                )),
-                num(
-                    e.config.threshold_ns as f64,
-                    u.cell(Some(e.config.threshold_ns)),
-                ),
-                num(
-                    thread.involuntary_switches as f64,
-                    thread.involuntary_switches.to_string(),
-                ),
-                match thread.migrations {
-                    Some(m) => num(m as f64, m.to_string()),
-                    None => text("-"),
-                },
-            ]
-        })
-        .collect();
+    let cells: Vec<Vec<Cell>> = entries.iter().map(|e| rate_cells(e)).collect();
     for row in group::table_rows(g, &ids, &cells) {
         rate.row(row);
     }
@@ -139,26 +105,7 @@ fn tables(entries: &[&NoiseEntry], g: &Grouping) -> String {
         wide(h("MAD")),
     ];
     let mut dist = Tab::new(&group::columns(g, core("CPU"), dist_cols));
-    let cells: Vec<Vec<Cell>> = (entries.iter())
-        .map(|e| {
-            let s = &e.summary;
-            let f = |v: Option<u64>| match v {
-                Some(ns) => num(ns as f64, u.cell(Some(ns))),
-                None => text("-"),
-            };
-            vec![
-                f(s.min_ns),
-                f(s.p20_ns),
-                f(s.p50_ns),
-                f(s.p80_ns),
-                f(s.p90_ns),
-                f(s.p99_ns),
-                f(s.p999_ns),
-                f(s.max_ns),
-                f(s.mad_ns),
-            ]
-        })
-        .collect();
+    let cells: Vec<Vec<Cell>> = entries.iter().map(|e| dist_cells(e)).collect();
     for row in group::table_rows(g, &ids, &cells) {
         dist.row(row);
     }
@@ -170,4 +117,61 @@ fn tables(entries: &[&NoiseEntry], g: &Grouping) -> String {
         "--per-cpu",
     ));
     format!("{rate}\n\nInterruption durations\n{dist}\n{legend}")
+}
+
+/// One CPU's cells of the rate table, under its columns.
+fn rate_cells(e: &NoiseEntry) -> Vec<Cell> {
+    let u = Kind::Noise.unit();
+    // The loop period is tens of ns: three decimals of µs keep it.
+    let loop_us = |ns: f64| format!("{:.3}", ns / 1e3);
+    let thread = &e.thread;
+    vec![
+        text(policy_cell(thread.policy, thread.priority)),
+        num(
+            e.runtime_ns as f64,
+            format!("{:.3}", e.runtime_ns as f64 / 1e9),
+        ),
+        num(e.interruptions as f64, e.interruptions.to_string()),
+        num(e.rate_per_s, format!("{:.1}", e.rate_per_s)),
+        num(e.interrupted_ns as f64, u.cell(Some(e.interrupted_ns))),
+        num(e.interrupted_pct, format!("{:.4}", e.interrupted_pct)),
+        text(format!(
+            "{} / {}",
+            loop_us(e.loop_period.min_ns),
+            loop_us(e.loop_period.median_ns)
+        )),
+        num(
+            e.config.threshold_ns as f64,
+            u.cell(Some(e.config.threshold_ns)),
+        ),
+        num(
+            thread.involuntary_switches as f64,
+            thread.involuntary_switches.to_string(),
+        ),
+        match thread.migrations {
+            Some(m) => num(m as f64, m.to_string()),
+            None => text("-"),
+        },
+    ]
+}
+
+/// One CPU's cells of the durations table, under its columns.
+fn dist_cells(e: &NoiseEntry) -> Vec<Cell> {
+    let u = Kind::Noise.unit();
+    let s = &e.summary;
+    let f = |v: Option<u64>| match v {
+        Some(ns) => num(ns as f64, u.cell(Some(ns))),
+        None => text("-"),
+    };
+    vec![
+        f(s.min_ns),
+        f(s.p20_ns),
+        f(s.p50_ns),
+        f(s.p80_ns),
+        f(s.p90_ns),
+        f(s.p99_ns),
+        f(s.p999_ns),
+        f(s.max_ns),
+        f(s.mad_ns),
+    ]
 }
