@@ -650,7 +650,7 @@ fn run_one(
     let unattributed: u64 = outs.iter().map(|o| o.lane.in_lost_spans + o.dropped).sum();
     let coincident = coincidence
         .into_inner()
-        .map(Coincidence::finish)
+        .map(|c| c.finish().per_lane)
         .unwrap_or_default();
     let lost: u64 = lost_per_cpu.iter().sum();
     let lossy = lost_per_cpu.iter().filter(|&&l| l > 0).count();

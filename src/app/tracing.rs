@@ -330,17 +330,26 @@ fn follow<T>(
             Err(_) => failed = Some("the trace reader panicked".to_string()),
         }
     }
-    let counts = coincidence.and_then(|c| c.into_inner().ok().map(Coincidence::finish));
+    let counted = coincidence.and_then(|c| c.into_inner().ok().map(Coincidence::finish));
     for (i, l) in per_cpu.iter_mut().enumerate() {
         l.lost += session.lost(l.lane.cpu);
-        l.coincident = counts.as_ref().and_then(|c| c.get(i).copied());
+        l.coincident = counted.as_ref().and_then(|c| c.per_lane.get(i).copied());
     }
     session.close();
     if let Some(reason) = failed {
         ctx.degrade(Degraded::TraceUnavailable { reason });
         return (out, None);
     }
-    for note in [lost_note(&per_cpu), dropped_note(&per_cpu)]
+    // Gaps judged after their neighbours: a coincidence among them may be missed.
+    let late = counted.as_ref().map_or(0, |c| c.late);
+    let late = (late > 0).then(|| {
+        format!(
+            "{late} gaps were judged for coincidence across CPUs after the gaps around them \
+             (gaps over {} s, or a reader held off its CPU): the coincident counts may be low",
+            COINCIDENCE_HORIZON_NS / 1_000_000_000
+        )
+    });
+    for note in [lost_note(&per_cpu), dropped_note(&per_cpu), late]
         .into_iter()
         .flatten()
     {

@@ -452,17 +452,7 @@ pub fn one_way_ns(scale: Scale, ticks: &[u64], round_trips: u32) -> Vec<f64> {
     ticks.iter().map(|&t| scale.to_ns(t) as f64 / per).collect()
 }
 
-/// The median of `values` (the mean of the middle two for an even count).
-pub fn median(values: &[f64]) -> Option<f64> {
-    let mut v = values.to_vec();
-    v.sort_by(f64::total_cmp);
-    let n = v.len();
-    match n {
-        0 => None,
-        _ if n % 2 == 1 => Some(v[n / 2]),
-        _ => Some((v[n / 2 - 1] + v[n / 2]) / 2.0),
-    }
-}
+pub use crate::stats::rank::median;
 
 /// The pair's entry, or none when it was interrupted before its first sample (a pair
 /// that ran out of time with no sample is kept: that is a finding).

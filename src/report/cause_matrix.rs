@@ -7,16 +7,69 @@
 //! per-CPU kernel thread's CPU written `N` (`kworker/N:*`, `ksoftirqd/N`): each CPU has
 //! its own, and they are one cause.
 
-use std::collections::HashMap;
-
 use crate::report::cause_names::cause_key;
-use crate::stats::causes::{Attribution, CauseKind};
+use crate::stats::causes::{Attribution, CauseKind, CauseRow};
 
 /// The most causes a matrix names; the rest are summed as "other".
 pub const MAX_CAUSES: usize = 8;
 
 /// What the summed column is called.
 pub const OTHER: &str = "other";
+
+/// One cause across members (CPUs, or watched threads), merged by its key.
+#[derive(Debug, Clone, PartialEq)]
+pub struct CrossCause<'a> {
+    pub key: String,
+    pub kind: CauseKind,
+    /// The first member's row of it (its whole name, and what its fixes are found by).
+    pub row: &'a CauseRow,
+    /// Its share (%) of each member's time, indexed as the members; `None` where the
+    /// member had none. A share that is not a number (no time to share) counts 0.
+    pub share: Vec<Option<f64>>,
+    /// Over every member, ns.
+    pub total_ns: u64,
+    /// Over every member: the gaps (delays) it was the largest part of.
+    pub largest_in: u64,
+}
+
+/// Every cause of `members` merged by `key` (of the member's index and its row), the
+/// most time first, equal times by key: the one merge the terminal's cross-CPU table,
+/// the page's matrix and watch's groups of threads share.
+pub fn by_key<'a>(
+    members: &[Option<&'a Attribution>],
+    key: impl Fn(usize, &CauseRow) -> String,
+) -> Vec<CrossCause<'a>> {
+    let mut out: Vec<CrossCause<'a>> = Vec::new();
+    let mut at: std::collections::HashMap<String, usize> = Default::default();
+    for (i, a) in members.iter().enumerate() {
+        let Some(a) = a else { continue };
+        for c in &a.causes {
+            let k = key(i, c);
+            let j = *at.entry(k.clone()).or_insert_with(|| {
+                out.push(CrossCause {
+                    key: k,
+                    kind: c.kind,
+                    row: c,
+                    share: vec![None; members.len()],
+                    total_ns: 0,
+                    largest_in: 0,
+                });
+                out.len() - 1
+            });
+            let x = &mut out[j];
+            let share = if c.share_pct.is_finite() {
+                c.share_pct
+            } else {
+                0.0
+            };
+            *x.share[i].get_or_insert(0.0) += share;
+            x.total_ns += c.total_ns;
+            x.largest_in += c.largest_in;
+        }
+    }
+    out.sort_by(|a, b| b.total_ns.cmp(&a.total_ns).then_with(|| a.key.cmp(&b.key)));
+    out
+}
 
 #[derive(Debug, Clone, PartialEq)]
 pub struct CauseMatrix {
@@ -29,10 +82,6 @@ pub struct CauseMatrix {
 #[derive(Debug, Clone, PartialEq)]
 pub struct CauseColumn {
     pub cause: String,
-    /// `None` for [`OTHER`].
-    pub kind: Option<CauseKind>,
-    /// Over every CPU.
-    pub total_ns: u64,
 }
 
 #[derive(Debug, Clone, PartialEq)]
@@ -47,50 +96,31 @@ pub struct MatrixRow {
 impl CauseMatrix {
     /// The matrix of `entries` (CPU and its attribution); `None` when none has a cause.
     pub fn of(entries: &[(usize, &Attribution)]) -> Option<CauseMatrix> {
-        let mut totals: HashMap<String, (CauseKind, u64)> = HashMap::new();
-        for (cpu, a) in entries {
-            for c in &a.causes {
-                let key = cause_key(*cpu, c.kind, &c.cause);
-                let t = totals.entry(key).or_insert((c.kind, 0));
-                t.1 += c.total_ns;
-            }
-        }
-        if totals.is_empty() {
+        let ranked = by_key(&members(entries), |i, c| {
+            cause_key(entries[i].0, c.kind, &c.cause)
+        });
+        if ranked.is_empty() {
             return None;
         }
-        let mut ranked: Vec<(String, CauseKind, u64)> = (totals.into_iter())
-            .map(|(k, (kind, ns))| (k, kind, ns))
-            .collect();
-        // Most time first; equal times by name, so that the order is stable.
-        ranked.sort_by(|a, b| b.2.cmp(&a.2).then_with(|| a.0.cmp(&b.0)));
         let named = match ranked.len() {
             n if n <= MAX_CAUSES + 1 => n,
             _ => MAX_CAUSES,
         };
         let mut columns: Vec<CauseColumn> = (ranked.iter().take(named))
-            .map(|(cause, kind, ns)| CauseColumn {
-                cause: cause.clone(),
-                kind: Some(*kind),
-                total_ns: *ns,
+            .map(|c| CauseColumn {
+                cause: c.key.clone(),
             })
             .collect();
         if named < ranked.len() {
             columns.push(CauseColumn {
                 cause: OTHER.into(),
-                kind: None,
-                total_ns: ranked[named..].iter().map(|r| r.2).sum(),
             });
         }
-        let index: HashMap<&str, usize> = (columns.iter().take(named).enumerate())
-            .map(|(i, c)| (c.cause.as_str(), i))
-            .collect();
-        let rows = (entries.iter())
-            .map(|(cpu, a)| {
+        let rows = (entries.iter().enumerate())
+            .map(|(i, (cpu, a))| {
                 let mut shares = vec![0.0; columns.len()];
-                for c in &a.causes {
-                    let key = cause_key(*cpu, c.kind, &c.cause);
-                    let at = index.get(key.as_str()).copied();
-                    shares[at.unwrap_or(named)] += c.share_pct;
+                for (j, c) in ranked.iter().enumerate() {
+                    shares[j.min(named)] += c.share[i].unwrap_or(0.0);
                 }
                 MatrixRow {
                     cpu: *cpu,
@@ -102,6 +132,11 @@ impl CauseMatrix {
             .collect();
         Some(CauseMatrix { columns, rows })
     }
+}
+
+/// Entries as the members `by_key` takes.
+fn members<'a>(entries: &[(usize, &'a Attribution)]) -> Vec<Option<&'a Attribution>> {
+    entries.iter().map(|(_, a)| Some(*a)).collect()
 }
 
 #[cfg(test)]
@@ -144,14 +179,18 @@ mod tests {
         }
         let entries: Vec<(usize, &Attribution)> = a.iter().map(|(c, a)| (*c, a)).collect();
         let m = CauseMatrix::of(&entries).unwrap();
+        let ranked = by_key(&members(&entries), |i, c| {
+            cause_key(entries[i].0, c.kind, &c.cause)
+        });
         assert_eq!(m.columns.len(), MAX_CAUSES + 1);
         assert_eq!(m.columns[0].cause, "irq big");
-        assert_eq!(m.columns[0].total_ns, 2000);
+        assert_eq!(ranked[0].total_ns, 2000);
         // Each CPU's own kworker, one column.
         assert_eq!(m.columns[1].cause, "task kworker/N:* (SCHED_OTHER nice 0)");
         assert_eq!(m.columns.last().unwrap().cause, OTHER);
         // Ten causes a CPU, eight named: the two with least time are other.
-        assert_eq!(m.columns.last().unwrap().total_ns, 2 * (10 + 11));
+        let other: u64 = ranked[MAX_CAUSES..].iter().map(|c| c.total_ns).sum();
+        assert_eq!(other, 2 * (10 + 11));
         for r in &m.rows {
             assert_eq!(r.shares[1], 25.0);
             assert_eq!(*r.shares.last().unwrap(), 5.0);
@@ -159,6 +198,20 @@ mod tests {
             assert!((sum - 95.0).abs() < 1e-9, "{sum}");
         }
         assert!(CauseMatrix::of(&[(1, &attribution(Vec::new()))]).is_none());
+    }
+
+    /// Review 2 of issue 29: the matrix added a raw share, so a cause whose share is
+    /// not a number printed "NaN"; the terminal counted it 0. One merge, one guard; ties
+    /// go by name on both.
+    #[test]
+    fn a_share_that_is_not_a_number_counts_nothing_and_ties_go_by_name() {
+        let a = attribution(vec![
+            row(CauseKind::Irq, "irq b", 100, f64::NAN),
+            row(CauseKind::Irq, "irq a", 100, 50.0),
+        ]);
+        let m = CauseMatrix::of(&[(1, &a)]).unwrap();
+        assert_eq!(m.columns[0].cause, "irq a");
+        assert_eq!(m.rows[0].shares, vec![50.0, 0.0]);
     }
 
     #[test]
@@ -169,6 +222,6 @@ mod tests {
         let a = attribution(causes);
         let m = CauseMatrix::of(&[(4, &a)]).unwrap();
         assert_eq!(m.columns.len(), MAX_CAUSES + 1);
-        assert!(m.columns.iter().all(|c| c.kind.is_some()));
+        assert!(m.columns.iter().all(|c| c.cause != OTHER));
     }
 }

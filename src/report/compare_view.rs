@@ -181,9 +181,6 @@ fn verdicts(row: &Row) -> String {
 /// their baseline p99 too, so that an outlier in size is named), in `report::group`'s way.
 fn shown<'a>(rows: &[&'a Row]) -> Vec<Shown<'a>> {
     let each = || rows.iter().map(|r| Shown::One(r)).collect();
-    if Layout::current().per_cpu {
-        return each();
-    }
     let mut metrics: Vec<&str> = Vec::new();
     for r in rows {
         if !metrics.contains(&r.metric) {
@@ -192,7 +189,7 @@ fn shown<'a>(rows: &[&'a Row]) -> Vec<Shown<'a>> {
     }
     let of = |m: &str| -> Vec<&'a Row> { rows.iter().copied().filter(|r| r.metric == m).collect() };
     let groups =
-        |of: &[&Row]| of.len() > group::EACH_UP_TO && of.iter().all(|r| cpu_of(&r.key).is_some());
+        |of: &[&Row]| !group::each_alone(of.len()) && of.iter().all(|r| cpu_of(&r.key).is_some());
     if !metrics.iter().any(|m| groups(&of(m))) {
         return each();
     }
@@ -422,8 +419,8 @@ fn causes_table(c: &Comparison, line: &dyn Fn(&str, &str) -> String) -> String {
     let mut merged: Vec<&'static str> = Vec::new();
     for g in &c.causes {
         let of: Vec<&CauseGrid> = c.causes.iter().filter(|x| x.probe == g.probe).collect();
-        let many = of.len() > group::EACH_UP_TO && of.iter().all(|x| cpu_of(&x.key).is_some());
-        if many && !Layout::current().per_cpu {
+        let many = !group::each_alone(of.len()) && of.iter().all(|x| cpu_of(&x.key).is_some());
+        if many {
             if !merged.contains(&g.probe) {
                 merged.push(g.probe);
                 out.push_str(&merged_causes(c, &of, line));

@@ -32,7 +32,8 @@
 //! saved result say the same.
 
 use crate::engine::cpu::CpuList;
-use crate::report::table::{Col, core};
+use crate::report::table::{Col, Layout, core, wrap};
+use crate::stats::rank::{MAD_TO_SIGMA, median};
 
 /// Up to this many members, each is its own row: grouping would hide nothing.
 pub const EACH_UP_TO: usize = 4;
@@ -41,9 +42,6 @@ pub const MAX_OUTLIERS: usize = 8;
 pub const MAX_ROWS: usize = 12;
 /// How many robust standard deviations from its part's median make an outlier.
 const BAND_SIGMAS: f64 = 3.0;
-/// The median absolute deviation times this estimates the standard deviation of a normal
-/// distribution.
-const MAD_TO_SIGMA: f64 = 1.4826;
 
 /// How a key figure is compared.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -144,6 +142,30 @@ impl Grouping {
                 _ => None,
             })
             .collect()
+    }
+}
+
+/// The members grouped as the current layout asks: each on its own with `--per-cpu`
+/// (`--per-thread`), else by `keys`. The one place the views decide it.
+pub fn in_layout(members: &[Member], keys: &[Key]) -> Grouping {
+    match Layout::current().per_cpu {
+        true => Grouping::each(members),
+        false => group(members, keys),
+    }
+}
+
+/// Whether `n` members are each shown on their own: with `--per-cpu`, or up to
+/// [`EACH_UP_TO`] of them.
+pub fn each_alone(n: usize) -> bool {
+    Layout::current().per_cpu || n <= EACH_UP_TO
+}
+
+/// A legend (`legend`, `legend_of`) as the tables print it: wrapped to the layout, with
+/// its newline; nothing for none.
+pub fn legend_block(legend: &str) -> String {
+    match legend.is_empty() {
+        true => String::new(),
+        false => format!("{}\n", wrap(legend, Layout::current().wrap_width(), "  ")),
     }
 }
 
@@ -282,7 +304,7 @@ fn cut_at(r: &[usize], logs: &[f64]) -> usize {
     let widest = (1..r.len())
         .max_by(|&a, &b| gap(a).total_cmp(&gap(b)))
         .expect("a run spanning anything has two members");
-    if gap(widest) > 2.0 * median(&gaps) {
+    if gap(widest) > 2.0 * median(&gaps).unwrap_or(0.0) {
         return widest;
     }
     let mid = (logs[r[0]] + logs[r[r.len() - 1]]) / 2.0;
@@ -305,9 +327,10 @@ fn band(
     let mut worst: Vec<Option<(Why, f64)>> = vec![None; part.len()];
     for (k, key) in keys.iter().enumerate() {
         let logs: Vec<f64> = part.iter().map(|&i| log_of(&members[i], k, key)).collect();
-        let med = median(&logs);
+        let med = median(&logs).unwrap_or(0.0);
         let dev: Vec<f64> = logs.iter().map(|l| (l - med).abs()).collect();
-        let width = (BAND_SIGMAS * MAD_TO_SIGMA * median(&dev)).max(key.tolerance.ln());
+        let width =
+            (BAND_SIGMAS * MAD_TO_SIGMA * median(&dev).unwrap_or(0.0)).max(key.tolerance.ln());
         for (j, l) in logs.iter().enumerate() {
             let out = (l - med).abs() / width;
             if out > 1.0 && worst[j].is_none_or(|w| out > w.1) {
@@ -346,7 +369,7 @@ fn lone_why(members: &[Member], keys: &[Key], i: usize) -> Why {
             .filter(|&j| j != i)
             .map(|j| log_of(&members[j], k, key))
             .collect();
-        let d = log_of(&members[i], k, key) - median(&others);
+        let d = log_of(&members[i], k, key) - median(&others).unwrap_or(0.0);
         if d.abs() / key.tolerance.ln() > best.1 {
             best = (k, d.abs() / key.tolerance.ln(), d > 0.0);
         }
@@ -354,16 +377,6 @@ fn lone_why(members: &[Member], keys: &[Key], i: usize) -> Why {
     Why::Figure {
         key: best.0,
         high: best.2,
-    }
-}
-
-fn median(v: &[f64]) -> f64 {
-    let mut s = v.to_vec();
-    s.sort_by(f64::total_cmp);
-    match s.len() {
-        0 => 0.0,
-        n if n % 2 == 1 => s[n / 2],
-        n => (s[n / 2 - 1] + s[n / 2]) / 2.0,
     }
 }
 

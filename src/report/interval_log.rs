@@ -100,21 +100,23 @@ fn us(ns: u64) -> String {
 
 /// The table `report` prints for a log.
 pub fn table(name: &str, log: &IntervalLogFile) -> String {
-    let mut t = super::table::new_table(&[
-        "tag",
-        "intervals",
-        "span s",
-        "count",
-        "p50 µs",
-        "p99 µs",
-        "p99.9 µs",
-        "max µs",
-        "worst at s",
+    use super::table::{Tab, core};
+    // A tag is text, cut to fit as text is.
+    let mut t = Tab::new(&[
+        core("tag").text(),
+        core("intervals"),
+        core("span s"),
+        core("count"),
+        core("p50 µs"),
+        core("p99 µs"),
+        core("p99.9 µs"),
+        core("max µs"),
+        core("worst at s"),
     ]);
     for (tag, s) in &log.tags {
         let h = &s.merged;
         let q = |q: f64| us(h.value_at_quantile(q).min(h.max()));
-        t.add_row([
+        t.row(vec![
             tag.clone(),
             s.intervals.to_string(),
             format!("{:.0}", s.last_s - s.first_s),
@@ -150,6 +152,34 @@ mod tests {
     }
 
     use super::*;
+
+    /// Review 2 of issue 29: the table made every column a figure's, so a long tag was
+    /// never cut and the table ran past the terminal; a tag is text, cut to fit.
+    #[test]
+    fn a_long_tag_is_cut_to_fit_the_terminal() {
+        let mut merged = Histogram::<u64>::new(3).unwrap();
+        merged.record(12_000).unwrap();
+        let series = TagSeries {
+            intervals: 3,
+            first_s: 0.0,
+            last_s: 3.0,
+            merged,
+            worst_ns: 12_000,
+            worst_at_s: 1.0,
+            maxima: Vec::new(),
+        };
+        let log = IntervalLogFile {
+            base_s: 0.0,
+            tags: [(format!("cpu7-{}", "x".repeat(120)), series)].into(),
+        };
+        let t = crate::report::table::Layout::fixed(100, false).scoped(|| table("l.hlog", &log));
+        let row = t
+            .lines()
+            .find(|l| l.contains("cpu7-"))
+            .expect("the tag's row");
+        assert!(row.chars().count() <= 100, "{t}");
+        assert!(t.contains("cpu7-xxx") && t.contains('…'), "{t}");
+    }
 
     #[test]
     fn a_foreign_file_is_refused_and_a_result_is_not_taken_for_a_log() {

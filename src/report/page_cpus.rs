@@ -24,6 +24,7 @@ use crate::report::plot::Plot;
 use crate::report::table::us;
 use crate::report::time_heatmap::TimeHeatmap;
 use crate::report::verdict::duration_words;
+use crate::report::views::attribution::notes;
 use crate::stats::causes::{Attribution, CauseKind, GapBreakdown};
 
 /// Up to this many CPUs of a kind, every CPU's plots are drawn.
@@ -275,6 +276,10 @@ fn kind_section(
             .extend(overlaid(kind, entries, &standouts, plots, drawer));
         s.text
             .push(intro(kind, entries.len(), traced, &standouts, entries));
+        // Said once for every CPU (lost events, gaps not attributed …): only the
+        // standouts' folds say their own.
+        let steal = kind == GapKind::Noise;
+        s.text.extend(notes(r, &gaps, kind.gap(), steal));
     }
     let mut rest = Vec::new();
     for (i, e) in entries.iter().enumerate() {
@@ -660,13 +665,7 @@ pub fn attribution_detail(
         return (text, None, tables);
     }
     let steal = what == GapKind::Noise;
-    text.extend(crate::report::views::attribution::notes(
-        r,
-        cpu,
-        a,
-        what.gap(),
-        steal,
-    ));
+    text.extend(notes(r, &[(cpu, a)], what.gap(), steal));
     let segments = crate::report::figure::cause_shares(a);
     let total: f64 = segments.iter().map(|s| s.share_pct).sum();
     let mut bar = None;
@@ -979,6 +978,39 @@ mod tests {
             .read_to_string(&mut text)
             .unwrap();
         ResultFile::parse(&text).unwrap()
+    }
+
+    /// Review 2 of issue 29: above a few CPUs only the standouts' folds said their notes,
+    /// so a CPU that did not stand out lost its trace events and unattributed gaps
+    /// unsaid on the page (the terminal said them, across CPUs).
+    #[test]
+    fn a_page_of_many_cpus_says_every_cpus_lost_events() {
+        let mut r = host16_traced();
+        for p in r.probes.iter_mut() {
+            if let crate::report::result::ProbeEntry::Noise(e) = p
+                && e.cpu == 4
+            {
+                let a = e.attribution.as_mut().expect("traced");
+                a.events_lost = 4321;
+                a.unattributed_gaps = 77;
+            }
+        }
+        let plots = crate::report::plot::result_plots(&[("n.json".into(), r.clone())]).unwrap();
+        let mut drawer = Drawer::default();
+        let sections = kind_sections(&r, &plots, &mut drawer, &|s: &str| s.to_string());
+        let page = render(&Page {
+            sections,
+            ..Page::default()
+        });
+        assert!(page.contains("4321 of "), "lost events unsaid");
+        assert!(
+            page.contains("trace events were lost, on CPU 4"),
+            "lost events unsaid"
+        );
+        assert!(
+            page.contains("77 gaps on CPU 4 were not attributed"),
+            "unattributed unsaid"
+        );
     }
 
     #[test]

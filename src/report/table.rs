@@ -258,11 +258,6 @@ impl Tab {
         self.rows.push(kept.map(|(c, _)| c).collect());
     }
 
-    /// One row of a table made by [`new_table`], whose columns are all shown.
-    pub(crate) fn add_row<S: Into<String>>(&mut self, cells: impl IntoIterator<Item = S>) {
-        self.row(cells.into_iter().map(Into::into).collect());
-    }
-
     /// The table fitted to the layout's width: the spare columns left out, the leftmost
     /// first, while it does not fit with its text whole; then the text cut (`cut_text`).
     fn fitted(&self) -> Table {
@@ -283,18 +278,18 @@ impl Tab {
                 }
             }
         }
-        cut_text(&cols, rows, width).0
+        cut_text(&cols, rows, width)
     }
 }
 
 /// `rows` under `cols` with the widest text column cut, again and again, until the table
-/// fits `width` or no text column can give more; and whether it fits.
-fn cut_text(cols: &[Col], mut rows: Vec<Vec<String>>, width: usize) -> (Table, bool) {
+/// fits `width` or no text column can give more.
+fn cut_text(cols: &[Col], mut rows: Vec<Vec<String>>, width: usize) -> Table {
     loop {
         let t = table(cols, &rows);
         let over = widest_line(&t).saturating_sub(width);
         if over == 0 {
-            return (t, true);
+            return t;
         }
         let widths = widths(cols, &rows);
         let floor = |i: usize| cols[i].head.chars().count().max(TEXT_MIN);
@@ -302,7 +297,7 @@ fn cut_text(cols: &[Col], mut rows: Vec<Vec<String>>, width: usize) -> (Table, b
             .filter(|&i| cols[i].text && widths[i] > floor(i))
             .max_by_key(|&i| widths[i])
         else {
-            return (t, false);
+            return t;
         };
         let to = widths[i].saturating_sub(over).max(floor(i));
         for r in &mut rows {
@@ -379,12 +374,6 @@ pub fn cut_start(s: &str, n: usize) -> String {
         true => String::new(),
         false => s.to_string(),
     }
-}
-
-/// A table of figures with these headers, every column shown (`Tab::add_row`).
-pub(crate) fn new_table(header: &[&str]) -> Tab {
-    let cols: Vec<Col> = header.iter().map(|h| core(*h)).collect();
-    Tab::new(&cols)
 }
 
 pub(crate) fn policy_cell(policy: Policy, priority: u8) -> String {

@@ -29,7 +29,7 @@ use crate::probes::noise::NoiseEntry;
 use crate::probes::pingpong::PingpongEntry;
 use crate::probes::record::ThreadRecord;
 use crate::probes::timer::TimerEntry;
-use crate::report::{ResultFile, group};
+use crate::report::{ResultFile, audit_table, group};
 use crate::system::audit::{Finding, FindingId, Severity};
 
 /// Tick periods of the usual CONFIG_HZ values, ns.
@@ -59,6 +59,8 @@ pub struct Split {
     /// Held off by RT throttling, and by the fair server (measured from a trace only).
     pub rt_ns: u64,
     pub fair_ns: u64,
+    /// Held off by a cgroup's CFS quota (measured from a trace only).
+    pub cfs_ns: u64,
     /// The tick period found, ns, and its HZ.
     pub tick: Option<(u64, u32)>,
     /// Measured from kernel trace events (`--trace`), not inferred from the gaps'
@@ -68,7 +70,7 @@ pub struct Split {
 
 impl Split {
     fn total(&self) -> u64 {
-        self.tick_ns + self.long_ns + self.other_ns + self.rt_ns + self.fair_ns
+        self.tick_ns + self.long_ns + self.other_ns + self.rt_ns + self.fair_ns + self.cfs_ns
     }
 }
 
@@ -150,6 +152,11 @@ pub struct Fix {
     /// The `tune` command that would try the fix, where a tune step applies it at run time.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub tune: Option<String>,
+    /// The fix typed, as the audit's finding holds it: printed remedy by remedy, each
+    /// command and boot option whole on a line of its own (`audit_table::remedy`).
+    /// Empty in results from before it was stored: then `fix` is printed as it is.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub remedies: Vec<crate::system::audit::Remedy>,
 }
 
 /// The verdict, as the main job stores it in its result (`verdict`).
@@ -320,14 +327,16 @@ fn measured_split(a: &crate::stats::causes::Attribution) -> Split {
     let tick_row = a.causes.iter().find(|c| of(c) == Cause::Tick);
     let (tick_ns, long_ns) = (sum(Cause::Tick), sum(Cause::LongStall));
     let (rt_ns, fair_ns) = (sum(Cause::RtThrottling), sum(Cause::FairServer));
+    let cfs_ns = sum(Cause::CfsQuota);
     Split {
         tick_ns,
         long_ns,
         other_ns: a
             .interrupted_ns
-            .saturating_sub(tick_ns + long_ns + rt_ns + fair_ns),
+            .saturating_sub(tick_ns + long_ns + rt_ns + fair_ns + cfs_ns),
         rt_ns,
         fair_ns,
+        cfs_ns,
         tick: tick_row
             .and_then(|r| r.period_ns)
             .filter(|p| *p > 0)
@@ -425,6 +434,7 @@ fn largest(s: &Split, hz: Option<u32>) -> Largest {
         (Cause::Other, other_ns),
         (Cause::RtThrottling, s.rt_ns),
         (Cause::FairServer, s.fair_ns),
+        (Cause::CfsQuota, s.cfs_ns),
     ];
     let (cause, ns) = parts
         .into_iter()
@@ -537,6 +547,11 @@ fn sentence(
             "{loses} most time ({share} %) to the fair server: the kernel runs normal tasks \
              for its runtime each period instead of the real-time loop"
         ),
+        (Cause::CfsQuota, ..) => format!(
+            "{loses} most time ({share} %) to {its} cgroup's CFS quota: the kernel holds the \
+             group's threads off for the rest of each period once its quota is spent \
+             (cpu.max, or cpu.cfs_quota_us)"
+        ),
         _ => format!(
             "{loses} most time ({share} %) to short interruptions off the tick's period \
              (device IRQs, softirqs, kernel threads)"
@@ -576,6 +591,7 @@ fn ranked_fixes(
         (Cause::Other, sum(|s| s.other_ns)),
         (Cause::RtThrottling, sum(|s| s.rt_ns)),
         (Cause::FairServer, sum(|s| s.fair_ns)),
+        (Cause::CfsQuota, sum(|s| s.cfs_ns)),
     ];
     causes.sort_by_key(|c| std::cmp::Reverse(c.1));
     let mut fixes: Vec<Fix> = Vec::new();
@@ -620,6 +636,7 @@ fn fix_of(f: &Finding, share: Option<f64>) -> Fix {
         fix: f.fix.clone(),
         share,
         tune: crate::system::tune::try_it(f),
+        remedies: f.remedies.clone(),
     }
 }
 
@@ -716,7 +733,7 @@ pub fn duration_words(ns: u64) -> String {
 
 /// The verdict as text, fixes numbered: each line wrapped to the current layout's width
 /// (`report::table::Layout`), and each command in a fix on a line of its own, never
-/// broken, so that it can be pasted as it is (`fix_lines`).
+/// broken, so that it can be pasted as it is (`audit_table::fix_text`).
 pub fn text(v: &Verdict) -> String {
     let width = crate::report::table::Layout::current().wrap_width();
     let wrap = |l: &str| crate::report::table::wrap(&format!("  {l}"), width, "    ");
@@ -734,10 +751,12 @@ pub fn text(v: &Verdict) -> String {
         let head = format!("{}. {} ({}):", i + 1, f.finding, share_words(f.share));
         out.push_str(&wrap(&head));
         out.push('\n');
-        for line in fix_lines(&f.fix, width, FIX_INDENT) {
-            out.push_str(&line);
-            out.push('\n');
-        }
+        out.push_str(&audit_table::fix_text(
+            &f.fix,
+            &f.remedies,
+            width,
+            FIX_INDENT,
+        ));
         if let Some(cmd) = &f.tune {
             for line in command_lines("try it:", cmd, width, FIX_INDENT) {
                 out.push_str(&line);
@@ -750,122 +769,6 @@ pub fn text(v: &Verdict) -> String {
 
 /// Where a fix's lines begin, under its numbered head.
 const FIX_INDENT: &str = "     ";
-
-/// How the audit begins each remedy of a fix it joins with "; " (`Remedy::text`).
-const REMEDY_LABELS: [&str; 4] = [
-    "now: ",
-    "at boot: ",
-    "kernel build: ",
-    "on the host, not this guest: ",
-];
-
-/// The first words of the commands fixes hold: a clause that begins with one is a
-/// command up to its first " (" (what follows is said about it).
-const COMMANDS: [&str; 16] = [
-    "for",
-    "mkdir",
-    "podman",
-    "docker",
-    "systemd-run",
-    "sysctl",
-    "echo",
-    "taskset",
-    "chrt",
-    "systemctl",
-    "tuned-adm",
-    "cpupower",
-    "jitterscope",
-    "tuna",
-    "modprobe",
-    "sh",
-];
-
-/// A fix in lines of at most `width`, except a command: the fix's remedies one after
-/// another, a command on a line of its own (after its "now:" when both fit) and never
-/// broken, the words around it wrapped. Fixes from before the remedies were typed
-/// ("for i in …; done (and boot with irqaffinity=0)") are read the same way.
-pub(crate) fn fix_lines(fix: &str, width: Option<usize>, indent: &str) -> Vec<String> {
-    let mut out = Vec::new();
-    for clause in remedies(fix) {
-        let (label, body) = match clause.strip_prefix("now: ") {
-            Some(cmd) => ("now:", cmd),
-            None => ("", clause),
-        };
-        let Some((cmd, said)) = command_of(body, !label.is_empty()) else {
-            out.push(crate::report::table::wrap(
-                &format!("{indent}{body}"),
-                width,
-                &format!("{indent}  "),
-            ));
-            continue;
-        };
-        out.extend(command_lines(label, cmd, width, indent));
-        if !said.is_empty() {
-            let more = format!("{indent}  ");
-            out.push(crate::report::table::wrap(
-                &format!("{more}{said}"),
-                width,
-                &more,
-            ));
-        }
-    }
-    out
-}
-
-/// The remedies of a fix: split at "; " where a remedy's label follows (a command's own
-/// "; " stays in it).
-fn remedies(fix: &str) -> Vec<&str> {
-    let mut out = Vec::new();
-    let mut start = 0;
-    for (i, _) in fix.match_indices("; ") {
-        let next = &fix[i + 2..];
-        if i >= start && REMEDY_LABELS.iter().any(|l| next.starts_with(l)) {
-            out.push(&fix[start..i]);
-            start = i + 2;
-        }
-    }
-    out.push(&fix[start..]);
-    out
-}
-
-/// Words a shell command goes on with after its own "; " (`for …; do …; done`).
-const SHELL_WORDS: [&str; 9] = [
-    "do", "done", "then", "fi", "else", "elif", "if", "while", "esac",
-];
-
-/// A clause that is a command: the command, and what is said after it (from its first
-/// " (", or its first "; " that no command or shell word follows); `None` for words.
-/// With `now`, the clause is a command whatever its first word (a run-time remedy's).
-fn command_of(clause: &str, now: bool) -> Option<(&str, &str)> {
-    let first = clause.split(' ').next()?;
-    if !now && !COMMANDS.contains(&first) {
-        return None;
-    }
-    let goes_on = |rest: &str| {
-        let word = rest.split([' ', ';']).next().unwrap_or_default();
-        COMMANDS.contains(&word) || SHELL_WORDS.contains(&word)
-    };
-    let semi = (clause.match_indices("; "))
-        .map(|(i, _)| i)
-        .find(|&i| !goes_on(&clause[i + 2..]));
-    let paren = clause.find(" (");
-    Some(match [semi, paren].into_iter().flatten().min() {
-        Some(i) => (&clause[..i], clause[i + 1..].trim_start_matches(';').trim()),
-        None => (clause, ""),
-    })
-}
-
-/// Words that end in a command ("leave for the root cgroup: echo $$ > …"): the words up
-/// to their colon, the command, and what is said after it; `None` when no command follows
-/// a colon. For a remedy written in words, so that its command can be pasted whole.
-pub(crate) fn words_then_command(text: &str) -> Option<(&str, &str, &str)> {
-    let (i, _) = text.match_indices(": ").find(|(i, _)| {
-        let next = text[i + 2..].split(' ').next().unwrap_or_default();
-        COMMANDS.contains(&next)
-    })?;
-    let (cmd, said) = command_of(&text[i + 2..], true)?;
-    Some((&text[..=i], cmd, said))
-}
 
 /// A command with its label ("now:", "try it:"): on one line when both fit, else the
 /// label alone and the command under it; the command is never broken.
@@ -903,12 +806,14 @@ mod tests {
                     fix: "sysctl -w kernel.sched_rt_runtime_us=-1".into(),
                     share: None,
                     tune: Some("jitterscope tune --step rt-throttling-on".into()),
+                    remedies: Vec::new(),
                 },
                 Fix {
                     finding: "isolated-missing".into(),
                     fix: "boot with isolcpus=1".into(),
                     share: None,
                     tune: None,
+                    remedies: Vec::new(),
                 },
             ],
         };
@@ -921,6 +826,67 @@ mod tests {
             "{t}"
         );
         assert_eq!(t.matches("try it").count(), 1, "{t}");
+    }
+
+    /// Review 2 of issue 29: boot options and a command the verdict did not know by its
+    /// first word were word-wrapped (at 80 columns "at boot: isolcpus=…" on one line,
+    /// "nohz_full=… rcu_nocbs=…" on the next; "ethtool -C eth0 …" broken mid-command).
+    /// The typed remedies are laid out as the audit does: each whole on a line.
+    #[test]
+    fn boot_options_and_commands_are_never_split() {
+        use crate::system::audit::Remedy;
+        let cpus = "1-3,5,7,9-11,13,15-47";
+        let options = vec![
+            format!("isolcpus=managed_irq,domain,{cpus}"),
+            format!("nohz_full={cpus}"),
+            format!("rcu_nocbs={cpus}"),
+        ];
+        let ethtool =
+            "ethtool -C eth0 adaptive-rx off rx-usecs 0 rx-frames 1 tx-usecs 0 tx-frames 1";
+        let remedies = vec![
+            Remedy::Runtime {
+                command: ethtool.into(),
+                effects: Vec::new(),
+            },
+            Remedy::Boot {
+                options: options.clone(),
+                how: "on the kernel command line, then reboot".into(),
+            },
+        ];
+        let fix = Fix {
+            finding: "isolated-missing".into(),
+            fix: format!("now: {ethtool}; at boot: {} (…)", options.join(" ")),
+            share: Some(0.5),
+            tune: None,
+            remedies,
+        };
+        let v = Verdict {
+            lines: Vec::new(),
+            fixes: vec![fix],
+        };
+        let t = crate::report::table::Layout::fixed(80, false).scoped(|| text(&v));
+        let pasted = |l: &str| t.lines().any(|line| line.trim() == l);
+        assert!(pasted(&options.join(" ")), "{t}");
+        assert!(pasted(ethtool), "{t}");
+        // A fix stored before remedies were: a command that begins it kept whole, what
+        // is said after it below.
+        let cmd = "for i in 25 26 29 31 33 35; do echo 0 > /proc/irq/$i/smp_affinity_list; done";
+        let old = Fix {
+            remedies: Vec::new(),
+            fix: format!("{cmd} (and boot with irqaffinity=0)"),
+            ..v.fixes[0].clone()
+        };
+        let v = Verdict {
+            lines: Vec::new(),
+            fixes: vec![old],
+        };
+        let t = crate::report::table::Layout::fixed(80, false).scoped(|| text(&v));
+        assert!(
+            t.contains(&format!(
+                "     {cmd}\n       (and boot with irqaffinity=0)\n"
+            )),
+            "{t}"
+        );
     }
 
     /// The frozen main-job fixture with steal counters of `steal_ms` on CPU 1.
@@ -1139,20 +1105,41 @@ mod tests {
         }
     }
 
+    /// Review of issue 30: a run whose traced time went 98 % to a cgroup's CFS quota
+    /// (2 % unaccounted), on a host whose audit warns of the quota and of IRQs on the
+    /// measured CPUs. The verdict said "short interruptions off the tick's period
+    /// (device IRQs …); audit irq-on-measured-cpus" and ranked that fix first at 98 %.
     #[test]
-    fn a_command_after_words_is_found_whole() {
-        let t =
-            "leave for the root cgroup, from the shell: echo $$ > /sys/fs/cgroup/cpu/cgroup.procs";
-        assert_eq!(
-            words_then_command(t),
-            Some((
-                "leave for the root cgroup, from the shell:",
-                "echo $$ > /sys/fs/cgroup/cpu/cgroup.procs",
-                ""
-            ))
+    fn a_cfs_quota_window_is_credited_to_the_quota() {
+        use crate::stats::causes::{Attribution, CauseKind, CauseRow};
+        let quota = "CFS quota: cpu.cfs_quota_us 35000, cpu.cfs_period_us 100000 of /jsq";
+        let a = Attribution::of_causes(
+            vec![
+                CauseRow::made_up(CauseKind::Throttling, quota, 10, 0, 98_000_000),
+                CauseRow::made_up(CauseKind::Unaccounted, "unaccounted", 10, 0, 2_000_000),
+            ],
+            20,
+            100_000_000,
         );
-        assert_eq!(words_then_command("check dmesg for isolcpus"), None);
-        assert_eq!(words_then_command("note: nothing to run here"), None);
+        let s = measured_split(&a);
+        assert_eq!((s.cfs_ns, s.other_ns), (98_000_000, 0), "{s:?}");
+        let f = [
+            finding("irq-on-measured-cpus", Severity::Bad),
+            finding("cfs-quota", Severity::Warn),
+        ];
+        let refs: Vec<&Finding> = f.iter().collect();
+        let fixes = ranked_fixes(&[(1, s.clone())], &refs, None);
+        assert_eq!(fixes[0].finding, "cfs-quota");
+        assert_eq!(fixes[0].share, Some(0.98));
+        assert_eq!(fixes[1].share, None, "{fixes:?}");
+        let r = fixture_with_steal(None);
+        let e = r.entries::<NoiseEntry>().next().expect("a noise entry");
+        let line = sentence(&[(e, &s)], &refs, None);
+        assert!(
+            line.contains("CFS quota") && line.contains("audit cfs-quota"),
+            "{line}"
+        );
+        assert!(!line.contains("IRQ") && !line.contains("irq-on"), "{line}");
     }
 
     #[test]

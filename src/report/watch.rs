@@ -272,10 +272,7 @@ pub fn grouping(w: &WatchRecord) -> Grouping {
             figures: vec![th.wakeup.p99_ns.unwrap_or(0) as f64],
         })
         .collect();
-    match Layout::current().per_cpu {
-        true => Grouping::each(&members),
-        false => group::group(&members, &WATCH_KEYS),
-    }
+    group::in_layout(&members, &WATCH_KEYS)
 }
 
 /// A thread's name: "app:812".
@@ -324,48 +321,8 @@ pub fn watch_text(r: &ResultFile) -> String {
     };
     let g = grouping(w);
     reset_hidden();
-    let th_us = w.threshold_ns as f64 / 1e3;
-    let cols = vec![
-        wide("policy").text(),
-        core("wake-ups"),
-        core("p50 µs"),
-        core("p99 µs"),
-        core("max µs"),
-        core("preempted ms"),
-        core("irq ms").spare(),
-        core("migr.").spare(),
-        wide("invol."),
-        wide("runs"),
-        core(format!("main cause ≥ {th_us} µs")).text(),
-    ];
-    let mut t = Tab::new(&group::columns(&g, core("thread").text(), cols));
-    let n = |v: u64, text: String| num(v as f64, text);
-    let cells: Vec<Vec<Cell>> = (w.threads.iter())
-        .map(|th| {
-            let cause = th.attribution.as_ref().and_then(|a| {
-                let c = main_cause(th).filter(|_| a.gaps > 0)?;
-                let pct = c.largest_in as f64 * 100.0 / a.gaps as f64;
-                Some(num(pct, format!("{pct:.0} % {}", c.cause)))
-            });
-            vec![
-                text(policy_cell(th)),
-                n(th.wakeup.count, th.wakeup.count.to_string()),
-                n(th.wakeup.p50_ns.unwrap_or(0), us(th.wakeup.p50_ns)),
-                n(th.wakeup.p99_ns.unwrap_or(0), us(th.wakeup.p99_ns)),
-                n(th.wakeup.max_ns.unwrap_or(0), us(th.wakeup.max_ns)),
-                n(th.preempted.sum_ns, ms(th.preempted.sum_ns)),
-                n(th.irq.sum_ns, ms(th.irq.sum_ns)),
-                n(th.migrations, th.migrations.to_string()),
-                n(th.involuntary_switches, th.involuntary_switches.to_string()),
-                n(th.runs, th.runs.to_string()),
-                cause.unwrap_or_else(|| text("-")),
-            ]
-        })
-        .collect();
     let labels = row_labels(w, &g);
-    for row in group::rows_labelled(&g, &labels, &cells) {
-        t.row(row);
-    }
+    let t = threads_table(w, &g, &labels);
     let width = Layout::current().wrap_width();
     let head = format!(
         "watch: {} for {:.3} s ({}), wake-up delay = from sched_wakeup to the switch that \
@@ -375,25 +332,7 @@ pub fn watch_text(r: &ResultFile) -> String {
         w.ended,
     );
     let mut out = format!("{}\n{t}\n", wrap(&head, width, "  "));
-    let said: Vec<String> = (g.rows.iter().zip(&labels))
-        .filter(|(row, _)| row.members().len() > 1)
-        .map(|(row, label)| {
-            let letter = label.split(' ').next().unwrap_or_default();
-            format!("{letter} is {}", tids_words(w, &row.members()))
-        })
-        .collect();
-    let legend = group::legend_of(
-        &g,
-        &WATCH_KEYS,
-        &|i| thread_name(&w.threads[i]),
-        &|i| format!("p99 {} µs", us(w.threads[i].wakeup.p99_ns)),
-        "--per-thread",
-        said,
-    );
-    if !legend.is_empty() {
-        out.push_str(&wrap(&legend, width, "  "));
-        out.push('\n');
-    }
+    out.push_str(&legend(w, &g, &labels));
     if let Some(note) = hidden_note() {
         out.push_str(&wrap(&note, Layout::current().wrap_width(), ""));
         out.push('\n');
@@ -423,6 +362,73 @@ pub fn watch_text(r: &ResultFile) -> String {
     out.push_str(&wrap(&trace, width, "  "));
     out.push('\n');
     out
+}
+
+/// The table of the watched threads, a row per row of `g` (labelled `labels`): wake-ups,
+/// their delay, what held the thread off, and its main cause.
+fn threads_table(w: &WatchRecord, g: &Grouping, labels: &[String]) -> String {
+    let th_us = w.threshold_ns as f64 / 1e3;
+    let cols = vec![
+        wide("policy").text(),
+        core("wake-ups"),
+        core("p50 µs"),
+        core("p99 µs"),
+        core("max µs"),
+        core("preempted ms"),
+        core("irq ms").spare(),
+        core("migr.").spare(),
+        wide("invol."),
+        wide("runs"),
+        core(format!("main cause ≥ {th_us} µs")).text(),
+    ];
+    let mut t = Tab::new(&group::columns(g, core("thread").text(), cols));
+    let n = |v: u64, text: String| num(v as f64, text);
+    let cells: Vec<Vec<Cell>> = (w.threads.iter())
+        .map(|th| {
+            let cause = th.attribution.as_ref().and_then(|a| {
+                let c = main_cause(th).filter(|_| a.gaps > 0)?;
+                let pct = c.largest_in as f64 * 100.0 / a.gaps as f64;
+                Some(num(pct, format!("{pct:.0} % {}", c.cause)))
+            });
+            vec![
+                text(policy_cell(th)),
+                n(th.wakeup.count, th.wakeup.count.to_string()),
+                n(th.wakeup.p50_ns.unwrap_or(0), us(th.wakeup.p50_ns)),
+                n(th.wakeup.p99_ns.unwrap_or(0), us(th.wakeup.p99_ns)),
+                n(th.wakeup.max_ns.unwrap_or(0), us(th.wakeup.max_ns)),
+                n(th.preempted.sum_ns, ms(th.preempted.sum_ns)),
+                n(th.irq.sum_ns, ms(th.irq.sum_ns)),
+                n(th.migrations, th.migrations.to_string()),
+                n(th.involuntary_switches, th.involuntary_switches.to_string()),
+                n(th.runs, th.runs.to_string()),
+                cause.unwrap_or_else(|| text("-")),
+            ]
+        })
+        .collect();
+    for row in group::rows_labelled(g, labels, &cells) {
+        t.row(row);
+    }
+    t.to_string()
+}
+
+/// The legend under the threads' table: what each group's letter stands for, then the
+/// grouping's own (`group::legend_of`); nothing when nothing is grouped.
+fn legend(w: &WatchRecord, g: &Grouping, labels: &[String]) -> String {
+    let said: Vec<String> = (g.rows.iter().zip(labels))
+        .filter(|(row, _)| row.members().len() > 1)
+        .map(|(row, label)| {
+            let letter = label.split(' ').next().unwrap_or_default();
+            format!("{letter} is {}", tids_words(w, &row.members()))
+        })
+        .collect();
+    group::legend_block(&group::legend_of(
+        g,
+        &WATCH_KEYS,
+        &|i| thread_name(&w.threads[i]),
+        &|i| format!("p99 {} µs", us(w.threads[i].wakeup.p99_ns)),
+        "--per-thread",
+        said,
+    ))
 }
 
 /// A row's blocked time: a thread's in words; a group's per sleep state, lowest to
@@ -513,21 +519,8 @@ fn cause_lines(r: &ResultFile, w: &WatchRecord, members: &[usize], label: &str) 
     let mut out = String::new();
     // One cause across the row: its key, a row of it (for the fixes), its share on each
     // thread that saw it, and the delays it was the largest part of.
-    let mut causes: Vec<(String, &CauseRow, Vec<f64>, u64, u64)> = Vec::new();
-    for (_, a) in &traced {
-        for c in &a.causes {
-            let key = cause_key(c);
-            match causes.iter_mut().find(|x| x.0 == key) {
-                Some(x) => {
-                    x.2.push(c.share_pct);
-                    x.3 += c.largest_in;
-                    x.4 += c.total_ns;
-                }
-                None => causes.push((key, c, vec![c.share_pct], c.largest_in, c.total_ns)),
-            }
-        }
-    }
-    causes.sort_by_key(|x| std::cmp::Reverse(x.4));
+    let members: Vec<Option<&Attribution>> = traced.iter().map(|(_, a)| Some(*a)).collect();
+    let causes = crate::report::cause_matrix::by_key(&members, |_, c| cause_key(c));
     let head = match traced.as_slice() {
         [_] => format!(
             "{} ({}): {} delays ≥ {th_us} µs, {:.3} ms in all; share of their time, \
@@ -554,12 +547,13 @@ fn cause_lines(r: &ResultFile, w: &WatchRecord, members: &[usize], label: &str) 
     };
     out.push_str(&wrap(&head, Layout::current().wrap_width(), "  "));
     out.push('\n');
-    for (key, c, shares, main, _) in causes.iter().take(5) {
-        let name = if traced.len() == 1 { &c.cause } else { key };
+    for x in causes.iter().take(5) {
+        let c = x.row;
+        let name = if traced.len() == 1 { &c.cause } else { &x.key };
         out.push_str(&format!(
             "  {:>5} %  main cause of {:>5} delays  {name}\n",
-            group::range(shares.iter().copied(), |v| format!("{v:.1}")),
-            main
+            group::range(x.share.iter().flatten().copied(), |v| format!("{v:.1}")),
+            x.largest_in
         ));
         // The finding whose fix would remove it, whole (a command in it can be
         // pasted); the others that would, by id.
@@ -567,7 +561,7 @@ fn cause_lines(r: &ResultFile, w: &WatchRecord, members: &[usize], label: &str) 
             out.push_str(&format!("           pinned: {note}\n"));
         }
         if let Some([first, more @ ..]) = cause_findings(r, c).as_deref() {
-            out.push_str(&fix_lines(&format!("fix: audit {}:", first.id), &first.fix));
+            out.push_str(&fix_lines(&format!("fix: audit {}:", first.id), first));
             if !more.is_empty() {
                 let ids: Vec<String> = more.iter().map(|f| f.id.to_string()).collect();
                 out.push_str(&format!("           also: {}\n", ids.join(", ")));
@@ -581,20 +575,18 @@ fn cause_lines(r: &ResultFile, w: &WatchRecord, members: &[usize], label: &str) 
 }
 
 /// A fix under its cause: on one line with its head when it fits, else the head, then
-/// the fix's lines, each command on a line of its own (`verdict::fix_lines`).
-fn fix_lines(head: &str, fix: &str) -> String {
+/// the finding's remedies, each command and boot option whole on a line of its own
+/// (`audit_table::fix_text`).
+fn fix_lines(head: &str, f: &Finding) -> String {
     const INDENT: &str = "           ";
     let width = Layout::current().wrap_width();
-    let one = format!("{INDENT}{head} {fix}");
+    let one = format!("{INDENT}{head} {}", f.fix);
     if width.is_none_or(|w| one.chars().count() <= w) {
         return one + "\n";
     }
-    let mut out = format!("{INDENT}{head}\n");
-    for l in crate::report::verdict::fix_lines(fix, width, &format!("{INDENT}  ")) {
-        out.push_str(&l);
-        out.push('\n');
-    }
-    out
+    let more = format!("{INDENT}  ");
+    format!("{INDENT}{head}\n")
+        + &crate::report::audit_table::fix_text(&f.fix, &f.remedies, width, &more)
 }
 
 /// Where the lost events went, when any were: " (N by the kernel, M by jitterscope)".
@@ -934,6 +926,43 @@ mod tests {
         let t = watch_text(&r);
         assert!(!t.contains("fix: audit"), "{t}");
         assert!(t.contains("fixes: (no audit in this result)"), "{t}");
+    }
+
+    /// Review 2 of issue 29: watch laid a fix too long for its line out by reparsing its
+    /// text, and word-wrapped boot options; now each remedy is whole on a line.
+    #[test]
+    fn a_long_fix_keeps_its_boot_options_on_one_line() {
+        use crate::system::audit::Remedy;
+        let causes = vec![cause(
+            CauseKind::Task,
+            "task hog:20 (SCHED_OTHER nice 0)",
+            4,
+            9_000_000,
+        )];
+        let mut r = result(vec![thread(10, "app", &[20_000; 10], causes)]);
+        let cpus = "1-3,5,7,9-11,13,15-47";
+        let options = vec![
+            format!("isolcpus=managed_irq,domain,{cpus}"),
+            format!("nohz_full={cpus}"),
+            format!("rcu_nocbs={cpus}"),
+        ];
+        let audit = r.host.audit.as_mut().expect("the fixture's audit");
+        audit.findings = vec![Finding {
+            remedies: vec![Remedy::Boot {
+                options: options.clone(),
+                how: "on the kernel command line, then reboot".into(),
+            }],
+            ..finding(
+                FindingId::IsolatedMissing,
+                Severity::Warn,
+                &format!(
+                    "at boot: {} (on the kernel command line, then reboot)",
+                    options.join(" ")
+                ),
+            )
+        }];
+        let t = Layout::fixed(80, false).scoped(|| watch_text(&r));
+        assert!(t.lines().any(|l| l.trim() == options.join(" ")), "{t}");
     }
 
     /// A hog whose own affinity holds it on the watched CPU gets no isolation fix

@@ -4,6 +4,13 @@
 
 use serde::{Deserialize, Serialize};
 
+/// The name of the cause a cgroup's CFS quota makes ("CFS quota: cpu.max 30000 100000 of
+/// /jsq"): `trace::attribute` names the row with it, and the views find the row's group
+/// in the run's `cpu.stat` by it, so that the two never drift apart.
+pub fn quota_label(setting: &str, group: &str) -> String {
+    format!("CFS quota: {setting} of {group}")
+}
+
 /// The kind of a cause.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]

@@ -12,7 +12,8 @@
 //!
 //! The count equals the one made from whole logs for every gap shorter than the horizon.
 //! A gap that comes after its neighbours were decided (it lasted longer than the horizon:
-//! a CPU held off for a second) is judged on the starts still held, and counted `late`.
+//! a CPU held off for a second) is judged on the starts still held, and counted `late`:
+//! the run says so, since the count may then be low.
 
 use std::cmp::Reverse;
 use std::collections::{BinaryHeap, VecDeque};
@@ -20,6 +21,16 @@ use std::collections::{BinaryHeap, VecDeque};
 /// Starts held per CPU at most: past it, the oldest are decided with what is known (a
 /// CPU that hands over no gap for a while holds every other CPU's back only this far).
 pub const MAX_HELD: usize = 1 << 16;
+
+/// What the count came to once every gap was decided.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Counted {
+    /// Each lane's gaps that began within the window of a gap on another lane.
+    pub per_lane: Vec<u64>,
+    /// Gaps that came after their neighbours were decided (longer than the horizon, or
+    /// past `MAX_HELD` behind): judged against part of their neighbours only.
+    pub late: u64,
+}
 
 /// The streaming count, for `cpus` CPUs (lanes) at once.
 #[derive(Debug)]
@@ -33,7 +44,7 @@ pub struct Coincidence {
     recent: VecDeque<(u64, usize)>,
     counts: Vec<u64>,
     /// Gaps that came after their neighbours were decided.
-    pub late: u64,
+    late: u64,
     /// Where deciding has got to: every start before it is decided.
     decided_to: u64,
 }
@@ -86,15 +97,14 @@ impl Coincidence {
         self.decide_through(known.max(now.saturating_sub(self.horizon)));
     }
 
-    /// Decides every gap, and gives each lane's count of coincident gaps.
-    pub fn finish(mut self) -> Vec<u64> {
+    /// Decides every gap, and gives each lane's count of coincident gaps, and how many
+    /// were judged late.
+    pub fn finish(mut self) -> Counted {
         self.decide_through(u64::MAX);
-        self.counts
-    }
-
-    /// Gaps decided coincident so far, per lane.
-    pub fn counts(&self) -> &[u64] {
-        &self.counts
+        Counted {
+            per_lane: self.counts,
+            late: self.late,
+        }
     }
 
     /// Decides the held starts `x` with `x + window < frontier`: no gap to come starts
@@ -131,7 +141,31 @@ impl Coincidence {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::trace::attribute::coincident;
+
+    /// For each CPU's gaps (sorted starts), how many begin within `window` ticks of a
+    /// gap on another CPU: the count made from whole logs, the streamed one's reference.
+    fn coincident(starts_by_cpu: &[Vec<u64>], window: u64) -> Vec<u64> {
+        (starts_by_cpu.iter().enumerate())
+            .map(|(i, mine)| {
+                (mine.iter())
+                    .filter(|&&s| {
+                        starts_by_cpu.iter().enumerate().any(|(j, other)| {
+                            j != i && {
+                                let k = other.partition_point(|&o| o + window < s);
+                                other.get(k).is_some_and(|&o| o <= s + window)
+                            }
+                        })
+                    })
+                    .count() as u64
+            })
+            .collect()
+    }
+
+    #[test]
+    fn coincident_gaps_are_counted_per_cpu() {
+        let starts = vec![vec![100, 5_000, 9_000], vec![103, 7_000], vec![]];
+        assert_eq!(coincident(&starts, 5), vec![1, 1, 0]);
+    }
 
     /// Gap lists recorded on the 16-CPU host: [start_ns, duration_ns] per CPU.
     fn recorded() -> Vec<Vec<(u64, u64)>> {
@@ -166,8 +200,8 @@ mod tests {
             }
             c.advance(now);
         }
-        let late = c.late;
-        (c.finish(), late)
+        let done = c.finish();
+        (done.per_lane, done.late)
     }
 
     fn whole(lanes: &[Vec<(u64, u64)>]) -> Vec<u64> {
@@ -225,7 +259,8 @@ mod tests {
         c.add(1, 9_003, 14_003);
         assert_eq!(c.late, 1);
         let counts = c.finish();
-        assert_eq!(counts[2], 0);
+        assert_eq!(counts.per_lane[2], 0);
+        assert_eq!(counts.late, 1, "finish gives the late count");
     }
 
     #[test]
@@ -241,7 +276,7 @@ mod tests {
                 c.add(i, s, s + d);
             }
         }
-        assert_eq!(c.finish(), vec![2, 2, 0]);
+        assert_eq!(c.finish().per_lane, vec![2, 2, 0]);
         let starts: Vec<Vec<u64>> = lanes
             .iter()
             .map(|l| l.iter().map(|g| g.0).collect())

@@ -1,5 +1,22 @@
-//! Rank statistics shared by `compare` (is run B's latency another than run A's?) and
-//! `tune` (did a step help?): pure functions on samples.
+//! Rank statistics shared by `compare` (is run B's latency another than run A's?),
+//! `tune` (did a step help?), the grouping of CPUs and c2c's classes: pure functions on
+//! samples.
+
+/// The median absolute deviation times this estimates the standard deviation of a normal
+/// distribution.
+pub const MAD_TO_SIGMA: f64 = 1.4826;
+
+/// The median of `values` (the mean of the middle two for an even count); `None` for none.
+pub fn median(values: &[f64]) -> Option<f64> {
+    let mut v = values.to_vec();
+    v.sort_by(f64::total_cmp);
+    let n = v.len();
+    match n {
+        0 => None,
+        _ if n % 2 == 1 => Some(v[n / 2]),
+        _ => Some((v[n / 2 - 1] + v[n / 2]) / 2.0),
+    }
+}
 
 /// Two-sided p of the Mann–Whitney U test, normal approximation with the tie correction
 /// and a continuity correction. Hand-written: it is twenty lines, and the statistics

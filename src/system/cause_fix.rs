@@ -3,7 +3,7 @@
 //! (`system::tune::share`) and watch's cause table (`report::watch`) all read.
 //!
 //! Two levels, one source: the verdict's coarse causes ([`Cause`]: the tick, long
-//! stalls, everything else, RT throttling, the fair server) each name the findings that
+//! stalls, everything else, RT throttling, the fair server, a CFS quota) each name the findings that
 //! address them, most specific first; [`TARGETS`] says, per finding, which rows of a
 //! traced cause table (a kind, and a word the row's name holds) its fix removes. A row of
 //! a cause table belongs to one coarse cause ([`Cause::of_row`]), and its findings are that
@@ -24,16 +24,20 @@ pub enum Cause {
     RtThrottling,
     /// Measured from trace events only: the fair server ran normal tasks instead.
     FairServer,
+    /// Measured from trace events only: a cgroup's CFS quota ran out and held the loop
+    /// off (a normal-policy loop) for the rest of the period.
+    CfsQuota,
 }
 
 impl Cause {
     /// Every cause, for tests and for walking them all.
-    pub const ALL: [Cause; 5] = [
+    pub const ALL: [Cause; 6] = [
         Cause::Tick,
         Cause::LongStall,
         Cause::Other,
         Cause::RtThrottling,
         Cause::FairServer,
+        Cause::CfsQuota,
     ];
 
     /// The findings that address this cause, most specific first (of equal severity the
@@ -73,16 +77,16 @@ impl Cause {
                 F::StatIntervalShort,
                 F::KsmRunning,
                 F::DamonRunning,
-                F::CfsQuota,
             ],
             Cause::RtThrottling => &[F::RtThrottlingOn],
             Cause::FairServer => &[F::FairServerOn],
+            Cause::CfsQuota => &[F::CfsQuota],
         }
     }
 
     /// The coarse cause a row of a traced cause table belongs to: the tick is the local
     /// timer vector running the tick's hrtimer; what no event covered is where long stalls
-    /// go; RT throttling and the fair server by their rows' stable names.
+    /// go; RT throttling, the fair server and a CFS quota by their rows' stable names.
     pub fn of_row(kind: CauseKind, cause: &str) -> Cause {
         match kind {
             CauseKind::Vector if cause.starts_with("vector local_timer: tick_") => Cause::Tick,
@@ -91,6 +95,7 @@ impl Cause {
                 Cause::RtThrottling
             }
             CauseKind::Throttling if cause.starts_with("fair server") => Cause::FairServer,
+            CauseKind::Throttling if cause.starts_with("CFS quota") => Cause::CfsQuota,
             _ => Cause::Other,
         }
     }
@@ -134,7 +139,8 @@ pub const TARGETS: &[(FindingId, &[Target])] = {
     const RCU: &[Target] = &[(K::Softirq, Some("RCU")), (K::Task, Some("task rcu"))];
     &[
         // Either throttle: with the RT runtime unlimited, the fair server stops too. Not
-        // a cgroup's CFS quota, which is no real-time setting.
+        // a cgroup's CFS quota, which is no real-time setting. (The quota's row is
+        // `Cause::CfsQuota`'s; tune's step order reads its target here.)
         (
             F::RtThrottlingOn,
             &[
@@ -332,6 +338,30 @@ mod tests {
             of(K::Task, "task kworker/1:1:57 (SCHED_OTHER nice 0)"),
             Cause::Other
         );
+    }
+
+    /// A CFS quota's window is its own cause, whose one fix is the quota's: never
+    /// "other" (the verdict said IRQs and named irq-on-measured-cpus for it), and the
+    /// quota's finding addresses nothing else.
+    #[test]
+    fn a_cfs_quota_row_is_its_own_cause() {
+        let row = "CFS quota: cpu.cfs_quota_us 35000, cpu.cfs_period_us 100000 of /jsq";
+        assert_eq!(Cause::of_row(CauseKind::Throttling, row), Cause::CfsQuota);
+        assert_eq!(Cause::CfsQuota.findings(), [FindingId::CfsQuota]);
+        for c in Cause::ALL.into_iter().filter(|c| *c != Cause::CfsQuota) {
+            assert!(!c.findings().contains(&FindingId::CfsQuota), "{c:?}");
+        }
+        let f = [
+            finding(FindingId::IrqOnMeasuredCpus, Severity::Bad),
+            finding(FindingId::CfsQuota, Severity::Warn),
+        ];
+        let refs: Vec<&Finding> = f.iter().collect();
+        let other: Vec<FindingId> = matching(Cause::Other, &refs).iter().map(|f| f.id).collect();
+        assert_eq!(other, [FindingId::IrqOnMeasuredCpus]);
+        let quota: Vec<FindingId> = (matching(Cause::CfsQuota, &refs).iter())
+            .map(|f| f.id)
+            .collect();
+        assert_eq!(quota, [FindingId::CfsQuota]);
     }
 
     /// Each kind of row of a watched thread's delays gets the findings that remove it,

@@ -605,7 +605,7 @@ impl Context<'_> {
         match (by, self.naming) {
             (By::CfsQuota, Naming::Stable) => "CFS quota".into(),
             (By::CfsQuota, Naming::Full) => match &self.throttle.cfs_quota {
-                Some(q) => format!("CFS quota: {} of {}", q.setting, q.group),
+                Some(q) => crate::stats::causes::quota_label(&q.setting, &q.group),
                 None => "CFS quota".into(),
             },
             (By::Rt | By::RtGuess, Naming::Stable) => "real-time throttling".into(),
@@ -1107,27 +1107,6 @@ pub fn period(starts: &[u64]) -> Option<u64> {
     let m = d[d.len() / 2];
     let near = d.iter().filter(|&&x| x.abs_diff(m) * 20 <= m).count();
     (near * 2 >= d.len() && m > 0).then_some(m)
-}
-
-/// For each CPU's gaps (sorted starts), how many begin within `window` ticks of a gap
-/// on another CPU.
-pub fn coincident(starts_by_cpu: &[Vec<u64>], window: u64) -> Vec<u64> {
-    starts_by_cpu
-        .iter()
-        .enumerate()
-        .map(|(i, mine)| {
-            mine.iter()
-                .filter(|&&s| {
-                    starts_by_cpu.iter().enumerate().any(|(j, other)| {
-                        j != i && {
-                            let k = other.partition_point(|&o| o + window < s);
-                            other.get(k).is_some_and(|&o| o <= s + window)
-                        }
-                    })
-                })
-                .count() as u64
-        })
-        .collect()
 }
 
 #[cfg(test)]
@@ -2328,11 +2307,5 @@ mod tests {
             "{:?}",
             rows(&a)
         );
-    }
-
-    #[test]
-    fn coincident_gaps_are_counted_per_cpu() {
-        let starts = vec![vec![100, 5_000, 9_000], vec![103, 7_000], vec![]];
-        assert_eq!(coincident(&starts, 5), vec![1, 1, 0]);
     }
 }

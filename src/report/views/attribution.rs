@@ -15,10 +15,11 @@
 use crate::probes::noise::NoiseEntry;
 use crate::probes::timer::TimerEntry;
 use crate::report::ResultFile;
+use crate::report::cause_matrix::{CrossCause, by_key};
 use crate::report::cause_names::{cause_key, shown_causes};
 use crate::report::group::{self, Grouping, Row};
 use crate::report::table::{Layout, Tab, core, cut, wrap};
-use crate::stats::causes::{Attribution, CauseKind, CauseRow, GapBreakdown};
+use crate::stats::causes::{Attribution, CauseKind, CauseRow, GapBreakdown, quota_label};
 use crate::system::counters::{CgroupDelta, GroupStatDelta};
 
 /// Causes the cross-CPU table shows (the unaccounted time aside); the result file holds
@@ -94,7 +95,7 @@ fn attribution(
         for t in traced.iter().flatten() {
             out.push('\n');
             out.push_str(&cause_table(&title(&[t], w), t.a));
-            out.push_str(&note_lines(notes(r, t.cpu, t.a, w.gap, w.steal)));
+            out.push_str(&note_lines(notes(r, &[(t.cpu, t.a)], w.gap, w.steal)));
             out.push_str(&largest(&[t], top, w, false));
         }
         return out;
@@ -104,7 +105,8 @@ fn attribution(
     out.push_str(&title(&all, w));
     out.push('\n');
     out.push_str(&cross_table(traced, g, w));
-    out.push_str(&note_lines(cross_notes(r, &all, w)));
+    let cpus: Vec<(usize, &Attribution)> = all.iter().map(|t| (t.cpu, t.a)).collect();
+    out.push_str(&note_lines(notes(r, &cpus, w.gap, w.steal)));
     out.push_str(&largest(&all, top, w, true));
     out
 }
@@ -207,49 +209,15 @@ fn cause_table(title: &str, a: &Attribution) -> String {
     format!("{title}\n{t}\n{whole}")
 }
 
-/// One cause across the CPUs: its key, its share (%) on each CPU that saw it (indexed as
-/// the grouping's members), and its time on all.
-struct CrossCause {
-    key: String,
-    kind: CauseKind,
-    share: Vec<Option<f64>>,
-    total_ns: u64,
-}
-
-/// Every cause of every traced CPU, by key, the largest total first.
-fn cross_causes(traced: &[Option<Traced>]) -> Vec<CrossCause> {
-    let mut out: Vec<CrossCause> = Vec::new();
-    for (i, t) in traced.iter().enumerate() {
-        let Some(t) = t else { continue };
-        for c in &t.a.causes {
-            let key = cause_key(t.cpu, c.kind, &c.cause);
-            let at = match out.iter().position(|x| x.key == key) {
-                Some(p) => p,
-                None => {
-                    out.push(CrossCause {
-                        key,
-                        kind: c.kind,
-                        share: vec![None; traced.len()],
-                        total_ns: 0,
-                    });
-                    out.len() - 1
-                }
-            };
-            let x = &mut out[at];
-            *x.share[i].get_or_insert(0.0) += finite(c);
-            x.total_ns += c.total_ns;
-        }
-    }
-    out.sort_by_key(|c| std::cmp::Reverse(c.total_ns));
-    out
-}
-
-fn finite(c: &CauseRow) -> f64 {
-    if c.share_pct.is_finite() {
-        c.share_pct
-    } else {
-        0.0
-    }
+/// Every cause of every traced CPU, by key, the largest total first (indexed as the
+/// grouping's members).
+fn cross_causes<'a>(traced: &[Option<Traced<'a>>]) -> Vec<CrossCause<'a>> {
+    let members: Vec<Option<&Attribution>> =
+        traced.iter().map(|t| t.as_ref().map(|t| t.a)).collect();
+    by_key(&members, |i, c| {
+        let cpu = traced[i].as_ref().map_or(0, |t| t.cpu);
+        cause_key(cpu, c.kind, &c.cause)
+    })
 }
 
 /// The table of causes × CPU groups: how many CPUs saw each cause, its share lowest to
@@ -327,57 +295,103 @@ fn share_range(v: impl IntoIterator<Item = f64>) -> String {
     })
 }
 
-/// What the reader must know beside the cause table: gaps on several CPUs at once, gaps
-/// the log did not keep, lost events, and, with `steal`, the CPU's steal over the run
-/// (/proc/stat), to set beside the unaccounted time. `gap` names what was attributed
-/// ("gap", "late wake-up"). The terminal and the page say the same.
-pub fn notes(r: &ResultFile, cpu: usize, a: &Attribution, gap: &str, steal: bool) -> Vec<String> {
+/// What the reader must know beside the cause table of `cpus` (one CPU, or every traced
+/// CPU, each note said once with its range over them): gaps on several CPUs at once, gaps
+/// not attributed, tracing's own cost, lost events, a CFS quota's own count and, with
+/// `steal`, the CPUs' steal over the run (/proc/stat), to set beside the unaccounted
+/// time. `gap` names what was attributed ("gap", "late wake-up"). The terminal and the
+/// page say the same, from here.
+pub fn notes(
+    r: &ResultFile,
+    cpus: &[(usize, &Attribution)],
+    gap: &str,
+    steal: bool,
+) -> Vec<String> {
     let mut out = Vec::new();
-    if a.coincident_gaps > 0 {
+    let many = cpus.len() > 1;
+    let pct = |part: u64, of: u64| part as f64 * 100.0 / of.max(1) as f64;
+    let on = |f: &dyn Fn(&Attribution) -> u64| -> (u64, Vec<usize>) {
+        let with: Vec<usize> = (cpus.iter()).filter(|t| f(t.1) > 0).map(|t| t.0).collect();
+        (cpus.iter().map(|t| f(t.1)).sum(), with)
+    };
+    let (coincident, _) = on(&|a| a.coincident_gaps);
+    if coincident > 0 {
+        let gaps: u64 = cpus.iter().map(|t| t.1.gaps).sum();
+        let window = (cpus.iter().map(|t| t.1.coincidence_window_ns))
+            .max()
+            .unwrap_or(0);
+        let share = group::range(
+            cpus.iter().map(|t| pct(t.1.coincident_gaps, t.1.gaps)),
+            |v| format!("{v:.0}"),
+        );
         out.push(format!(
-            "{} {gap}s began within {} µs of one on another measured CPU: the signature of an \
-             SMI, a hypervisor stall, stop_machine or a TLB shootdown.",
-            a.coincident_gaps,
-            a.coincidence_window_ns / 1000
+            "{coincident} of the {gaps} {gap}s ({share} %{}) began within {} µs of one on \
+             another measured CPU: the signature of an SMI, a hypervisor stall, stop_machine \
+             or a TLB shootdown.",
+            if many { " on each CPU" } else { "" },
+            window / 1000
         ));
     }
-    if a.unattributed_gaps > 0 {
+    let (unattributed, with) = on(&|a| a.unattributed_gaps);
+    if unattributed > 0 {
         out.push(format!(
-            "{} {gap}s were not attributed (the reader fell behind, or the log kept no more).",
-            a.unattributed_gaps
+            "{unattributed} {gap}s on {} were not attributed: their events were lost, the \
+             reader fell a queue of {gap}s behind, or they lasted longer than the reader keeps \
+             events (2 s).",
+            group::cpus_words(&with)
         ));
     }
-    if let Some(c) = &a.trace_cost {
+    let costs: Vec<_> = cpus.iter().filter_map(|t| t.1.trace_cost).collect();
+    if !costs.is_empty() {
+        let range = |v: &dyn Fn(&crate::stats::causes::TraceCost) -> f64, digits: usize| {
+            group::range(costs.iter().map(v), |x| format!("{x:.digits$}"))
+        };
         out.push(format!(
-            "Tracing's own cost: each event takes up to {} ns (the closest two came), and \
-             a {gap} held {:.1} on average: about {:.1} µs of each traced {gap} is the \
-             trace's own, so these {gap}s read longer than untraced ones.",
-            c.event_ns,
-            c.events_per_gap,
-            c.per_gap_ns / 1e3
+            "Tracing's own cost: each event takes up to {} ns (the closest two came), and a \
+             {gap} held {} events on average: about {} µs of each traced {gap} is the trace's \
+             own, so these {gap}s read longer than untraced ones.",
+            range(&|c| c.event_ns as f64, 0),
+            range(&|c| c.events_per_gap, 1),
+            range(&|c| c.per_gap_ns / 1e3, 1),
         ));
     }
-    if a.events_lost > 0 {
+    let (lost, with) = on(&|a| a.events_lost);
+    if lost > 0 {
+        let read: u64 = cpus.iter().map(|t| t.1.events_read).sum();
         out.push(format!(
-            "{} of {} trace events were lost: {gap}s while they were lost may show more \
+            "{lost} of {} trace events were lost, on {}: {gap}s while they were lost may show \
+             more unaccounted time.",
+            lost + read,
+            group::cpus_words(&with)
+        ));
+    }
+    let stolen: Vec<_> = (r.run.counters.iter())
+        .flat_map(|c| c.steal.iter())
+        .filter(|s| steal && cpus.iter().any(|t| t.0 == s.cpu))
+        .collect();
+    if !stolen.is_empty() {
+        let ids: Vec<usize> = stolen.iter().map(|s| s.cpu).collect();
+        out.push(format!(
+            "Steal on {} over the run (/proc/stat): {} ms ({} %){}, to set beside the \
              unaccounted time.",
-            a.events_lost,
-            a.events_lost + a.events_read
+            group::cpus_words(&ids),
+            group::range(stolen.iter().map(|s| s.steal_ms as f64), |v| format!(
+                "{v:.0}"
+            )),
+            group::range(stolen.iter().map(|s| s.steal_pct), |v| format!("{v:.2}")),
+            if ids.len() > 1 { " each" } else { "" },
         ));
+    }
+    // A quota's time summed over the CPUs, beside its group's count (once a group).
+    let mut rows: Vec<CauseRow> = Vec::new();
+    for row in cpus.iter().flat_map(|t| &t.1.causes) {
+        match rows.iter_mut().find(|r| r.cause == row.cause) {
+            Some(r) => r.total_ns += row.total_ns,
+            None => rows.push(row.clone()),
+        }
     }
     let counters = r.run.counters.as_ref();
-    out.extend(quota_notes(
-        &a.causes,
-        counters.and_then(|c| c.cgroup.as_ref()),
-    ));
-    let stolen = (r.run.counters.as_ref()).and_then(|c| c.steal.iter().find(|s| s.cpu == cpu));
-    if let Some(s) = stolen.filter(|_| steal) {
-        out.push(format!(
-            "Steal on CPU {cpu} over the run (/proc/stat): {} ms ({:.2} %), to set beside \
-             the unaccounted time.",
-            s.steal_ms, s.steal_pct
-        ));
-    }
+    out.extend(quota_notes(&rows, counters.and_then(|c| c.cgroup.as_ref())));
     out
 }
 
@@ -392,8 +406,7 @@ fn quota_notes(rows: &[CauseRow], c: Option<&CgroupDelta>) -> Vec<String> {
         .filter(|row| row.kind == CauseKind::Throttling)
         .filter_map(|row| {
             let named = |g: &&GroupStatDelta| {
-                (g.quota.as_ref())
-                    .is_some_and(|q| row.cause == format!("CFS quota: {q} of {}", g.group))
+                (g.quota.as_ref()).is_some_and(|q| row.cause == quota_label(q, &g.group))
             };
             let g = c.cpu_stat.iter().find(named)?;
             Some(format!(
@@ -405,98 +418,6 @@ fn quota_notes(rows: &[CauseRow], c: Option<&CgroupDelta>) -> Vec<String> {
             ))
         })
         .collect()
-}
-
-/// The notes of every traced CPU, each said once with its range over them.
-fn cross_notes(r: &ResultFile, all: &[&Traced], w: &Words) -> Vec<String> {
-    let gap = w.gap;
-    let mut out = Vec::new();
-    let pct = |part: u64, of: u64| part as f64 * 100.0 / of.max(1) as f64;
-    let coincident: u64 = all.iter().map(|t| t.a.coincident_gaps).sum();
-    if coincident > 0 {
-        let gaps: u64 = all.iter().map(|t| t.a.gaps).sum();
-        let window = all
-            .iter()
-            .map(|t| t.a.coincidence_window_ns)
-            .max()
-            .unwrap_or(0);
-        out.push(format!(
-            "{coincident} of the {gaps} {gap}s ({} % on each CPU) began within {} µs of one \
-             on another measured CPU: the signature of an SMI, a hypervisor stall, \
-             stop_machine or a TLB shootdown.",
-            group::range(
-                all.iter().map(|t| pct(t.a.coincident_gaps, t.a.gaps)),
-                |v| format!("{v:.0}")
-            ),
-            window / 1000
-        ));
-    }
-    let on = |f: &dyn Fn(&Attribution) -> u64| -> (u64, Vec<usize>) {
-        let cpus: Vec<usize> = (all.iter()).filter(|t| f(t.a) > 0).map(|t| t.cpu).collect();
-        (all.iter().map(|t| f(t.a)).sum(), cpus)
-    };
-    let (unattributed, cpus) = on(&|a| a.unattributed_gaps);
-    if unattributed > 0 {
-        out.push(format!(
-            "{unattributed} {gap}s on {} were not attributed (the reader fell behind, or the \
-             log kept no more).",
-            group::cpus_words(&cpus)
-        ));
-    }
-    let costs: Vec<_> = all.iter().filter_map(|t| t.a.trace_cost).collect();
-    if !costs.is_empty() {
-        out.push(format!(
-            "Tracing's own cost: each event takes up to {} ns (the closest two came), and a \
-             {gap} held {} on average: about {} µs of each traced {gap} is the trace's own, \
-             so these {gap}s read longer than untraced ones.",
-            group::range(costs.iter().map(|c| c.event_ns as f64), |v| format!(
-                "{v:.0}"
-            )),
-            group::range(costs.iter().map(|c| c.events_per_gap), |v| format!(
-                "{v:.1}"
-            )),
-            group::range(costs.iter().map(|c| c.per_gap_ns / 1e3), |v| format!(
-                "{v:.1}"
-            )),
-        ));
-    }
-    let (lost, cpus) = on(&|a| a.events_lost);
-    if lost > 0 {
-        let read: u64 = all.iter().map(|t| t.a.events_read).sum();
-        out.push(format!(
-            "{lost} of {} trace events were lost, on {}: {gap}s while they were lost may show \
-             more unaccounted time.",
-            lost + read,
-            group::cpus_words(&cpus)
-        ));
-    }
-    let steal: Vec<_> = (r.run.counters.iter())
-        .flat_map(|c| c.steal.iter())
-        .filter(|s| w.steal && all.iter().any(|t| t.cpu == s.cpu))
-        .collect();
-    if !steal.is_empty() {
-        let cpus: Vec<usize> = steal.iter().map(|s| s.cpu).collect();
-        out.push(format!(
-            "Steal on {} over the run (/proc/stat): {} ms ({} %) each, to set beside the \
-             unaccounted time.",
-            group::cpus_words(&cpus),
-            group::range(steal.iter().map(|s| s.steal_ms as f64), |v| format!(
-                "{v:.0}"
-            )),
-            group::range(steal.iter().map(|s| s.steal_pct), |v| format!("{v:.2}")),
-        ));
-    }
-    // A quota's time summed over the CPUs, beside its group's count (once a group).
-    let mut rows: Vec<CauseRow> = Vec::new();
-    for row in all.iter().flat_map(|t| &t.a.causes) {
-        match rows.iter_mut().find(|r| r.cause == row.cause) {
-            Some(r) => r.total_ns += row.total_ns,
-            None => rows.push(row.clone()),
-        }
-    }
-    let counters = r.run.counters.as_ref();
-    out.extend(quota_notes(&rows, counters.and_then(|c| c.cgroup.as_ref())));
-    out
 }
 
 /// The notes as indented lines, wrapped to the terminal.
@@ -588,6 +509,63 @@ mod tests {
     use super::*;
     use crate::system::cgroup::{CpuStat, Version};
 
+    /// Review 2 of issue 29: the notes were written twice, per CPU and across CPUs, and
+    /// the copies differed: "a gap held 1.6 on average" (no unit), and "Steal on CPU 1
+    /// … (0.23 %) each" for one CPU. One function says both, one CPU as CPU 7.
+    #[test]
+    fn one_cpus_notes_and_many_cpus_notes_say_the_same_things() {
+        let mut r = ResultFile::parse(include_str!("../../../tests/fixtures/all-probes.json"))
+            .expect("the frozen fixture");
+        let steal = |cpu| crate::system::counters::StealDelta {
+            cpu,
+            steal_ms: 10,
+            total_ms: 4000,
+            steal_pct: 0.25,
+        };
+        r.run.counters = Some(crate::system::counters::CounterDelta {
+            cpus: crate::engine::cpu::CpuList::from_cpus(vec![1, 2]),
+            elapsed_ns: 4_000_000_000,
+            interrupts: Vec::new(),
+            softirqs: Vec::new(),
+            steal: vec![steal(1), steal(2)],
+            kthreads: Vec::new(),
+            cgroup: None,
+        });
+        let a = Attribution {
+            trace_cost: Some(crate::stats::causes::TraceCost {
+                event_ns: 80,
+                events_per_gap: 1.6,
+                per_gap_ns: 128.0,
+            }),
+            events_lost: 5,
+            events_read: 95,
+            unattributed_gaps: 3,
+            ..Attribution::of_causes(Vec::new(), 100, 1_000_000)
+        };
+        let one = notes(&r, &[(1, &a)], "gap", true).join("\n");
+        assert!(one.contains("a gap held 1.6 events on average"), "{one}");
+        assert!(one.contains("(0.25 %), to set beside"), "{one}");
+        assert!(
+            one.contains("Steal on CPU 1 over") && !one.contains("%) each"),
+            "{one}"
+        );
+        assert!(one.contains("3 gaps on CPU 1 were not attributed"), "{one}");
+        assert!(
+            one.contains("5 of 100 trace events were lost, on CPU 1"),
+            "{one}"
+        );
+        let many = notes(&r, &[(1, &a), (2, &a)], "gap", true).join("\n");
+        assert!(many.contains("a gap held 1.6 events on average"), "{many}");
+        assert!(
+            many.contains("Steal on CPUs 1-2 over") && many.contains("%) each"),
+            "{many}"
+        );
+        assert!(
+            many.contains("6 gaps on CPUs 1-2 were not attributed"),
+            "{many}"
+        );
+    }
+
     /// Issue 30: a quota row is set beside its group's cpu.stat over the run; a group
     /// the causes do not name, or a row of another throttle, gets no note.
     #[test]
@@ -624,5 +602,11 @@ mod tests {
             ]
         );
         assert!(quota_notes(&rows, None).is_empty());
+        // The row as the attribution names it (the one label both sides make) is found.
+        let named = [row(
+            &quota_label("cpu.max 50000 100000", "/jsq/inner"),
+            1_000_000,
+        )];
+        assert_eq!(quota_notes(&named, Some(&c)).len(), 1);
     }
 }

@@ -19,7 +19,7 @@ use crate::probes::c2c::C2cEntry;
 use crate::report::ResultFile;
 use crate::report::dist::{Dist, Entry, serde_name};
 use crate::report::figure::{Chart, Figure, Heatmap, file_safe};
-use crate::report::table::{Layout, Tab, core, new_table, wide, wrap};
+use crate::report::table::{Layout, Tab, core, wide, wrap};
 use crate::report::views::c2c_locality::{self, Class, Pair, Summary};
 use crate::report::views::{EntryView, Kind, KindView};
 
@@ -629,21 +629,22 @@ fn domain_line((package, node): (Option<u32>, Option<u32>), places: &[&CpuPlace]
 
 /// Where each CPU sits, in the matrix's order.
 fn topology_table(topo: &Topology, order: &[usize]) -> String {
-    let mut t = new_table(&[
-        "CPU",
-        "package",
-        "die",
-        "core",
-        "SMT siblings",
-        "LLC",
-        "node",
+    // The sibling lists and caches are text, cut to fit as text is.
+    let mut t = Tab::new(&[
+        core("CPU"),
+        core("package"),
+        core("die"),
+        core("core"),
+        core("SMT siblings").text(),
+        core("LLC").text(),
+        core("node"),
     ]);
     for p in order.iter().filter_map(|&c| topo.place(c)) {
         let llc = p.llc.as_ref().map(|c| match c.id {
             Some(id) => format!("L{} #{id}", c.level),
             None => format!("L{} {}", c.level, c.cpus),
         });
-        t.add_row(vec![
+        t.row(vec![
             p.cpu.to_string(),
             opt(p.package),
             opt(p.die),

@@ -17,7 +17,7 @@ use crate::probes::c2c::median;
 /// class: 3 σ, the usual robust cut (a normal class would put 0.3 % of its pairs there).
 pub const OUTSIDE_MADS: f64 = 3.0;
 /// MAD × this estimates σ for normally distributed figures.
-pub const MAD_TO_SIGMA: f64 = 1.4826;
+pub use crate::stats::rank::MAD_TO_SIGMA;
 /// …and at least this share of the class's median away. Two runs of the same 16-CPU
 /// guest put its median pair at 169 and 193 ns: a pair within 10 % of its class is
 /// within what a rerun moves, however tight the class (a class of equal figures has a

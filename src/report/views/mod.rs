@@ -222,7 +222,7 @@ pub fn tables(r: &ResultFile) -> String {
 /// CPUs, each event with its CPU; each CPU's own table on up to `group::EACH_UP_TO`
 /// CPUs, or with `--per-cpu`.
 pub fn largest_events(r: &ResultFile, n: usize) -> String {
-    use crate::report::table::{Layout, Tab, core};
+    use crate::report::table::{Tab, core};
     let series: Vec<SeriesView> = r.probes.iter().filter_map(|e| e.view()?.series()).collect();
     let mut out = String::new();
     let mut kinds: Vec<&'static str> = series.iter().map(|s| s.probe).collect();
@@ -230,7 +230,7 @@ pub fn largest_events(r: &ResultFile, n: usize) -> String {
     for probe in kinds {
         let of: Vec<&SeriesView> = series.iter().filter(|s| s.probe == probe).collect();
         let u = Kind::of_probe(probe).map_or(Unit::Ns, Kind::unit);
-        let each = Layout::current().per_cpu || of.len() <= crate::report::group::EACH_UP_TO;
+        let each = crate::report::group::each_alone(of.len());
         let sets: Vec<Vec<&SeriesView>> = match each {
             true => of.iter().map(|s| vec![*s]).collect(),
             false => vec![of.clone()],

@@ -6,7 +6,7 @@ use crate::report::ResultFile;
 use crate::report::dist::SeriesView;
 use crate::report::dist::{Dist, Entry};
 use crate::report::group::{self, Cell, Grouping, num, text};
-use crate::report::table::{Layout, Tab, core, policy_cell, wide, wrap};
+use crate::report::table::{Tab, core, policy_cell, wide};
 use crate::report::verdict::{NOISE_KEYS, noise_members};
 use crate::report::views::{EntryView, Kind, KindView};
 
@@ -51,10 +51,12 @@ pub const GAPS_SHOWN: usize = 5;
 /// traced run, the causes (`attribution`). One function for both, so that a saved run
 /// reads back as the live one printed it.
 pub fn noise_text(r: &ResultFile) -> String {
+    let g = grouping(r);
+    let entries: Vec<&NoiseEntry> = r.entries().collect();
     format!(
         "{}{}",
-        noise_tables(r),
-        super::attribution::noise_attribution(r, &grouping(r), GAPS_SHOWN)
+        tables(&entries, &g),
+        super::attribution::noise_attribution(r, &g, GAPS_SHOWN)
     )
 }
 
@@ -67,11 +69,7 @@ pub fn noise_tables(r: &ResultFile) -> String {
 
 /// How the noise CPUs group in the current layout: each on its own with `--per-cpu`.
 pub fn grouping(r: &ResultFile) -> Grouping {
-    let members = noise_members(r);
-    match Layout::current().per_cpu {
-        true => Grouping::each(&members),
-        false => group::group(&members, &NOISE_KEYS),
-    }
+    group::in_layout(&noise_members(r), &NOISE_KEYS)
 }
 
 fn tables(entries: &[&NoiseEntry], g: &Grouping) -> String {
@@ -90,41 +88,7 @@ fn tables(entries: &[&NoiseEntry], g: &Grouping) -> String {
         wide("migr."),
     ];
     let mut rate = Tab::new(&group::columns(g, core("CPU"), rate_cols));
-    // The loop period is tens of ns: three decimals of µs keep it.
-    let loop_us = |ns: f64| format!("{:.3}", ns / 1e3);
-    let cells: Vec<Vec<Cell>> = (entries.iter())
-        .map(|e| {
-            let thread = &e.thread;
-            vec![
-                text(policy_cell(thread.policy, thread.priority)),
-                num(
-                    e.runtime_ns as f64,
-                    format!("{:.3}", e.runtime_ns as f64 / 1e9),
-                ),
-                num(e.interruptions as f64, e.interruptions.to_string()),
-                num(e.rate_per_s, format!("{:.1}", e.rate_per_s)),
-                num(e.interrupted_ns as f64, u.cell(Some(e.interrupted_ns))),
-                num(e.interrupted_pct, format!("{:.4}", e.interrupted_pct)),
-                text(format!(
-                    "{} / {}",
-                    loop_us(e.loop_period.min_ns),
-                    loop_us(e.loop_period.median_ns)
-                )),
-                num(
-                    e.config.threshold_ns as f64,
-                    u.cell(Some(e.config.threshold_ns)),
-                ),
-                num(
-                    thread.involuntary_switches as f64,
-                    thread.involuntary_switches.to_string(),
-                ),
-                match thread.migrations {
-                    Some(m) => num(m as f64, m.to_string()),
-                    None => text("-"),
-                },
-            ]
-        })
-        .collect();
+    let cells: Vec<Vec<Cell>> = entries.iter().map(|e| rate_cells(e)).collect();
     for row in group::table_rows(g, &ids, &cells) {
         rate.row(row);
     }
@@ -141,39 +105,73 @@ fn tables(entries: &[&NoiseEntry], g: &Grouping) -> String {
         wide(h("MAD")),
     ];
     let mut dist = Tab::new(&group::columns(g, core("CPU"), dist_cols));
-    let cells: Vec<Vec<Cell>> = (entries.iter())
-        .map(|e| {
-            let s = &e.summary;
-            let f = |v: Option<u64>| match v {
-                Some(ns) => num(ns as f64, u.cell(Some(ns))),
-                None => text("-"),
-            };
-            vec![
-                f(s.min_ns),
-                f(s.p20_ns),
-                f(s.p50_ns),
-                f(s.p80_ns),
-                f(s.p90_ns),
-                f(s.p99_ns),
-                f(s.p999_ns),
-                f(s.max_ns),
-                f(s.mad_ns),
-            ]
-        })
-        .collect();
+    let cells: Vec<Vec<Cell>> = entries.iter().map(|e| dist_cells(e)).collect();
     for row in group::table_rows(g, &ids, &cells) {
         dist.row(row);
     }
-    let legend = group::legend(
+    let legend = group::legend_block(&group::legend(
         g,
         &NOISE_KEYS,
         &ids,
         &|i| format!("{:.3} % lost", entries[i].interrupted_pct),
         "--per-cpu",
-    );
-    let legend = match legend.is_empty() {
-        true => String::new(),
-        false => format!("{}\n", wrap(&legend, Layout::current().wrap_width(), "  ")),
-    };
+    ));
     format!("{rate}\n\nInterruption durations\n{dist}\n{legend}")
+}
+
+/// One CPU's cells of the rate table, under its columns.
+fn rate_cells(e: &NoiseEntry) -> Vec<Cell> {
+    let u = Kind::Noise.unit();
+    // The loop period is tens of ns: three decimals of µs keep it.
+    let loop_us = |ns: f64| format!("{:.3}", ns / 1e3);
+    let thread = &e.thread;
+    vec![
+        text(policy_cell(thread.policy, thread.priority)),
+        num(
+            e.runtime_ns as f64,
+            format!("{:.3}", e.runtime_ns as f64 / 1e9),
+        ),
+        num(e.interruptions as f64, e.interruptions.to_string()),
+        num(e.rate_per_s, format!("{:.1}", e.rate_per_s)),
+        num(e.interrupted_ns as f64, u.cell(Some(e.interrupted_ns))),
+        num(e.interrupted_pct, format!("{:.4}", e.interrupted_pct)),
+        text(format!(
+            "{} / {}",
+            loop_us(e.loop_period.min_ns),
+            loop_us(e.loop_period.median_ns)
+        )),
+        num(
+            e.config.threshold_ns as f64,
+            u.cell(Some(e.config.threshold_ns)),
+        ),
+        num(
+            thread.involuntary_switches as f64,
+            thread.involuntary_switches.to_string(),
+        ),
+        match thread.migrations {
+            Some(m) => num(m as f64, m.to_string()),
+            None => text("-"),
+        },
+    ]
+}
+
+/// One CPU's cells of the durations table, under its columns.
+fn dist_cells(e: &NoiseEntry) -> Vec<Cell> {
+    let u = Kind::Noise.unit();
+    let s = &e.summary;
+    let f = |v: Option<u64>| match v {
+        Some(ns) => num(ns as f64, u.cell(Some(ns))),
+        None => text("-"),
+    };
+    vec![
+        f(s.min_ns),
+        f(s.p20_ns),
+        f(s.p50_ns),
+        f(s.p80_ns),
+        f(s.p90_ns),
+        f(s.p99_ns),
+        f(s.p999_ns),
+        f(s.max_ns),
+        f(s.mad_ns),
+    ]
 }

@@ -82,11 +82,7 @@ pub fn timer_members(entries: &[&TimerEntry]) -> Vec<Member> {
 
 /// How the timer threads group in the current layout: each on its own with `--per-cpu`.
 pub fn grouping(entries: &[&TimerEntry]) -> Grouping {
-    let members = timer_members(entries);
-    match Layout::current().per_cpu {
-        true => Grouping::each(&members),
-        false => group::group(&members, &TIMER_KEYS),
-    }
+    group::in_layout(&timer_members(entries), &TIMER_KEYS)
 }
 
 /// The timer tables: wake-up latency per thread, then the same corrected for
@@ -175,17 +171,13 @@ fn tables(entries: &[&TimerEntry], g: &Grouping) -> String {
         );
         format!("{what}\n{c}\n")
     };
-    let legend = group::legend(
+    let legend = group::legend_block(&group::legend(
         g,
         &TIMER_KEYS,
         &ids,
         &|i| format!("p99 {} µs", u.cell(entries[i].summary.p99_ns)),
         "--per-cpu",
-    );
-    let legend = match legend.is_empty() {
-        true => String::new(),
-        false => format!("{}\n", wrap(&legend, Layout::current().wrap_width(), "  ")),
-    };
+    ));
     format!("Wake-up latency\n{t}\n{legend}\n{corrected}")
 }
 
@@ -249,7 +241,7 @@ pub fn timer_spikes(r: &ResultFile) -> String {
         .into_iter()
         .filter_map(|e| Some((e, e.spikes.as_ref()?, e.config.spikes_above_ns?)))
         .collect();
-    let each = Layout::current().per_cpu || logged.len() <= group::EACH_UP_TO;
+    let each = group::each_alone(logged.len());
     let mut out = String::new();
     let sets: Vec<Vec<_>> = match each {
         true => logged.iter().map(|l| vec![*l]).collect(),
