@@ -78,7 +78,7 @@ pub fn compare_plots(
 ) -> (Vec<Plot>, Option<String>) {
     let mut kept_keys: Vec<(&'static str, Vec<String>)> = Vec::new();
     let mut left_out = Vec::new();
-    for kind in [GapKind::Noise, GapKind::Timer] {
+    for kind in KINDS {
         let rows: Vec<_> = (c.rows.iter())
             .filter(|r| r.probe == kind.probe())
             .filter(|r| r.figures.iter().flatten().next().is_some())
@@ -146,6 +146,14 @@ fn p99_change(r: &crate::report::compare::Row) -> f64 {
         .fold(0.0, f64::max)
 }
 
+/// The per-CPU kinds, which have a section each.
+pub const KINDS: [GapKind; 2] = [GapKind::Noise, GapKind::Timer];
+
+/// Whether the probe is one of [`KINDS`], whose plots are in its own section.
+pub fn per_cpu(probe: &str) -> bool {
+    KINDS.iter().any(|k| k.probe() == probe)
+}
+
 /// Whose gaps an attribution splits: noise's interruptions, timer's late wake-ups, a
 /// watched thread's delays.
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
@@ -193,14 +201,14 @@ impl CpuEntry<'_> {
 /// `plots` are the file's (undrawn), of which the per-CPU ones shown are drawn here.
 pub fn kind_sections(
     r: &ResultFile,
+    dists: &[Dist],
     plots: &[Plot],
     drawer: &mut Drawer,
     named: &dyn Fn(&str) -> String,
 ) -> Vec<Section> {
-    let (dists, _) = export::distributions(r);
     let mut out = Vec::new();
-    for kind in [GapKind::Noise, GapKind::Timer] {
-        let entries = entries_of(r, &dists, kind);
+    for kind in KINDS {
+        let entries = entries_of(r, dists, kind);
         if !entries.is_empty() {
             out.push(kind_section(r, kind, &entries, plots, drawer, named));
         }
@@ -986,7 +994,8 @@ mod tests {
         let r = host16_traced();
         let plots = crate::report::plot::result_plots(&[("n.json".into(), r.clone())]).unwrap();
         let mut drawer = Drawer::default();
-        let sections = kind_sections(&r, &plots, &mut drawer, &|s: &str| s.to_string());
+        let (dists, _) = export::distributions(&r);
+        let sections = kind_sections(&r, &dists, &plots, &mut drawer, &|s: &str| s.to_string());
         assert_eq!(sections.len(), 1, "noise only");
         let s = &sections[0];
         assert_eq!(s.heading, "noise: CPUs 1-15 (15 CPUs)");
@@ -1038,7 +1047,8 @@ mod tests {
         let r = bare_result();
         let plots = crate::report::plot::result_plots(&[("r.json".into(), r.clone())]).unwrap();
         let mut drawer = Drawer::default();
-        let sections = kind_sections(&r, &plots, &mut drawer, &|s: &str| s.to_string());
+        let (dists, _) = export::distributions(&r);
+        let sections = kind_sections(&r, &dists, &plots, &mut drawer, &|s: &str| s.to_string());
         assert_eq!(sections.len(), 2, "noise and timer");
         for s in &sections {
             assert!(s.lead.is_empty() && s.matrices.is_empty(), "{}", s.heading);

@@ -32,6 +32,7 @@ use plotters::style::text_anchor::{HPos, Pos, VPos};
 
 use crate::report::ResultFile;
 use crate::report::describe;
+use crate::report::dist::Dist;
 use crate::report::export::Loaded;
 use crate::report::figure::{self, Figure, bin_edge};
 use crate::stats::causes::CauseKind;
@@ -260,6 +261,15 @@ fn encode_png(rgb: &[u8], (w, h): (u32, u32)) -> Result<Vec<u8>, String> {
 /// (numbered when stems repeat).
 pub fn result_plots(results: &[Loaded]) -> Result<Vec<Plot>, PlotError> {
     let figures = describe::result_figures(results).map_err(PlotError::Data)?;
+    Ok(corrected_overlaid(figures).iter().map(Plot::of).collect())
+}
+
+/// The plots of one result as [`result_plots`] draws them, but of `dists` (some of its
+/// distributions) alone, for the page, which shows a bounded few: the others' histograms
+/// are never decoded. Every series and c2c heat map is kept.
+pub fn plots_of(r: &ResultFile, dists: &[&Dist]) -> Result<Vec<Plot>, PlotError> {
+    let mut figures = describe::figures_of(r, dists).map_err(PlotError::Data)?;
+    figure::unique_names(figures.iter_mut().map(|f| &mut f.name));
     Ok(corrected_overlaid(figures).iter().map(Plot::of).collect())
 }
 
