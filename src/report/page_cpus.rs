@@ -19,11 +19,13 @@ use crate::report::ResultFile;
 use crate::report::cause_matrix::{CauseMatrix, MAX_CAUSES};
 use crate::report::dist::Dist;
 use crate::report::export;
+use crate::report::group::{self, Grouping};
 use crate::report::html::{Figure, Fold, SHADES, Section, Shaded, Table};
 use crate::report::plot::Plot;
 use crate::report::table::us;
 use crate::report::time_heatmap::TimeHeatmap;
-use crate::report::verdict::duration_words;
+use crate::report::verdict::{NOISE_KEYS, duration_words};
+use crate::report::views::{self, EntryView, timer::TIMER_KEYS};
 use crate::stats::causes::{Attribution, CauseKind, GapBreakdown};
 
 /// Up to this many CPUs of a kind, every CPU's plots are drawn.
@@ -187,11 +189,22 @@ impl GapKind {
 /// its attribution when it was traced.
 struct CpuEntry<'a> {
     cpu: usize,
-    dist: &'a Dist<'a>,
+    dist: Dist<'a>,
     attribution: Option<&'a Attribution>,
 }
 
-impl CpuEntry<'_> {
+impl<'a> CpuEntry<'a> {
+    fn of(e: &'a dyn EntryView, cpu: usize, attribution: Option<&'a Attribution>) -> Option<Self> {
+        let mut dists = Vec::new();
+        e.dists(&mut dists);
+        let dist = dists.into_iter().next()?;
+        Some(CpuEntry {
+            cpu,
+            dist,
+            attribution,
+        })
+    }
+
     fn key(&self) -> &str {
         &self.dist.key
     }
@@ -201,48 +214,48 @@ impl CpuEntry<'_> {
 /// `plots` are the file's (undrawn), of which the per-CPU ones shown are drawn here.
 pub fn kind_sections(
     r: &ResultFile,
-    dists: &[Dist],
     plots: &[Plot],
     drawer: &mut Drawer,
     named: &dyn Fn(&str) -> String,
 ) -> Vec<Section> {
+    let noise: Vec<&NoiseEntry> = r.entries().collect();
+    let timer: Vec<&TimerEntry> = r.entries().collect();
+    let kinds = [
+        (
+            GapKind::Noise,
+            (noise.iter())
+                .filter_map(|e| CpuEntry::of(*e, e.cpu, e.attribution.as_ref()))
+                .collect::<Vec<_>>(),
+        ),
+        (
+            GapKind::Timer,
+            (timer.iter())
+                .filter_map(|e| CpuEntry::of(*e, e.cpu, e.attribution.as_ref()))
+                .collect(),
+        ),
+    ];
     let mut out = Vec::new();
-    for kind in KINDS {
-        let entries = entries_of(r, dists, kind);
-        if !entries.is_empty() {
-            out.push(kind_section(r, kind, &entries, plots, drawer, named));
+    for (kind, entries) in kinds {
+        if entries.is_empty() {
+            continue;
         }
+        // The grouping of the terminal's tables, whose members are the entries in order.
+        let grouping = match kind {
+            GapKind::Timer => views::timer::grouping(&timer),
+            _ => views::noise::grouping(r),
+        };
+        out.push(kind_section(
+            r, kind, &entries, &grouping, plots, drawer, named,
+        ));
     }
     out
-}
-
-/// The kind's entries in file order, each with its attribution (the k-th distribution
-/// with a series belongs to the k-th entry).
-fn entries_of<'a>(r: &'a ResultFile, dists: &'a [Dist<'a>], kind: GapKind) -> Vec<CpuEntry<'a>> {
-    let attributions: Vec<Option<&Attribution>> = match kind {
-        GapKind::Noise => (r.entries::<NoiseEntry>())
-            .map(|e| e.attribution.as_ref())
-            .collect(),
-        GapKind::Timer => (r.entries::<TimerEntry>())
-            .map(|e| e.attribution.as_ref())
-            .collect(),
-        GapKind::Wakeup => Vec::new(),
-    };
-    let primary = dists.iter().filter(|d| d.probe == kind.probe());
-    let primary = primary.filter_map(|d| Some((d.series.as_ref()?.cpu, d)));
-    (primary.enumerate())
-        .map(|(i, (cpu, dist))| CpuEntry {
-            cpu,
-            dist,
-            attribution: attributions.get(i).copied().flatten(),
-        })
-        .collect()
 }
 
 fn kind_section(
     r: &ResultFile,
     kind: GapKind,
     entries: &[CpuEntry<'_>],
+    grouping: &Grouping,
     plots: &[Plot],
     drawer: &mut Drawer,
     named: &dyn Fn(&str) -> String,
@@ -251,7 +264,7 @@ fn kind_section(
     let cpus = crate::engine::cpu::CpuList::from_cpus(entries.iter().map(|e| e.cpu).collect());
     let many = entries.len() > FEW;
     let standouts = if many {
-        standouts(kind, entries)
+        standouts(kind, entries, grouping)
     } else {
         Vec::new()
     };
@@ -347,58 +360,36 @@ fn intro(
     )
 }
 
-/// The CPUs that stand out, by index, each with why: the largest single gap, and the
-/// most and least time lost (noise) or the highest and lowest p99 (timer). At most three.
-fn standouts(kind: GapKind, entries: &[CpuEntry<'_>]) -> Vec<(usize, Vec<String>)> {
-    let by = |f: &dyn Fn(&CpuEntry<'_>) -> f64, most: bool| -> Option<usize> {
-        let mut best: Option<(usize, f64)> = None;
-        for (i, e) in entries.iter().enumerate() {
-            let v = f(e);
-            let better = best.is_none_or(|(_, b)| if most { v > b } else { v < b });
-            if v.is_finite() && better {
-                best = Some((i, v));
-            }
-        }
-        best.map(|(i, _)| i)
+/// The CPUs that stand out, by index, each with why: the largest single gap; the
+/// grouping's extremes by its first key, the most and least time lost (noise) or the
+/// highest and lowest p99 (timer); and the grouping's outliers, which the terminal names
+/// too (a largest cause no other CPU shares, a figure outside its group's band).
+fn standouts(kind: GapKind, entries: &[CpuEntry<'_>], g: &Grouping) -> Vec<(usize, Vec<String>)> {
+    let largest = (0..entries.len())
+        .filter(|&i| entries[i].dist.summary.max_ns.is_some())
+        .max_by_key(|&i| (entries[i].dist.summary.max_ns, std::cmp::Reverse(i)));
+    let s = |i: usize| &entries[i].dist;
+    let first = |i: usize| match kind {
+        GapKind::Noise => format!("{:.2} %", s(i).interrupted_pct.unwrap_or(0.0)),
+        _ => duration_words(s(i).summary.p99_ns.unwrap_or(0)),
     };
-    let max = |e: &CpuEntry<'_>| e.dist.summary.max_ns.map_or(f64::NAN, |v| v as f64);
-    let p99 = |e: &CpuEntry<'_>| e.dist.summary.p99_ns.map_or(f64::NAN, |v| v as f64);
-    let lost = |e: &CpuEntry<'_>| e.dist.interrupted_pct.unwrap_or(f64::NAN);
-    let words = |i: usize, what: &str| {
-        let e = &entries[i];
-        match what {
-            "lost" => format!("{:.2} %", lost(e)),
-            "max" => duration_words(e.dist.summary.max_ns.unwrap_or(0)),
-            _ => duration_words(e.dist.summary.p99_ns.unwrap_or(0)),
-        }
+    let (most, least, keys) = match kind {
+        GapKind::Noise => ("the most time lost", "the least time lost", &NOISE_KEYS[..]),
+        _ => ("the highest p99", "the lowest p99", &TIMER_KEYS[..]),
     };
-    let mut picks: Vec<(Option<usize>, String)> = Vec::new();
-    picks.extend(by(&max, true).map(|i| {
-        (
-            Some(i),
-            format!("the largest {}, {}", kind.gap(), words(i, "max")),
-        )
+    let mut picks: Vec<(usize, String)> = Vec::new();
+    picks.extend(largest.map(|i| {
+        let max = duration_words(s(i).summary.max_ns.unwrap_or(0));
+        (i, format!("the largest {}, {max}", kind.gap()))
     }));
-    if kind == GapKind::Noise {
-        picks.extend(
-            by(&lost, true).map(|i| (Some(i), format!("the most time lost, {}", words(i, "lost")))),
-        );
-        picks.extend(by(&lost, false).map(|i| {
-            (
-                Some(i),
-                format!("the least time lost, {}", words(i, "lost")),
-            )
-        }));
-    } else {
-        picks.extend(
-            by(&p99, true).map(|i| (Some(i), format!("the highest p99, {}", words(i, "p99")))),
-        );
-        picks.extend(
-            by(&p99, false).map(|i| (Some(i), format!("the lowest p99, {}", words(i, "p99")))),
-        );
-    }
+    picks.extend(g.noisiest.map(|i| (i, format!("{most}, {}", first(i)))));
+    picks.extend(g.quietest.map(|i| (i, format!("{least}, {}", first(i)))));
+    picks.extend(
+        (g.outliers().into_iter())
+            .map(|(i, why)| (i, format!("an outlier, {}", group::why_words(why, keys)))),
+    );
     let mut out: Vec<(usize, Vec<String>)> = Vec::new();
-    for (i, why) in picks.into_iter().filter_map(|(i, w)| Some((i?, w))) {
+    for (i, why) in picks.into_iter().filter(|(i, _)| *i < entries.len()) {
         match out.iter_mut().find(|(j, _)| *j == i) {
             Some((_, reasons)) => reasons.push(why),
             None => out.push((i, vec![why])),
@@ -980,13 +971,56 @@ mod tests {
 
     /// The 16-CPU host's traced noise (CPUs 1-15), as committed.
     fn host16_traced() -> ResultFile {
+        host16_traced_with(|_| {})
+    }
+
+    /// The same with `edit` applied to its JSON.
+    fn host16_traced_with(edit: impl FnOnce(&mut serde_json::Value)) -> ResultFile {
         use std::io::Read;
         let f = std::fs::File::open("tests/fixtures/host16/noise-traced-15cpu.json.gz").unwrap();
         let mut text = String::new();
         flate2::read::GzDecoder::new(f)
             .read_to_string(&mut text)
             .unwrap();
-        ResultFile::parse(&text).unwrap()
+        let mut v: serde_json::Value = serde_json::from_str(&text).unwrap();
+        edit(&mut v);
+        ResultFile::parse(&v.to_string()).unwrap()
+    }
+
+    #[test]
+    fn issue29_the_page_names_the_groupings_outliers_as_the_terminal_does() {
+        // One CPU's p99 a hundred times the others': the grouping sets it apart ("p99
+        // high"), neither the most nor the least time lost nor the largest gap.
+        let mut cpu = None;
+        let r = host16_traced_with(|v| {
+            let probes = v["probes"].as_array_mut().unwrap();
+            let e = probes.iter_mut().find(|e| e["cpu"] == 7).unwrap();
+            let p99 = e["summary"]["p99_ns"].as_u64().unwrap();
+            e["summary"]["p99_ns"] = (p99 * 100).into();
+            cpu = Some(7);
+        });
+        let cpu = cpu.unwrap();
+        let g = views::noise::grouping(&r);
+        let entries: Vec<&NoiseEntry> = r.entries().collect();
+        let out = g.outliers();
+        assert!(
+            out.iter().any(|(i, _)| entries[*i].cpu == cpu),
+            "the grouping names CPU {cpu}: {out:?}"
+        );
+        let plots = crate::report::plot::result_plots(&[("n.json".into(), r.clone())]).unwrap();
+        let mut drawer = Drawer::default();
+        let sections = kind_sections(&r, &plots, &mut drawer, &|s: &str| s.to_string());
+        let s = &sections[0];
+        let named = format!("CPU {cpu}: ");
+        let fold = (s.folds.iter())
+            .find(|f| f.summary.starts_with(&named))
+            .unwrap_or_else(|| panic!("CPU {cpu} has a fold of its own"));
+        assert!(
+            fold.summary.contains("an outlier, p99 high"),
+            "{}",
+            fold.summary
+        );
+        assert!(s.text[0].contains("an outlier, p99 high)"), "{}", s.text[0]);
     }
 
     #[test]
@@ -994,8 +1028,7 @@ mod tests {
         let r = host16_traced();
         let plots = crate::report::plot::result_plots(&[("n.json".into(), r.clone())]).unwrap();
         let mut drawer = Drawer::default();
-        let (dists, _) = export::distributions(&r);
-        let sections = kind_sections(&r, &dists, &plots, &mut drawer, &|s: &str| s.to_string());
+        let sections = kind_sections(&r, &plots, &mut drawer, &|s: &str| s.to_string());
         assert_eq!(sections.len(), 1, "noise only");
         let s = &sections[0];
         assert_eq!(s.heading, "noise: CPUs 1-15 (15 CPUs)");
@@ -1047,8 +1080,7 @@ mod tests {
         let r = bare_result();
         let plots = crate::report::plot::result_plots(&[("r.json".into(), r.clone())]).unwrap();
         let mut drawer = Drawer::default();
-        let (dists, _) = export::distributions(&r);
-        let sections = kind_sections(&r, &dists, &plots, &mut drawer, &|s: &str| s.to_string());
+        let sections = kind_sections(&r, &plots, &mut drawer, &|s: &str| s.to_string());
         assert_eq!(sections.len(), 2, "noise and timer");
         for s in &sections {
             assert!(s.lead.is_empty() && s.matrices.is_empty(), "{}", s.heading);

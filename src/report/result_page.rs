@@ -49,13 +49,8 @@ pub fn result_page(results: &[Loaded]) -> anyhow::Result<Page> {
                 Vec::new()
             }
         };
-        page.sections.extend(page_cpus::kind_sections(
-            r,
-            &dists,
-            &plots,
-            &mut drawer,
-            &named,
-        ));
+        page.sections
+            .extend(page_cpus::kind_sections(r, &plots, &mut drawer, &named));
         if let Some(t) = &r.tune {
             page.sections
                 .push(tune_section(&named("tune: staircase"), t));
