@@ -17,6 +17,7 @@ use crate::report::dist::UNCONFIRMED_NOTE;
 use crate::report::export::{csv_field, unit_of};
 use crate::report::group;
 use crate::report::html;
+use crate::report::page_cpus::GapKind;
 use crate::report::table::{Col, Layout, Tab, Unit, core, hidden_note, reset_hidden, wide, wrap};
 use crate::stats::causes::CauseKind;
 
@@ -355,9 +356,9 @@ const CAUSE_COLUMNS: [&str; 5] = ["cause", "run", "share (%)", "change (pp)", "t
 
 /// What the causes' tables show, said once above them.
 const CAUSES_INTRO: &str = "Causes of each traced entry's gaps, from kernel trace \
-    events: each cause's share of the interrupted time per run, its change from the baseline \
-    in percentage points, and its time per second of run, which shows a change of the whole \
-    that shares hide. A task is matched by name and policy, its pid left out (pids differ \
+    events: each cause's share of the interrupted time (a timer's: of its lateness) per run, \
+    its change from the baseline in percentage points, and its time per second of run, which \
+    shows a change of the whole that shares hide. A task is matched by name and policy, its pid left out (pids differ \
     between runs). A cause a run did not see reads -.";
 
 /// A grid's title: the entry (the units are in the column headers).
@@ -681,9 +682,10 @@ fn causes_section(c: &Comparison) -> Option<html::Section> {
         }
         tables.push(html::Table {
             caption: format!(
-                "{}: share of interrupted time (%), change from {} (percentage points) and \
-                 time per second of run (µs/s)",
+                "{}: share of {} (%), change from {} (percentage points) and time per \
+                 second of run (µs/s)",
                 cause_title(g),
+                GapKind::of_probe(g.probe).map_or("interrupted time", GapKind::of),
                 c.labels[0]
             ),
             headers: CAUSE_COLUMNS.map(String::from).to_vec(),

@@ -25,6 +25,7 @@ use crate::report::plot::Plot;
 use crate::report::table::us;
 use crate::report::time_heatmap::TimeHeatmap;
 use crate::report::verdict::{NOISE_KEYS, duration_words};
+use crate::report::views::attribution::{self, Words};
 use crate::report::views::{self, EntryView, timer::TIMER_KEYS};
 use crate::stats::causes::{Attribution, CauseKind, GapBreakdown};
 
@@ -153,7 +154,7 @@ pub const KINDS: [GapKind; 2] = [GapKind::Noise, GapKind::Timer];
 
 /// Whether the probe is one of [`KINDS`], whose plots are in its own section.
 pub fn per_cpu(probe: &str) -> bool {
-    KINDS.iter().any(|k| k.probe() == probe)
+    GapKind::of_probe(probe).is_some()
 }
 
 /// Whose gaps an attribution splits: noise's interruptions, timer's late wake-ups, a
@@ -167,6 +168,11 @@ pub enum GapKind {
 }
 
 impl GapKind {
+    /// The per-CPU kind (of [`KINDS`]) of the probe.
+    pub fn of_probe(probe: &str) -> Option<GapKind> {
+        KINDS.into_iter().find(|k| k.probe() == probe)
+    }
+
     pub fn probe(self) -> &'static str {
         match self {
             GapKind::Noise => "noise",
@@ -175,13 +181,29 @@ impl GapKind {
         }
     }
 
+    /// The terminal's words for the kind (`views::attribution`); a watched thread's
+    /// delays are the page's alone.
+    fn words(self) -> Option<&'static Words> {
+        match self {
+            GapKind::Noise => Some(&attribution::NOISE),
+            GapKind::Timer => Some(&attribution::TIMER),
+            GapKind::Wakeup => None,
+        }
+    }
+
     /// What one of its gaps is called.
     pub fn gap(self) -> &'static str {
-        match self {
-            GapKind::Noise => "gap",
-            GapKind::Timer => "late wake-up",
-            GapKind::Wakeup => "delay",
-        }
+        self.words().map_or("delay", |w| w.gap)
+    }
+
+    /// What its causes' shares are of: "interrupted time", "lateness", "delay".
+    pub fn of(self) -> &'static str {
+        self.words().map_or("delay", |w| w.of)
+    }
+
+    /// Whether its notes set a CPU's steal beside the unaccounted time.
+    fn steal(self) -> bool {
+        self.words().is_some_and(|w| w.steal)
     }
 }
 
@@ -440,7 +462,7 @@ fn matrix(kind: GapKind, entries: &[CpuEntry<'_>]) -> Option<Shaded> {
     let mut headers = vec![
         "CPU".to_string(),
         format!("{gap}s"),
-        "interrupted (ms)".into(),
+        format!("{} (ms)", kind.of()),
     ];
     headers.extend(m.columns.iter().map(|c| format!("{} (%)", c.cause)));
     let mut rows = Vec::new();
@@ -460,8 +482,9 @@ fn matrix(kind: GapKind, entries: &[CpuEntry<'_>]) -> Option<Shaded> {
     Some(Shaded {
         table: Table {
             caption: format!(
-                "{}: the causes of every traced CPU, as shares of its interrupted time (%)",
-                kind.probe()
+                "{}: the causes of every traced CPU, as shares of its {} (%)",
+                kind.probe(),
+                kind.of()
             ),
             headers,
             rows,
@@ -645,10 +668,11 @@ pub fn attribution_detail(
 ) -> (Vec<String>, Option<Figure>, Vec<Table>) {
     let probe = what.probe();
     let mut text = vec![format!(
-        "{} {}s attributed, {} of interrupted time in all. Method: {}",
+        "{} {}s attributed, {} of {} in all. Method: {}",
         a.gaps,
         what.gap(),
         duration_words(a.interrupted_ns),
+        what.of(),
         a.method
     )];
     let mut tables = Vec::new();
@@ -658,24 +682,17 @@ pub fn attribution_detail(
         }
         return (text, None, tables);
     }
-    let steal = what == GapKind::Noise;
-    text.extend(crate::report::views::attribution::notes(
-        r,
-        cpu,
-        a,
-        what.gap(),
-        steal,
-    ));
+    text.extend(attribution::notes(r, cpu, a, what.gap(), what.steal()));
     let segments = crate::report::figure::cause_shares(a);
     let total: f64 = segments.iter().map(|s| s.share_pct).sum();
     let mut bar = None;
     if segments.is_empty() || total <= 0.0 || a.interrupted_ns == 0 {
         text.push(format!(
-            "No interrupted time was attributed to a cause on CPU {cpu}, so there is no bar \
-             of shares."
+            "No {} was attributed to a cause on CPU {cpu}, so there is no bar of shares.",
+            what.of()
         ));
     } else {
-        let title = format!("{probe} CPU {cpu}: share of interrupted time by cause (%)");
+        let title = format!("{probe} CPU {cpu}: share of {} by cause (%)", what.of());
         let plot = Plot::cause_shares(&format!("{probe}-cpu{cpu}-causes"), &title, segments);
         let caption = format!(
             "{title}. Each kind of cause has its colour (the legend names every segment); \
@@ -734,12 +751,13 @@ fn cause_table(what: GapKind, cpu: usize, a: &Attribution) -> Table {
         .to_vec(),
         rows,
         note: Some(format!(
-            "Share: of the interrupted time of every attributed {gap}. Median and max: the \
+            "Share: of the {of} of every attributed {gap}. Median and max: the \
              cause's time in one {gap} it took part in. Times run: how often it ran inside \
              them (one interrupt, one time slice). Period: the interval its {gap}s recur at, \
              when most recur at one. Unaccounted: the time no event covers (interrupt entry \
              and exit, the hypervisor, SMIs).",
-            gap = what.gap()
+            gap = what.gap(),
+            of = what.of()
         )),
     }
 }
@@ -967,6 +985,46 @@ mod tests {
             assert!(bar.is_none());
             assert!(text.iter().any(|t| t.contains("no bar")), "{text:?}");
         }
+    }
+
+    #[test]
+    fn timer_causes_are_shares_of_lateness_not_interrupted_time() {
+        let r = bare_result();
+        let a = attribution(vec![(CauseKind::Irq, "irq 1", 60.0)], 90_000);
+        let mut drawer = Drawer::default();
+        let (text, bar, tables) = attribution_detail(&r, GapKind::Timer, 3, &a, true, &mut drawer);
+        assert!(
+            text[0].contains("90.0 µs of lateness in all"),
+            "{}",
+            text[0]
+        );
+        assert!(
+            tables[0]
+                .note
+                .as_ref()
+                .unwrap()
+                .contains("Share: of the lateness")
+        );
+        if let Some(bar) = bar {
+            assert!(
+                bar.caption.contains("share of lateness by cause (%)"),
+                "{}",
+                bar.caption
+            );
+        }
+        let t: &TimerEntry = r.entries().next().unwrap();
+        let entries: Vec<CpuEntry> = (1..=2)
+            .map(|cpu| CpuEntry::of(t, cpu, Some(&a)).unwrap())
+            .collect();
+        let m = matrix(GapKind::Timer, &entries).unwrap().table;
+        assert_eq!(m.headers[2], "lateness (ms)");
+        assert!(
+            m.caption.ends_with("as shares of its lateness (%)"),
+            "{}",
+            m.caption
+        );
+        let all = format!("{text:?} {tables:?} {:?} {:?}", m.caption, m.headers);
+        assert!(!all.contains("interrupted"), "{all}");
     }
 
     /// The 16-CPU host's traced noise (CPUs 1-15), as committed.
