@@ -434,7 +434,8 @@ fn largest_table(kind: GapKind, entries: &[CpuEntry<'_>]) -> Table {
         .filter_map(|e| Some((e.cpu, e.dist.series.as_ref()?.largest)))
         .flat_map(|(cpu, l)| l.iter().map(move |ev| (cpu, ev)))
         .collect();
-    events.sort_by_key(|(cpu, e)| (std::cmp::Reverse(e.duration_ns), *cpu, e.start_ns));
+    // As the terminal merges them (`views::largest_events`): on a tie, in file order.
+    events.sort_by_key(|(_, e)| std::cmp::Reverse(e.duration_ns));
     let kept = events.len();
     events.truncate(LARGEST_ROWS);
     let u = export::unit_of(kind.probe());
@@ -483,7 +484,8 @@ fn parts_across_cpus(kind: GapKind, traced: &[(usize, &Attribution)]) -> Table {
     let mut gaps: Vec<(Option<usize>, &GapBreakdown)> = (traced.iter())
         .flat_map(|(cpu, a)| a.top.iter().map(move |g| (Some(*cpu), g)))
         .collect();
-    gaps.sort_by_key(|(cpu, g)| (std::cmp::Reverse(g.duration_ns), *cpu));
+    // As the terminal merges them (`views::attribution`): on a tie, in file order.
+    gaps.sort_by_key(|(_, g)| std::cmp::Reverse(g.duration_ns));
     gaps.truncate(TOP_GAPS);
     top_parts_table(kind, &format!("{}, all traced CPUs", kind.probe()), &gaps)
 }
@@ -907,6 +909,46 @@ mod tests {
             assert!(bar.is_none());
             assert!(text.iter().any(|t| t.contains("no bar")), "{text:?}");
         }
+    }
+
+    #[test]
+    fn equal_events_across_cpus_are_listed_as_the_terminal_lists_them() {
+        // The CPUs in the file 15 down to 1, each one's largest event and largest traced
+        // gap of one length: the terminal keeps them in file order.
+        let r = host16_traced_with(|v| {
+            let probes = v["probes"].as_array_mut().unwrap();
+            probes.reverse();
+            for e in probes.iter_mut() {
+                e["largest"][0]["duration_ns"] = 99_000_000.into();
+                e["attribution"]["top"][0]["duration_ns"] = 99_000_000.into();
+            }
+        });
+        let file_order: Vec<String> = (r.entries::<NoiseEntry>())
+            .map(|e| e.cpu.to_string())
+            .collect();
+        assert_eq!(file_order[0], "15");
+        let terminal = crate::report::views::largest_events(&r, 15);
+        let terminal: Vec<String> = (terminal.lines())
+            .filter_map(|l| {
+                let mut cells = l.split_whitespace();
+                cells.next()?.parse::<usize>().ok()?;
+                cells.next().map(String::from)
+            })
+            .collect();
+        assert_eq!(terminal, file_order, "the terminal's order");
+        let plots = Vec::new();
+        let mut drawer = Drawer::default();
+        let sections = kind_sections(&r, &plots, &mut drawer, &|s: &str| s.to_string());
+        let cpus = |t: &Table| -> Vec<String> {
+            (t.rows.iter())
+                .filter(|row| !row[0].is_empty())
+                .map(|row| row[1].clone())
+                .collect()
+        };
+        let largest = &sections[0].tables[0];
+        assert_eq!(cpus(largest)[..15], file_order[..], "{}", largest.caption);
+        let gaps = &sections[0].tables[1];
+        assert_eq!(cpus(gaps)[..], file_order[..10], "{}", gaps.caption);
     }
 
     #[test]

@@ -492,14 +492,14 @@ fn max_x(lines: &[Line]) -> f64 {
 
 /// A display unit for ns values.
 #[derive(Clone, Copy)]
-struct Unit {
-    name: &'static str,
-    ns: f64,
+pub(crate) struct Unit {
+    pub(crate) name: &'static str,
+    pub(crate) ns: f64,
 }
 
 impl Unit {
     /// The largest unit in which `max_ns` is still at least 1 (…so ticks read 0 to 9 999).
-    fn for_ns(max_ns: f64) -> Unit {
+    pub(crate) fn for_ns(max_ns: f64) -> Unit {
         let (name, ns) = match max_ns {
             v if v < 1e4 => ("ns", 1.0),
             v if v < 1e7 => ("µs", 1e3),
@@ -511,7 +511,7 @@ impl Unit {
 }
 
 /// A tick label: short, without trailing zeros.
-fn fmt_num(v: f64) -> String {
+pub(crate) fn fmt_num(v: f64) -> String {
     let a = v.abs();
     let s = match a {
         _ if a >= 1e5 => return format!("{v:.0e}"),

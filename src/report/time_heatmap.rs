@@ -19,6 +19,7 @@ use std::collections::BTreeMap;
 use std::fmt::Write as _;
 
 use crate::report::dist::SeriesView;
+use crate::report::plot::{Unit, fmt_num};
 
 /// The most columns a map has: a 4-pixel column across a 960-pixel plot.
 pub const MAX_COLUMNS: usize = 240;
@@ -110,16 +111,13 @@ impl TimeHeatmap {
         })
     }
 
-    /// The unit the legend gives values in: µs, or ms when the largest is 10 ms or more.
+    /// The unit the legend gives values in: the plots' (ns, µs, ms or s), by the largest.
     pub fn unit(&self) -> &'static str {
-        self.units().0
+        self.units().name
     }
 
-    fn units(&self) -> (&'static str, f64) {
-        match self.range().map_or(0, |(_, hi)| hi) {
-            hi if hi >= 10_000_000 => ("ms", 1e6),
-            _ => ("µs", 1e3),
-        }
+    fn units(&self) -> Unit {
+        Unit::for_ns(self.range().map_or(0, |(_, hi)| hi) as f64)
     }
 
     /// The map as a standalone `<svg>`, titled `title`.
@@ -305,10 +303,13 @@ impl Scale {
     }
 }
 
-/// The colour key under the map: a swatch per level with its edges, in µs or ms.
+/// The colour key under the map: a swatch per level with its edges, in the map's unit.
 fn legend(svg: &mut String, l: &Layout, m: &TimeHeatmap, scale: Option<&Scale>) {
     let y = l.top + l.plot_h(m) + 52;
-    let (unit, div) = m.units();
+    let Unit {
+        name: unit,
+        ns: div,
+    } = m.units();
     let _ = writeln!(
         svg,
         "<text x=\"{}\" y=\"{}\">{} per cell ({unit}):</text>",
@@ -333,7 +334,7 @@ fn legend(svg: &mut String, l: &Layout, m: &TimeHeatmap, scale: Option<&Scale>) 
                 "<text x=\"{}\" y=\"{}\" font-size=\"11\" text-anchor=\"middle\">{}</text>",
                 x + i as u32 * SW,
                 y + 28,
-                edge_words(s.edge(i) / div)
+                fmt_num(s.edge(i) / div)
             );
         }
         x += PALETTE.len() as u32 * SW + 16;
@@ -355,15 +356,6 @@ fn legend(svg: &mut String, l: &Layout, m: &TimeHeatmap, scale: Option<&Scale>) 
             y + 12
         );
         x += 110;
-    }
-}
-
-/// A legend edge: three significant digits at most.
-fn edge_words(v: f64) -> String {
-    match v {
-        v if v >= 100.0 => format!("{v:.0}"),
-        v if v >= 10.0 => format!("{v:.1}"),
-        v => format!("{v:.2}"),
     }
 }
 
@@ -438,6 +430,23 @@ mod tests {
         assert!(svg.contains("each column 1 ms"), "{svg}");
         assert_eq!(Scale::of((1, 1000)).level(1000), PALETTE.len() - 1);
         assert_eq!(Scale::of((1, 1000)).level(1), 0);
+    }
+
+    #[test]
+    fn the_legend_is_in_the_plots_unit_ns_for_gaps_under_10_us() {
+        let small = series(1, 1_000_000, (1..=50).map(|i| i * 100).collect());
+        let m = TimeHeatmap::of(&[view(small.0, &small.1)]).unwrap();
+        assert_eq!(m.unit(), "ns");
+        let svg = m.svg("noise");
+        assert!(svg.contains("largest interruption per cell (ns)"), "{svg}");
+        // The edges from 100 ns up, in ns, as the plots' ticks are written.
+        assert!(
+            svg.contains(">100</text>") && svg.contains(">1357</text>"),
+            "{svg}"
+        );
+        let large = series(2, 1_000_000, vec![20_000_000]);
+        let m = TimeHeatmap::of(&[view(large.0, &large.1)]).unwrap();
+        assert_eq!(m.unit(), "ms");
     }
 
     #[test]
