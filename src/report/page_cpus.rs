@@ -32,11 +32,11 @@ use crate::stats::causes::{Attribution, CauseKind, GapBreakdown};
 /// Up to this many CPUs of a kind, every CPU's plots are drawn.
 pub const FEW: usize = 4;
 /// Rows of the table of the largest events across CPUs.
-pub const LARGEST_ROWS: usize = 30;
+const LARGEST_ROWS: usize = 30;
 /// Gaps in the table of the largest gaps part by part across CPUs.
-pub const TOP_GAPS: usize = 10;
+const TOP_GAPS: usize = 10;
 /// Causes in the table of a CPU that does not stand out.
-pub const SHORT_CAUSES: usize = 12;
+const SHORT_CAUSES: usize = 12;
 
 /// Draws plots into figures, remembering which could not be drawn.
 #[derive(Default)]
@@ -582,7 +582,7 @@ fn cpu_fold(
 /// A traced CPU's detail: what was attributed and the notes, its bar of cause shares,
 /// its cause table and (with `full`) its largest gaps part by part. Without `full`, the
 /// first line and the cause table alone, its note left to the section's matrix.
-pub fn attribution_detail(
+fn attribution_detail(
     r: &ResultFile,
     what: GapKind,
     cpu: usize,

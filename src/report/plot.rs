@@ -1091,33 +1091,24 @@ fn ensure_font() -> Result<(), PlotError> {
 
 const FONT_FIX: &str = "unset it to use the built-in font";
 
-/// Where the plots' font comes from.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum FontSource {
-    /// DejaVu Sans, built into the binary (the `dejavu` crate ships it): the same text,
-    /// so the same plots, on every host, one with no font installed (a static binary,
-    /// an image FROM scratch) included.
-    BuiltIn,
-    /// The file `JITTERSCOPE_FONT` names, when it is set.
-    Named,
-}
-
-/// The font's bytes: the file `JITTERSCOPE_FONT` names when it is set (`env`), else the
-/// built-in one. Nothing else is looked up: no system path, no fontconfig.
+/// The font's bytes: the file `JITTERSCOPE_FONT` names when it is set (`env`), else
+/// DejaVu Sans, built into the binary (the `dejavu` crate ships it): the same text, so the
+/// same plots, on every host, one with no font installed (a static binary, an image FROM
+/// scratch) included. Nothing else is looked up: no system path, no fontconfig.
 pub fn font_bytes(
     env: Option<std::ffi::OsString>,
-) -> Result<(std::borrow::Cow<'static, [u8]>, FontSource), String> {
+) -> Result<std::borrow::Cow<'static, [u8]>, String> {
     let Some(path) = env.map(PathBuf::from) else {
-        return Ok((dejavu::sans::regular().into(), FontSource::BuiltIn));
+        return Ok(dejavu::sans::regular().into());
     };
     let bytes = std::fs::read(&path)
         .map_err(|e| format!("JITTERSCOPE_FONT={}: {e}; {FONT_FIX}", path.display()))?;
-    Ok((bytes.into(), FontSource::Named))
+    Ok(bytes.into())
 }
 
 fn register_font(env: Option<std::ffi::OsString>) -> Result<(), String> {
     let named = env.clone();
-    let (bytes, _) = font_bytes(env)?;
+    let bytes = font_bytes(env)?;
     // The bytes live for the rest of the process, as plotters needs.
     let bytes: &'static [u8] = match bytes {
         std::borrow::Cow::Borrowed(b) => b,

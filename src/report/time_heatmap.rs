@@ -22,7 +22,7 @@ use crate::report::dist::SeriesView;
 use crate::report::plot::{Unit, fmt_num};
 
 /// The most columns a map has: a 4-pixel column across a 960-pixel plot.
-pub const MAX_COLUMNS: usize = 240;
+const MAX_COLUMNS: usize = 240;
 
 /// Colour levels (log-spaced between the smallest and the largest cell): ColorBrewer's
 /// 9-class YlOrRd, light for the smallest gaps, dark red for the largest.
@@ -38,21 +38,20 @@ const NOT_MEASURED: &str = "#d9d9d9";
 /// One probe kind's map.
 #[derive(Debug, Clone, PartialEq)]
 pub struct TimeHeatmap {
-    pub probe: &'static str,
     /// What a cell holds ("largest interruption", "largest latency").
     pub gap: &'static str,
     /// The time each column covers.
     pub column_ns: u64,
     /// By CPU, ascending.
-    pub rows: Vec<HeatRow>,
+    rows: Vec<HeatRow>,
 }
 
 #[derive(Debug, Clone, PartialEq)]
-pub struct HeatRow {
-    pub cpu: usize,
+struct HeatRow {
+    cpu: usize,
     /// Per column, the largest gap that began in it (0: none crossed the threshold);
     /// `None` where the entry did not measure.
-    pub cells: Vec<Option<u64>>,
+    cells: Vec<Option<u64>>,
 }
 
 impl TimeHeatmap {
@@ -81,7 +80,6 @@ impl TimeHeatmap {
             }
         }
         Some(TimeHeatmap {
-            probe: first.probe,
             gap: first.gap,
             column_ns,
             rows: (rows.into_iter())
@@ -90,7 +88,7 @@ impl TimeHeatmap {
         })
     }
 
-    pub fn columns(&self) -> usize {
+    fn columns(&self) -> usize {
         self.rows.first().map_or(0, |r| r.cells.len())
     }
 
