@@ -795,6 +795,21 @@ pub fn top_parts_table(
     }
 }
 
+/// The 16-CPU host's result `name` (`tests/fixtures/host16/NAME.json.gz`), with `edit`
+/// applied to its JSON.
+#[cfg(test)]
+pub(crate) fn host16(name: &str, edit: impl FnOnce(&mut serde_json::Value)) -> ResultFile {
+    use std::io::Read;
+    let f = std::fs::File::open(format!("tests/fixtures/host16/{name}.json.gz")).unwrap();
+    let mut text = String::new();
+    flate2::read::GzDecoder::new(f)
+        .read_to_string(&mut text)
+        .unwrap();
+    let mut v: serde_json::Value = serde_json::from_str(&text).unwrap();
+    edit(&mut v);
+    ResultFile::parse(&v.to_string()).unwrap()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -998,15 +1013,7 @@ mod tests {
 
     /// The same with `edit` applied to its JSON.
     fn host16_traced_with(edit: impl FnOnce(&mut serde_json::Value)) -> ResultFile {
-        use std::io::Read;
-        let f = std::fs::File::open("tests/fixtures/host16/noise-traced-15cpu.json.gz").unwrap();
-        let mut text = String::new();
-        flate2::read::GzDecoder::new(f)
-            .read_to_string(&mut text)
-            .unwrap();
-        let mut v: serde_json::Value = serde_json::from_str(&text).unwrap();
-        edit(&mut v);
-        ResultFile::parse(&v.to_string()).unwrap()
+        host16("noise-traced-15cpu", edit)
     }
 
     #[test]

@@ -745,25 +745,13 @@ mod tests {
     use super::*;
     use crate::report::html::render;
 
-    /// The 16-CPU host's c2c result (120 pairs), with `edit` applied to its JSON.
-    fn host16_c2c(edit: impl FnOnce(&mut serde_json::Value)) -> ResultFile {
-        use std::io::Read;
-        let f = std::fs::File::open("tests/fixtures/host16/c2c-16cpu.json.gz").unwrap();
-        let mut text = String::new();
-        flate2::read::GzDecoder::new(f)
-            .read_to_string(&mut text)
-            .unwrap();
-        let mut v: serde_json::Value = serde_json::from_str(&text).unwrap();
-        edit(&mut v);
-        ResultFile::parse(&v.to_string()).unwrap()
-    }
-
     #[test]
     fn issue29_the_page_decodes_only_the_distributions_it_plots() {
         // A pair of middling p50, whose plots the page leaves out, with a histogram that
         // does not decode: had the page decoded every pair's (18 336 at 192 CPUs, most of
         // its time), it would fail on this one and lose every plot.
-        let r = host16_c2c(|v| {
+        // The 16-CPU host's c2c result: 120 pairs.
+        let r = page_cpus::host16("c2c-16cpu", |v| {
             let probes = v["probes"].as_array_mut().unwrap();
             let mut by_p50: Vec<usize> = (0..probes.len()).collect();
             by_p50.sort_by_key(|&i| probes[i]["summary"]["p50_ns"].as_u64());
