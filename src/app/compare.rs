@@ -128,30 +128,8 @@ fn overlays(runs: &[Run<'_>]) -> anyhow::Result<Vec<plot::Plot>> {
     Ok(plot::overlay_plots(&pairs)?)
 }
 
-/// The HTML page; plots that cannot be drawn leave a warning, not a failure. Of many
-/// CPUs, only a few CPUs' plots are drawn (`page_cpus::compare_plots`).
+/// The HTML page; plots that cannot be drawn leave a warning, not a failure
+/// (`compare_view::page`, which bounds them too).
 fn page(c: &Comparison, runs: &[Run<'_>], paths: &[String]) -> html::Page {
-    let mut note = None;
-    let (figures, error) = match overlays(runs).and_then(|plots| {
-        let (plots, why) = crate::report::page_cpus::compare_plots(c, plots);
-        note = why;
-        plots
-            .iter()
-            .map(|p| {
-                Ok(html::Figure {
-                    caption: p.title.clone(),
-                    svg: p.svg()?,
-                    series: p.is_series(),
-                })
-            })
-            .collect::<anyhow::Result<Vec<_>>>()
-    }) {
-        Ok(f) => (f, None),
-        Err(e) => (Vec::new(), Some(format!("{e:#}"))),
-    };
-    let mut page = compare_view::page(c, paths, figures, error);
-    if let Some(plots) = page.sections.iter_mut().find(|s| s.heading == "Plots") {
-        plots.text.extend(note);
-    }
-    page
+    compare_view::page(c, paths, overlays(runs).map_err(|e| format!("{e:#}")))
 }

@@ -17,6 +17,8 @@ use crate::report::dist::UNCONFIRMED_NOTE;
 use crate::report::export::{csv_field, unit_of};
 use crate::report::group;
 use crate::report::html;
+use crate::report::page_cpus::{self, Drawer, GapKind};
+use crate::report::plot::Plot;
 use crate::report::table::{Col, Layout, Tab, Unit, core, hidden_note, reset_hidden, wide, wrap};
 use crate::stats::causes::CauseKind;
 
@@ -352,9 +354,9 @@ const CAUSE_COLUMNS: [&str; 5] = ["cause", "run", "share (%)", "change (pp)", "t
 
 /// What the causes' tables show, said once above them.
 const CAUSES_INTRO: &str = "Causes of each traced entry's gaps, from kernel trace \
-    events: each cause's share of the interrupted time per run, its change from the baseline \
-    in percentage points, and its time per second of run, which shows a change of the whole \
-    that shares hide. A task is matched by name and policy, its pid left out (pids differ \
+    events: each cause's share of the interrupted time (a timer's: of its lateness) per run, \
+    its change from the baseline in percentage points, and its time per second of run, which \
+    shows a change of the whole that shares hide. A task is matched by name and policy, its pid left out (pids differ \
     between runs). A cause a run did not see reads -.";
 
 /// A grid's title: the entry (the units are in the column headers).
@@ -678,9 +680,10 @@ fn causes_section(c: &Comparison) -> Option<html::Section> {
         }
         tables.push(html::Table {
             caption: format!(
-                "{}: share of interrupted time (%), change from {} (percentage points) and \
-                 time per second of run (µs/s)",
+                "{}: share of {} (%), change from {} (percentage points) and time per \
+                 second of run (µs/s)",
                 cause_title(g),
+                GapKind::of_probe(g.probe).map_or("interrupted time", GapKind::of),
                 c.labels[0]
             ),
             headers: CAUSE_COLUMNS.map(String::from).to_vec(),
@@ -906,14 +909,21 @@ fn csv_row(c: &Comparison, row: &Row, i: usize, f: Option<&Figures>) -> String {
 
 /// The comparison page: differences first, then the grid, the bases, the method and the
 /// overlaid plots.
-pub fn page(
-    c: &Comparison,
-    paths: &[String],
-    figures: Vec<html::Figure>,
-    plot_error: Option<String>,
-) -> html::Page {
+pub fn page(c: &Comparison, paths: &[String], plots: Result<Vec<Plot>, String>) -> html::Page {
     let mut warnings = c.differences.clone();
-    warnings.extend(plot_error.map(|e| format!("plots left out: {e}")));
+    let mut drawer = Drawer::default();
+    let (figures, note) = match plots {
+        Ok(plots) => {
+            let (plots, note) = bounded_plots(c, plots);
+            let figures = (plots.iter()).filter_map(|p| drawer.figure(p, None));
+            (figures.collect(), note)
+        }
+        Err(e) => {
+            warnings.push(format!("plots left out: {e}"));
+            (Vec::new(), None)
+        }
+    };
+    warnings.extend(drawer.warning());
     // No line break inside "1182 (−39 %)".
     let keep = |cell: String| cell.replace(" (", "\u{a0}(").replace(" %", "\u{a0}%");
     let mut tables = Vec::new();
@@ -956,10 +966,86 @@ pub fn page(
             },
             html::Section {
                 heading: "Plots".into(),
+                text: note.into_iter().collect(),
                 figures,
                 ..Default::default()
             },
         ])
         .collect(),
     }
+}
+
+/// The comparison page's plots, bounded: of a per-CPU kind (noise, timer) of more than
+/// `page_cpus::FEW` CPUs, only the plots of the `FEW` CPUs whose p99 changed most against
+/// the baseline (any verdict other than "no clear difference" first), and a note that
+/// names how many were left out; every other plot as it is.
+fn bounded_plots(c: &Comparison, plots: Vec<Plot>) -> (Vec<Plot>, Option<String>) {
+    let mut kept_keys: Vec<(&'static str, Vec<String>)> = Vec::new();
+    let mut left_out = Vec::new();
+    for kind in page_cpus::KINDS {
+        let rows: Vec<_> = (c.rows.iter())
+            .filter(|r| r.probe == kind.probe())
+            .filter(|r| r.figures.iter().flatten().next().is_some())
+            .collect();
+        let mut keys: Vec<&str> = rows.iter().map(|r| r.key.as_str()).collect();
+        keys.dedup();
+        if keys.len() <= page_cpus::FEW {
+            continue;
+        }
+        let mut ranked: Vec<(bool, f64, &str)> = (rows.iter())
+            .map(|r| (judged(r), p99_change(r), r.key.as_str()))
+            .collect();
+        ranked.sort_by(|a, b| b.0.cmp(&a.0).then(b.1.total_cmp(&a.1)));
+        let mut kept: Vec<String> = Vec::new();
+        for (_, _, key) in ranked {
+            if kept.len() < page_cpus::FEW && !kept.iter().any(|k| k == key) {
+                kept.push(key.to_string());
+            }
+        }
+        left_out.push(format!(
+            "{} of {} {} CPUs",
+            keys.len() - kept.len(),
+            keys.len(),
+            kind.probe()
+        ));
+        kept_keys.push((kind.probe(), kept));
+    }
+    if kept_keys.is_empty() {
+        return (plots, None);
+    }
+    let keep = |p: &Plot| match &p.subject {
+        Some(s) => (kept_keys.iter())
+            .find(|(probe, _)| *probe == s.probe)
+            .is_none_or(|(_, keys)| keys.contains(&s.key)),
+        None => true,
+    };
+    let kept: Vec<Plot> = plots.into_iter().filter(|p| keep(p)).collect();
+    let named: Vec<String> = (kept_keys.iter())
+        .map(|(probe, keys)| format!("{probe} {}", keys.join(", ")))
+        .collect();
+    let note = format!(
+        "Plots of the CPUs whose p99 changed most are drawn ({}); those of {} are left \
+         out, the page would otherwise hold hundreds. `compare --format svg -o DIR` draws \
+         every one.",
+        named.join("; "),
+        left_out.join(" and ")
+    );
+    (kept, Some(note))
+}
+
+/// Whether a row has a verdict other than "no clear difference" in some run.
+fn judged(r: &Row) -> bool {
+    use crate::report::compare::Verdict;
+    (r.judgements.iter().flatten()).any(|j| j.verdict != Verdict::NoClearDifference)
+}
+
+/// The largest change of a row's p99 from the baseline's, as |log ratio|.
+fn p99_change(r: &Row) -> f64 {
+    let p99 = |f: &Option<Figures>| f.and_then(|f| f.p99_ns);
+    let Some(base) = r.figures.first().and_then(p99).filter(|&b| b > 0) else {
+        return 0.0;
+    };
+    (r.figures.iter().skip(1).filter_map(p99))
+        .map(|v| (v.max(1) as f64 / base as f64).ln().abs())
+        .fold(0.0, f64::max)
 }

@@ -80,7 +80,7 @@ pub struct Figure {
 }
 
 /// The embedded style sheet: the page must need nothing else.
-pub const STYLE: &str = r#"
+const STYLE: &str = r#"
 :root { color-scheme: light; }
 body { margin: 0; background: #fff; color: #1b1b1b;
   font: 15px/1.45 system-ui, -apple-system, "Segoe UI", Roboto, "Helvetica Neue", Arial, sans-serif; }

@@ -19,22 +19,24 @@ use crate::report::ResultFile;
 use crate::report::cause_matrix::{CauseMatrix, MAX_CAUSES};
 use crate::report::dist::Dist;
 use crate::report::export;
+use crate::report::group::{self, Grouping};
 use crate::report::html::{Figure, Fold, SHADES, Section, Shaded, Table};
 use crate::report::plot::Plot;
 use crate::report::table::us;
 use crate::report::time_heatmap::TimeHeatmap;
-use crate::report::verdict::duration_words;
-use crate::report::views::attribution::notes;
+use crate::report::verdict::{NOISE_KEYS, duration_words};
+use crate::report::views::attribution::{self, Words, notes};
+use crate::report::views::{self, EntryView, timer::TIMER_KEYS};
 use crate::stats::causes::{Attribution, CauseKind, GapBreakdown};
 
 /// Up to this many CPUs of a kind, every CPU's plots are drawn.
 pub const FEW: usize = 4;
 /// Rows of the table of the largest events across CPUs.
-pub const LARGEST_ROWS: usize = 30;
+const LARGEST_ROWS: usize = 30;
 /// Gaps in the table of the largest gaps part by part across CPUs.
-pub const TOP_GAPS: usize = 10;
+const TOP_GAPS: usize = 10;
 /// Causes in the table of a CPU that does not stand out.
-pub const SHORT_CAUSES: usize = 12;
+const SHORT_CAUSES: usize = 12;
 
 /// Draws plots into figures, remembering which could not be drawn.
 #[derive(Default)]
@@ -69,82 +71,12 @@ impl Drawer {
     }
 }
 
-/// The comparison page's plots, bounded: of a per-CPU kind (noise, timer) of more than
-/// [`FEW`] CPUs, only the plots of the [`FEW`] CPUs whose p99 changed most against the
-/// baseline (any verdict other than "no clear difference" first), and a note that names
-/// how many were left out; every other plot as it is.
-pub fn compare_plots(
-    c: &crate::report::compare::Comparison,
-    plots: Vec<Plot>,
-) -> (Vec<Plot>, Option<String>) {
-    let mut kept_keys: Vec<(&'static str, Vec<String>)> = Vec::new();
-    let mut left_out = Vec::new();
-    for kind in [GapKind::Noise, GapKind::Timer] {
-        let rows: Vec<_> = (c.rows.iter())
-            .filter(|r| r.probe == kind.probe())
-            .filter(|r| r.figures.iter().flatten().next().is_some())
-            .collect();
-        let mut keys: Vec<&str> = rows.iter().map(|r| r.key.as_str()).collect();
-        keys.dedup();
-        if keys.len() <= FEW {
-            continue;
-        }
-        let mut ranked: Vec<(bool, f64, &str)> = (rows.iter())
-            .map(|r| (judged(r), p99_change(r), r.key.as_str()))
-            .collect();
-        ranked.sort_by(|a, b| b.0.cmp(&a.0).then(b.1.total_cmp(&a.1)));
-        let mut kept: Vec<String> = Vec::new();
-        for (_, _, key) in ranked {
-            if kept.len() < FEW && !kept.iter().any(|k| k == key) {
-                kept.push(key.to_string());
-            }
-        }
-        left_out.push(format!(
-            "{} of {} {} CPUs",
-            keys.len() - kept.len(),
-            keys.len(),
-            kind.probe()
-        ));
-        kept_keys.push((kind.probe(), kept));
-    }
-    if kept_keys.is_empty() {
-        return (plots, None);
-    }
-    let keep = |p: &Plot| match &p.subject {
-        Some(s) => (kept_keys.iter())
-            .find(|(probe, _)| *probe == s.probe)
-            .is_none_or(|(_, keys)| keys.contains(&s.key)),
-        None => true,
-    };
-    let kept: Vec<Plot> = plots.into_iter().filter(|p| keep(p)).collect();
-    let named: Vec<String> = (kept_keys.iter())
-        .map(|(probe, keys)| format!("{probe} {}", keys.join(", ")))
-        .collect();
-    let note = format!(
-        "Plots of the CPUs whose p99 changed most are drawn ({}); those of {} are left \
-         out, the page would otherwise hold hundreds. `compare --format svg -o DIR` draws \
-         every one.",
-        named.join("; "),
-        left_out.join(" and ")
-    );
-    (kept, Some(note))
-}
+/// The per-CPU kinds, which have a section each.
+pub const KINDS: [GapKind; 2] = [GapKind::Noise, GapKind::Timer];
 
-/// Whether a row has a verdict other than "no clear difference" in some run.
-fn judged(r: &crate::report::compare::Row) -> bool {
-    use crate::report::compare::Verdict;
-    (r.judgements.iter().flatten()).any(|j| j.verdict != Verdict::NoClearDifference)
-}
-
-/// The largest change of a row's p99 from the baseline's, as |log ratio|.
-fn p99_change(r: &crate::report::compare::Row) -> f64 {
-    let p99 = |f: &Option<crate::report::compare::Figures>| f.and_then(|f| f.p99_ns);
-    let Some(base) = r.figures.first().and_then(p99).filter(|&b| b > 0) else {
-        return 0.0;
-    };
-    (r.figures.iter().skip(1).filter_map(p99))
-        .map(|v| (v.max(1) as f64 / base as f64).ln().abs())
-        .fold(0.0, f64::max)
+/// Whether the probe is one of [`KINDS`], whose plots are in its own section.
+pub fn per_cpu(probe: &str) -> bool {
+    GapKind::of_probe(probe).is_some()
 }
 
 /// Whose gaps an attribution splits: noise's interruptions, timer's late wake-ups, a
@@ -158,6 +90,11 @@ pub enum GapKind {
 }
 
 impl GapKind {
+    /// The per-CPU kind (of [`KINDS`]) of the probe.
+    pub fn of_probe(probe: &str) -> Option<GapKind> {
+        KINDS.into_iter().find(|k| k.probe() == probe)
+    }
+
     pub fn probe(self) -> &'static str {
         match self {
             GapKind::Noise => "noise",
@@ -166,13 +103,29 @@ impl GapKind {
         }
     }
 
+    /// The terminal's words for the kind (`views::attribution`); a watched thread's
+    /// delays are the page's alone.
+    fn words(self) -> Option<&'static Words> {
+        match self {
+            GapKind::Noise => Some(&attribution::NOISE),
+            GapKind::Timer => Some(&attribution::TIMER),
+            GapKind::Wakeup => None,
+        }
+    }
+
     /// What one of its gaps is called.
     pub fn gap(self) -> &'static str {
-        match self {
-            GapKind::Noise => "gap",
-            GapKind::Timer => "late wake-up",
-            GapKind::Wakeup => "delay",
-        }
+        self.words().map_or("delay", |w| w.gap)
+    }
+
+    /// What its causes' shares are of: "interrupted time", "lateness", "delay".
+    pub fn of(self) -> &'static str {
+        self.words().map_or("delay", |w| w.of)
+    }
+
+    /// Whether its notes set a CPU's steal beside the unaccounted time.
+    fn steal(self) -> bool {
+        self.words().is_some_and(|w| w.steal)
     }
 }
 
@@ -180,11 +133,22 @@ impl GapKind {
 /// its attribution when it was traced.
 struct CpuEntry<'a> {
     cpu: usize,
-    dist: &'a Dist<'a>,
+    dist: Dist<'a>,
     attribution: Option<&'a Attribution>,
 }
 
-impl CpuEntry<'_> {
+impl<'a> CpuEntry<'a> {
+    fn of(e: &'a dyn EntryView, cpu: usize, attribution: Option<&'a Attribution>) -> Option<Self> {
+        let mut dists = Vec::new();
+        e.dists(&mut dists);
+        let dist = dists.into_iter().next()?;
+        Some(CpuEntry {
+            cpu,
+            dist,
+            attribution,
+        })
+    }
+
     fn key(&self) -> &str {
         &self.dist.key
     }
@@ -198,44 +162,44 @@ pub fn kind_sections(
     drawer: &mut Drawer,
     named: &dyn Fn(&str) -> String,
 ) -> Vec<Section> {
-    let (dists, _) = export::distributions(r);
+    let noise: Vec<&NoiseEntry> = r.entries().collect();
+    let timer: Vec<&TimerEntry> = r.entries().collect();
+    let kinds = [
+        (
+            GapKind::Noise,
+            (noise.iter())
+                .filter_map(|e| CpuEntry::of(*e, e.cpu, e.attribution.as_ref()))
+                .collect::<Vec<_>>(),
+        ),
+        (
+            GapKind::Timer,
+            (timer.iter())
+                .filter_map(|e| CpuEntry::of(*e, e.cpu, e.attribution.as_ref()))
+                .collect(),
+        ),
+    ];
     let mut out = Vec::new();
-    for kind in [GapKind::Noise, GapKind::Timer] {
-        let entries = entries_of(r, &dists, kind);
-        if !entries.is_empty() {
-            out.push(kind_section(r, kind, &entries, plots, drawer, named));
+    for (kind, entries) in kinds {
+        if entries.is_empty() {
+            continue;
         }
+        // The grouping of the terminal's tables, whose members are the entries in order.
+        let grouping = match kind {
+            GapKind::Timer => views::timer::grouping(&timer),
+            _ => views::noise::grouping(r),
+        };
+        out.push(kind_section(
+            r, kind, &entries, &grouping, plots, drawer, named,
+        ));
     }
     out
-}
-
-/// The kind's entries in file order, each with its attribution (the k-th distribution
-/// with a series belongs to the k-th entry).
-fn entries_of<'a>(r: &'a ResultFile, dists: &'a [Dist<'a>], kind: GapKind) -> Vec<CpuEntry<'a>> {
-    let attributions: Vec<Option<&Attribution>> = match kind {
-        GapKind::Noise => (r.entries::<NoiseEntry>())
-            .map(|e| e.attribution.as_ref())
-            .collect(),
-        GapKind::Timer => (r.entries::<TimerEntry>())
-            .map(|e| e.attribution.as_ref())
-            .collect(),
-        GapKind::Wakeup => Vec::new(),
-    };
-    let primary = dists.iter().filter(|d| d.probe == kind.probe());
-    let primary = primary.filter_map(|d| Some((d.series.as_ref()?.cpu, d)));
-    (primary.enumerate())
-        .map(|(i, (cpu, dist))| CpuEntry {
-            cpu,
-            dist,
-            attribution: attributions.get(i).copied().flatten(),
-        })
-        .collect()
 }
 
 fn kind_section(
     r: &ResultFile,
     kind: GapKind,
     entries: &[CpuEntry<'_>],
+    grouping: &Grouping,
     plots: &[Plot],
     drawer: &mut Drawer,
     named: &dyn Fn(&str) -> String,
@@ -244,7 +208,7 @@ fn kind_section(
     let cpus = crate::engine::cpu::CpuList::from_cpus(entries.iter().map(|e| e.cpu).collect());
     let many = entries.len() > FEW;
     let standouts = if many {
-        standouts(kind, entries)
+        standouts(kind, entries, grouping)
     } else {
         Vec::new()
     };
@@ -278,8 +242,7 @@ fn kind_section(
             .push(intro(kind, entries.len(), traced, &standouts, entries));
         // Said once for every CPU (lost events, gaps not attributed …): only the
         // standouts' folds say their own.
-        let steal = kind == GapKind::Noise;
-        s.text.extend(notes(r, &gaps, kind.gap(), steal));
+        s.text.extend(notes(r, &gaps, kind.gap(), kind.steal()));
     }
     let mut rest = Vec::new();
     for (i, e) in entries.iter().enumerate() {
@@ -344,58 +307,36 @@ fn intro(
     )
 }
 
-/// The CPUs that stand out, by index, each with why: the largest single gap, and the
-/// most and least time lost (noise) or the highest and lowest p99 (timer). At most three.
-fn standouts(kind: GapKind, entries: &[CpuEntry<'_>]) -> Vec<(usize, Vec<String>)> {
-    let by = |f: &dyn Fn(&CpuEntry<'_>) -> f64, most: bool| -> Option<usize> {
-        let mut best: Option<(usize, f64)> = None;
-        for (i, e) in entries.iter().enumerate() {
-            let v = f(e);
-            let better = best.is_none_or(|(_, b)| if most { v > b } else { v < b });
-            if v.is_finite() && better {
-                best = Some((i, v));
-            }
-        }
-        best.map(|(i, _)| i)
+/// The CPUs that stand out, by index, each with why: the largest single gap; the
+/// grouping's extremes by its first key, the most and least time lost (noise) or the
+/// highest and lowest p99 (timer); and the grouping's outliers, which the terminal names
+/// too (a largest cause no other CPU shares, a figure outside its group's band).
+fn standouts(kind: GapKind, entries: &[CpuEntry<'_>], g: &Grouping) -> Vec<(usize, Vec<String>)> {
+    let largest = (0..entries.len())
+        .filter(|&i| entries[i].dist.summary.max_ns.is_some())
+        .max_by_key(|&i| (entries[i].dist.summary.max_ns, std::cmp::Reverse(i)));
+    let s = |i: usize| &entries[i].dist;
+    let first = |i: usize| match kind {
+        GapKind::Noise => format!("{:.2} %", s(i).interrupted_pct.unwrap_or(0.0)),
+        _ => duration_words(s(i).summary.p99_ns.unwrap_or(0)),
     };
-    let max = |e: &CpuEntry<'_>| e.dist.summary.max_ns.map_or(f64::NAN, |v| v as f64);
-    let p99 = |e: &CpuEntry<'_>| e.dist.summary.p99_ns.map_or(f64::NAN, |v| v as f64);
-    let lost = |e: &CpuEntry<'_>| e.dist.interrupted_pct.unwrap_or(f64::NAN);
-    let words = |i: usize, what: &str| {
-        let e = &entries[i];
-        match what {
-            "lost" => format!("{:.2} %", lost(e)),
-            "max" => duration_words(e.dist.summary.max_ns.unwrap_or(0)),
-            _ => duration_words(e.dist.summary.p99_ns.unwrap_or(0)),
-        }
+    let (most, least, keys) = match kind {
+        GapKind::Noise => ("the most time lost", "the least time lost", &NOISE_KEYS[..]),
+        _ => ("the highest p99", "the lowest p99", &TIMER_KEYS[..]),
     };
-    let mut picks: Vec<(Option<usize>, String)> = Vec::new();
-    picks.extend(by(&max, true).map(|i| {
-        (
-            Some(i),
-            format!("the largest {}, {}", kind.gap(), words(i, "max")),
-        )
+    let mut picks: Vec<(usize, String)> = Vec::new();
+    picks.extend(largest.map(|i| {
+        let max = duration_words(s(i).summary.max_ns.unwrap_or(0));
+        (i, format!("the largest {}, {max}", kind.gap()))
     }));
-    if kind == GapKind::Noise {
-        picks.extend(
-            by(&lost, true).map(|i| (Some(i), format!("the most time lost, {}", words(i, "lost")))),
-        );
-        picks.extend(by(&lost, false).map(|i| {
-            (
-                Some(i),
-                format!("the least time lost, {}", words(i, "lost")),
-            )
-        }));
-    } else {
-        picks.extend(
-            by(&p99, true).map(|i| (Some(i), format!("the highest p99, {}", words(i, "p99")))),
-        );
-        picks.extend(
-            by(&p99, false).map(|i| (Some(i), format!("the lowest p99, {}", words(i, "p99")))),
-        );
-    }
+    picks.extend(g.noisiest.map(|i| (i, format!("{most}, {}", first(i)))));
+    picks.extend(g.quietest.map(|i| (i, format!("{least}, {}", first(i)))));
+    picks.extend(
+        (g.outliers().into_iter())
+            .map(|(i, why)| (i, format!("an outlier, {}", group::why_words(why, keys)))),
+    );
     let mut out: Vec<(usize, Vec<String>)> = Vec::new();
-    for (i, why) in picks.into_iter().filter_map(|(i, w)| Some((i?, w))) {
+    for (i, why) in picks.into_iter().filter(|(i, _)| *i < entries.len()) {
         match out.iter_mut().find(|(j, _)| *j == i) {
             Some((_, reasons)) => reasons.push(why),
             None => out.push((i, vec![why])),
@@ -446,7 +387,7 @@ fn matrix(kind: GapKind, entries: &[CpuEntry<'_>]) -> Option<Shaded> {
     let mut headers = vec![
         "CPU".to_string(),
         format!("{gap}s"),
-        "interrupted (ms)".into(),
+        format!("{} (ms)", kind.of()),
     ];
     headers.extend(m.columns.iter().map(|c| format!("{} (%)", c.cause)));
     let mut rows = Vec::new();
@@ -466,8 +407,9 @@ fn matrix(kind: GapKind, entries: &[CpuEntry<'_>]) -> Option<Shaded> {
     Some(Shaded {
         table: Table {
             caption: format!(
-                "{}: the causes of every traced CPU, as shares of its interrupted time (%)",
-                kind.probe()
+                "{}: the causes of every traced CPU, as shares of its {} (%)",
+                kind.probe(),
+                kind.of()
             ),
             headers,
             rows,
@@ -495,7 +437,8 @@ fn largest_table(kind: GapKind, entries: &[CpuEntry<'_>]) -> Table {
         .filter_map(|e| Some((e.cpu, e.dist.series.as_ref()?.largest)))
         .flat_map(|(cpu, l)| l.iter().map(move |ev| (cpu, ev)))
         .collect();
-    events.sort_by_key(|(cpu, e)| (std::cmp::Reverse(e.duration_ns), *cpu, e.start_ns));
+    // As the terminal merges them (`views::largest_events`): on a tie, in file order.
+    events.sort_by_key(|(_, e)| std::cmp::Reverse(e.duration_ns));
     let kept = events.len();
     events.truncate(LARGEST_ROWS);
     let u = export::unit_of(kind.probe());
@@ -544,7 +487,8 @@ fn parts_across_cpus(kind: GapKind, traced: &[(usize, &Attribution)]) -> Table {
     let mut gaps: Vec<(Option<usize>, &GapBreakdown)> = (traced.iter())
         .flat_map(|(cpu, a)| a.top.iter().map(move |g| (Some(*cpu), g)))
         .collect();
-    gaps.sort_by_key(|(cpu, g)| (std::cmp::Reverse(g.duration_ns), *cpu));
+    // As the terminal merges them (`views::attribution`): on a tie, in file order.
+    gaps.sort_by_key(|(_, g)| std::cmp::Reverse(g.duration_ns));
     gaps.truncate(TOP_GAPS);
     top_parts_table(kind, &format!("{}, all traced CPUs", kind.probe()), &gaps)
 }
@@ -641,7 +585,7 @@ fn cpu_fold(
 /// A traced CPU's detail: what was attributed and the notes, its bar of cause shares,
 /// its cause table and (with `full`) its largest gaps part by part. Without `full`, the
 /// first line and the cause table alone, its note left to the section's matrix.
-pub fn attribution_detail(
+fn attribution_detail(
     r: &ResultFile,
     what: GapKind,
     cpu: usize,
@@ -651,10 +595,11 @@ pub fn attribution_detail(
 ) -> (Vec<String>, Option<Figure>, Vec<Table>) {
     let probe = what.probe();
     let mut text = vec![format!(
-        "{} {}s attributed, {} of interrupted time in all. Method: {}",
+        "{} {}s attributed, {} of {} in all. Method: {}",
         a.gaps,
         what.gap(),
         duration_words(a.interrupted_ns),
+        what.of(),
         a.method
     )];
     let mut tables = Vec::new();
@@ -664,18 +609,17 @@ pub fn attribution_detail(
         }
         return (text, None, tables);
     }
-    let steal = what == GapKind::Noise;
-    text.extend(notes(r, &[(cpu, a)], what.gap(), steal));
+    text.extend(notes(r, &[(cpu, a)], what.gap(), what.steal()));
     let segments = crate::report::figure::cause_shares(a);
     let total: f64 = segments.iter().map(|s| s.share_pct).sum();
     let mut bar = None;
     if segments.is_empty() || total <= 0.0 || a.interrupted_ns == 0 {
         text.push(format!(
-            "No interrupted time was attributed to a cause on CPU {cpu}, so there is no bar \
-             of shares."
+            "No {} was attributed to a cause on CPU {cpu}, so there is no bar of shares.",
+            what.of()
         ));
     } else {
-        let title = format!("{probe} CPU {cpu}: share of interrupted time by cause (%)");
+        let title = format!("{probe} CPU {cpu}: share of {} by cause (%)", what.of());
         let plot = Plot::cause_shares(&format!("{probe}-cpu{cpu}-causes"), &title, segments);
         let caption = format!(
             "{title}. Each kind of cause has its colour (the legend names every segment); \
@@ -734,12 +678,13 @@ fn cause_table(what: GapKind, cpu: usize, a: &Attribution) -> Table {
         .to_vec(),
         rows,
         note: Some(format!(
-            "Share: of the interrupted time of every attributed {gap}. Median and max: the \
+            "Share: of the {of} of every attributed {gap}. Median and max: the \
              cause's time in one {gap} it took part in. Times run: how often it ran inside \
              them (one interrupt, one time slice). Period: the interval its {gap}s recur at, \
              when most recur at one. Unaccounted: the time no event covers (interrupt entry \
              and exit, the hypervisor, SMIs).",
-            gap = what.gap()
+            gap = what.gap(),
+            of = what.of()
         )),
     }
 }
@@ -851,6 +796,21 @@ pub fn top_parts_table(
              event covers, summed over the {gap}, so it has no offset."
         )),
     }
+}
+
+/// The 16-CPU host's result `name` (`tests/fixtures/host16/NAME.json.gz`), with `edit`
+/// applied to its JSON.
+#[cfg(test)]
+pub(crate) fn host16(name: &str, edit: impl FnOnce(&mut serde_json::Value)) -> ResultFile {
+    use std::io::Read;
+    let f = std::fs::File::open(format!("tests/fixtures/host16/{name}.json.gz")).unwrap();
+    let mut text = String::new();
+    flate2::read::GzDecoder::new(f)
+        .read_to_string(&mut text)
+        .unwrap();
+    let mut v: serde_json::Value = serde_json::from_str(&text).unwrap();
+    edit(&mut v);
+    ResultFile::parse(&v.to_string()).unwrap()
 }
 
 #[cfg(test)]
@@ -969,15 +929,130 @@ mod tests {
         }
     }
 
+    #[test]
+    fn equal_events_across_cpus_are_listed_as_the_terminal_lists_them() {
+        // The CPUs in the file 15 down to 1, each one's largest event and largest traced
+        // gap of one length: the terminal keeps them in file order.
+        let r = host16_traced_with(|v| {
+            let probes = v["probes"].as_array_mut().unwrap();
+            probes.reverse();
+            for e in probes.iter_mut() {
+                e["largest"][0]["duration_ns"] = 99_000_000.into();
+                e["attribution"]["top"][0]["duration_ns"] = 99_000_000.into();
+            }
+        });
+        let file_order: Vec<String> = (r.entries::<NoiseEntry>())
+            .map(|e| e.cpu.to_string())
+            .collect();
+        assert_eq!(file_order[0], "15");
+        let terminal = crate::report::views::largest_events(&r, 15);
+        let terminal: Vec<String> = (terminal.lines())
+            .filter_map(|l| {
+                let mut cells = l.split_whitespace();
+                cells.next()?.parse::<usize>().ok()?;
+                cells.next().map(String::from)
+            })
+            .collect();
+        assert_eq!(terminal, file_order, "the terminal's order");
+        let plots = Vec::new();
+        let mut drawer = Drawer::default();
+        let sections = kind_sections(&r, &plots, &mut drawer, &|s: &str| s.to_string());
+        let cpus = |t: &Table| -> Vec<String> {
+            (t.rows.iter())
+                .filter(|row| !row[0].is_empty())
+                .map(|row| row[1].clone())
+                .collect()
+        };
+        let largest = &sections[0].tables[0];
+        assert_eq!(cpus(largest)[..15], file_order[..], "{}", largest.caption);
+        let gaps = &sections[0].tables[1];
+        assert_eq!(cpus(gaps)[..], file_order[..10], "{}", gaps.caption);
+    }
+
+    #[test]
+    fn timer_causes_are_shares_of_lateness_not_interrupted_time() {
+        let r = bare_result();
+        let a = attribution(vec![(CauseKind::Irq, "irq 1", 60.0)], 90_000);
+        let mut drawer = Drawer::default();
+        let (text, bar, tables) = attribution_detail(&r, GapKind::Timer, 3, &a, true, &mut drawer);
+        assert!(
+            text[0].contains("90.0 µs of lateness in all"),
+            "{}",
+            text[0]
+        );
+        assert!(
+            tables[0]
+                .note
+                .as_ref()
+                .unwrap()
+                .contains("Share: of the lateness")
+        );
+        if let Some(bar) = bar {
+            assert!(
+                bar.caption.contains("share of lateness by cause (%)"),
+                "{}",
+                bar.caption
+            );
+        }
+        let t: &TimerEntry = r.entries().next().unwrap();
+        let entries: Vec<CpuEntry> = (1..=2)
+            .map(|cpu| CpuEntry::of(t, cpu, Some(&a)).unwrap())
+            .collect();
+        let m = matrix(GapKind::Timer, &entries).unwrap().table;
+        assert_eq!(m.headers[2], "lateness (ms)");
+        assert!(
+            m.caption.ends_with("as shares of its lateness (%)"),
+            "{}",
+            m.caption
+        );
+        let all = format!("{text:?} {tables:?} {:?} {:?}", m.caption, m.headers);
+        assert!(!all.contains("interrupted"), "{all}");
+    }
+
     /// The 16-CPU host's traced noise (CPUs 1-15), as committed.
     fn host16_traced() -> ResultFile {
-        use std::io::Read;
-        let f = std::fs::File::open("tests/fixtures/host16/noise-traced-15cpu.json.gz").unwrap();
-        let mut text = String::new();
-        flate2::read::GzDecoder::new(f)
-            .read_to_string(&mut text)
-            .unwrap();
-        ResultFile::parse(&text).unwrap()
+        host16_traced_with(|_| {})
+    }
+
+    /// The same with `edit` applied to its JSON.
+    fn host16_traced_with(edit: impl FnOnce(&mut serde_json::Value)) -> ResultFile {
+        host16("noise-traced-15cpu", edit)
+    }
+
+    #[test]
+    fn issue29_the_page_names_the_groupings_outliers_as_the_terminal_does() {
+        // One CPU's p99 a hundred times the others': the grouping sets it apart ("p99
+        // high"), neither the most nor the least time lost nor the largest gap.
+        let mut cpu = None;
+        let r = host16_traced_with(|v| {
+            let probes = v["probes"].as_array_mut().unwrap();
+            let e = probes.iter_mut().find(|e| e["cpu"] == 7).unwrap();
+            let p99 = e["summary"]["p99_ns"].as_u64().unwrap();
+            e["summary"]["p99_ns"] = (p99 * 100).into();
+            cpu = Some(7);
+        });
+        let cpu = cpu.unwrap();
+        let g = views::noise::grouping(&r);
+        let entries: Vec<&NoiseEntry> = r.entries().collect();
+        let out = g.outliers();
+        assert!(
+            out.iter().any(|(i, _)| entries[*i].cpu == cpu),
+            "the grouping names CPU {cpu}: {out:?}"
+        );
+        let plots = crate::report::plot::result_plots(&[("n.json".into(), r.clone())]).unwrap();
+        let mut drawer = Drawer::default();
+        let sections = kind_sections(&r, &plots, &mut drawer, &|s: &str| s.to_string());
+        let s = &sections[0];
+        let named = format!("CPU {cpu}: ");
+        let fold = (s.folds.iter())
+            .find(|f| f.summary.starts_with(&named))
+            .unwrap_or_else(|| panic!("CPU {cpu} has a fold of its own"));
+        assert!(
+            fold.summary.contains("an outlier, p99 high"),
+            "{}",
+            fold.summary
+        );
+        assert!(s.text[0].contains("an outlier, p99 high)"), "{}", s.text[0]);
     }
 
     /// Review 2 of issue 29: above a few CPUs only the standouts' folds said their notes,

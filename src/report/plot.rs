@@ -32,6 +32,7 @@ use plotters::style::text_anchor::{HPos, Pos, VPos};
 
 use crate::report::ResultFile;
 use crate::report::describe;
+use crate::report::dist::Dist;
 use crate::report::export::Loaded;
 use crate::report::figure::{self, Figure, bin_edge};
 use crate::stats::causes::CauseKind;
@@ -263,6 +264,15 @@ pub fn result_plots(results: &[Loaded]) -> Result<Vec<Plot>, PlotError> {
     Ok(corrected_overlaid(figures).iter().map(Plot::of).collect())
 }
 
+/// The plots of one result as [`result_plots`] draws them, but of `dists` (some of its
+/// distributions) alone, for the page, which shows a bounded few: the others' histograms
+/// are never decoded. Every series and c2c heat map is kept.
+pub fn plots_of(r: &ResultFile, dists: &[&Dist]) -> Result<Vec<Plot>, PlotError> {
+    let mut figures = describe::figures_of(r, dists).map_err(PlotError::Data)?;
+    figure::unique_names(figures.iter_mut().map(|f| &mut f.name));
+    Ok(corrected_overlaid(figures).iter().map(Plot::of).collect())
+}
+
 /// What a timer's two latency lines are called when drawn in one plot.
 pub const MEASURED: &str = "measured";
 pub const CORRECTED: &str = "corrected for coordinated omission";
@@ -482,14 +492,14 @@ fn max_x(lines: &[Line]) -> f64 {
 
 /// A display unit for ns values.
 #[derive(Clone, Copy)]
-struct Unit {
-    name: &'static str,
-    ns: f64,
+pub(crate) struct Unit {
+    pub(crate) name: &'static str,
+    pub(crate) ns: f64,
 }
 
 impl Unit {
     /// The largest unit in which `max_ns` is still at least 1 (…so ticks read 0 to 9 999).
-    fn for_ns(max_ns: f64) -> Unit {
+    pub(crate) fn for_ns(max_ns: f64) -> Unit {
         let (name, ns) = match max_ns {
             v if v < 1e4 => ("ns", 1.0),
             v if v < 1e7 => ("µs", 1e3),
@@ -501,7 +511,7 @@ impl Unit {
 }
 
 /// A tick label: short, without trailing zeros.
-fn fmt_num(v: f64) -> String {
+pub(crate) fn fmt_num(v: f64) -> String {
     let a = v.abs();
     let s = match a {
         _ if a >= 1e5 => return format!("{v:.0e}"),
@@ -1081,33 +1091,24 @@ fn ensure_font() -> Result<(), PlotError> {
 
 const FONT_FIX: &str = "unset it to use the built-in font";
 
-/// Where the plots' font comes from.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum FontSource {
-    /// DejaVu Sans, built into the binary (the `dejavu` crate ships it): the same text,
-    /// so the same plots, on every host, one with no font installed (a static binary,
-    /// an image FROM scratch) included.
-    BuiltIn,
-    /// The file `JITTERSCOPE_FONT` names, when it is set.
-    Named,
-}
-
-/// The font's bytes: the file `JITTERSCOPE_FONT` names when it is set (`env`), else the
-/// built-in one. Nothing else is looked up: no system path, no fontconfig.
+/// The font's bytes: the file `JITTERSCOPE_FONT` names when it is set (`env`), else
+/// DejaVu Sans, built into the binary (the `dejavu` crate ships it): the same text, so the
+/// same plots, on every host, one with no font installed (a static binary, an image FROM
+/// scratch) included. Nothing else is looked up: no system path, no fontconfig.
 pub fn font_bytes(
     env: Option<std::ffi::OsString>,
-) -> Result<(std::borrow::Cow<'static, [u8]>, FontSource), String> {
+) -> Result<std::borrow::Cow<'static, [u8]>, String> {
     let Some(path) = env.map(PathBuf::from) else {
-        return Ok((dejavu::sans::regular().into(), FontSource::BuiltIn));
+        return Ok(dejavu::sans::regular().into());
     };
     let bytes = std::fs::read(&path)
         .map_err(|e| format!("JITTERSCOPE_FONT={}: {e}; {FONT_FIX}", path.display()))?;
-    Ok((bytes.into(), FontSource::Named))
+    Ok(bytes.into())
 }
 
 fn register_font(env: Option<std::ffi::OsString>) -> Result<(), String> {
     let named = env.clone();
-    let (bytes, _) = font_bytes(env)?;
+    let bytes = font_bytes(env)?;
     // The bytes live for the rest of the process, as plotters needs.
     let bytes: &'static [u8] = match bytes {
         std::borrow::Cow::Borrowed(b) => b,

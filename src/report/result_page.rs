@@ -37,8 +37,11 @@ pub fn result_page(results: &[Loaded]) -> anyhow::Result<Page> {
         if let Some(v) = stored_or_main_verdict(r) {
             page.sections.push(verdict_section(&named("Verdict"), &v));
         }
+        // The distributions plotted are chosen first, so that only theirs are decoded.
+        let (dists, unknown) = export::distributions(r);
+        let (shown, plots_note) = plotted(&dists);
         let mut drawer = Drawer::default();
-        let plots = match plot::result_plots(std::slice::from_ref(loaded)) {
+        let plots = match plot::plots_of(r, &shown) {
             Ok(p) => p,
             Err(e) => {
                 page.warnings
@@ -56,22 +59,16 @@ pub fn result_page(results: &[Loaded]) -> anyhow::Result<Page> {
             page.sections
                 .extend(watch_sections(r, w, &named, &mut page.warnings, &file));
         }
-        page.sections.push(measurements(&named("Measurements"), r));
+        page.sections
+            .push(measurements(&named("Measurements"), r, &dists, unknown));
         // The other kinds' plots (pingpong, c2c …): the per-CPU kinds' are in their
         // sections.
-        let per_cpu = |p: &plot::Plot| {
-            (p.subject.as_ref()).is_some_and(|s| matches!(s.probe, "noise" | "timer"))
-        };
-        let (dists, _) = export::distributions(r);
-        let (shown, plots_note) = bounded_keys(&dists);
-        let shown_plot = |p: &plot::Plot| match &p.subject {
-            Some(s) => shown
-                .iter()
-                .any(|(probe, key)| *probe == s.probe && *key == s.key),
-            None => true,
-        };
         let distributions: Vec<Figure> = (plots.iter())
-            .filter(|p| !per_cpu(p) && shown_plot(p))
+            .filter(|p| {
+                !p.subject
+                    .as_ref()
+                    .is_some_and(|s| page_cpus::per_cpu(s.probe))
+            })
             .filter_map(|p| drawer.figure(p, None))
             .collect();
         if let Some(why) = drawer.warning() {
@@ -443,9 +440,8 @@ fn subtitle(results: &[Loaded]) -> String {
 }
 
 /// The summary tables, one per probe kind, and what was left out.
-fn measurements(heading: &str, r: &ResultFile) -> Section {
+fn measurements(heading: &str, r: &ResultFile, dists: &[Dist], unknown: usize) -> Section {
     let mut text: Vec<String> = r.run.warnings.clone();
-    let (dists, unknown) = export::distributions(r);
     if unknown > 0 {
         text.push(format!(
             "{unknown} entries of a probe kind this version does not know were skipped \
@@ -455,7 +451,7 @@ fn measurements(heading: &str, r: &ResultFile) -> Section {
     Section {
         heading: heading.into(),
         text,
-        tables: summary_tables(&dists),
+        tables: summary_tables(dists),
         ..Section::default()
     }
 }
@@ -623,18 +619,8 @@ pub fn audit_table(a: &AuditReport) -> Option<Table> {
 
 /// One table per probe kind, in the order the kinds first appear.
 fn summary_tables(dists: &[Dist]) -> Vec<Table> {
-    let mut kinds: Vec<&str> = Vec::new();
-    for d in dists {
-        if !kinds.contains(&d.probe) {
-            kinds.push(d.probe);
-        }
-    }
-    kinds
-        .into_iter()
-        .map(|k| {
-            let of_kind: Vec<&Dist> = dists.iter().filter(|d| d.probe == k).collect();
-            summary_table(k, &of_kind)
-        })
+    (by_kind(dists).into_iter())
+        .map(|(k, of_kind)| summary_table(k, &of_kind))
         .collect()
 }
 
@@ -705,38 +691,32 @@ fn extremes(dists: &[&Dist], each: usize) -> Vec<usize> {
     kept
 }
 
-/// The (probe, key) pairs whose plots the page draws, of the kinds other than noise and
-/// timer: every one of a kind of up to [`MANY_KEYS`] entries; of more (c2c's pairs:
-/// 18 336 at 192 CPUs), those of the highest and lowest p50, and a note of the rest.
-fn bounded_keys<'a>(dists: &'a [Dist<'a>]) -> (Vec<(&'static str, &'a str)>, Option<String>) {
-    let mut kinds: Vec<&str> = Vec::new();
-    for d in dists {
-        if !kinds.contains(&d.probe) {
-            kinds.push(d.probe);
-        }
-    }
+/// The distributions whose plots the page draws: every one of the per-CPU kinds (noise,
+/// timer: their sections pick which to draw, and overlay every CPU's percentiles); of each
+/// other kind, every one of up to [`MANY_KEYS`] entries (keys), and of more (c2c's pairs:
+/// 18 336 at 192 CPUs) those of the highest and lowest p50, with a note of the rest.
+fn plotted<'a, 'b>(dists: &'b [Dist<'a>]) -> (Vec<&'b Dist<'a>>, Option<String>) {
     let mut shown = Vec::new();
     let mut cut = Vec::new();
-    for kind in kinds {
-        let of_kind: Vec<&Dist> = dists.iter().filter(|d| d.probe == kind).collect();
+    for (kind, of_kind) in by_kind(dists) {
         let mut keys: Vec<&str> = of_kind.iter().map(|d| d.key.as_str()).collect();
         keys.sort_unstable();
         keys.dedup();
-        let keep: Vec<usize> = match keys.len() > MANY_KEYS {
-            true => extremes(&of_kind, MANY_KEYS / 4),
-            false => (0..of_kind.len()).collect(),
-        };
-        let mut kept: Vec<&str> = keep.iter().map(|&i| of_kind[i].key.as_str()).collect();
-        kept.dedup();
-        if kept.len() < keys.len() {
-            cut.push(format!(
-                "{kind}: of {} entries, the plots of {} ({}) with the highest and lowest p50",
-                keys.len(),
-                kept.len(),
-                kept.join(", ")
-            ));
+        if page_cpus::per_cpu(kind) || keys.len() <= MANY_KEYS {
+            shown.extend(of_kind);
+            continue;
         }
-        shown.extend(kept.into_iter().map(|k| (of_kind[0].probe, k)));
+        let mut kept: Vec<&str> = (extremes(&of_kind, MANY_KEYS / 4).into_iter())
+            .map(|i| of_kind[i].key.as_str())
+            .collect();
+        kept.dedup();
+        shown.extend((of_kind.iter()).filter(|d| kept.contains(&d.key.as_str())));
+        cut.push(format!(
+            "{kind}: of {} entries, the plots of {} ({}) with the highest and lowest p50",
+            keys.len(),
+            kept.len(),
+            kept.join(", ")
+        ));
     }
     let note = (!cut.is_empty()).then(|| {
         format!(
@@ -748,10 +728,54 @@ fn bounded_keys<'a>(dists: &'a [Dist<'a>]) -> (Vec<(&'static str, &'a str)>, Opt
     (shown, note)
 }
 
+/// The distributions by probe kind, the kinds in the order they first appear.
+fn by_kind<'a, 'b>(dists: &'b [Dist<'a>]) -> Vec<(&'static str, Vec<&'b Dist<'a>>)> {
+    let mut out: Vec<(&'static str, Vec<&Dist>)> = Vec::new();
+    for d in dists {
+        match out.iter_mut().find(|(k, _)| *k == d.probe) {
+            Some((_, of)) => of.push(d),
+            None => out.push((d.probe, vec![d])),
+        }
+    }
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::report::html::render;
+
+    #[test]
+    fn issue29_the_page_decodes_only_the_distributions_it_plots() {
+        // A pair of middling p50, whose plots the page leaves out, with a histogram that
+        // does not decode: had the page decoded every pair's (18 336 at 192 CPUs, most of
+        // its time), it would fail on this one and lose every plot.
+        // The 16-CPU host's c2c result: 120 pairs.
+        let r = page_cpus::host16("c2c-16cpu", |v| {
+            let probes = v["probes"].as_array_mut().unwrap();
+            let mut by_p50: Vec<usize> = (0..probes.len()).collect();
+            by_p50.sort_by_key(|&i| probes[i]["summary"]["p50_ns"].as_u64());
+            let middle = by_p50[by_p50.len() / 2];
+            probes[middle]["histogram"]["data"] = "not a histogram".into();
+        });
+        let page = result_page(&[("c.json".into(), r)]).unwrap();
+        assert!(
+            !page.warnings.iter().any(|w| w.contains("left out")),
+            "{:?}",
+            page.warnings
+        );
+        let plots = (page.sections.iter())
+            .find(|s| s.heading == "Distributions")
+            .map_or(0, |s| s.figures.len());
+        let drew = crate::report::plot::Plot::cause_shares("t", "t", Vec::new())
+            .svg()
+            .is_ok();
+        if drew {
+            // The heat map, then two pairs of the highest p50 and two of the lowest, two
+            // plots each.
+            assert_eq!(plots, 1 + 8);
+        }
+    }
     #[test]
     fn result_pages_escape_host_facts_and_show_degradations() {
         let (clock, _) = crate::engine::clock::ClockInfo::detect();

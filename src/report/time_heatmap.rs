@@ -19,9 +19,10 @@ use std::collections::BTreeMap;
 use std::fmt::Write as _;
 
 use crate::report::dist::SeriesView;
+use crate::report::plot::{Unit, fmt_num};
 
 /// The most columns a map has: a 4-pixel column across a 960-pixel plot.
-pub const MAX_COLUMNS: usize = 240;
+const MAX_COLUMNS: usize = 240;
 
 /// Colour levels (log-spaced between the smallest and the largest cell): ColorBrewer's
 /// 9-class YlOrRd, light for the smallest gaps, dark red for the largest.
@@ -37,21 +38,20 @@ const NOT_MEASURED: &str = "#d9d9d9";
 /// One probe kind's map.
 #[derive(Debug, Clone, PartialEq)]
 pub struct TimeHeatmap {
-    pub probe: &'static str,
     /// What a cell holds ("largest interruption", "largest latency").
     pub gap: &'static str,
     /// The time each column covers.
     pub column_ns: u64,
     /// By CPU, ascending.
-    pub rows: Vec<HeatRow>,
+    rows: Vec<HeatRow>,
 }
 
 #[derive(Debug, Clone, PartialEq)]
-pub struct HeatRow {
-    pub cpu: usize,
+struct HeatRow {
+    cpu: usize,
     /// Per column, the largest gap that began in it (0: none crossed the threshold);
     /// `None` where the entry did not measure.
-    pub cells: Vec<Option<u64>>,
+    cells: Vec<Option<u64>>,
 }
 
 impl TimeHeatmap {
@@ -80,7 +80,6 @@ impl TimeHeatmap {
             }
         }
         Some(TimeHeatmap {
-            probe: first.probe,
             gap: first.gap,
             column_ns,
             rows: (rows.into_iter())
@@ -89,7 +88,7 @@ impl TimeHeatmap {
         })
     }
 
-    pub fn columns(&self) -> usize {
+    fn columns(&self) -> usize {
         self.rows.first().map_or(0, |r| r.cells.len())
     }
 
@@ -110,16 +109,13 @@ impl TimeHeatmap {
         })
     }
 
-    /// The unit the legend gives values in: µs, or ms when the largest is 10 ms or more.
+    /// The unit the legend gives values in: the plots' (ns, µs, ms or s), by the largest.
     pub fn unit(&self) -> &'static str {
-        self.units().0
+        self.units().name
     }
 
-    fn units(&self) -> (&'static str, f64) {
-        match self.range().map_or(0, |(_, hi)| hi) {
-            hi if hi >= 10_000_000 => ("ms", 1e6),
-            _ => ("µs", 1e3),
-        }
+    fn units(&self) -> Unit {
+        Unit::for_ns(self.range().map_or(0, |(_, hi)| hi) as f64)
     }
 
     /// The map as a standalone `<svg>`, titled `title`.
@@ -305,10 +301,13 @@ impl Scale {
     }
 }
 
-/// The colour key under the map: a swatch per level with its edges, in µs or ms.
+/// The colour key under the map: a swatch per level with its edges, in the map's unit.
 fn legend(svg: &mut String, l: &Layout, m: &TimeHeatmap, scale: Option<&Scale>) {
     let y = l.top + l.plot_h(m) + 52;
-    let (unit, div) = m.units();
+    let Unit {
+        name: unit,
+        ns: div,
+    } = m.units();
     let _ = writeln!(
         svg,
         "<text x=\"{}\" y=\"{}\">{} per cell ({unit}):</text>",
@@ -333,7 +332,7 @@ fn legend(svg: &mut String, l: &Layout, m: &TimeHeatmap, scale: Option<&Scale>) 
                 "<text x=\"{}\" y=\"{}\" font-size=\"11\" text-anchor=\"middle\">{}</text>",
                 x + i as u32 * SW,
                 y + 28,
-                edge_words(s.edge(i) / div)
+                fmt_num(s.edge(i) / div)
             );
         }
         x += PALETTE.len() as u32 * SW + 16;
@@ -355,15 +354,6 @@ fn legend(svg: &mut String, l: &Layout, m: &TimeHeatmap, scale: Option<&Scale>) 
             y + 12
         );
         x += 110;
-    }
-}
-
-/// A legend edge: three significant digits at most.
-fn edge_words(v: f64) -> String {
-    match v {
-        v if v >= 100.0 => format!("{v:.0}"),
-        v if v >= 10.0 => format!("{v:.1}"),
-        v => format!("{v:.2}"),
     }
 }
 
@@ -438,6 +428,23 @@ mod tests {
         assert!(svg.contains("each column 1 ms"), "{svg}");
         assert_eq!(Scale::of((1, 1000)).level(1000), PALETTE.len() - 1);
         assert_eq!(Scale::of((1, 1000)).level(1), 0);
+    }
+
+    #[test]
+    fn the_legend_is_in_the_plots_unit_ns_for_gaps_under_10_us() {
+        let small = series(1, 1_000_000, (1..=50).map(|i| i * 100).collect());
+        let m = TimeHeatmap::of(&[view(small.0, &small.1)]).unwrap();
+        assert_eq!(m.unit(), "ns");
+        let svg = m.svg("noise");
+        assert!(svg.contains("largest interruption per cell (ns)"), "{svg}");
+        // The edges from 100 ns up, in ns, as the plots' ticks are written.
+        assert!(
+            svg.contains(">100</text>") && svg.contains(">1357</text>"),
+            "{svg}"
+        );
+        let large = series(2, 1_000_000, vec![20_000_000]);
+        let m = TimeHeatmap::of(&[view(large.0, &large.1)]).unwrap();
+        assert_eq!(m.unit(), "ms");
     }
 
     #[test]

@@ -37,21 +37,21 @@ struct Traced<'a> {
 }
 
 /// What was attributed, in words.
-struct Words {
+pub(crate) struct Words {
     /// "gap", "late wake-up".
-    gap: &'static str,
+    pub(crate) gap: &'static str,
     /// Whether the notes set the CPU's steal beside the unaccounted time.
-    steal: bool,
+    pub(crate) steal: bool,
     /// What a cause's share is of: "interrupted time", "lateness".
-    of: &'static str,
+    pub(crate) of: &'static str,
 }
 
-const NOISE: Words = Words {
+pub(crate) const NOISE: Words = Words {
     gap: "gap",
     steal: true,
     of: "interrupted time",
 };
-const TIMER: Words = Words {
+pub(crate) const TIMER: Words = Words {
     gap: "late wake-up",
     steal: false,
     of: "lateness",
