@@ -260,6 +260,35 @@ fn issue30_timer_inside_a_group_without_rt_runtime_states_sched_other() {
     assert!(refused.message.contains("rt-runtime-cgroup"), "{refused:?}");
 }
 
+/// Root without CAP_SYS_NICE (Docker's default set), in a cpu group with runtime (this
+/// test's own): the refusal names the capability, not a cgroup without runtime.
+#[test]
+fn issue30_root_without_cap_sys_nice_is_not_blamed_on_the_cgroup() {
+    let test = "issue30_root_without_cap_sys_nice_is_not_blamed_on_the_cgroup";
+    if !rt_groups_here(test) {
+        return;
+    }
+    let cpu = measured_cpu();
+    let out = {
+        let _m = util::measuring();
+        Command::new("setpriv")
+            .args(["--inh-caps=-sys_nice", "--bounding-set=-sys_nice"])
+            .arg(bin())
+            .args(["timer", "-p", "90", "-a", &cpu, "-D", "200ms"])
+            .output()
+    };
+    let Ok(out) = out else {
+        return skip(test, "no setpriv here");
+    };
+    assert!(out.status.success(), "{:?}", stderr_lines(&out));
+    let warned = stderr_lines(&out).join("\n");
+    assert!(warned.contains("root without CAP_SYS_NICE"), "{warned}");
+    assert!(
+        !warned.contains("rt_runtime") && !warned.contains("rt-runtime-cgroup"),
+        "{warned}"
+    );
+}
+
 #[test]
 fn issue30_tune_dry_run_classes_rt_throttling_not_applicable_in_such_a_group() {
     let test = "issue30_tune_dry_run_classes_rt_throttling_not_applicable_in_such_a_group";

@@ -54,8 +54,11 @@ fn rt_runtime(h: &Host, cg: &Cgroups) -> Finding {
     let cmdline = h.read("/proc/cmdline").unwrap_or_default();
     let v2 = rt_group::v2_rt_group_sched(&h.config, &cmdline);
     let refused = fifo_refused(h);
-    // No kernel config to read on v2: a refusal to root is the evidence.
-    let v2_active = v2.unwrap_or(refused.is_some());
+    // No kernel config to read on v2: a refusal to root holding CAP_SYS_NICE is the
+    // evidence (without it, the missing capability is the cause).
+    let by_group =
+        (refused.as_deref()).is_some_and(|r| r.starts_with(crate::engine::sched::EPERM_AS_ROOT));
+    let v2_active = v2.unwrap_or(by_group);
     let Some(b) = rt_group::blocked(cg, v2_active) else {
         return finding(
             Area::Cgroups,
