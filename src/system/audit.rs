@@ -432,6 +432,12 @@ impl Host {
         h
     }
 
+    /// Whether a file may be written from here (access W_OK on the live host; a recorded
+    /// tree's files are taken as writable).
+    fn writable(&self, abs: &str) -> bool {
+        self.root != Path::new("/") || rustix::fs::access(abs, rustix::fs::Access::WRITE_OK).is_ok()
+    }
+
     fn path(&self, abs: &str) -> PathBuf {
         self.root.join(abs.trim_start_matches('/'))
     }
@@ -563,7 +569,7 @@ pub fn audit(host: &Host) -> Vec<Finding> {
     ];
     let mut all: Vec<Finding> = checks.iter().flat_map(|c| c(host)).collect();
     if let Some(runtime) = &host.container {
-        container::adjust(runtime, host.root == Path::new("/"), &mut all);
+        container::adjust(host, runtime, &mut all);
     }
     all.sort_by_key(|f| f.area);
     all
