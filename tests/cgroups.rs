@@ -331,6 +331,50 @@ fn issue30_tune_dry_run_classes_rt_throttling_not_applicable_in_such_a_group() {
     );
 }
 
+/// A CFS quota throttles only fair-class threads: in a group with a quota and
+/// real-time runtime, tune's SCHED_FIFO probe cannot feel the cfs-quota step (not
+/// applicable), and a SCHED_OTHER probe can (it applies).
+#[test]
+fn issue30_tune_dry_run_classes_cfs_quota_not_applicable_to_a_realtime_probe() {
+    let test = "issue30_tune_dry_run_classes_cfs_quota_not_applicable_to_a_realtime_probe";
+    if !rt_groups_here(test) || !Path::new(CPU).join("cpu.cfs_quota_us").exists() {
+        return skip(
+            test,
+            "needs cgroup v1's cpu controller with both bandwidths",
+        );
+    }
+    let g = Groups::make(CPU, "tunecfs", &["top"]).expect("cgroup made");
+    g.write(g.top(), "cpu.rt_runtime_us", "10000");
+    g.write(g.top(), "cpu.cfs_quota_us", "50000");
+    let cpu = measured_cpu();
+    let step = |policy: &str| {
+        let args = [
+            "tune",
+            "--dry-run",
+            "-a",
+            &cpu,
+            "--policy",
+            policy,
+            "--step",
+            "cfs-quota",
+        ];
+        let out = g.jitterscope(&args);
+        assert!(out.status.success(), "{:?}", stderr_lines(&out));
+        let text = String::from_utf8_lossy(&out.stdout).to_string();
+        let i = (text.lines().position(|l| l.contains("cfs-quota")))
+            .unwrap_or_else(|| panic!("no cfs-quota step: {text}"));
+        text.lines().skip(i).take(5).collect::<Vec<_>>().join("\n")
+    };
+    let fifo = step("fifo");
+    assert!(fifo.contains("not applicable"), "{fifo}");
+    assert!(
+        fifo.contains("a CFS quota throttles only SCHED_OTHER threads"),
+        "{fifo}"
+    );
+    let other = step("other");
+    assert!(other.contains("applies now"), "{other}");
+}
+
 /// A spinner at SCHED_OTHER in a group held to 5 ms per 100 ms loses most of each
 /// period: the audit names the quota and its counts, the result stores the group's
 /// throttling over the run, and the lost time covers it. The quota is small so that it
