@@ -34,7 +34,6 @@ use crate::engine::cpu::CpuList;
 use crate::system::kernel::{self, KernelConfig, Support};
 
 pub use crate::system::finding_id::{Check, FindingId};
-pub use cgroups::CpusetView;
 pub use time::steal_over_run;
 
 /// How much a finding costs latency.

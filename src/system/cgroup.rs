@@ -20,6 +20,9 @@ use serde::{Deserialize, Serialize};
 
 use crate::engine::cpu::CpuList;
 
+mod cpuset_view;
+pub use cpuset_view::{CpusetView, Sharers, TasksAbove, sibling_cpusets};
+
 /// Why the chains could not be read at all (a level's missing file is not an error).
 #[derive(Debug, thiserror::Error)]
 pub enum CgroupError {
@@ -671,27 +674,6 @@ pub fn system_pressure(root: &Path) -> SystemPressure {
         cpu: read("cpu"),
         irq: read("irq"),
     }
-}
-
-/// The effective cpusets of the groups beside each level of `chain` (siblings of every
-/// level below the top), by group path: the groups whose tasks may share this group's
-/// CPUs. Read from the tree under `root`.
-pub fn sibling_cpusets(root: &Path, chain: &Chain) -> Vec<(String, CpuList)> {
-    let mut out = Vec::new();
-    for pair in chain.levels.windows(2) {
-        let (parent, own) = (&pair[0], &pair[1]);
-        let beside = child_levels(root, chain.version, &parent.path, &parent.dir);
-        out.extend(
-            beside
-                .into_iter()
-                .filter(|l| l.path != own.path)
-                .filter_map(|l| {
-                    let cpus = l.cpuset?.effective?;
-                    Some((l.path, cpus))
-                }),
-        );
-    }
-    out
 }
 
 /// The child groups of the group at `path` (its directory `dir`, under `root`), read, in

@@ -5,8 +5,7 @@
 //! IRQ pressure the system and the group show.
 
 use super::{Area, Finding, FindingId as Id, Host, Missing, Severity, finding};
-use crate::engine::cpu::CpuList;
-use crate::system::cgroup::{self, Cgroups, Chain, Level, Pressure, Version};
+use crate::system::cgroup::{self, Cgroups, Chain, CpusetView, Level, Pressure, Sharers, Version};
 use crate::system::finding_id::Check;
 use crate::system::rt_group::{self, RtBlock};
 
@@ -433,7 +432,7 @@ fn cpuset(h: &Host, cg: &Cgroups) -> Finding {
             .finding(Area::Cgroups, Check::Cpuset);
     };
     let own = chain.own();
-    let view = CpusetView::of(&h.root, chain, &h.measured);
+    let view = CpusetView::of(chain, &Sharers::read(&h.root, chain), &h.measured);
     let outside = h.measured.without(&effective);
     let head = format!("{} cpuset {effective}", cgroup::short_path(&own.path));
     if !chain.from_root && outside.is_empty() {
@@ -541,160 +540,6 @@ fn exclusive_fix(chain: &Chain, view: &CpusetView, mut f: Finding) -> Finding {
     f.manual(format!("{first}echo 1 > {}/cpuset.cpu_exclusive", own.dir))
 }
 
-/// Which measured CPUs are the group's alone, and which other groups also hold.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct CpusetView {
-    /// The group's path.
-    pub group: String,
-    pub exclusive: CpuList,
-    /// Measured CPUs other groups' cpusets hold too.
-    pub shared: CpuList,
-    /// The other groups (path and the measured CPUs they hold), at most a few named.
-    pub others: Vec<(String, CpuList)>,
-    /// v1 `cpu_exclusive`, v2 partition type, where set.
-    pub flag: Option<String>,
-    /// The groups above that hold tasks of their own on measured CPUs: (directory, its
-    /// effective CPUs).
-    pub tasks_above: Vec<(String, CpuList)>,
-}
-
-impl CpusetView {
-    /// The view of `measured` from `chain`'s group: the siblings of each level down the
-    /// chain (or, for the root, its children) that hold a measured CPU.
-    pub fn of(root: &std::path::Path, chain: &Chain, measured: &CpuList) -> CpusetView {
-        let own = chain.own();
-        let above = ancestors_with_tasks(root, chain);
-        let tasks_above = (above.iter())
-            .filter(|a| !a.cpus.intersect(measured).is_empty())
-            .map(|a| (a.dir.clone(), a.cpus.clone()))
-            .collect();
-        let others: Vec<(String, CpuList)> = if chain.levels.len() == 1 {
-            children_cpusets(root, chain)
-        } else {
-            cgroup::sibling_cpusets(root, chain)
-        }
-        .into_iter()
-        .chain(above.into_iter().map(|a| (a.label, a.cpus)))
-        .map(|(p, c)| (p, c.intersect(measured)))
-        .filter(|(_, c)| !c.is_empty())
-        .collect();
-        let shared = CpuList::from_cpus(
-            others
-                .iter()
-                .flat_map(|(_, c)| c.cpus().iter().copied())
-                .collect(),
-        );
-        let root = chain.levels.len() == 1;
-        let set = own.cpuset.clone().unwrap_or_default();
-        let flag = match (set.cpu_exclusive, set.partition) {
-            // The root is always both: only a child's setting says something.
-            _ if own.path == "/" => None,
-            (Some(true), _) => Some("cpu_exclusive 1".to_string()),
-            (_, Some(p)) if p != "member" => Some(format!("partition {p}")),
-            _ => None,
-        };
-        // Every task not in a cpuset group of its own shares the root's CPUs.
-        let shared = if root { measured.clone() } else { shared };
-        CpusetView {
-            group: own.path.clone(),
-            exclusive: measured.without(&shared),
-            shared,
-            others,
-            flag,
-            tasks_above,
-        }
-    }
-
-    /// "measured CPUs 2-3 exclusive to it; measured CPUs 1 shared with /system.slice on 1".
-    pub fn words(&self) -> String {
-        let mut parts = Vec::new();
-        if self.group == "/" {
-            parts.push(format!(
-                "measured CPUs {} shared with every task not in a cpuset group of its own",
-                self.shared
-            ));
-        }
-        if !self.exclusive.is_empty() {
-            parts.push(format!("measured CPUs {} exclusive to it", self.exclusive));
-        }
-        if !self.shared.is_empty() && !self.others.is_empty() {
-            let named: Vec<String> = (self.others.iter().take(3))
-                .map(|(p, c)| format!("{p} on {c}"))
-                .collect();
-            let more = match self.others.len() {
-                n if n > 3 => format!(" and {} more", n - 3),
-                _ => String::new(),
-            };
-            parts.push(format!(
-                "measured CPUs {} shared with {}{more}",
-                self.shared,
-                named.join(", ")
-            ));
-        }
-        if let Some(f) = &self.flag {
-            parts.push(f.clone());
-        }
-        parts.join("; ")
-    }
-}
-
-/// The groups above the process's own that hold tasks of their own (not kernel threads,
-/// which keep to their CPUs): v1 leaves most of the system in the root, and those tasks
-/// may run on every CPU of the root's cpuset. Named `/ (its own tasks)`.
-fn ancestors_with_tasks(root: &std::path::Path, chain: &Chain) -> Vec<TasksAbove> {
-    let above = &chain.levels[..chain.levels.len().saturating_sub(1)];
-    above
-        .iter()
-        .filter_map(|l| {
-            let procs = std::fs::read_to_string(
-                root.join(l.dir.trim_start_matches('/'))
-                    .join("cgroup.procs"),
-            )
-            .ok()?;
-            let n = procs
-                .lines()
-                .filter(|pid| !is_kernel_thread(root, pid.trim()))
-                .count();
-            let cpus = l.cpuset.as_ref()?.effective.clone()?;
-            (n > 0).then(|| TasksAbove {
-                label: format!("{} (its {n} tasks)", l.path),
-                dir: l.dir.clone(),
-                cpus,
-            })
-        })
-        .collect()
-}
-
-/// A group above the process's that holds tasks of its own.
-struct TasksAbove {
-    /// `/ (its 212 tasks)`.
-    label: String,
-    dir: String,
-    cpus: CpuList,
-}
-
-/// PF_KTHREAD in /proc/PID/stat's flags (the 9th field); a task gone is not counted.
-fn is_kernel_thread(root: &std::path::Path, pid: &str) -> bool {
-    const PF_KTHREAD: u64 = 0x0020_0000;
-    let Ok(stat) = std::fs::read_to_string(root.join("proc").join(pid).join("stat")) else {
-        return true;
-    };
-    stat.rsplit_once(')')
-        .and_then(|(_, rest)| rest.split_whitespace().nth(6)?.parse::<u64>().ok())
-        .is_some_and(|flags| flags & PF_KTHREAD != 0)
-}
-
-/// The effective cpusets of the root's child groups.
-fn children_cpusets(root: &std::path::Path, chain: &Chain) -> Vec<(String, CpuList)> {
-    let top = &chain.levels[0];
-    (cgroup::child_levels(root, chain.version, &top.path, &top.dir).into_iter())
-        .filter_map(|l| {
-            let cpus = l.cpuset?.effective?;
-            Some((l.path, cpus))
-        })
-        .collect()
-}
-
 fn psi_words(p: &Pressure) -> String {
     format!(
         "some {:.2} % (avg10), {:.2} % (avg60)",
@@ -767,6 +612,7 @@ fn pressure(h: &Host, cg: Option<&Cgroups>) -> Finding {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::engine::cpu::CpuList;
     use crate::system::audit::{AuditReport, Effect, Remedy};
     use crate::system::cgroup::tree;
 
