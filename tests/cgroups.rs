@@ -289,6 +289,47 @@ fn issue30_root_without_cap_sys_nice_is_not_blamed_on_the_cgroup() {
     );
 }
 
+/// pingpong, work and syscalls printed the policy of one recorded thread: the header
+/// now states what ran with the refusal, as timer's does.
+#[test]
+fn issue30_pingpong_work_and_syscalls_headers_say_fifo_was_refused() {
+    let test = "issue30_pingpong_work_and_syscalls_headers_say_fifo_was_refused";
+    if !rt_groups_here(test) {
+        return;
+    }
+    let g = Groups::make(CPU, "headers", &["top"]).expect("cgroup made");
+    let cpu = measured_cpu();
+    let pair = format!("{cpu},{cpu}");
+    let runs: [&[&str]; 3] = [
+        &["pingpong", "-a", &pair, "--mech", "futex", "-D", "100ms"],
+        &[
+            "work",
+            "-a",
+            &cpu,
+            "-n",
+            "2000",
+            "-r",
+            "1",
+            "--warmup-count",
+            "100",
+        ],
+        &["syscalls", "-a", &cpu, "--only", "rdtsc", "-D", "10ms"],
+    ];
+    for args in runs {
+        let out = {
+            let _m = util::measuring();
+            g.jitterscope(&[args, &["-p", "90"]].concat())
+        };
+        assert!(out.status.success(), "{args:?}: {:?}", stderr_lines(&out));
+        let text = String::from_utf8_lossy(&out.stdout);
+        let header = text.lines().next().unwrap_or_default();
+        assert!(
+            header.ends_with("policy SCHED_OTHER (SCHED_FIFO 90 refused)"),
+            "{args:?}: {text}"
+        );
+    }
+}
+
 #[test]
 fn issue30_tune_dry_run_classes_rt_throttling_not_applicable_in_such_a_group() {
     let test = "issue30_tune_dry_run_classes_rt_throttling_not_applicable_in_such_a_group";
