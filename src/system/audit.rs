@@ -234,13 +234,16 @@ impl Finding {
 
     fn remedy(mut self, r: Remedy) -> Finding {
         self.remedies.push(r);
-        self.fix = self
-            .remedies
-            .iter()
+        self.render_fix();
+        self
+    }
+
+    /// `fix`: the remedies' texts, joined.
+    fn render_fix(&mut self) {
+        self.fix = (self.remedies.iter())
             .map(Remedy::text)
             .collect::<Vec<_>>()
             .join("; ");
-        self
     }
 
     /// A run-time command and what it changes.
@@ -400,6 +403,9 @@ pub struct Host {
     container: Option<String>,
     /// The node's tasks are out of sight (another PID namespace).
     tasks_hidden: bool,
+    /// The audited process's cgroups, read once: the container's evidence and the
+    /// cgroup checks judge the same reading.
+    cgroups: Result<crate::system::cgroup::Cgroups, crate::system::cgroup::CgroupError>,
 }
 
 impl Host {
@@ -417,10 +423,10 @@ impl Host {
             log: kernel::kernel_log(root),
             container: None,
             tasks_hidden: false,
+            cgroups: crate::system::cgroup::Cgroups::read(root, None),
         };
-        let from_root = crate::system::cgroup::Cgroups::read(root, None)
-            .ok()
-            .and_then(|c| c.cpu().or(c.unified()).map(|ch| ch.from_root));
+        let from_root =
+            (h.cgroups.as_ref().ok()).and_then(|c| c.cpu().or(c.unified()).map(|ch| ch.from_root));
         let hidden = container::host_tasks_hidden(root);
         h.container = container::detect(root, from_root, hidden);
         h.tasks_hidden = h.container.is_some() && hidden;

@@ -11,15 +11,15 @@ use crate::system::rt_group::{self, RtBlock};
 
 pub(super) fn cgroups(h: &Host) -> Vec<Finding> {
     let mut out = Vec::new();
-    let cg = match Cgroups::read(&h.root, None) {
+    let cg = match &h.cgroups {
         Ok(cg) => {
-            out.push(rt_runtime(h, &cg));
-            out.push(cfs_quota(h, &cg));
-            out.push(cpuset(h, &cg));
+            out.push(rt_runtime(h, cg));
+            out.push(cfs_quota(h, cg));
+            out.push(cpuset(h, cg));
             Some(cg)
         }
         Err(cgroup::CgroupError::Read { path, source }) => {
-            let path = path.strip_prefix(&h.root).unwrap_or(&path);
+            let path = path.strip_prefix(&h.root).unwrap_or(path);
             let why = format!("/{}: {source}", path.display());
             let m = match source.kind() {
                 std::io::ErrorKind::NotFound => Missing::Absent(why),
@@ -29,7 +29,7 @@ pub(super) fn cgroups(h: &Host) -> Vec<Finding> {
             None
         }
     };
-    out.push(pressure(h, cg.as_ref()));
+    out.push(pressure(h, cg));
     out
 }
 

@@ -72,12 +72,7 @@ pub(super) fn adjust(h: &Host, runtime: &str, findings: &mut Vec<Finding>) {
             }
         }
         if changed {
-            f.fix = f
-                .remedies
-                .iter()
-                .map(Remedy::text)
-                .collect::<Vec<_>>()
-                .join("; ");
+            f.render_fix();
         }
     }
     let hidden: Vec<String> = findings
