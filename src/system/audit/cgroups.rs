@@ -18,19 +18,24 @@ pub(super) fn cgroups(h: &Host) -> Vec<Finding> {
             out.push(cpuset(h, cg));
             Some(cg)
         }
-        Err(cgroup::CgroupError::Read { path, source }) => {
-            let path = path.strip_prefix(&h.root).unwrap_or(path);
-            let why = format!("/{}: {source}", path.display());
-            let m = match source.kind() {
-                std::io::ErrorKind::NotFound => Missing::Absent(why),
-                _ => Missing::Unreadable(why),
-            };
-            out.push(m.finding(Area::Cgroups, Check::Cgroup));
+        Err(e) => {
+            out.push(unread(h, e).finding(Area::Cgroups, Check::Cgroup));
             None
         }
     };
     out.push(pressure(h, cg));
     out
+}
+
+/// Why the cgroups could not be read, with the path as the kernel knows it.
+pub(super) fn unread(h: &Host, e: &cgroup::CgroupError) -> Missing {
+    let cgroup::CgroupError::Read { path, source } = e;
+    let path = path.strip_prefix(&h.root).unwrap_or(path);
+    let why = format!("/{}: {source}", path.display());
+    match source.kind() {
+        std::io::ErrorKind::NotFound => Missing::Absent(why),
+        _ => Missing::Unreadable(why),
+    }
 }
 
 /// Whether the live host refuses SCHED_FIFO to root here: `Some(reason)` when refused.
@@ -1011,6 +1016,32 @@ mod tests {
         assert_eq!(
             m[1],
             "echo 1 > /sys/fs/cgroup/cpuset/jsq/cpuset.cpu_exclusive"
+        );
+    }
+
+    /// The partition check reads cgroup v2 through system::cgroup (mountinfo and the
+    /// process's own line), as the cgroup checks do, not through /proc/mounts.
+    #[test]
+    fn issue30_an_isolated_partition_is_found_through_the_cgroup_reader() {
+        let u = "sys/fs/cgroup/unified";
+        let t = tree(&[
+            ("proc/cmdline", "ro\n"),
+            ("proc/self/cgroup", "1:cpu:/\n0::/\n"),
+            (
+                "proc/self/mountinfo",
+                "41 31 0:38 / /sys/fs/cgroup/unified rw - cgroup2 cgroup2 rw\n",
+            ),
+            (&format!("{u}/cgroup.controllers"), "cpuset cpu\n"),
+            (&format!("{u}/rt/cpuset.cpus.partition"), "isolated\n"),
+            (&format!("{u}/rt/cpuset.cpus.effective"), "2-3\n"),
+            (&format!("{u}/a/b/cpuset.cpus.partition"), "isolated\n"),
+            (&format!("{u}/a/b/cpuset.cpus.effective"), "1\n"),
+        ]);
+        let r = audit(&t, &[1, 3]);
+        let f = the(&r, Id::CpusetPartitionIsolated);
+        assert_eq!(
+            f.value,
+            "/sys/fs/cgroup/unified/rt (2-3), /sys/fs/cgroup/unified/a/b (1)"
         );
     }
 
