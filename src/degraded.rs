@@ -181,3 +181,40 @@ pub struct DegradedRecord {
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub steps: Vec<String>,
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::engine::sched::{Policy, SchedRequest, explain_refusal, preflight};
+
+    /// Issue 30, second review: root without CAP_SYS_NICE (Docker's default set) was told
+    /// its cgroup had no real-time runtime. Capabilities are a thread's own, so a thread
+    /// drops it here and asks for SCHED_FIFO.
+    #[test]
+    fn issue30_root_without_cap_sys_nice_is_told_so_not_blamed_on_the_cgroup() {
+        if !rustix::process::geteuid().is_root() {
+            eprintln!("skipped: needs root");
+            return;
+        }
+        let message = std::thread::spawn(|| {
+            use rustix::thread::{CapabilitySet, capabilities, set_capabilities};
+            let mut caps = capabilities(None).expect("capget");
+            caps.effective.remove(CapabilitySet::SYS_NICE);
+            set_capabilities(None, caps).expect("capset");
+            let fifo = SchedRequest {
+                policy: Policy::Fifo,
+                priority: 1,
+            };
+            let reason = preflight(fifo).expect_err("SCHED_FIFO without CAP_SYS_NICE");
+            assert_eq!(
+                reason,
+                explain_refusal(&std::io::Error::from_raw_os_error(libc::EPERM))
+            );
+            Degraded::sched_refused(fifo, reason).to_string()
+        })
+        .join()
+        .expect("the thread");
+        assert!(message.contains("without CAP_SYS_NICE"), "{message}");
+        assert!(!message.contains("rt_runtime"), "{message}");
+    }
+}

@@ -260,6 +260,76 @@ fn issue30_timer_inside_a_group_without_rt_runtime_states_sched_other() {
     assert!(refused.message.contains("rt-runtime-cgroup"), "{refused:?}");
 }
 
+/// Root without CAP_SYS_NICE (Docker's default set), in a cpu group with runtime (this
+/// test's own): the refusal names the capability, not a cgroup without runtime.
+#[test]
+fn issue30_root_without_cap_sys_nice_is_not_blamed_on_the_cgroup() {
+    let test = "issue30_root_without_cap_sys_nice_is_not_blamed_on_the_cgroup";
+    if !rt_groups_here(test) {
+        return;
+    }
+    let cpu = measured_cpu();
+    let out = {
+        let _m = util::measuring();
+        Command::new("setpriv")
+            .args(["--inh-caps=-sys_nice", "--bounding-set=-sys_nice"])
+            .arg(bin())
+            .args(["timer", "-p", "90", "-a", &cpu, "-D", "200ms"])
+            .output()
+    };
+    let Ok(out) = out else {
+        return skip(test, "no setpriv here");
+    };
+    assert!(out.status.success(), "{:?}", stderr_lines(&out));
+    let warned = stderr_lines(&out).join("\n");
+    assert!(warned.contains("root without CAP_SYS_NICE"), "{warned}");
+    assert!(
+        !warned.contains("rt_runtime") && !warned.contains("rt-runtime-cgroup"),
+        "{warned}"
+    );
+}
+
+/// pingpong, work and syscalls printed the policy of one recorded thread: the header
+/// now states what ran with the refusal, as timer's does.
+#[test]
+fn issue30_pingpong_work_and_syscalls_headers_say_fifo_was_refused() {
+    let test = "issue30_pingpong_work_and_syscalls_headers_say_fifo_was_refused";
+    if !rt_groups_here(test) {
+        return;
+    }
+    let g = Groups::make(CPU, "headers", &["top"]).expect("cgroup made");
+    let cpu = measured_cpu();
+    let pair = format!("{cpu},{cpu}");
+    let runs: [&[&str]; 3] = [
+        &["pingpong", "-a", &pair, "--mech", "futex", "-D", "100ms"],
+        &[
+            "work",
+            "-a",
+            &cpu,
+            "-n",
+            "2000",
+            "-r",
+            "1",
+            "--warmup-count",
+            "100",
+        ],
+        &["syscalls", "-a", &cpu, "--only", "rdtsc", "-D", "10ms"],
+    ];
+    for args in runs {
+        let out = {
+            let _m = util::measuring();
+            g.jitterscope(&[args, &["-p", "90"]].concat())
+        };
+        assert!(out.status.success(), "{args:?}: {:?}", stderr_lines(&out));
+        let text = String::from_utf8_lossy(&out.stdout);
+        let header = text.lines().next().unwrap_or_default();
+        assert!(
+            header.ends_with("policy SCHED_OTHER (SCHED_FIFO 90 refused)"),
+            "{args:?}: {text}"
+        );
+    }
+}
+
 #[test]
 fn issue30_tune_dry_run_classes_rt_throttling_not_applicable_in_such_a_group() {
     let test = "issue30_tune_dry_run_classes_rt_throttling_not_applicable_in_such_a_group";
@@ -300,6 +370,50 @@ fn issue30_tune_dry_run_classes_rt_throttling_not_applicable_in_such_a_group() {
             && step.contains("rt-runtime-cgroup"),
         "{step}"
     );
+}
+
+/// A CFS quota throttles only fair-class threads: in a group with a quota and
+/// real-time runtime, tune's SCHED_FIFO probe cannot feel the cfs-quota step (not
+/// applicable), and a SCHED_OTHER probe can (it applies).
+#[test]
+fn issue30_tune_dry_run_classes_cfs_quota_not_applicable_to_a_realtime_probe() {
+    let test = "issue30_tune_dry_run_classes_cfs_quota_not_applicable_to_a_realtime_probe";
+    if !rt_groups_here(test) || !Path::new(CPU).join("cpu.cfs_quota_us").exists() {
+        return skip(
+            test,
+            "needs cgroup v1's cpu controller with both bandwidths",
+        );
+    }
+    let g = Groups::make(CPU, "tunecfs", &["top"]).expect("cgroup made");
+    g.write(g.top(), "cpu.rt_runtime_us", "10000");
+    g.write(g.top(), "cpu.cfs_quota_us", "50000");
+    let cpu = measured_cpu();
+    let step = |policy: &str| {
+        let args = [
+            "tune",
+            "--dry-run",
+            "-a",
+            &cpu,
+            "--policy",
+            policy,
+            "--step",
+            "cfs-quota",
+        ];
+        let out = g.jitterscope(&args);
+        assert!(out.status.success(), "{:?}", stderr_lines(&out));
+        let text = String::from_utf8_lossy(&out.stdout).to_string();
+        let i = (text.lines().position(|l| l.contains("cfs-quota")))
+            .unwrap_or_else(|| panic!("no cfs-quota step: {text}"));
+        text.lines().skip(i).take(5).collect::<Vec<_>>().join("\n")
+    };
+    let fifo = step("fifo");
+    assert!(fifo.contains("not applicable"), "{fifo}");
+    assert!(
+        fifo.contains("a CFS quota throttles only SCHED_OTHER threads"),
+        "{fifo}"
+    );
+    let other = step("other");
+    assert!(other.contains("applies now"), "{other}");
 }
 
 /// A spinner at SCHED_OTHER in a group held to 5 ms per 100 ms loses most of each

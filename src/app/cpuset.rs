@@ -5,36 +5,43 @@
 //! and a run in a cpuset group of its own says which measured CPUs are its alone.
 
 use std::path::Path;
+use std::sync::{Arc, OnceLock};
 
 use crate::engine::cpu::{CpuList, CpuUniverse};
-use crate::system::audit::CpusetView;
-use crate::system::cgroup::Cgroups;
+use crate::system::cgroup::{Cgroups, CpusetView, Sharers};
 
-/// The live process's cpuset group (below the root) and its effective CPUs, read once a
-/// run: the plan, its housekeeping CPU and the run's note all judge the same reading.
-#[derive(Default)]
+/// The live process's cpuset group (below the root), its effective CPUs and the groups
+/// that may share them, read once a run: the plan, its housekeeping CPU and the run's
+/// note all judge the same reading.
+#[derive(Default, Clone)]
 pub struct Cpuset {
-    group: Option<(Cgroups, CpuList)>,
+    group: Option<Arc<(Cgroups, CpuList, Sharers)>>,
 }
 
 impl Cpuset {
-    /// The live process's; none in the root cpuset (every CPU, shared by everything:
-    /// nothing to narrow or say) or where the chain cannot be read.
+    /// The live process's, read at the first call: a run's every step (the main job's
+    /// too) and every call judge the one reading. None in the root cpuset (every CPU,
+    /// shared by everything: nothing to narrow or say) or where the chain cannot be read.
     pub fn read() -> Cpuset {
-        let group = Cgroups::of_self().ok().and_then(|cg| {
-            let chain = cg.cpuset()?;
-            let effective = chain.effective_cpus()?.clone();
-            (chain.own().path != "/").then_some((cg, effective))
-        });
-        Cpuset { group }
+        static ONCE: OnceLock<Cpuset> = OnceLock::new();
+        ONCE.get_or_init(|| {
+            let group = Cgroups::of_self().ok().and_then(|cg| {
+                let chain = cg.cpuset().filter(|c| c.own().path != "/")?;
+                let effective = chain.effective_cpus()?.clone();
+                let sharers = Sharers::read(Path::new("/"), chain);
+                Some(Arc::new((cg, effective, sharers)))
+            });
+            Cpuset { group }
+        })
+        .clone()
     }
 
     /// The universe with its allowed CPUs narrowed to the cgroup's effective cpuset (the
     /// kernel keeps a task's affinity inside it; this makes the plan say so even when a
     /// cpuset changed after the process started).
     pub fn narrowed(&self, universe: &CpuUniverse) -> CpuUniverse {
-        match &self.group {
-            Some((_, effective)) if !universe.allowed.intersect(effective).is_empty() => {
+        match self.group.as_deref() {
+            Some((_, effective, _)) if !universe.allowed.intersect(effective).is_empty() => {
                 CpuUniverse {
                     allowed: universe.allowed.intersect(effective),
                     ..universe.clone()
@@ -46,8 +53,8 @@ impl Cpuset {
 
     /// Which of `cpus` the group holds alone and which other groups' cpusets also hold.
     fn view(&self, cpus: &CpuList) -> Option<CpusetView> {
-        let (cg, _) = self.group.as_ref()?;
-        Some(CpusetView::of(Path::new("/"), cg.cpuset()?, cpus))
+        let (cg, _, sharers) = self.group.as_deref()?;
+        Some(CpusetView::of(cg.cpuset()?, sharers, cpus))
     }
 
     /// The housekeeping CPU for a default plan: the lowest usable CPU that other groups

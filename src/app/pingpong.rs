@@ -12,7 +12,7 @@ use crate::engine::cpu::{CpuList, CpuPlan, CpuUniverse};
 use crate::engine::run::{RunOutcome, RunPlan};
 use crate::engine::topology::Topology;
 use crate::engine::tsc_sync::{self, SkewBound};
-use crate::probes::pingpong::{self, Mechanism, PingpongConfig, PingpongEntry};
+use crate::probes::pingpong::{self, Mechanism, PingpongConfig};
 use crate::report::{ProbeEntry, ResultFile};
 
 use super::Ending;
@@ -227,13 +227,8 @@ impl PingpongCommand {
         let (a, b) = self.pair.unwrap_or_default();
         let skew = self.skew.unwrap_or_else(|| SkewBound::unknown(a, b));
         let locality = Topology::detect(&CpuList::from_cpus(vec![a, b])).locality(a, b);
-        let policy = r
-            .probes
-            .iter()
-            .find_map(ProbeEntry::get::<PingpongEntry>)
-            .map_or(String::new(), |e| {
-                crate::report::table::policy_cell(e.thread_a.policy, e.thread_a.priority)
-            });
+        // Both threads, and a refusal, as the result records them.
+        let policy = super::output::result_policy(r, self.settings.sched);
         format!(
             "pingpong: CPU {a} ⇄ CPU {b} ({locality}) for {:.3} s{}, pause {} ns, \
              warm-up {} ms per mechanism, policy {policy}\n{}\n{}",

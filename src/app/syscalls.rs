@@ -84,21 +84,21 @@ impl Measure for SyscallsCommand {
     fn text(&self, r: &ResultFile) -> String {
         format!(
             "{}\n{}",
-            header(r, &self.cfg),
+            header(r, &self.cfg, self.settings.sched),
             crate::report::views::syscalls::syscalls_table(r)
         )
     }
 }
 
-fn header(r: &ResultFile, cfg: &SyscallsConfig) -> String {
+fn header(
+    r: &ResultFile,
+    cfg: &SyscallsConfig,
+    asked: crate::engine::sched::SchedRequest,
+) -> String {
     let interrupted = interrupted_mark(r);
     let first = r.entries::<SyscallEntry>().next();
-    let (policy, overhead) = first.map_or((String::new(), 0.0), |e| {
-        (
-            crate::report::table::policy_cell(e.policy, e.priority),
-            e.overhead_ns,
-        )
-    });
+    let policy = super::output::result_policy(r, asked);
+    let overhead = first.map_or(0.0, |e| e.overhead_ns);
     format!(
         "syscalls: CPU {} for {:.3} s{interrupted}, {} ms per call, policy {policy}\n\
          each sample times a batch of calls between fenced TSC reads; the timing's own \

@@ -95,7 +95,7 @@ pub fn run(args: &TuneArgs, argv: &[String], stop: &AtomicBool) -> anyhow::Resul
     let mut steps = plan(&report, &root);
     if live {
         ask_the_kernel(&mut steps, &root);
-        realtime_only(&mut steps, sched);
+        probe_cannot_feel(&mut steps, sched);
     }
     if !args.step.is_empty() {
         if let Some(bad) = args
@@ -282,36 +282,62 @@ fn ask_the_kernel(steps: &mut [Step], root: &Path) {
     }
 }
 
-/// Steps whose effect only a real-time thread feels (RT throttling and the fair server
-/// take time from real-time threads alone), with what each does.
-const REALTIME_ONLY: &[(FindingId, &str)] = &[
+/// Which of the probe's scheduling classes a step's effect reaches.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Feels {
+    /// Real-time threads alone (SCHED_FIFO, SCHED_RR).
+    Realtime,
+    /// Fair-class threads alone (SCHED_OTHER).
+    Normal,
+}
+
+/// Steps whose effect only one class of thread feels, with what each does.
+const FELT_BY: &[(FindingId, Feels, &str)] = &[
     (
         FindingId::RtThrottlingOn,
+        Feels::Realtime,
         "RT throttling only stops real-time threads",
     ),
     (
         FindingId::FairServerOn,
+        Feels::Realtime,
         "the fair server only takes time from real-time threads",
+    ),
+    (
+        FindingId::CfsQuota,
+        Feels::Normal,
+        "a CFS quota throttles only SCHED_OTHER threads",
     ),
 ];
 
-/// A step whose effect needs a real-time probe is not applicable when the probe cannot
-/// be one: SCHED_OTHER asked for, or SCHED_FIFO refused here (say, a cgroup without
-/// real-time runtime). Judging it would spend its blocks on a difference that cannot be.
-fn realtime_only(steps: &mut [Step], sched: SchedRequest) {
-    let why = if !sched.policy.is_realtime() {
-        format!("the probe runs at {sched} (--policy {})", sched.policy)
+/// A step the probe's class cannot feel is not applicable: a real-time step when the
+/// probe cannot be real-time (SCHED_OTHER asked for, or SCHED_FIFO refused here, say in a
+/// cgroup without real-time runtime), a fair-class step when it is. Judging it would
+/// spend its blocks on a difference that cannot be.
+fn probe_cannot_feel(steps: &mut [Step], sched: SchedRequest) {
+    let (probe, why) = if !sched.policy.is_realtime() {
+        let why = format!("the probe runs at {sched} (--policy {})", sched.policy);
+        (Feels::Normal, why)
     } else {
         match crate::engine::sched::preflight(sched) {
-            Ok(()) => return,
-            Err(reason) => format!(
-                "the probe cannot be real-time here: {sched} was refused ({})",
-                crate::degraded::refusal_reason(reason)
-            ),
+            Ok(()) => {
+                let why = format!("the probe runs at {sched} (--policy other measures it)");
+                (Feels::Realtime, why)
+            }
+            Err(reason) => {
+                let why = format!(
+                    "the probe cannot be real-time here: {sched} was refused ({})",
+                    crate::degraded::refusal_reason(reason)
+                );
+                (Feels::Normal, why)
+            }
         }
     };
     for s in steps.iter_mut().filter(|s| s.class == Class::Applies) {
-        if let Some((_, what)) = REALTIME_ONLY.iter().find(|(id, _)| *id == s.id.as_str()) {
+        let felt = FELT_BY.iter().find(|(id, _, _)| *id == s.id.as_str());
+        if let Some((_, needs, what)) = felt
+            && *needs != probe
+        {
             s.class = Class::NotApplicable {
                 answer: format!("{what}, and {why}"),
             };

@@ -73,7 +73,7 @@ impl Measure for WorkCommand {
     fn text(&self, r: &ResultFile) -> String {
         format!(
             "{}\n{}",
-            header(r, &self.cfg),
+            header(r, &self.cfg, self.settings.sched),
             crate::report::views::work::work_table(r)
         )
     }
@@ -129,21 +129,19 @@ fn port_of(d: &str) -> anyhow::Result<u16> {
     Ok(resolve(d)?.port())
 }
 
-fn header(r: &ResultFile, cfg: &WorkConfig) -> String {
+fn header(r: &ResultFile, cfg: &WorkConfig, asked: crate::engine::sched::SchedRequest) -> String {
     let interrupted = interrupted_mark(r);
     let first = r.entries::<WorkEntry>().next();
-    let (policy, timing) = first.map_or((String::new(), String::new()), |e| {
-        (
-            crate::report::table::policy_cell(e.thread.policy, e.thread.priority),
-            format!(
-                "each sample includes the timing's own {:.1} ns (two fenced TSC reads); one \
+    let policy = super::output::result_policy(r, asked);
+    let timing = first.map_or(String::new(), |e| {
+        format!(
+            "each sample includes the timing's own {:.1} ns (two fenced TSC reads); one \
                  rdtsc costs {:.1} ns, one clock_gettime(MONOTONIC) {:.1} ns, one loop \
                  iteration {:.2} ns",
-                e.timing.overhead_ns,
-                e.timing.rdtsc_ns,
-                e.timing.clock_gettime_ns,
-                e.timing.loop_iteration_ns
-            ),
+            e.timing.overhead_ns,
+            e.timing.rdtsc_ns,
+            e.timing.clock_gettime_ns,
+            e.timing.loop_iteration_ns
         )
     });
     let action = match (&cfg.action, first) {

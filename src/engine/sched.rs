@@ -226,14 +226,21 @@ pub fn policy_of(tid: u32) -> Option<String> {
     })
 }
 
-/// How a refusal to root begins: the app layer looks for the cgroup that caused it.
+/// How a refusal to root that holds CAP_SYS_NICE begins: only a cgroup without real-time
+/// runtime refuses it then, and the app layer looks for that cgroup.
 pub const EPERM_AS_ROOT: &str = "EPERM although root";
 
 /// Explains a refused policy change in words a user can act on.
 pub fn explain_refusal(err: &std::io::Error) -> String {
     match err.raw_os_error() {
         Some(libc::EPERM) => {
-            if rustix::process::geteuid().is_root() {
+            let root = rustix::process::geteuid().is_root();
+            if root && !holds(rustix::thread::CapabilitySet::SYS_NICE) {
+                // Docker's default set drops it: root, and refused whatever the cgroup.
+                "EPERM: root without CAP_SYS_NICE (containers drop it: run with \
+                 --cap-add SYS_NICE)"
+                    .to_string()
+            } else if root {
                 format!(
                     "{EPERM_AS_ROOT}: RT group scheduling gives this cgroup no rt_runtime \
                      (set cpu.rt_runtime_us, or run outside the cgroup)"
@@ -316,13 +323,16 @@ impl MlockRefusal {
     }
 }
 
+/// Whether this thread holds `cap` in its effective set.
+pub fn holds(cap: rustix::thread::CapabilitySet) -> bool {
+    rustix::thread::capabilities(None).is_ok_and(|c| c.effective.contains(cap))
+}
+
 /// The locked-memory limit in bytes when it can bite: `None` with CAP_IPC_LOCK or an
 /// unlimited limit. The soft limit is raised to the hard one first.
 pub fn memlock_limit() -> Option<u64> {
     use rustix::process::{Resource, getrlimit, setrlimit};
-    use rustix::thread::{CapabilitySet, capabilities};
-    let exempt = capabilities(None).is_ok_and(|c| c.effective.contains(CapabilitySet::IPC_LOCK));
-    if exempt {
+    if holds(rustix::thread::CapabilitySet::IPC_LOCK) {
         return None;
     }
     let mut limit = getrlimit(Resource::Memlock);

@@ -34,7 +34,6 @@ use crate::engine::cpu::CpuList;
 use crate::system::kernel::{self, KernelConfig, Support};
 
 pub use crate::system::finding_id::{Check, FindingId};
-pub use cgroups::CpusetView;
 pub use time::steal_over_run;
 
 /// How much a finding costs latency.
@@ -235,13 +234,16 @@ impl Finding {
 
     fn remedy(mut self, r: Remedy) -> Finding {
         self.remedies.push(r);
-        self.fix = self
-            .remedies
-            .iter()
+        self.render_fix();
+        self
+    }
+
+    /// `fix`: the remedies' texts, joined.
+    fn render_fix(&mut self) {
+        self.fix = (self.remedies.iter())
             .map(Remedy::text)
             .collect::<Vec<_>>()
             .join("; ");
-        self
     }
 
     /// A run-time command and what it changes.
@@ -401,6 +403,9 @@ pub struct Host {
     container: Option<String>,
     /// The node's tasks are out of sight (another PID namespace).
     tasks_hidden: bool,
+    /// The audited process's cgroups, read once: the container's evidence and the
+    /// cgroup checks judge the same reading.
+    cgroups: Result<crate::system::cgroup::Cgroups, crate::system::cgroup::CgroupError>,
 }
 
 impl Host {
@@ -418,10 +423,10 @@ impl Host {
             log: kernel::kernel_log(root),
             container: None,
             tasks_hidden: false,
+            cgroups: crate::system::cgroup::Cgroups::read(root, None),
         };
-        let from_root = crate::system::cgroup::Cgroups::read(root, None)
-            .ok()
-            .and_then(|c| c.cpu().or(c.unified()).map(|ch| ch.from_root));
+        let from_root =
+            (h.cgroups.as_ref().ok()).and_then(|c| c.cpu().or(c.unified()).map(|ch| ch.from_root));
         let hidden = container::host_tasks_hidden(root);
         h.container = container::detect(root, from_root, hidden);
         h.tasks_hidden = h.container.is_some() && hidden;
@@ -430,6 +435,12 @@ impl Host {
             .read("/proc/cpuinfo")
             .is_ok_and(|t| cpu_flags(&t).iter().any(|f| f == "hypervisor"));
         h
+    }
+
+    /// Whether a file may be written from here (access W_OK on the live host; a recorded
+    /// tree's files are taken as writable).
+    fn writable(&self, abs: &str) -> bool {
+        self.root != Path::new("/") || rustix::fs::access(abs, rustix::fs::Access::WRITE_OK).is_ok()
     }
 
     fn path(&self, abs: &str) -> PathBuf {
@@ -563,7 +574,7 @@ pub fn audit(host: &Host) -> Vec<Finding> {
     ];
     let mut all: Vec<Finding> = checks.iter().flat_map(|c| c(host)).collect();
     if let Some(runtime) = &host.container {
-        container::adjust(runtime, host.root == Path::new("/"), &mut all);
+        container::adjust(host, runtime, &mut all);
     }
     all.sort_by_key(|f| f.area);
     all

@@ -20,6 +20,9 @@ use serde::{Deserialize, Serialize};
 
 use crate::engine::cpu::CpuList;
 
+mod cpuset_view;
+pub use cpuset_view::{CpusetView, Sharers, TasksAbove, sibling_cpusets};
+
 /// Why the chains could not be read at all (a level's missing file is not an error).
 #[derive(Debug, thiserror::Error)]
 pub enum CgroupError {
@@ -40,7 +43,7 @@ pub enum Version {
 }
 
 /// A group's real-time bandwidth (v1 `cpu.rt_runtime_us` of `cpu.rt_period_us`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct RtBandwidth {
     /// -1: unlimited; 0: no SCHED_FIFO or SCHED_RR task may run in the group.
     pub runtime_us: i64,
@@ -132,22 +135,20 @@ impl CpuStat {
 }
 
 /// A group's cpuset.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Cpuset {
     /// `cpuset.cpus` as set (empty on v2: the parent's).
     pub cpus: Option<CpuList>,
     /// The CPUs its tasks may use: v2 `cpuset.cpus.effective`, v1 `cpuset.effective_cpus`.
     pub effective: Option<CpuList>,
     /// v1 `cpuset.cpu_exclusive`: no sibling may share its CPUs.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cpu_exclusive: Option<bool>,
     /// v2 `cpuset.cpus.partition`: `member`, `root`, `isolated`, or `… invalid (why)`.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub partition: Option<String>,
 }
 
 /// One line of a pressure file: the share of time some (or all) tasks waited.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
 pub struct PsiLine {
     /// Percent of the last 10, 60 and 300 s.
     pub avg10: f64,
@@ -158,42 +159,34 @@ pub struct PsiLine {
 }
 
 /// A pressure file (`/proc/pressure/cpu`, a group's `cpu.pressure`, `irq.pressure`).
-#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
 pub struct Pressure {
     pub some: PsiLine,
     /// Absent from files that have no `full` line (older kernels' system CPU file).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub full: Option<PsiLine>,
 }
 
 /// One group on a chain and what it sets and shows.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq)]
 pub struct Level {
     /// The group's path in its hierarchy: `/` for the root, `/jsq/inner`.
     pub path: String,
     /// Its directory as the host (or container) sees it: `/sys/fs/cgroup/cpu/jsq/inner`.
     pub dir: String,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub rt: Option<RtBandwidth>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cfs: Option<CfsBandwidth>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub stat: Option<CpuStat>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cpuset: Option<Cpuset>,
     /// `cpu.pressure` (v2).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cpu_pressure: Option<Pressure>,
     /// `irq.pressure` (v2, kernels with IRQ time accounting).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub irq_pressure: Option<Pressure>,
     /// v2 `cgroup.controllers`: the controllers that act on this group.
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub controllers: Vec<String>,
 }
 
 /// One hierarchy, from its visible top to the process's group.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct Chain {
     pub version: Version,
     /// v1: the mount's controllers (`cpu`, `cpuacct`, `name=systemd`); v2: those bound to
@@ -248,10 +241,9 @@ pub fn short_path(path: &str) -> String {
 }
 
 /// Every hierarchy's chain for one process.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct Cgroups {
     /// The process whose groups these are (`None`: the reader itself).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub pid: Option<u32>,
     pub chains: Vec<Chain>,
 }
@@ -264,6 +256,23 @@ impl Cgroups {
 
     /// `pid`'s groups (`None`: the reader's) on the tree under `root`.
     pub fn read(root: &Path, pid: Option<u32>) -> Result<Cgroups, CgroupError> {
+        Cgroups::read_where(root, pid, |_| true)
+    }
+
+    /// The reader's `cpu` chain and v2 chain alone (often one): what the counters'
+    /// deltas use, without reading every v1 hierarchy's levels twice a run.
+    pub fn read_cpu_and_unified(root: &Path) -> Result<Cgroups, CgroupError> {
+        Cgroups::read_where(root, None, |m| {
+            m.version == Version::V2 || m.controllers.iter().any(|c| c == "cpu")
+        })
+    }
+
+    /// `pid`'s groups in the hierarchies whose mount `keep` accepts.
+    fn read_where(
+        root: &Path,
+        pid: Option<u32>,
+        keep: impl Fn(&CgroupMount) -> bool,
+    ) -> Result<Cgroups, CgroupError> {
         let proc = pid.map_or_else(|| "self".to_string(), |p| p.to_string());
         let text = |rel: String| {
             let path = root.join(rel);
@@ -271,15 +280,26 @@ impl Cgroups {
         };
         let member = text(format!("proc/{proc}/cgroup"))?;
         let mounts = text("proc/self/mountinfo".to_string())?;
-        Ok(Cgroups::from_text(root, pid, &member, &mounts))
+        Ok(Cgroups::from_text_where(root, pid, &member, &mounts, keep))
     }
 
     /// The chains that `/proc/PID/cgroup` and mountinfo's text name, each level read
     /// from the tree under `root`.
     pub fn from_text(root: &Path, pid: Option<u32>, proc_cgroup: &str, mountinfo: &str) -> Cgroups {
+        Cgroups::from_text_where(root, pid, proc_cgroup, mountinfo, |_| true)
+    }
+
+    fn from_text_where(
+        root: &Path,
+        pid: Option<u32>,
+        proc_cgroup: &str,
+        mountinfo: &str,
+        keep: impl Fn(&CgroupMount) -> bool,
+    ) -> Cgroups {
         let mounts = parse_mountinfo(mountinfo);
         let chains = parse_proc_cgroup(proc_cgroup)
             .iter()
+            .filter(|m| mount_for(m, &mounts).is_some_and(&keep))
             .filter_map(|m| chain(root, m, &mounts))
             .collect();
         Cgroups { pid, chains }
@@ -516,15 +536,15 @@ pub fn read_level(root: &Path, version: Version, path: &str, dir: &str) -> Level
     let text = |f: &str| std::fs::read_to_string(d.join(f)).ok();
     let int = |f: &str| text(f)?.trim().parse::<i64>().ok();
     let list = |f: &str| CpuList::parse_kernel(text(f)?.trim()).ok();
-    let (rt, cfs, cpuset) = match version {
+    // v1's files; some kernels (and patched ones) show them on v2 too.
+    let rt = int("cpu.rt_runtime_us")
+        .zip(int("cpu.rt_period_us"))
+        .map(|(runtime_us, p)| RtBandwidth {
+            runtime_us,
+            period_us: p.max(0) as u64,
+        });
+    let (cfs, cpuset) = match version {
         Version::V1 => {
-            let rt =
-                int("cpu.rt_runtime_us")
-                    .zip(int("cpu.rt_period_us"))
-                    .map(|(runtime_us, p)| RtBandwidth {
-                        runtime_us,
-                        period_us: p.max(0) as u64,
-                    });
             let cfs = int("cpu.cfs_quota_us")
                 .zip(int("cpu.cfs_period_us"))
                 .map(|(q, p)| CfsBandwidth {
@@ -538,17 +558,9 @@ pub fn read_level(root: &Path, version: Version, path: &str, dir: &str) -> Level
                 cpu_exclusive: int("cpuset.cpu_exclusive").map(|v| v != 0),
                 partition: None,
             };
-            (rt, cfs, cpuset)
+            (cfs, cpuset)
         }
         Version::V2 => {
-            // Some kernels (and patched ones) show RT bandwidth on v2 too.
-            let rt =
-                int("cpu.rt_runtime_us")
-                    .zip(int("cpu.rt_period_us"))
-                    .map(|(runtime_us, p)| RtBandwidth {
-                        runtime_us,
-                        period_us: p.max(0) as u64,
-                    });
             let cfs = text("cpu.max")
                 .and_then(|t| parse_cpu_max(&t))
                 .map(|mut c| {
@@ -561,7 +573,7 @@ pub fn read_level(root: &Path, version: Version, path: &str, dir: &str) -> Level
                 cpu_exclusive: None,
                 partition: text("cpuset.cpus.partition").map(|t| t.trim().to_string()),
             };
-            (rt, cfs, cpuset)
+            (cfs, cpuset)
         }
     };
     let any_cpuset = cpuset.cpus.is_some() || cpuset.effective.is_some();
@@ -652,11 +664,9 @@ pub fn parse_pressure(text: &str) -> Option<Pressure> {
 
 /// The system's pressure: `/proc/pressure/cpu` and `irq` (absent without PSI, or for
 /// `irq` without IRQ time accounting).
-#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
 pub struct SystemPressure {
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cpu: Option<Pressure>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub irq: Option<Pressure>,
 }
 
@@ -671,27 +681,6 @@ pub fn system_pressure(root: &Path) -> SystemPressure {
         cpu: read("cpu"),
         irq: read("irq"),
     }
-}
-
-/// The effective cpusets of the groups beside each level of `chain` (siblings of every
-/// level below the top), by group path: the groups whose tasks may share this group's
-/// CPUs. Read from the tree under `root`.
-pub fn sibling_cpusets(root: &Path, chain: &Chain) -> Vec<(String, CpuList)> {
-    let mut out = Vec::new();
-    for pair in chain.levels.windows(2) {
-        let (parent, own) = (&pair[0], &pair[1]);
-        let beside = child_levels(root, chain.version, &parent.path, &parent.dir);
-        out.extend(
-            beside
-                .into_iter()
-                .filter(|l| l.path != own.path)
-                .filter_map(|l| {
-                    let cpus = l.cpuset?.effective?;
-                    Some((l.path, cpus))
-                }),
-        );
-    }
-    out
 }
 
 /// The child groups of the group at `path` (its directory `dir`, under `root`), read, in
@@ -927,6 +916,12 @@ mod tests {
         assert!(!u.has("cpu"));
         assert_eq!(u.own().cpu_pressure.map(|p| p.some.total_us), Some(1234));
         assert!(g.with("memory").is_none());
+        // The counters' reading: the cpu and v2 chains, as read in full, and no other.
+        let some = Cgroups::read_cpu_and_unified(t.path()).expect("reads");
+        assert!(some.cpuset().is_none(), "{some:?}");
+        assert_eq!(some.cpu(), g.cpu());
+        assert_eq!(some.unified(), g.unified());
+        assert_eq!(some.chains.len(), 2);
     }
 
     /// cgroup v2 alone, as a container sees it: the mount shows only its own subtree

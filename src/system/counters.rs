@@ -83,7 +83,7 @@ pub struct KthreadTime {
 }
 
 /// The counters at one instant, for the CPUs it was taken for.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct Snapshot {
     pub cpus: CpuList,
     /// CLOCK_MONOTONIC when it was taken.
@@ -92,10 +92,9 @@ pub struct Snapshot {
     pub softirqs: Vec<CountRow>,
     pub cpu_time: Vec<CpuTime>,
     pub kthreads: Vec<KthreadTime>,
-    /// The process's cgroup chains (absent when /proc/self/cgroup cannot be read).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    /// The process's `cpu` and v2 chains, the two the deltas use (absent when
+    /// /proc/self/cgroup cannot be read).
     pub cgroups: Option<Cgroups>,
-    #[serde(default)]
     pub pressure: SystemPressure,
 }
 
@@ -246,7 +245,7 @@ pub fn snapshot_at(root: &Path, cpus: &CpuList) -> Result<Snapshot, CountersErro
         softirqs,
         cpu_time,
         kthreads: kthreads(root, cpus),
-        cgroups: Cgroups::read(root, None).ok(),
+        cgroups: Cgroups::read_cpu_and_unified(root).ok(),
         pressure: cgroup::system_pressure(root),
     })
 }

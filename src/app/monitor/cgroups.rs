@@ -1,5 +1,6 @@
 //! The monitor's cgroup and pressure metrics, read from the kernel's files at each
-//! scrape (a few small reads, on the server's housekeeping CPU): the CFS quota of each
+//! scrape (a few small reads, on the server's housekeeping CPU; the groups that share the
+//! cpuset, a larger read, once a minute): the CFS quota of each
 //! group on the process's `cpu` chain and its throttle counters (`cpu.stat`), the
 //! measured CPUs its cpuset holds alone or shares, and the CPU and IRQ pressure of the
 //! system and of the process's v2 group. Counters are the kernel's own, since the group
@@ -9,6 +10,8 @@
 //! `resource`, `kind` and `scope` two or three each.
 
 use std::path::Path;
+use std::sync::Mutex;
+use std::time::{Duration, Instant};
 
 use prometheus_client::collector::Collector;
 use prometheus_client::encoding::{DescriptorEncoder, EncodeLabelSet, EncodeMetric};
@@ -18,8 +21,7 @@ use prometheus_client::metrics::gauge::ConstGauge;
 use prometheus_client::registry::Unit;
 
 use crate::engine::cpu::CpuList;
-use crate::system::audit::CpusetView;
-use crate::system::cgroup::{self, Cgroups, Pressure};
+use crate::system::cgroup::{self, Cgroups, CpusetView, Pressure};
 
 #[derive(Debug, Clone, Hash, PartialEq, Eq, EncodeLabelSet)]
 struct GroupLabels {
@@ -47,11 +49,54 @@ struct PressureLabels {
     scope: String,
 }
 
-/// Reads the process's cgroups and the pressure files at each scrape.
+/// Reads the process's cgroups and the pressure files at each scrape; the groups that
+/// may share the cpuset's CPUs, at most once a `SHARERS_TTL`.
 #[derive(Debug)]
 pub struct CgroupCollector {
     /// The monitor's measured CPUs, for which the cpuset says exclusive or shared.
-    pub measured: CpuList,
+    measured: CpuList,
+    sharers: Mutex<Option<Sharers>>,
+}
+
+/// The sharers of a cpuset group, and when and for which group they were read.
+#[derive(Debug)]
+struct Sharers {
+    group: String,
+    at: Instant,
+    read: cgroup::Sharers,
+}
+
+/// How long the cpuset's sharers are kept: reading them walks every sibling group and,
+/// on v1, reads /proc/PID/stat of every task an ancestor holds (thousands in a v1 root),
+/// far from the few small reads a scrape makes; groups come and go far less often.
+const SHARERS_TTL: Duration = Duration::from_secs(60);
+
+impl CgroupCollector {
+    pub fn new(measured: CpuList) -> CgroupCollector {
+        CgroupCollector {
+            measured,
+            sharers: Mutex::new(None),
+        }
+    }
+
+    /// The cpuset's view of the measured CPUs, with the sharers read again when stale or
+    /// when the process is in another group.
+    fn view(&self, chain: &cgroup::Chain) -> CpusetView {
+        let mut cached = self.sharers.lock().unwrap_or_else(|p| p.into_inner());
+        let group = &chain.own().path;
+        let fresh = cached
+            .as_ref()
+            .is_some_and(|c| c.group == *group && c.at.elapsed() < SHARERS_TTL);
+        if !fresh {
+            *cached = Some(Sharers {
+                group: group.clone(),
+                at: Instant::now(),
+                read: cgroup::Sharers::read(Path::new("/"), chain),
+            });
+        }
+        let sharers = &cached.as_ref().expect("just read").read;
+        CpusetView::of(chain, sharers, &self.measured)
+    }
 }
 
 type Result = std::result::Result<(), std::fmt::Error>;
@@ -156,7 +201,7 @@ impl CgroupCollector {
         let Some(cpus) = chain.effective_cpus() else {
             return Ok(());
         };
-        let v = CpusetView::of(Path::new("/"), chain, &self.measured);
+        let v = self.view(chain);
         let labels = CpusetLabels {
             group: v.group.clone(),
             cpus: cpus.to_string(),

@@ -609,7 +609,7 @@ impl Metrics {
     /// Registers the cgroup and pressure metrics (`monitor::cgroups`), read at each
     /// scrape, for the measured CPUs `measured`.
     pub fn with_cgroups(mut self, measured: crate::engine::cpu::CpuList) -> Metrics {
-        let collector = super::cgroups::CgroupCollector { measured };
+        let collector = super::cgroups::CgroupCollector::new(measured);
         self.registry.register_collector(Box::new(collector));
         self
     }

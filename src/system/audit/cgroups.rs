@@ -5,33 +5,37 @@
 //! IRQ pressure the system and the group show.
 
 use super::{Area, Finding, FindingId as Id, Host, Missing, Severity, finding};
-use crate::engine::cpu::CpuList;
-use crate::system::cgroup::{self, Cgroups, Chain, Level, Pressure, Version};
+use crate::system::cgroup::{self, Cgroups, Chain, CpusetView, Level, Pressure, Sharers, Version};
 use crate::system::finding_id::Check;
 use crate::system::rt_group::{self, RtBlock};
 
 pub(super) fn cgroups(h: &Host) -> Vec<Finding> {
     let mut out = Vec::new();
-    let cg = match Cgroups::read(&h.root, None) {
+    let cg = match &h.cgroups {
         Ok(cg) => {
-            out.push(rt_runtime(h, &cg));
-            out.push(cfs_quota(h, &cg));
-            out.push(cpuset(h, &cg));
+            out.push(rt_runtime(h, cg));
+            out.push(cfs_quota(h, cg));
+            out.push(cpuset(h, cg));
             Some(cg)
         }
-        Err(cgroup::CgroupError::Read { path, source }) => {
-            let path = path.strip_prefix(&h.root).unwrap_or(&path);
-            let why = format!("/{}: {source}", path.display());
-            let m = match source.kind() {
-                std::io::ErrorKind::NotFound => Missing::Absent(why),
-                _ => Missing::Unreadable(why),
-            };
-            out.push(m.finding(Area::Cgroups, Check::Cgroup));
+        Err(e) => {
+            out.push(unread(h, e).finding(Area::Cgroups, Check::Cgroup));
             None
         }
     };
-    out.push(pressure(h, cg.as_ref()));
+    out.push(pressure(h, cg));
     out
+}
+
+/// Why the cgroups could not be read, with the path as the kernel knows it.
+pub(super) fn unread(h: &Host, e: &cgroup::CgroupError) -> Missing {
+    let cgroup::CgroupError::Read { path, source } = e;
+    let path = path.strip_prefix(&h.root).unwrap_or(path);
+    let why = format!("/{}: {source}", path.display());
+    match source.kind() {
+        std::io::ErrorKind::NotFound => Missing::Absent(why),
+        _ => Missing::Unreadable(why),
+    }
 }
 
 /// Whether the live host refuses SCHED_FIFO to root here: `Some(reason)` when refused.
@@ -54,8 +58,11 @@ fn rt_runtime(h: &Host, cg: &Cgroups) -> Finding {
     let cmdline = h.read("/proc/cmdline").unwrap_or_default();
     let v2 = rt_group::v2_rt_group_sched(&h.config, &cmdline);
     let refused = fifo_refused(h);
-    // No kernel config to read on v2: a refusal to root is the evidence.
-    let v2_active = v2.unwrap_or(refused.is_some());
+    // No kernel config to read on v2: a refusal to root holding CAP_SYS_NICE is the
+    // evidence (without it, the missing capability is the cause).
+    let by_group =
+        (refused.as_deref()).is_some_and(|r| r.starts_with(crate::engine::sched::EPERM_AS_ROOT));
+    let v2_active = v2.unwrap_or(by_group);
     let Some(b) = rt_group::blocked(cg, v2_active) else {
         return finding(
             Area::Cgroups,
@@ -114,8 +121,8 @@ fn rt_ok_value(cg: &Cgroups, v2: Option<bool>) -> String {
 }
 
 /// The fixes, each checked here: the move to the root (where the chain's top is the real
-/// root and it has runtime), the top-down shares (v1, where the siblings leave some and
-/// the files can be written), the container runtime's way, and the boot switch (6.16+).
+/// root and it has runtime), then the version's own (`rt_fixes_v1`, `rt_fixes_v2`), the
+/// Kubernetes node's way, and the boot switch (6.16+).
 fn rt_fixes(h: &Host, cg: &Cgroups, b: &RtBlock, mut f: Finding) -> Finding {
     let chain = cg.cpu().expect("a block has a cpu chain");
     let top_has_runtime = chain.levels[0].rt.is_none_or(|r| r.runtime_us != 0);
@@ -124,74 +131,99 @@ fn rt_fixes(h: &Host, cg: &Cgroups, b: &RtBlock, mut f: Finding) -> Finding {
             "leave for the root cgroup, from the shell that starts the program: {cmd}"
         ));
     }
-    let runtime = container_runtime(chain);
-    if !b.from_root {
-        // A container's view: the groups above it, and their runtime, are the host's.
-        let how = match runtime {
-            Some("podman") => {
-                "on the host (cgroup v1): give podman's parent group runtime (echo N > \
-                 /sys/fs/cgroup/cpu/libpod_parent/cpu.rt_runtime_us, N within the root's), \
-                 then start the container with podman run --cpu-rt-runtime=N"
-            }
-            Some("docker") => {
-                "on the host (cgroup v1): start dockerd with --cpu-rt-runtime (its parent \
-                 group's share), then docker run --cpu-rt-runtime=N"
-            }
-            _ => "on the host: give the container's group runtime, parents first",
-        };
-        f = f.manual(how);
-    } else if b.version == Version::V1 {
-        match rt_group::top_down(&h.root, chain) {
-            Ok(shares) if shares.iter().all(|s| writable(h, &s.file)) => {
-                let cmds: Vec<String> = shares
-                    .iter()
-                    .map(|s| format!("echo {} > {}", s.runtime_us, s.file))
-                    .collect();
-                f = f.manual(format!(
-                    "or give the chain real-time runtime, parents first: {}",
-                    cmds.join("; ")
-                ));
-                if runtime == Some("podman") {
-                    f = podman_rt(f, chain, &shares);
-                }
-            }
-            Ok(_) => {
-                f = f.manual(match runtime {
-                    Some("podman") => {
-                        "the cgroup files are read-only here (a container): on the host, \
-                         give podman's parent group runtime (echo N > \
-                         /sys/fs/cgroup/cpu/libpod_parent/cpu.rt_runtime_us, N within the \
-                         root's), then start the container with podman run \
-                         --cpu-rt-runtime=N"
-                    }
-                    _ => {
-                        "the cgroup files are read-only here (a container): give the group \
-                         runtime from the host, parents first"
-                    }
-                });
-            }
-            Err(why) => f = f.manual(format!("no runtime to give from the top down: {why}")),
-        }
-    }
-    match runtime {
-        Some("docker") => {
-            f = f.manual(
-                "docker: start dockerd with --cpu-rt-runtime (its parent group's share), \
-                 then docker run --cpu-rt-runtime=N (cgroup v1 only)",
-            )
-        }
-        Some("kubernetes") => {
-            f = f.manual(
-                "Kubernetes gives a pod no real-time runtime: run the node's kernel \
-                 without RT group scheduling (CONFIG_RT_GROUP_SCHED unset, as distribution \
-                 kernels are), or boot it with rt_group_sched=0 (6.16 and later)",
-            )
-        }
-        _ => {}
+    let runtime = container_runtime(h, chain);
+    f = match b.version {
+        Version::V1 => rt_fixes_v1(h, chain, runtime, f),
+        Version::V2 => rt_fixes_v2(h, b, f),
+    };
+    if runtime == Some("kubernetes") {
+        f = f.manual(
+            "Kubernetes gives a pod no real-time runtime: run the node's kernel without RT \
+             group scheduling (CONFIG_RT_GROUP_SCHED unset, as distribution kernels are), \
+             or boot it with rt_group_sched=0 (6.16 and later)",
+        );
     }
     let release = h.read("/proc/sys/kernel/osrelease").unwrap_or_default();
     if rt_group::boot_switch(&h.config, &release) {
         f = f.boot(h, &["rt_group_sched=0".to_string()]);
+    }
+    f
+}
+
+/// A container runtime's way to give its containers real-time runtime: cgroup v1 only
+/// (`--cpu-rt-runtime` sets `cpu.rt_runtime_us`, which v2 does not have).
+fn runtime_way_v1(runtime: Option<&str>) -> Option<&'static str> {
+    match runtime {
+        Some("podman") => Some(
+            "podman (cgroup v1): give podman's parent group runtime (echo N > \
+             /sys/fs/cgroup/cpu/libpod_parent/cpu.rt_runtime_us, N within the root's), \
+             then start the container with podman run --cpu-rt-runtime=N",
+        ),
+        Some("docker") => Some(
+            "docker (cgroup v1): start dockerd with --cpu-rt-runtime (its parent group's \
+             share), then docker run --cpu-rt-runtime=N",
+        ),
+        _ => None,
+    }
+}
+
+/// v1: the top-down shares where the chain is in sight and its files can be written;
+/// else the runtime's way, or the shares given from the host.
+fn rt_fixes_v1(h: &Host, chain: &Chain, runtime: Option<&str>, f: Finding) -> Finding {
+    let from_host = "on the host: give the container's group runtime, parents first";
+    let way = runtime_way_v1(runtime);
+    if !chain.from_root {
+        // A container's view: the groups above it, and their runtime, are the host's.
+        return f.manual(way.map_or(from_host.to_string(), |w| format!("on the host, {w}")));
+    }
+    match rt_group::top_down(&h.root, chain) {
+        Ok(shares) if shares.iter().all(|s| h.writable(&s.file)) => {
+            let cmds: Vec<String> = (shares.iter())
+                .map(|s| format!("echo {} > {}", s.runtime_us, s.file))
+                .collect();
+            let f = f.manual(format!(
+                "or give the chain real-time runtime, parents first: {}",
+                cmds.join("; ")
+            ));
+            match runtime {
+                Some("podman") => podman_rt(f, chain, &shares),
+                _ => match way {
+                    Some(w) => f.manual(w),
+                    None => f,
+                },
+            }
+        }
+        Ok(_) => f.manual(format!(
+            "the cgroup files are read-only here (a container): {}",
+            way.map_or(from_host.to_string(), |w| format!("on the host, {w}"))
+        )),
+        Err(why) => {
+            let f = f.manual(format!("no runtime to give from the top down: {why}"));
+            match way {
+                Some(w) => f.manual(w),
+                None => f,
+            }
+        }
+    }
+}
+
+/// v2 shows no `cpu.rt_runtime_us`: no share can be given to a group below the root, and
+/// the container runtimes' `--cpu-rt-runtime` is v1's. What works: the root group (the
+/// move above, or on the node for a container), a kernel without RT group scheduling, or
+/// `rt_group_sched=0` at boot (6.16+, given by the caller where the kernel takes it).
+fn rt_fixes_v2(h: &Host, b: &RtBlock, mut f: Finding) -> Finding {
+    if !b.from_root {
+        f = f.manual(
+            "on the node: start the program in the root cgroup, outside any container \
+             (cgroup v2 gives a group below the root no real-time runtime to set)",
+        );
+    }
+    let release = h.read("/proc/sys/kernel/osrelease").unwrap_or_default();
+    if !rt_group::boot_switch(&h.config, &release) {
+        f = f.manual(
+            "run a kernel built without CONFIG_RT_GROUP_SCHED (as distribution kernels \
+             are), or 6.16 or later booted with rt_group_sched=0",
+        );
     }
     f
 }
@@ -226,21 +258,17 @@ fn podman_rt(f: Finding, chain: &Chain, shares: &[rt_group::Share]) -> Finding {
     ))
 }
 
-/// Whether a cgroup file may be written (the live host's answer; a recorded tree's files
-/// are taken as writable).
-fn writable(h: &Host, abs: &str) -> bool {
-    if h.root != std::path::Path::new("/") {
-        return true;
-    }
-    rustix::fs::access(abs, rustix::fs::Access::WRITE_OK).is_ok()
-}
-
-/// The container runtime the chain's groups name: `podman`, `docker` or `kubernetes`.
-fn container_runtime(chain: &Chain) -> Option<&'static str> {
-    chain
-        .levels
-        .iter()
-        .find_map(|l| rt_group::container_runtime(&l.path))
+/// The container runtime: the one `Host` found (marker files), else the one the chain's
+/// groups name (`podman`, `docker` or `kubernetes`); inside a cgroup namespace the paths
+/// are `/` and name none.
+fn container_runtime(h: &Host, chain: &Chain) -> Option<&'static str> {
+    let named = match h.container.as_deref() {
+        Some("podman") => Some("podman"),
+        Some("docker") => Some("docker"),
+        Some("a Kubernetes pod") => Some("kubernetes"),
+        _ => None,
+    };
+    named.or_else(|| (chain.levels.iter()).find_map(|l| rt_group::container_runtime(&l.path)))
 }
 
 fn quota_words(chain: &Chain, l: &Level) -> String {
@@ -329,6 +357,15 @@ fn cfs_quota(h: &Host, cg: &Cgroups) -> Finding {
                 let file = format!("{}/cpu.cfs_quota_us", l.dir);
                 quota_write(h, f, &format!("echo -1 > {file}"), &file, "-1")
             }
+            // A cgroup namespace's root: the kernel refuses its cpu.max from inside
+            // (nsdelegate, systemd's default), whatever the mount's rw says.
+            Version::V2 if !chain.from_root && std::ptr::eq(*l, &chain.levels[0]) => {
+                f.manual(format!(
+                    "{}/cpu.max is the container's own group, set from the host: lift \
+                     the quota there (echo max > its cpu.max)",
+                    l.dir
+                ))
+            }
             Version::V2 => {
                 let file = format!("{}/cpu.max", l.dir);
                 let value = format!("max {period}");
@@ -336,7 +373,7 @@ fn cfs_quota(h: &Host, cg: &Cgroups) -> Finding {
             }
         };
     }
-    match container_runtime(chain) {
+    match container_runtime(h, chain) {
         Some("kubernetes") => {
             f = f.manual(
                 "Kubernetes: drop the container's CPU limit (a request alone sets no quota), \
@@ -359,7 +396,7 @@ fn cfs_quota(h: &Host, cg: &Cgroups) -> Finding {
 
 /// A run-time write that lifts a quota, where the file can be written here.
 fn quota_write(h: &Host, f: Finding, command: &str, file: &str, value: &str) -> Finding {
-    if !writable(h, file) {
+    if !h.writable(file) {
         return f.manual(format!(
             "{file} is read-only here (a container's view of its own group): lift the quota \
              from the host"
@@ -400,7 +437,7 @@ fn cpuset(h: &Host, cg: &Cgroups) -> Finding {
             .finding(Area::Cgroups, Check::Cpuset);
     };
     let own = chain.own();
-    let view = CpusetView::of(&h.root, chain, &h.measured);
+    let view = CpusetView::of(chain, &Sharers::read(&h.root, chain), &h.measured);
     let outside = h.measured.without(&effective);
     let head = format!("{} cpuset {effective}", cgroup::short_path(&own.path));
     if !chain.from_root && outside.is_empty() {
@@ -435,151 +472,77 @@ fn cpuset(h: &Host, cg: &Cgroups) -> Finding {
     }
     let f = finding(Area::Cgroups, Id::CpusetShared, Severity::Warn, value).why(why);
     match chain.version {
-        Version::V2 => f.manual(format!(
-            "make the group a partition of its own: echo root > {}/cpuset.cpus.partition \
-             (its CPUs then leave every other group; isolated also takes them out of load \
-             balancing)",
+        Version::V2 => partition_fix(chain, f),
+        Version::V1 => exclusive_fix(chain, &view, f),
+    }
+}
+
+fn is_partition_root(l: &Level) -> bool {
+    let p = l.cpuset.as_ref().and_then(|c| c.partition.as_deref());
+    matches!(p, Some("root" | "isolated"))
+}
+
+/// v2: a partition takes its CPUs from every other group, but the kernel makes it
+/// "root invalid" unless its parent is a partition root (the real root is): the parents
+/// that are not come first, top down.
+fn partition_fix(chain: &Chain, f: Finding) -> Finding {
+    let own = chain.own();
+    let inner = &chain.levels[1..chain.levels.len() - 1];
+    let parents: Vec<&Level> = inner.iter().filter(|l| !is_partition_root(l)).collect();
+    let needs = "cpuset.cpus set to CPUs that no sibling group holds";
+    if parents.is_empty() {
+        return f.manual(format!(
+            "make the group a partition of its own (it needs {needs}): echo root > \
+             {}/cpuset.cpus.partition (its CPUs then leave every other group; isolated \
+             also takes them out of load balancing)",
             own.dir
-        )),
-        Version::V1 => f.manual(format!(
-            "take the measured CPUs out of the other groups' cpuset.cpus, then echo 1 > \
-             {}/cpuset.cpu_exclusive",
-            own.dir
-        )),
+        ));
     }
-}
-
-/// Which measured CPUs are the group's alone, and which other groups also hold.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct CpusetView {
-    /// The group's path.
-    pub group: String,
-    pub exclusive: CpuList,
-    /// Measured CPUs other groups' cpusets hold too.
-    pub shared: CpuList,
-    /// The other groups (path and the measured CPUs they hold), at most a few named.
-    pub others: Vec<(String, CpuList)>,
-    /// v1 `cpu_exclusive`, v2 partition type, where set.
-    pub flag: Option<String>,
-}
-
-impl CpusetView {
-    /// The view of `measured` from `chain`'s group: the siblings of each level down the
-    /// chain (or, for the root, its children) that hold a measured CPU.
-    pub fn of(root: &std::path::Path, chain: &Chain, measured: &CpuList) -> CpusetView {
-        let own = chain.own();
-        let others: Vec<(String, CpuList)> = if chain.levels.len() == 1 {
-            children_cpusets(root, chain)
-        } else {
-            cgroup::sibling_cpusets(root, chain)
-        }
-        .into_iter()
-        .chain(ancestors_with_tasks(root, chain))
-        .map(|(p, c)| (p, c.intersect(measured)))
-        .filter(|(_, c)| !c.is_empty())
-        .collect();
-        let shared = CpuList::from_cpus(
-            others
-                .iter()
-                .flat_map(|(_, c)| c.cpus().iter().copied())
-                .collect(),
-        );
-        let root = chain.levels.len() == 1;
-        let set = own.cpuset.clone().unwrap_or_default();
-        let flag = match (set.cpu_exclusive, set.partition) {
-            // The root is always both: only a child's setting says something.
-            _ if own.path == "/" => None,
-            (Some(true), _) => Some("cpu_exclusive 1".to_string()),
-            (_, Some(p)) if p != "member" => Some(format!("partition {p}")),
-            _ => None,
-        };
-        // Every task not in a cpuset group of its own shares the root's CPUs.
-        let shared = if root { measured.clone() } else { shared };
-        CpusetView {
-            group: own.path.clone(),
-            exclusive: measured.without(&shared),
-            shared,
-            others,
-            flag,
-        }
-    }
-
-    /// "measured CPUs 2-3 exclusive to it; measured CPUs 1 shared with /system.slice on 1".
-    pub fn words(&self) -> String {
-        let mut parts = Vec::new();
-        if self.group == "/" {
-            parts.push(format!(
-                "measured CPUs {} shared with every task not in a cpuset group of its own",
-                self.shared
-            ));
-        }
-        if !self.exclusive.is_empty() {
-            parts.push(format!("measured CPUs {} exclusive to it", self.exclusive));
-        }
-        if !self.shared.is_empty() && !self.others.is_empty() {
-            let named: Vec<String> = (self.others.iter().take(3))
-                .map(|(p, c)| format!("{p} on {c}"))
-                .collect();
-            let more = match self.others.len() {
-                n if n > 3 => format!(" and {} more", n - 3),
-                _ => String::new(),
-            };
-            parts.push(format!(
-                "measured CPUs {} shared with {}{more}",
-                self.shared,
-                named.join(", ")
-            ));
-        }
-        if let Some(f) = &self.flag {
-            parts.push(f.clone());
-        }
-        parts.join("; ")
-    }
-}
-
-/// The groups above the process's own that hold tasks of their own (not kernel threads,
-/// which keep to their CPUs): v1 leaves most of the system in the root, and those tasks
-/// may run on every CPU of the root's cpuset. Named `/ (its own tasks)`.
-fn ancestors_with_tasks(root: &std::path::Path, chain: &Chain) -> Vec<(String, CpuList)> {
-    let above = &chain.levels[..chain.levels.len().saturating_sub(1)];
-    above
+    let names: Vec<String> = parents
         .iter()
-        .filter_map(|l| {
-            let procs = std::fs::read_to_string(
-                root.join(l.dir.trim_start_matches('/'))
-                    .join("cgroup.procs"),
-            )
-            .ok()?;
-            let n = procs
-                .lines()
-                .filter(|pid| !is_kernel_thread(root, pid.trim()))
-                .count();
-            let cpus = l.cpuset.as_ref()?.effective.clone()?;
-            (n > 0).then(|| (format!("{} (its {n} tasks)", l.path), cpus))
-        })
-        .collect()
+        .map(|l| cgroup::short_path(&l.path))
+        .collect();
+    let cmds: Vec<String> = (parents.iter().copied().chain([own]))
+        .map(|l| format!("echo root > {}/cpuset.cpus.partition", l.dir))
+        .collect();
+    f.manual(format!(
+        "make the group a partition of its own, parents first ({} not a partition root, \
+         and a partition's parent must be one; each needs {needs}): {}",
+        names.join(", "),
+        cmds.join("; ")
+    ))
 }
 
-/// PF_KTHREAD in /proc/PID/stat's flags (the 9th field); a task gone is not counted.
-fn is_kernel_thread(root: &std::path::Path, pid: &str) -> bool {
-    const PF_KTHREAD: u64 = 0x0020_0000;
-    let Ok(stat) = std::fs::read_to_string(root.join("proc").join(pid).join("stat")) else {
-        return true;
+/// v1: `cpu_exclusive` only keeps siblings' cpusets apart; the tasks an ancestor holds
+/// itself (on v1 systemd leaves most of the system in the root) keep its CPUs, so they
+/// move first into a group beside that has none of this group's CPUs, as `cset shield`
+/// does.
+fn exclusive_fix(chain: &Chain, view: &CpusetView, mut f: Finding) -> Finding {
+    let own = chain.own();
+    let mine = chain.effective_cpus().cloned().unwrap_or_default();
+    for (dir, cpus) in &view.tasks_above {
+        let left = cpus.without(&mine);
+        if left.is_empty() {
+            f = f.manual(format!(
+                "{dir} holds tasks of its own and has no CPU outside the group's {mine} to \
+                 move them to: narrow the group's cpuset.cpus first"
+            ));
+            continue;
+        }
+        let hk = format!("{dir}/jitterscope-housekeeping");
+        f = f.manual(format!(
+            "move the tasks {dir} holds itself to a group without the measured CPUs (as \
+             cset shield does; kernel threads bound to a CPU stay): mkdir -p {hk}; echo \
+             {left} > {hk}/cpuset.cpus; cat {dir}/cpuset.mems > {hk}/cpuset.mems; for p in \
+             $(cat {dir}/cgroup.procs); do echo $p > {hk}/cgroup.procs 2>/dev/null; done"
+        ));
+    }
+    let siblings = view.others.len() > view.tasks_above.len();
+    let first = match siblings {
+        true => "take the measured CPUs out of the other groups' cpuset.cpus, then ",
+        false => "",
     };
-    stat.rsplit_once(')')
-        .and_then(|(_, rest)| rest.split_whitespace().nth(6)?.parse::<u64>().ok())
-        .is_some_and(|flags| flags & PF_KTHREAD != 0)
-}
-
-/// The effective cpusets of the root's child groups.
-fn children_cpusets(root: &std::path::Path, chain: &Chain) -> Vec<(String, CpuList)> {
-    let top = &chain.levels[0];
-    (cgroup::child_levels(root, chain.version, &top.path, &top.dir).into_iter())
-        .filter_map(|l| {
-            let cpus = l.cpuset?.effective?;
-            Some((l.path, cpus))
-        })
-        .collect()
+    f.manual(format!("{first}echo 1 > {}/cpuset.cpu_exclusive", own.dir))
 }
 
 fn psi_words(p: &Pressure) -> String {
@@ -654,6 +617,7 @@ fn pressure(h: &Host, cg: Option<&Cgroups>) -> Finding {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::engine::cpu::CpuList;
     use crate::system::audit::{AuditReport, Effect, Remedy};
     use crate::system::cgroup::tree;
 
@@ -905,6 +869,15 @@ mod tests {
                 .contains("measured CPUs 1 shared with /system.slice on 1"),
             "{s:?}"
         );
+        // The fix works there: /kubepods is no partition root, so it becomes one first
+        // (the kernel makes the pod "root invalid" otherwise).
+        assert!(
+            manual(s).iter().any(|m| m.ends_with(
+                "echo root > /sys/fs/cgroup/kubepods/cpuset.cpus.partition; echo root > \
+                 /sys/fs/cgroup/kubepods/pod1/cpuset.cpus.partition"
+            )),
+            "{s:?}"
+        );
         // Measuring CPU 0: outside the pod's cpuset.
         assert_eq!(
             the(&audit(&t, &[0]), Id::CpusetExcludesMeasured).severity,
@@ -920,6 +893,155 @@ mod tests {
             the(&r, Id::RtRuntimeCgroupOk)
                 .value
                 .contains("no RT group scheduling")
+        );
+    }
+
+    fn texts(f: &Finding) -> Vec<String> {
+        f.remedies.iter().map(Remedy::text).collect()
+    }
+
+    /// A docker container on cgroup v2 with RT group scheduling and a quota, inside its
+    /// cgroup namespace (the chain is `/`): no runtime file exists to give, docker's
+    /// --cpu-rt-runtime is v1's, and the namespace's root cpu.max is the host's to write.
+    #[test]
+    fn issue30_a_docker_v2_containers_fixes_work_there() {
+        let u = "sys/fs/cgroup";
+        let t = tree(&[
+            (".dockerenv", ""),
+            ("proc/self/cgroup", "0::/\n"),
+            (
+                "proc/self/mountinfo",
+                "41 31 0:38 / /sys/fs/cgroup rw - cgroup2 cgroup2 rw\n",
+            ),
+            ("proc/sys/kernel/osrelease", "6.18.1-fixture\n"),
+            (
+                "boot/config-6.18.1-fixture",
+                "CONFIG_RT_GROUP_SCHED=y\nCONFIG_CFS_BANDWIDTH=y\n",
+            ),
+            (&format!("{u}/cgroup.type"), "domain\n"),
+            (&format!("{u}/cgroup.controllers"), "cpuset cpu\n"),
+            (&format!("{u}/cpu.max"), "50000 100000\n"),
+        ]);
+        let r = audit(&t, &[1]);
+        let rt = the(&r, Id::RtRuntimeCgroup);
+        let all = texts(rt).join(" | ");
+        for wrong in ["rt_runtime_us", "--cpu-rt-runtime", "parents first"] {
+            assert!(!all.contains(wrong), "'{wrong}' in {all}");
+        }
+        assert!(
+            all.contains("start the program in the root cgroup"),
+            "{all}"
+        );
+        assert!(all.contains("rt_group_sched=0"), "{all}");
+        let q = the(&r, Id::CfsQuota);
+        assert!(
+            !q.remedies
+                .iter()
+                .any(|x| matches!(x, Remedy::Runtime { .. })),
+            "{q:?}"
+        );
+        assert!(
+            manual(q)
+                .iter()
+                .any(|m| m.contains("cpu.max is the container's own group, set from the host")),
+            "{q:?}"
+        );
+        assert!(manual(q).iter().any(|m| m.starts_with("docker: ")), "{q:?}");
+    }
+
+    /// The same on cgroup v1 (no cgroup.sane_behavior: the mount is not the real root):
+    /// docker's way is said once, and as v1's.
+    #[test]
+    fn issue30_a_docker_v1_containers_runtime_advice_is_said_once() {
+        let t = tree(&[
+            (".dockerenv", ""),
+            ("proc/self/cgroup", "1:cpu:/\n"),
+            ("proc/self/mountinfo", V1_MOUNT),
+            ("proc/sys/kernel/osrelease", "6.1.0-fixture\n"),
+            ("boot/config-6.1.0-fixture", "CONFIG_RT_GROUP_SCHED=y\n"),
+            ("sys/fs/cgroup/cpu/cpu.rt_runtime_us", "0\n"),
+            ("sys/fs/cgroup/cpu/cpu.rt_period_us", "1000000\n"),
+        ]);
+        let r = audit(&t, &[1]);
+        let f = the(&r, Id::RtRuntimeCgroup);
+        let docker: Vec<String> = (texts(f).into_iter())
+            .filter(|m| m.contains("docker run --cpu-rt-runtime"))
+            .collect();
+        assert_eq!(docker.len(), 1, "{f:?}");
+        assert!(
+            docker[0].starts_with("on the host, docker (cgroup v1): "),
+            "{docker:?}"
+        );
+    }
+
+    /// v1: the root holds tasks of its own (systemd leaves them there), and they keep the
+    /// root's every CPU whatever cpu_exclusive says: the fix moves them first.
+    #[test]
+    fn issue30_a_v1_cpuset_shared_with_the_roots_tasks_moves_them_first() {
+        let c = "sys/fs/cgroup/cpuset";
+        let t = tree(&[
+            ("proc/self/cgroup", "3:cpuset:/jsq\n"),
+            (
+                "proc/self/mountinfo",
+                "33 31 0:30 / /sys/fs/cgroup/cpuset rw - cgroup cgroup rw,cpuset\n",
+            ),
+            (&format!("{c}/cgroup.sane_behavior"), "0\n"),
+            (&format!("{c}/cpuset.cpus"), "0-3\n"),
+            (&format!("{c}/cpuset.effective_cpus"), "0-3\n"),
+            (&format!("{c}/cpuset.mems"), "0\n"),
+            (&format!("{c}/cgroup.procs"), "100\n200\n"),
+            ("proc/100/stat", "100 (bash) S 1 100 100 0 -1 4194560 0 0\n"),
+            (
+                "proc/200/stat",
+                "200 (kworker/1:0) I 2 0 0 0 -1 69238880 0 0\n",
+            ),
+            (&format!("{c}/jsq/cpuset.cpus"), "2-3\n"),
+            (&format!("{c}/jsq/cpuset.effective_cpus"), "2-3\n"),
+            (&format!("{c}/jsq/cgroup.procs"), "300\n"),
+        ]);
+        let r = audit(&t, &[3]);
+        let f = the(&r, Id::CpusetShared);
+        assert!(f.value.contains("/ (its 1 tasks) on 3"), "{f:?}");
+        let hk = "/sys/fs/cgroup/cpuset/jitterscope-housekeeping";
+        let m = manual(f);
+        assert!(
+            m[0].ends_with(&format!(
+                "mkdir -p {hk}; echo 0-1 > {hk}/cpuset.cpus; cat \
+                 /sys/fs/cgroup/cpuset/cpuset.mems > {hk}/cpuset.mems; for p in $(cat \
+                 /sys/fs/cgroup/cpuset/cgroup.procs); do echo $p > {hk}/cgroup.procs \
+                 2>/dev/null; done"
+            )),
+            "{m:?}"
+        );
+        assert_eq!(
+            m[1],
+            "echo 1 > /sys/fs/cgroup/cpuset/jsq/cpuset.cpu_exclusive"
+        );
+    }
+
+    /// The partition check reads cgroup v2 through system::cgroup (mountinfo and the
+    /// process's own line), as the cgroup checks do, not through /proc/mounts.
+    #[test]
+    fn issue30_an_isolated_partition_is_found_through_the_cgroup_reader() {
+        let u = "sys/fs/cgroup/unified";
+        let t = tree(&[
+            ("proc/cmdline", "ro\n"),
+            ("proc/self/cgroup", "1:cpu:/\n0::/\n"),
+            (
+                "proc/self/mountinfo",
+                "41 31 0:38 / /sys/fs/cgroup/unified rw - cgroup2 cgroup2 rw\n",
+            ),
+            (&format!("{u}/cgroup.controllers"), "cpuset cpu\n"),
+            (&format!("{u}/rt/cpuset.cpus.partition"), "isolated\n"),
+            (&format!("{u}/rt/cpuset.cpus.effective"), "2-3\n"),
+            (&format!("{u}/a/b/cpuset.cpus.partition"), "isolated\n"),
+            (&format!("{u}/a/b/cpuset.cpus.effective"), "1\n"),
+        ]);
+        let r = audit(&t, &[1, 3]);
+        let f = the(&r, Id::CpusetPartitionIsolated);
+        assert_eq!(
+            f.value,
+            "/sys/fs/cgroup/unified/rt (2-3), /sys/fs/cgroup/unified/a/b (1)"
         );
     }
 

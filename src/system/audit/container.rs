@@ -8,7 +8,7 @@
 
 use std::path::Path;
 
-use super::{Area, Finding, FindingId as Id, Remedy, Severity, finding};
+use super::{Area, Finding, FindingId as Id, Host, Remedy, Severity, finding};
 
 /// The container runtime, when the audited tree is a container's: the evidence is a
 /// PID namespace that hides the node's tasks, or a cgroup chain that does not reach the
@@ -52,15 +52,13 @@ pub(super) const HIDDEN: &str = "not visible from inside";
 
 /// After the checks: every fix that cannot be made from inside says it is the node's,
 /// and a first finding names the runtime and the checks that could not see.
-pub(super) fn adjust(runtime: &str, live: bool, findings: &mut Vec<Finding>) {
+pub(super) fn adjust(h: &Host, runtime: &str, findings: &mut Vec<Finding>) {
     for f in findings.iter_mut() {
         let mut changed = false;
         for r in f.remedies.iter_mut() {
             let node = |how: &str| format!("on the node, not in this container: {how}");
             match r {
-                Remedy::Runtime { command, effects }
-                    if !effects.iter().all(|e| writable(live, e)) =>
-                {
+                Remedy::Runtime { command, effects } if !effects.iter().all(|e| can_make(h, e)) => {
                     *r = Remedy::Manual {
                         what: node(command),
                     };
@@ -74,12 +72,7 @@ pub(super) fn adjust(runtime: &str, live: bool, findings: &mut Vec<Finding>) {
             }
         }
         if changed {
-            f.fix = f
-                .remedies
-                .iter()
-                .map(Remedy::text)
-                .collect::<Vec<_>>()
-                .join("; ");
+            f.render_fix();
         }
     }
     let hidden: Vec<String> = findings
@@ -109,14 +102,12 @@ pub(super) fn adjust(runtime: &str, live: bool, findings: &mut Vec<Finding>) {
 }
 
 /// Whether a run-time fix's change can be made from here (a tree is taken as writable).
-fn writable(live: bool, e: &super::Effect) -> bool {
+fn can_make(h: &Host, e: &super::Effect) -> bool {
     match e {
-        super::Effect::Write { path, .. } => {
-            !live || rustix::fs::access(path.as_str(), rustix::fs::Access::WRITE_OK).is_ok()
-        }
+        super::Effect::Write { path, .. } => h.writable(path),
         // Another task's affinity: only a task this PID namespace shows.
         super::Effect::Affinity { pid, .. } => {
-            !live || Path::new("/proc").join(pid.to_string()).exists()
+            h.root != Path::new("/") || Path::new("/proc").join(pid.to_string()).exists()
         }
     }
 }

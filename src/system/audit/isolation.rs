@@ -4,6 +4,7 @@
 
 use super::{Area, Finding, FindingId as Id, Host, Missing, Severity, finding};
 use crate::engine::cpu::CpuList;
+use crate::system::cgroup::{self, Level, Version};
 use crate::system::finding_id::Check;
 
 pub(super) fn isolation(h: &Host) -> Vec<Finding> {
@@ -302,18 +303,13 @@ fn hz(h: &Host) -> Finding {
 fn cpuset_partition(h: &Host) -> Finding {
     let why = "a cgroup v2 cpuset partition of type 'isolated' takes CPUs out of load \
                balancing at run time, without a reboot";
-    let mounts = match h.read("/proc/mounts") {
-        Ok(m) => m,
-        Err(e) => return e.finding(Area::Isolation, Check::CpusetPartition),
+    let cg = match &h.cgroups {
+        Ok(cg) => cg,
+        Err(e) => {
+            return super::cgroups::unread(h, e).finding(Area::Isolation, Check::CpusetPartition);
+        }
     };
-    let Some(mnt) = mounts
-        .lines()
-        .filter_map(|l| {
-            let f: Vec<&str> = l.split_whitespace().collect();
-            (f.get(2) == Some(&"cgroup2")).then(|| f.get(1).map(|s| s.to_string()))?
-        })
-        .next()
-    else {
+    let Some(unified) = cg.unified() else {
         return finding(
             Area::Isolation,
             Id::CpusetPartitionNone,
@@ -323,10 +319,8 @@ fn cpuset_partition(h: &Host) -> Finding {
         .why(why)
         .manual("mount cgroup2 (the unified hierarchy) to use cpuset partitions");
     };
-    let controllers = h
-        .read(&format!("{mnt}/cgroup.controllers"))
-        .unwrap_or_default();
-    if !controllers.split_whitespace().any(|c| c == "cpuset") {
+    let mnt = &unified.mount;
+    if !unified.has("cpuset") {
         return finding(
             Area::Isolation,
             Id::CpusetPartitionNone,
@@ -339,27 +333,23 @@ fn cpuset_partition(h: &Host) -> Finding {
     // Partitions one or two levels down (a layout of one's own, or systemd slices).
     let mut isolated = CpuList::default();
     let mut found = Vec::new();
-    let mut dirs = vec![mnt.clone()];
+    let mut levels = vec![unified.levels[0].clone()];
     for _ in 0..2 {
-        let mut next = Vec::new();
-        for d in &dirs {
-            for e in h.list_dir(d).unwrap_or_default() {
-                let p = format!("{d}/{e}");
-                if !h.path(&p).is_dir() {
-                    continue;
-                }
-                if h.read(&format!("{p}/cpuset.cpus.partition")).as_deref() == Ok("isolated")
-                    && let Ok(cpus) = h.read_list(&format!("{p}/cpuset.cpus.effective"))
-                {
-                    found.push(format!("{p} ({cpus})"));
-                    isolated = CpuList::from_cpus(
-                        isolated.cpus().iter().chain(cpus.cpus()).copied().collect(),
-                    );
-                }
-                next.push(p);
+        let next: Vec<Level> = (levels.iter())
+            .flat_map(|l| cgroup::child_levels(&h.root, Version::V2, &l.path, &l.dir))
+            .collect();
+        for l in &next {
+            let set = l.cpuset.as_ref();
+            if set.and_then(|c| c.partition.as_deref()) == Some("isolated")
+                && let Some(cpus) = set.and_then(|c| c.effective.as_ref())
+            {
+                found.push(format!("{} ({cpus})", l.dir));
+                isolated = CpuList::from_cpus(
+                    isolated.cpus().iter().chain(cpus.cpus()).copied().collect(),
+                );
             }
         }
-        dirs = next;
+        levels = next;
     }
     if !found.is_empty() && h.measured.intersect(&isolated) == h.measured {
         return finding(

@@ -26,6 +26,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::engine::errno;
 use crate::system::audit::{AuditReport, Effect, Finding, FindingId, Remedy, Severity};
+use crate::system::cgroup::{CgroupError, Cgroups};
 
 /// Where a step stands on this host.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -335,24 +336,20 @@ fn cpuset_partition(f: &Finding, report: &AuditReport, root: &Path) -> Step {
 
 /// The cgroup v2 mount point, where its controllers include cpuset; else why not.
 fn cgroup2_with_cpuset(root: &Path) -> Result<String, String> {
-    let mounts = std::fs::read_to_string(under(root, "/proc/mounts"))
-        .map_err(|e| format!("/proc/mounts: {}", errno::answer(&e)))?;
-    let mnt = mounts
-        .lines()
-        .map(|l| l.split_whitespace().collect::<Vec<_>>())
-        .find(|f| f.get(2) == Some(&"cgroup2"))
-        .and_then(|f| f.get(1).map(|m| m.to_string()))
-        .ok_or("no cgroup2 line in /proc/mounts: cgroup v2 is not mounted")?;
-    let file = format!("{mnt}/cgroup.controllers");
-    let controllers = std::fs::read_to_string(under(root, &file))
-        .map_err(|e| format!("{file}: {}", errno::answer(&e)))?;
-    if !controllers.split_whitespace().any(|c| c == "cpuset") {
+    let cg = Cgroups::read(root, None).map_err(|CgroupError::Read { path, source }| {
+        let path = path.strip_prefix(root).unwrap_or(&path);
+        format!("/{}: {}", path.display(), errno::answer(&source))
+    })?;
+    let unified = (cg.unified())
+        .ok_or("no cgroup2 line in /proc/self/mountinfo: cgroup v2 is not mounted")?;
+    if !unified.has("cpuset") {
         return Err(format!(
-            "{file} reads '{}': no cpuset controller (it is bound to cgroup v1)",
-            controllers.trim()
+            "{}/cgroup.controllers reads '{}': no cpuset controller (it is bound to cgroup v1)",
+            unified.mount,
+            unified.controllers.join(" ")
         ));
     }
-    Ok(mnt)
+    Ok(unified.mount.clone())
 }
 
 /// Drops from `changes` the threads the kernel refuses to move, and returns its
@@ -540,10 +537,12 @@ mod tests {
             let (_, steps) = plan_of(root);
             step(&steps, FindingId::CpusetPartitionNone).class.clone()
         };
-        std::fs::create_dir_all(root.join("proc")).unwrap();
+        std::fs::create_dir_all(root.join("proc/self")).unwrap();
         // The isolation checks start from the command line.
         std::fs::write(root.join("proc/cmdline"), "ro quiet\n").unwrap();
-        std::fs::write(root.join("proc/mounts"), "proc /proc proc rw 0 0\n").unwrap();
+        std::fs::write(root.join("proc/self/cgroup"), "0::/\n").unwrap();
+        let mountinfo = root.join("proc/self/mountinfo");
+        std::fs::write(&mountinfo, "22 1 0:20 / /proc rw - proc proc rw\n").unwrap();
         // Without cgroup v2 the audit has a manual fix only; the step says why not.
         let c = class(root).to_string();
         assert!(c.contains("not applicable: no cgroup2 line"), "{c}");
@@ -551,8 +550,8 @@ mod tests {
         let unified = root.join("sys/fs/cgroup/unified");
         std::fs::create_dir_all(&unified).unwrap();
         std::fs::write(
-            root.join("proc/mounts"),
-            "cgroup2 /sys/fs/cgroup/unified cgroup2 rw 0 0\n",
+            &mountinfo,
+            "41 31 0:38 / /sys/fs/cgroup/unified rw - cgroup2 cgroup2 rw\n",
         )
         .unwrap();
         std::fs::write(unified.join("cgroup.controllers"), "\n").unwrap();
