@@ -408,18 +408,10 @@ fn issue25_watch_page_shows_threads_causes_and_fix_links() {
         "the tick's fix"
     );
     // Two plots per thread (percentiles, histogram), each with its unit.
-    let drawable =
-        plot::result_plots(&[(fixture.clone(), r.clone())]).is_ok() && crate::util::can_draw();
-    if drawable {
-        assert_eq!(html.matches("<figure>").count(), 2 * w.threads.len());
-        assert!(html.contains("watch js-fixture wakeup: latency by percentile ("));
-        assert!(html.contains("watch js-fixture wakeup: histogram ("));
-    } else {
-        skip(
-            WATCH_TEST,
-            "no font to draw plots with: the figure checks are vacuous",
-        );
-    }
+    plot::result_plots(&[(fixture.clone(), r.clone())]).expect("the watch's plots");
+    assert_eq!(html.matches("<figure>").count(), 2 * w.threads.len());
+    assert!(html.contains("watch js-fixture wakeup: latency by percentile ("));
+    assert!(html.contains("watch js-fixture wakeup: histogram ("));
     for cap in html.split("<figcaption>").skip(1) {
         let cap = &cap[..cap.find("</figcaption>").unwrap()];
         let unit = ["(ns)", "(µs)", "(ms)", "(s)", "(%)"];
@@ -544,14 +536,12 @@ fn issue29_the_page_of_a_191_cpu_main_job_is_bounded_and_has_heat_maps() {
     }
     // Plots for the few CPUs that stand out, not seven per CPU.
     let figures = html.matches("<figure>").count();
-    if crate::util::can_draw() {
-        assert!((10..=60).contains(&figures), "{figures} figures");
-        assert!(
-            html.contains("(stands out: the largest gap"),
-            "no standout named"
-        );
-        assert!(html.contains("noise interruption, every CPU: latency by percentile"));
-    }
+    assert!((10..=60).contains(&figures), "{figures} figures");
+    assert!(
+        html.contains("(stands out: the largest gap"),
+        "no standout named"
+    );
+    assert!(html.contains("noise interruption, every CPU: latency by percentile"));
     open_in_chromium(TEST, dir.path(), &page, "main192.png");
 }
 
@@ -632,10 +622,8 @@ fn issue29_the_compare_page_of_64_cpus_is_bounded() {
         html.contains("those of 60 of 64 noise CPUs are left out"),
         "says what it left out"
     );
-    if crate::util::can_draw() {
-        // Three plots (series, percentiles, histogram) for four CPUs.
-        assert_eq!(html.matches("<figure>").count(), 12);
-    }
+    // Three plots (series, percentiles, histogram) for four CPUs.
+    assert_eq!(html.matches("<figure>").count(), 12);
     assert_eq!(
         html.matches("<details>").count(),
         64,

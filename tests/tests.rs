@@ -38,6 +38,7 @@ mod readme;
 mod report;
 mod selftest;
 mod signals;
+mod skips;
 mod syscalls;
 mod timer_cli;
 mod timer_truth;

@@ -49,9 +49,66 @@ pub fn jitterscope(args: &[&str]) -> Output {
         .expect("the binary runs")
 }
 
-/// Prints why a test is skipped; the caller returns.
+/// Prints why a test is skipped; the caller returns. Under `scripts/test`, which names a
+/// directory in `JITTERSCOPE_SKIPS`, it also records the skip there, so that the test
+/// command counts and lists it (a test that returns early is "ok" to cargo): one line
+/// "test<TAB>label<TAB>needs<TAB>reason", the test being the harness's name of this
+/// thread, and needs what [`needs`] finds in the reason.
 pub fn skip(test: &str, why: &str) {
     eprintln!("SKIPPED {test}: {why}");
+    let Some(dir) = std::env::var_os("JITTERSCOPE_SKIPS") else {
+        return;
+    };
+    let thread = std::thread::current();
+    let one_line = |s: &str| s.replace(['\t', '\n'], " ");
+    let record = format!(
+        "{}\t{}\t{}\t{}\n",
+        thread.name().unwrap_or(test),
+        one_line(test),
+        needs(why).join(","),
+        one_line(why)
+    );
+    // One write of one short line to a file opened for appending: whole, whichever test
+    // binaries append at once.
+    use std::io::Write;
+    let file = std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(std::path::Path::new(&dir).join("skips.tsv"));
+    if let Err(e) = file.and_then(|mut f| f.write_all(record.as_bytes())) {
+        panic!("{test}: cannot record the skip in {dir:?}: {e}");
+    }
+}
+
+/// What a host offers that tests skip without, each as `scripts/test-tally` names it and
+/// the words of a skip's reason that say the test needs it. A skip whose every need the
+/// host has fails the suite under CI (docs/guide/testing.md).
+pub const NEEDS: [(&str, &[&str]); 8] = [
+    ("root", &["needs root", "need root", "(root)"]),
+    ("tracefs", &["tracefs"]),
+    ("fifo", &["SCHED_FIFO"]),
+    ("cgroup1-cpu", &["cgroup v1", "real-time runtime"]),
+    (
+        "cpus2",
+        &[
+            "two CPUs",
+            "two usable CPUs",
+            "2 usable CPUs",
+            "one usable CPU",
+        ],
+    ),
+    ("podman", &["podman"]),
+    ("chromium", &["chromium"]),
+    ("promtool", &["prometheus", "promtool"]),
+];
+
+/// The needs a skip's reason names (`NEEDS`); none for a reason about anything else (a
+/// tool the test command installs, a kernel option, a busy host).
+pub fn needs(why: &str) -> Vec<&'static str> {
+    (NEEDS.iter())
+        .filter(|(_, words)| words.iter().any(|w| why.contains(w)))
+        .map(|(need, _)| *need)
+        .collect()
 }
 
 pub fn is_root() -> bool {
@@ -100,15 +157,20 @@ pub fn fifo1_plan(cpus: (usize, usize), duration: Duration) -> RunPlan {
     }
 }
 
-/// The binary run as user 65534 through setpriv, or `None` (with the reason printed)
-/// when this test cannot switch users.
+/// The binary run unprivileged: as user 65534 through setpriv when the suite is root;
+/// as the suite's own user when that is unprivileged already (it may not use SCHED_FIFO);
+/// else `None`, with the reason printed.
 pub fn as_nobody(test: &str) -> Option<Command> {
     if !is_root() {
-        skip(
-            test,
-            "needs root to switch to an unprivileged user with setpriv",
-        );
-        return None;
+        if fifo_available().is_ok() {
+            skip(
+                test,
+                "this user may use SCHED_FIFO (RLIMIT_RTPRIO or CAP_SYS_NICE), so is not \
+                 unprivileged, and only root can switch to one that is",
+            );
+            return None;
+        }
+        return Some(Command::new(bin()));
     }
     if Command::new("setpriv").arg("--version").output().is_err() {
         skip(test, "setpriv (util-linux) is not installed");
@@ -215,13 +277,6 @@ pub fn run_ok(args: &[&str]) -> String {
     String::from_utf8(out.stdout).expect("UTF-8 output")
 }
 
-/// Whether the plotter can draw here (it needs a TrueType font): the frozen fixture's
-/// plots all render.
-pub fn can_draw() -> bool {
-    let plots = jitterscope::report::plot::result_plots(&[(PathBuf::from("f.json"), frozen())]);
-    plots.is_ok_and(|p| p.iter().all(|p| p.svg().is_ok()))
-}
-
 /// Runs `scripts/NAME ARGS` from the package root, holding the measuring lock (a release
 /// build beside a timing test would spoil it): the last line of its stdout (what it made),
 /// or why it failed.
@@ -269,10 +324,15 @@ pub fn selftest_passes(test: &str, mut cmd: impl FnMut() -> Command) -> String {
 
 /// A result from the 16-CPU guest (tests/fixtures/host16/NAME.json.gz), as JSON text.
 pub fn host16(name: &str) -> String {
+    gunzipped(&format!("host16/{name}.json.gz"))
+}
+
+/// A gzipped fixture (tests/fixtures/PATH), as text.
+pub fn gunzipped(path: &str) -> String {
     use std::io::Read;
     let path = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-        .join("tests/fixtures/host16")
-        .join(format!("{name}.json.gz"));
+        .join("tests/fixtures")
+        .join(path);
     let file = std::fs::File::open(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
     let mut text = String::new();
     flate2::read::GzDecoder::new(file)
