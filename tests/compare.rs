@@ -269,3 +269,51 @@ fn short_runs_have_fine_series() {
     }
     assert_eq!(n, 2);
 }
+
+/// Issue 36: `compare` of two main-job results fits its terminal. Under dated 31-character
+/// names (which every row repeated, 56 lines of 109–137 columns at 100) the runs are said
+/// once above the tables, by a letter, and the tables' words are cut with "…" to fit:
+/// at COLUMNS=100 and 80 no line is wider.
+#[test]
+fn issue36_compare_of_two_quick_runs_fits_100_and_80_columns() {
+    let dir = tempfile::tempdir().unwrap();
+    let names = [
+        "20261128-085901-run-quick-host-a",
+        "20261128-085911-run-quick-host-b",
+    ];
+    let paths: Vec<String> = (names.iter().zip(["a", "b"]))
+        .map(|(name, fixture)| {
+            let path = dir.path().join(format!("{name}.json"));
+            std::fs::write(&path, util::gunzipped(&format!("quick/{fixture}.json.gz"))).unwrap();
+            path.display().to_string()
+        })
+        .collect();
+    for width in [100, 80] {
+        let out = std::process::Command::new(util::bin())
+            .args(["compare", &paths[0], &paths[1]])
+            .env("COLUMNS", width.to_string())
+            .output()
+            .unwrap();
+        let text = String::from_utf8_lossy(&out.stdout);
+        assert_eq!(
+            out.status.code(),
+            Some(0),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let wide: Vec<&str> = (text.lines())
+            .filter(|l| l.chars().count() > width)
+            .collect();
+        assert!(wide.is_empty(), "{width}: {} wider: {wide:#?}", wide.len());
+        // Each name once, in the runs above the tables; the rows say A and B.
+        for (name, path) in names.iter().zip(&paths) {
+            assert_eq!(text.matches(name).count(), 1, "{width}: {name}: {text}");
+            assert!(text.lines().any(|l| l.trim_end().ends_with(path.as_str())));
+        }
+        assert!(text.starts_with("Runs (A the baseline):\n  A  "), "{text}");
+        let causes = text
+            .lines()
+            .skip_while(|l| !l.starts_with("noise cpu1: causes"));
+        assert!(causes.clone().any(|l| l.contains('…')), "{width}: {text}");
+    }
+}

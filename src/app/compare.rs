@@ -36,9 +36,14 @@ pub fn run(args: &CompareArgs) -> anyhow::Result<Ending> {
             dup.1
         );
     }
+    // The terminal calls the runs by short names, said once above its tables.
+    let called = match args.format {
+        ReportFormat::Table => compare_view::terminal_labels(&labels),
+        _ => labels.clone(),
+    };
     let runs: Vec<Run<'_>> = loaded
         .iter()
-        .zip(&labels)
+        .zip(&called)
         .map(|((path, r), label)| Run {
             label: label.clone(),
             path: path.clone(),
@@ -54,7 +59,7 @@ pub fn run(args: &CompareArgs) -> anyhow::Result<Ending> {
     let dir = || output_dir(args.format, args.output.as_deref());
     let text = match args.format {
         ReportFormat::Table => (Layout::terminal(args.wide).per_cpu(args.per_cpu))
-            .scoped(|| compare_view::table(&c, &paths)),
+            .scoped(|| compare_view::table(&c, &labels, &paths)),
         ReportFormat::Markdown => compare_view::markdown(&c, &paths),
         ReportFormat::Csv => compare_view::csv(&c),
         ReportFormat::Hdr => export::hdr_log(&relabelled(&loaded, &labels))?,

@@ -359,6 +359,13 @@ const CAUSES_INTRO: &str = "Causes of each traced entry's gaps, from kernel trac
     shows a change of the whole that shares hide. A task is matched by name and policy, its pid left out (pids differ \
     between runs). A cause a run did not see reads -.";
 
+/// The cause tables' columns in the terminal: the cause is text, cut with "…" to fit.
+fn cause_cols() -> Vec<Col> {
+    (CAUSE_COLUMNS.iter().enumerate())
+        .map(|(i, h)| if i == 0 { core(*h).text() } else { core(*h) })
+        .collect()
+}
+
 /// A grid's title: the entry (the units are in the column headers).
 fn cause_title(g: &CauseGrid) -> String {
     format!("{} {}: causes", g.probe, g.key)
@@ -447,7 +454,7 @@ fn causes_table(c: &Comparison, line: &dyn Fn(&str, &str) -> String) -> String {
         if cells.is_empty() {
             continue;
         }
-        let spec: Vec<Col> = CAUSE_COLUMNS.iter().map(|h| core(*h)).collect();
+        let spec = cause_cols();
         let mut t = Tab::new(&spec);
         for r in cells {
             t.row(r);
@@ -544,11 +551,7 @@ fn merged_causes(
             ));
         }
     }
-    let spec: Vec<Col> = CAUSE_COLUMNS
-        .iter()
-        .enumerate()
-        .map(|(i, h)| if i == 0 { core(*h).text() } else { core(*h) })
-        .collect();
+    let spec = cause_cols();
     let mut t = Tab::new(&spec);
     let shown = crate::report::cause_names::shown_causes(&rows, |m| m.kind, TERMINAL_CAUSES);
     let count = shown.len();
@@ -711,6 +714,40 @@ fn causes_section(c: &Comparison) -> Option<html::Section> {
     })
 }
 
+/// The longest run name the terminal's tables print in their run column: a longer one
+/// (a dated file stem is 31 characters) would repeat across every row, so every run is
+/// then called by a letter, said once above the tables.
+const SHORT_LABEL: usize = 12;
+
+/// The names the terminal's tables call the runs: the labels when each fits
+/// [`SHORT_LABEL`], else A, B, … Z, then R27, R28 ….
+pub fn terminal_labels(labels: &[String]) -> Vec<String> {
+    if labels.iter().all(|l| l.chars().count() <= SHORT_LABEL) {
+        return labels.to_vec();
+    }
+    (0..labels.len())
+        .map(|i| match u8::try_from(i).ok().filter(|&i| i < 26) {
+            Some(i) => char::from(b'A' + i).to_string(),
+            None => format!("R{}", i + 1),
+        })
+        .collect()
+}
+
+/// The runs, said once above the terminal's tables, a line each: the name the tables
+/// use, the run's own label when that differs and is not its file's stem, and its file.
+fn runs_said(c: &Comparison, names: &[String], paths: &[String]) -> String {
+    let mut out = format!("Runs ({} the baseline):\n", c.labels[0]);
+    for ((short, name), path) in c.labels.iter().zip(names).zip(paths) {
+        let stem = std::path::Path::new(path).file_stem();
+        let named = match short == name || stem.is_some_and(|s| s.to_string_lossy() == **name) {
+            true => String::new(),
+            false => format!("{name}: "),
+        };
+        let _ = writeln!(out, "  {short}  {named}{path}");
+    }
+    out
+}
+
 fn runs_line(c: &Comparison, paths: &[String]) -> String {
     let named: Vec<String> = c
         .labels
@@ -721,13 +758,15 @@ fn runs_line(c: &Comparison, paths: &[String]) -> String {
     format!("Baseline {}; runs: {}", c.labels[0], named.join(", "))
 }
 
-/// The terminal tables, one per probe kind, fitted to the layout's width: the wide-only
-/// columns left out and every line of text wrapped unless `--wide`.
-pub fn table(c: &Comparison, paths: &[String]) -> String {
+/// The terminal tables, one per probe kind, fitted to the layout's width: the runs said
+/// once above them (`c`'s labels are the short names of [`terminal_labels`], `names` the
+/// runs' own), the wide-only columns left out and every line of text wrapped unless
+/// `--wide`.
+pub fn table(c: &Comparison, names: &[String], paths: &[String]) -> String {
     reset_hidden();
     let width = Layout::current().wrap_width();
     let line = |text: &str, indent: &str| format!("{}\n", wrap(text, width, indent));
-    let mut out = line(&runs_line(c, paths), "  ");
+    let mut out = runs_said(c, names, paths);
     for d in &c.differences {
         out.push_str(&line(&format!("note: {d}"), "  "));
     }
@@ -743,9 +782,12 @@ pub fn table(c: &Comparison, paths: &[String]) -> String {
             Unit::Us => 5,
             Unit::Ns => 8,
         };
+        // The metric and the verdict are words, cut with "…" where the figures leave no
+        // room (each verdict is said whole in its basis below the tables).
         let spec: Vec<Col> = (cols.into_iter().enumerate())
             .map(|(i, c)| match (c.core, i) {
                 (true, 0) => core(c.name).text_tail(),
+                (true, 1 | 3) => core(c.name).text(),
                 (true, i) if i == spare => core(c.name).spare(),
                 (true, _) => core(c.name),
                 (false, _) => wide(c.name),
