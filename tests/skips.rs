@@ -52,7 +52,13 @@ fn issue36_a_skip_reason_names_its_needs() {
             &["cpus2"],
         ),
         ("no chromium on PATH: the page is not opened", &["chromium"]),
-        ("gnuplot is not on PATH: plots.gp was not run", &[]),
+        ("gnuplot is not on PATH: plots.gp was not run", &["tool"]),
+        (
+            "tuned is not installed (needs root and apt)",
+            &["root", "tool"],
+        ),
+        ("tune runs as root only", &["root"]),
+        ("this host has no /dev/ptp*", &[]),
     ] {
         assert_eq!(needs(why), want, "{why}");
     }
