@@ -208,7 +208,7 @@ fn a_run_against_itself_is_the_same_everywhere() {
     let stdout = String::from_utf8_lossy(&out.stdout);
     assert_eq!(out.status.code(), Some(0));
     // Under the runs, said a line each.
-    let note = (stdout.lines().skip_while(|l| !l.starts_with("note: "))).next();
+    let note = stdout.lines().find(|l| l.starts_with("note: "));
     assert!(
         note.is_some_and(|n| n.contains("host differs") && n.contains("elsewhere")),
         "{stdout}"
