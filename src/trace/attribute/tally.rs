@@ -353,6 +353,8 @@ impl Tally {
             events_read: 0,
             events_lost: 0,
             trace_cost,
+
+            reader_budget: None,
         }
     }
 
