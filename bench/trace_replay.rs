@@ -8,15 +8,18 @@
 //!   one) for S s (5) under a trace of it, as `noise -a N --trace` runs it; saves every
 //!   raw page `trace_pipe_raw` handed over, the loop's gaps, and the event formats.
 //! `replay FILE [--cpus 1,16,64,192] [--rates R,...|host|host16] [--seconds S]
-//!   [--readers 1|auto] [--pin 0,1] [--host16 FIXTURE]`: for each CPU count and rate,
-//!   every CPU replays the recording re-timed to that rate (its records written into new
-//!   pages, its gaps scaled alike). Time is simulated: each reader's pass comes after it
-//!   slept the real `PASS` and worked for the CPU time its pass took, as the real loop
-//!   does, so a reader too slow for its CPUs falls behind; each CPU's buffer holds what
-//!   the kernel's does (`BUFFER_KIB`), and the pages it cannot hold are lost as the
-//!   kernel loses them (the next page says how many). `host` is the recording's own rate,
-//!   `host*K` K times it, `host16` the 16-CPU host's (its fixture's `events_read` per CPU
-//!   over its run).
+//!   [--readers 1|auto] [--pin 0,1] [--host16 FIXTURE] [--fixed yes] [--dump FILE]`: for
+//!   each CPU count and rate, every CPU replays the recording re-timed to that rate (its
+//!   records written into new pages, its gaps scaled alike). Time is simulated: each
+//!   reader's pass comes after it worked for the CPU time its last pass took and paused
+//!   for the rest of a `PASS` (`tracing::pause_after`), as the real loop does, so a
+//!   reader too slow for its CPUs falls behind; each CPU's buffer holds what the kernel's
+//!   does (`BUFFER_KIB`), and the pages it cannot hold are lost as the kernel loses them
+//!   (the next page says how many). `host` is the recording's own rate, `host*K` K times
+//!   it, `gaps=N` N gaps a second (the events re-timed alike), `host16` the 16-CPU
+//!   host's (its fixture's `events_read` per CPU over its run). `--fixed yes` ignores the readers' work on the simulated clock, so
+//!   that each run reads alike; `--dump FILE` then writes every CPU's attribution, to
+//!   diff two builds'.
 //!
 //! Prints per run: events and gaps a second offered, each reader's load (CPU time over
 //! the time simulated), the events a second one core keeps up with (events over reader
@@ -307,6 +310,10 @@ struct Plan<'a> {
     base: u64,
     /// Pages a CPU's buffer holds.
     buffer_pages: usize,
+    /// Each CPU's share of the readers' memory, as `noise --trace` gives it.
+    budget: jitterscope::trace::stream::Budget,
+    /// The simulated clock ignores the readers' work (a run that reads the same each time).
+    fixed: bool,
 }
 
 impl Plan<'_> {
@@ -397,11 +404,15 @@ fn read_share(
         src.page_size,
         src.layout,
         &src.formats,
-        tracing::STREAM_EVENTS,
+        plan.budget.window_events,
     );
     let ls = lanes
         .clone()
-        .map(|i| Lane::noise(i, Throttle::default()))
+        .map(|i| {
+            let mut l = Lane::noise(i, Throttle::default());
+            l.bound_pending(plan.budget.pending_gaps);
+            l
+        })
         .collect();
     let mut reader = Reader::new(follower, ls);
     let rings: Vec<GapRing> = (0..n).map(|_| GapRing::new(tracing::STREAM_GAPS)).collect();
@@ -421,7 +432,6 @@ fn read_share(
         .collect();
     let scale = src.scale;
     let end = plan.base + scale.to_ticks((plan.seconds * 1e9) as u64);
-    let pass = scale.to_ticks(20_000_000);
     let mut now = plan.base;
     let mut f = ReaderFigures::default();
     loop {
@@ -451,8 +461,11 @@ fn read_share(
             f.elapsed_ns = scale.to_ns(now - plan.base) + busy;
             break;
         }
-        // The real reader sleeps a pass after working.
-        now += pass + scale.to_ticks(busy);
+        // The real reader pauses for the rest of a pass after working; with `--fixed`
+        // as if its work took no time, so that every run reads the same (`--dump`).
+        let took = if plan.fixed { 0 } else { busy };
+        let pause = tracing::pause_after(Duration::from_nanos(took)).as_nanos() as u64;
+        now += scale.to_ticks(took + pause);
     }
     f.events = reader.follower.windows.iter().map(|w| w.read).sum();
     f.gaps = reader.lanes.iter().map(|l| l.offered).sum();
@@ -519,6 +532,13 @@ fn replay(file: &Path, flag: &dyn Fn(&str) -> Option<String>) -> Result<(), Stri
         .filter_map(|c| c.parse().ok())
         .collect();
     let readers = flag("--readers").unwrap_or("1".into());
+    let opts = Opts {
+        fixed: flag("--fixed").is_some_and(|f| f == "yes"),
+        dump: flag("--dump").map(Into::into),
+    };
+    if let Some(d) = &opts.dump {
+        std::fs::write(d, "").map_err(|e| format!("{}: {e}", d.display()))?;
+    }
     let recorded_gaps =
         src.gaps.len() as f64 / (src.scale.to_ns(src.span.1 - src.span.0) as f64 / 1e9);
     println!(
@@ -536,10 +556,16 @@ fn replay(file: &Path, flag: &dyn Fn(&str) -> Option<String>) -> Result<(), Stri
             "host16" => ("16-CPU host", host16_rate(Path::new(&fixture))?),
             x => match x.strip_prefix("host*").map(str::parse::<f64>) {
                 Some(Ok(k)) => ("given", k * src.rate),
+                // So many gaps a second, the events re-timed alike.
+                _ if x.starts_with("gaps=") => {
+                    let g: f64 = x[5..].parse().map_err(|_| format!("--rates {x}"))?;
+                    ("given", g * src.rate / recorded_gaps)
+                }
                 _ => (
                     "given",
-                    x.parse::<f64>()
-                        .map_err(|_| format!("--rates {x}: a number, host, host*K or host16"))?,
+                    x.parse::<f64>().map_err(|_| {
+                        format!("--rates {x}: a number, host, host*K, gaps=N or host16")
+                    })?,
                 ),
             },
         });
@@ -577,10 +603,26 @@ fn replay(file: &Path, flag: &dyn Fn(&str) -> Option<String>) -> Result<(), Stri
                         .collect()
                 }
             };
-            run_one(&src, n, (what, rate), seconds, &groups, &pins);
+            run_one(&src, n, (what, rate), seconds, &groups, &pins, &opts);
         }
     }
     Ok(())
+}
+
+/// Appends each CPU's attribution, whole but for the reader's budget, to `file`: what
+/// two builds must attribute alike (`--fixed yes`).
+fn dump(file: &Path, run: &str, outs: Vec<LaneOut>, scale: Scale) {
+    use std::io::Write;
+    let mut f = std::fs::OpenOptions::new()
+        .append(true)
+        .open(file)
+        .expect("the dump");
+    for o in outs {
+        let mut a = o.attribution(scale, 0);
+        a.reader_budget = None;
+        let line = serde_json::to_string(&a).expect("json");
+        writeln!(f, "{run}: {line}").expect("the dump");
+    }
 }
 
 /// Gives the allocator's free memory back, so that the process's anonymous memory is
@@ -592,6 +634,12 @@ fn trim() {
     }
 }
 
+/// How a replay runs: `--fixed` and `--dump FILE`.
+struct Opts {
+    fixed: bool,
+    dump: Option<std::path::PathBuf>,
+}
+
 fn run_one(
     src: &Source,
     n: usize,
@@ -599,6 +647,7 @@ fn run_one(
     seconds: f64,
     groups: &[std::ops::Range<usize>],
     pins: &[usize],
+    opts: &Opts,
 ) {
     trim();
     let before = private_kib();
@@ -608,6 +657,8 @@ fn run_one(
         seconds,
         base: 1 << 40,
         buffer_pages: (tracing::BUFFER_KIB as usize * 1024) / src.page_size,
+        budget: tracing::budget(n),
+        fixed: opts.fixed,
     };
     let scale = src.scale;
     let coincidence = Mutex::new(Coincidence::new(
@@ -647,7 +698,9 @@ fn run_one(
     for (l, o) in lost_per_cpu.iter_mut().zip(&outs) {
         *l += o.lost;
     }
-    let unattributed: u64 = outs.iter().map(|o| o.lane.in_lost_spans + o.dropped).sum();
+    let unattributed: u64 = (outs.iter())
+        .map(|o| o.lane.in_lost_spans + o.lane.shed + o.dropped)
+        .sum();
     let coincident = coincidence
         .into_inner()
         .map(|c| c.finish().per_lane)
@@ -695,6 +748,10 @@ fn run_one(
         );
     }
     let attributed: u64 = outs.iter().map(|o| o.lane.attributed()).sum();
+    if let Some(d) = &opts.dump {
+        dump(d, &format!("{n} CPUs at {rate:.0}"), outs, scale);
+        return;
+    }
     let c: u64 = coincident.iter().sum();
     let rings = n * tracing::STREAM_GAPS * 16 / 1024;
     println!(

@@ -5,7 +5,7 @@
 # (`app::tracing::read_pass`, what `noise --trace` runs) for 1, 16, 64 and 192 CPUs, at
 # this host's event rate and at the 16-CPU host's (from its traced fixture), with one
 # reader on one core; then 192 CPUs with the reading spread as `noise --trace` spreads
-# it (one reader per 64 CPUs, one per housekeeping CPU); then an overload, to show what a
+# it (one reader per housekeeping CPU); then an overload, to show what a
 # reader that cannot keep up says (events lost per CPU, gaps left unattributed).
 #   bench/trace_replay.sh [RECORD_SECONDS] [REPLAY_SECONDS]     (defaults 5, 10)
 set -euo pipefail

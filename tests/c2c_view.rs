@@ -186,6 +186,49 @@ fn grown_c2c(json: &str, n: usize) -> ResultFile {
     r
 }
 
+/// Issue 35: the HTML page of a 192-CPU c2c result is at most 3 MB (it was 3.41 MB, 3.3
+/// MB of it the heat map, a rectangle element per cell), its heat map drawn as paths of
+/// merged runs, a row for every CPU.
+#[test]
+fn issue35_the_html_page_of_192_cpus_is_at_most_3_mb() {
+    use jitterscope::report::{html, result_page};
+    let r = grown_c2c(&host16("c2c-16cpu"), 192);
+    let page = result_page::result_page(&[("c2c.json".into(), r)]).unwrap();
+    let page = html::render(&page);
+    assert!(page.len() <= 3_000_000, "{} bytes", page.len());
+    // Every cell of the 192 × 192 matrix drawn once, following each path's pen.
+    let at = page
+        .find("scale(12 12)")
+        .expect("the heat map's cells as paths");
+    let (mut cells, mut rows) = (0, std::collections::BTreeSet::new());
+    for path in page[at..].split("<path").skip(1) {
+        let d = path
+            .split("d=\"M0 0")
+            .nth(1)
+            .unwrap()
+            .split('"')
+            .next()
+            .unwrap();
+        let (mut x, mut y) = (0i64, 0i64);
+        for run in d.split('m').skip(1) {
+            let (dxy, len) = run.split_once('h').unwrap();
+            let (dx, dy) = dxy.split_once(' ').unwrap();
+            (x, y) = (
+                x + dx.parse::<i64>().unwrap(),
+                y + dy.parse::<i64>().unwrap(),
+            );
+            let len: i64 = len.parse().unwrap();
+            assert!(x >= 0 && x + len <= 192 && (0..192).contains(&y), "{x} {y}");
+            (cells, x) = (cells + len, x + len);
+            rows.insert(y);
+        }
+        if path.contains("</g>") {
+            break;
+        }
+    }
+    assert_eq!((cells, rows.len()), (192 * 192, 192));
+}
+
 /// Each pair's median one-way latency in `r`, by (cpu_a, cpu_b).
 fn medians_of(r: &ResultFile) -> BTreeMap<(usize, usize), f64> {
     (r.entries::<C2cEntry>())

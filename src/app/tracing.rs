@@ -16,13 +16,13 @@ use crate::engine::clock::Scale;
 use crate::engine::run::{RunError, RunPlan};
 use crate::engine::sched;
 use crate::probes::noise::{self, NoiseConfig, NoiseEntry, NoiseRun};
-use crate::stats::causes::Attribution;
+use crate::stats::causes::{Attribution, ReaderBudget};
 use crate::stats::coincidence::Coincidence;
 use crate::stats::events::GapRing;
 use crate::trace::attribute::{self, Context, Gap, Throttle};
 use crate::trace::reader::{Collected, Follower};
 use crate::trace::session::{TraceError, TraceSession};
-use crate::trace::stream::{Lane, Reader};
+use crate::trace::stream::{self, Budget, Lane, Reader};
 use crate::trace::symbols::Symbols;
 
 use super::pipeline::Ctx;
@@ -131,17 +131,27 @@ pub const STREAM_GAPS: usize = 4_096;
 /// a quarter of a 2 s run's gaps over a loss. Past it the oldest are pushed out, and
 /// gaps over them counted unattributed.
 pub const STREAM_EVENTS: usize = 65_536;
-/// How often a reader drains the trace and the gap queues.
+
+/// Each measured CPU's share of the readers' memory budget (`stream::BUDGET_BYTES`):
+/// its window at most [`STREAM_EVENTS`], fewer on a host of many CPUs, once the gap
+/// queues are counted.
+pub fn budget(cpus: usize) -> Budget {
+    let queue = STREAM_GAPS * std::mem::size_of::<crate::stats::events::Event>();
+    Budget::for_cpus(cpus, queue, STREAM_EVENTS)
+}
+/// How often a reader drains the trace and the gap queues, at most.
 const PASS: std::time::Duration = std::time::Duration::from_millis(20);
 /// How long after a gap's end it is attributed: by then every event inside it has been
 /// written to the trace and read.
 pub const SETTLE: std::time::Duration = std::time::Duration::from_millis(50);
-/// Measured CPUs one reader follows before the reading is spread over another
-/// housekeeping CPU. bench/trace_replay.sh measured one core following 192 CPUs at the
-/// rates seen here and on the 16-CPU host at an eighth of its time, so this is a margin
-/// for busier hosts (a reader's load grows with events and gaps a second), not a need
-/// seen there.
-pub const CPUS_PER_READER: usize = 64;
+
+/// How long a reader pauses after a pass that took `busy`: the rest of [`PASS`]. A reader
+/// is told how far behind it is by its own pass's length: as the host's rate grows it
+/// reads as often, and once a pass takes a whole `PASS` it reads again at once, rather
+/// than fall a pause further behind each pass (issue 35).
+pub fn pause_after(busy: std::time::Duration) -> std::time::Duration {
+    PASS.saturating_sub(busy)
+}
 
 /// What the readers attributed: each measured CPU's lane, in the rings' order, with what
 /// its trace read and lost, and its coincident gaps when they were counted.
@@ -158,6 +168,8 @@ pub struct LaneOut {
     /// Gaps the CPU's queue dropped (the reader was a whole queue behind).
     pub dropped: u64,
     pub coincident: Option<u64>,
+    /// What its window and lane could hold.
+    pub budget: ReaderBudget,
 }
 
 impl LaneOut {
@@ -167,6 +179,7 @@ impl LaneOut {
         a.events_read = self.read;
         a.events_lost = self.lost;
         a.unattributed_gaps += self.dropped;
+        a.reader_budget = Some(self.budget);
         if let Some(n) = self.coincident {
             a.coincident_gaps = n;
             a.coincidence_window_ns = COINCIDENCE_NS;
@@ -258,9 +271,12 @@ pub fn stream_timer<T>(
 }
 
 /// The measured CPUs' lanes split among readers: contiguous groups, one reader per
-/// [`CPUS_PER_READER`] CPUs, at most one per housekeeping CPU (one when there is none).
+/// housekeeping CPU (one when there is none), at most one per measured CPU. Each reader's
+/// load follows the host's rate (events and gaps a second), which no count of CPUs a
+/// reader foresees: spread over every housekeeping CPU, a busier host is read at the
+/// same lag (issue 35: 192 CPUs at 20 000 gaps a second each loaded two readers 71-75 %).
 pub fn reader_groups(cpus: usize, housekeeping: usize) -> Vec<std::ops::Range<usize>> {
-    let readers = cpus.div_ceil(CPUS_PER_READER).clamp(1, housekeeping.max(1));
+    let readers = housekeeping.clamp(1, cpus.max(1));
     let per = cpus.div_ceil(readers).max(1);
     (0..cpus)
         .step_by(per)
@@ -280,6 +296,10 @@ fn follow<T>(
     measure: impl FnOnce() -> T,
 ) -> (T, Option<Streamed>) {
     let n = lanes.len();
+    let budget = budget(n);
+    for l in &mut lanes {
+        l.bound_pending(budget.pending_gaps);
+    }
     let housekeeping = ctx.cpus.housekeeping.cpus().to_vec();
     let groups = reader_groups(n, housekeeping.len());
     let coincidence = coincide.then(|| {
@@ -310,6 +330,7 @@ fn follow<T>(
                         coincidence,
                         scale,
                         done,
+                        window: budget.window_events,
                     };
                     watch.run(lanes)
                 })
@@ -367,6 +388,8 @@ struct Watch<'a> {
     coincidence: Option<&'a Mutex<Coincidence>>,
     scale: Scale,
     done: &'a AtomicBool,
+    /// Events each CPU's window holds at most.
+    window: usize,
 }
 
 impl Watch<'_> {
@@ -377,11 +400,12 @@ impl Watch<'_> {
             path: self.session.pipe(cpus.first().copied().unwrap_or(0)),
             source,
         };
-        let follower = Follower::open_cpus(self.session, &cpus, STREAM_EVENTS)?;
+        let follower = Follower::open_cpus(self.session, &cpus, self.window)?;
         let mut reader = Reader::new(follower, lanes);
         loop {
             // Recording stops before `done` is set: what is read after it is all there is.
             let last = self.done.load(Ordering::Acquire);
+            let began = std::time::Instant::now();
             let now = crate::engine::clock::now();
             let (rings, first, scale) = (self.rings, self.first, self.scale);
             read_pass(
@@ -397,7 +421,7 @@ impl Watch<'_> {
             if last {
                 break;
             }
-            std::thread::sleep(PASS);
+            std::thread::sleep(pause_after(began.elapsed()));
         }
         Ok(lane_outs(reader, self.rings))
     }
@@ -411,6 +435,11 @@ pub fn lane_outs<R>(reader: Reader<R>, rings: &[GapRing]) -> Vec<LaneOut> {
     } = reader;
     (lanes.into_iter().zip(&follower.windows).zip(rings))
         .map(|((lane, w), ring)| LaneOut {
+            budget: ReaderBudget {
+                total_bytes: stream::BUDGET_BYTES as u64,
+                window_events: w.cap() as u64,
+                pending_gaps: lane.max_pending() as u64,
+            },
             lane,
             read: w.read,
             lost: w.evicted,
@@ -490,8 +519,10 @@ fn lost_note(per_cpu: &[LaneOut]) -> Option<String> {
 /// One line saying on which CPUs the reader fell a whole gap queue behind, and how many
 /// gaps it dropped there (counted unattributed); `None` when it kept up.
 fn dropped_note(per_cpu: &[LaneOut]) -> Option<String> {
-    let behind: Vec<&LaneOut> = per_cpu.iter().filter(|l| l.dropped > 0).collect();
-    let each = each_cpu(&behind, |l| count(l.dropped, "gap"))?;
+    let behind: Vec<&LaneOut> = (per_cpu.iter())
+        .filter(|l| l.dropped + l.lane.shed > 0)
+        .collect();
+    let each = each_cpu(&behind, |l| count(l.dropped + l.lane.shed, "gap"))?;
     Some(format!(
         "the trace reader fell a whole queue of gaps behind, held off its CPU ({each}): \
          those gaps are counted unattributed"
@@ -548,6 +579,11 @@ mod tests {
             lost,
             dropped,
             coincident: None,
+            budget: ReaderBudget {
+                total_bytes: 0,
+                window_events: 0,
+                pending_gaps: 0,
+            },
         }
     }
 

@@ -858,6 +858,8 @@ mod tests {
             events_read: 10,
             events_lost: 2,
             trace_cost: None,
+
+            reader_budget: None,
         }
     }
 

@@ -112,11 +112,16 @@ const FONT: &str = "sans-serif";
 impl Plot {
     pub fn svg(&self) -> Result<String, PlotError> {
         ensure_font()?;
-        let mut s = String::new();
+        let (mut s, mut cells) = (String::new(), None);
         {
             let root = SVGBackend::with_string(&mut s, self.size()).into_drawing_area();
-            self.draw(&root).map_err(|r| self.draw_error(r))?;
+            self.draw(&root, Some(&mut cells))
+                .map_err(|r| self.draw_error(r))?;
             root.present().map_err(|e| self.draw_error(e.to_string()))?;
+        }
+        // A heat map's unlabelled cells, drawn last: nothing is drawn over them.
+        if let (Some(cells), Some(end)) = (cells, s.rfind("</svg>")) {
+            s.insert_str(end, &cells);
         }
         Ok(s)
     }
@@ -127,7 +132,7 @@ impl Plot {
         let mut rgb = vec![0u8; w as usize * h as usize * 3];
         {
             let root = BitMapBackend::with_buffer(&mut rgb, (w, h)).into_drawing_area();
-            self.draw(&root).map_err(|r| self.draw_error(r))?;
+            self.draw(&root, None).map_err(|r| self.draw_error(r))?;
             root.present().map_err(|e| self.draw_error(e.to_string()))?;
         }
         encode_png(&rgb, (w, h)).map_err(|r| self.draw_error(r))
@@ -164,7 +169,13 @@ impl Plot {
         }
     }
 
-    fn draw<DB: DrawingBackend>(&self, root: &DrawingArea<DB, Shift>) -> Result<(), String> {
+    /// Draws the plot; a heat map's unlabelled cells go to `svg_cells` instead, when
+    /// given, as SVG paths (`heat_paths`).
+    fn draw<DB: DrawingBackend>(
+        &self,
+        root: &DrawingArea<DB, Shift>,
+        svg_cells: Option<&mut Option<String>>,
+    ) -> Result<(), String> {
         root.fill(&WHITE).map_err(de)?;
         let area = root.titled(&self.title, (FONT, 17)).map_err(de)?;
         match &self.chart {
@@ -179,7 +190,7 @@ impl Plot {
                 marks,
                 y_desc,
             } => draw_series(&area, lines, marks, y_desc),
-            Chart::Heatmap(m) => draw_heatmap(&area, m),
+            Chart::Heatmap(m) => draw_heatmap(&area, m, svg_cells),
             Chart::Shares(segments) => draw_shares(&area, segments),
         }
     }
@@ -849,21 +860,37 @@ fn heat_origin<DB: DrawingBackend>(area: &Area<DB>, side: i32) -> (i32, i32) {
     (((width - side) / 2).max(80), 10)
 }
 
-/// The matrix drawn in pixels (a chart's automatic ticks would fall between CPUs).
-fn draw_heatmap<DB: DrawingBackend>(area: &Area<DB>, m: &Heatmap) -> Result<(), String> {
+/// The matrix drawn in pixels (a chart's automatic ticks would fall between CPUs). When
+/// its cells are too small for a label and `svg_cells` is given, they are left to it as
+/// paths: a rectangle element per cell took 3.3 MB at 192 CPUs (issue 35).
+fn draw_heatmap<DB: DrawingBackend>(
+    area: &Area<DB>,
+    m: &Heatmap,
+    svg_cells: Option<&mut Option<String>>,
+) -> Result<(), String> {
     let (n, px) = (m.cpus.len(), cell_px(m.cpus.len()) as i32);
     let (ox, oy) = heat_origin(area, n as i32 * px);
     let values = m.cells.iter().flatten().copied();
     let (lo, hi) = values.fold((f64::INFINITY, 0.0f64), |(a, b), v| (a.min(v), b.max(v)));
     let t = |v: f64| if hi > lo { (v - lo) / (hi - lo) } else { 0.0 };
+    let fill = |v: &Option<f64>| v.map_or(UNMEASURED, |v| heat_colour(t(v)));
+    if let Some(out) = svg_cells.filter(|_| px < LABELLED_PX) {
+        let (bx, by) = area.get_base_pixel();
+        *out = Some(heat_paths(
+            n,
+            px,
+            (bx + ox, by + oy),
+            m.cells.iter().map(fill),
+        ));
+        return draw_cpu_labels(area, m, px);
+    }
     for (k, v) in m.cells.iter().enumerate() {
         let (x, y) = (ox + (k % n) as i32 * px, oy + (k / n) as i32 * px);
-        let fill = v.map_or(RGBColor(235, 235, 235), |v| heat_colour(t(v)));
-        let cell = Rectangle::new([(x, y), (x + px, y + px)], fill.filled());
+        let cell = Rectangle::new([(x, y), (x + px, y + px)], fill(v).filled());
         area.draw(&cell).map_err(de)?;
         match v {
             // Whole ns: sub-ns digits are below what the probe resolves.
-            Some(v) if px >= 24 => {
+            Some(v) if px >= LABELLED_PX => {
                 let ink = if t(*v) > 0.55 { &WHITE } else { &BLACK };
                 let text = format!("{v:.0}");
                 let at = (x + px / 2, y + px / 2);
@@ -913,8 +940,65 @@ fn centred<'a>(
     Text::new(text, at, style)
 }
 
-/// The colour of a cell whose value lies at `t` (0 fastest … 1 slowest) of the range.
+/// Cells of at least this many pixels carry their value.
+const LABELLED_PX: i32 = 24;
+/// A pair not measured.
+const UNMEASURED: RGBColor = RGBColor(235, 235, 235);
+/// Colour steps between the fastest and the slowest cell: finer than the eye tells
+/// apart on this ramp, and few enough that neighbouring cells share one (a run).
+const HEAT_LEVELS: f64 = 63.0;
+
+/// Per colour, its path's data and where its pen is (column, row).
+type Pens = std::collections::BTreeMap<(u8, u8, u8), (String, (usize, usize))>;
+
+/// An `n` × `n` matrix of `px`-pixel cells at `origin`, row by row, as one `<path>` per
+/// colour: each row's runs of one colour one horizontal stroke on a grid of one unit a
+/// cell that a transform scales to pixels (as `time_heatmap` draws the main job's map),
+/// each run placed relative to the end of the last. A few bytes a run, where a
+/// rectangle element takes ninety.
+fn heat_paths(
+    n: usize,
+    px: i32,
+    (x0, y0): (i32, i32),
+    fills: impl Iterator<Item = RGBColor>,
+) -> String {
+    use std::fmt::Write as _;
+    let fills: Vec<RGBColor> = fills.collect();
+    let mut paths: Pens = Default::default();
+    for (r, row) in fills.chunks(n.max(1)).enumerate() {
+        let mut start = 0;
+        while start < row.len() {
+            let fill = row[start];
+            let end = (start..row.len())
+                .find(|&c| row[c] != fill)
+                .unwrap_or(row.len());
+            let RGBColor(red, green, blue) = fill;
+            let (d, pen) = paths.entry((red, green, blue)).or_default();
+            let (dx, dy) = (start as i64 - pen.0 as i64, r as i64 - pen.1 as i64);
+            let _ = write!(d, "m{dx} {dy}h{}", end - start);
+            *pen = (end, r);
+            start = end;
+        }
+    }
+    let mut svg = format!(
+        "<g transform=\"translate({x0} {}) scale({px} {px})\" stroke-width=\"1\" \
+         fill=\"none\" shape-rendering=\"crispEdges\">\n",
+        f64::from(y0) + f64::from(px) / 2.0
+    );
+    for ((r, g, b), (d, _)) in paths {
+        let _ = writeln!(
+            svg,
+            "<path stroke=\"#{r:02x}{g:02x}{b:02x}\" d=\"M0 0{d}\"/>"
+        );
+    }
+    svg.push_str("</g>\n");
+    svg
+}
+
+/// The colour of a cell whose value lies at `t` (0 fastest … 1 slowest) of the range, in
+/// [`HEAT_LEVELS`] steps.
 fn heat_colour(t: f64) -> RGBColor {
+    let t = (t * HEAT_LEVELS).round() / HEAT_LEVELS;
     let mix = |a: u8, b: u8| (f64::from(a) + (f64::from(b) - f64::from(a)) * t).round() as u8;
     RGBColor(mix(255, 180), mix(245, 30), mix(200, 30))
 }
@@ -1158,6 +1242,25 @@ pub fn write_all(plots: &[Plot], dir: &Path, format: Format) -> anyhow::Result<V
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Issue 35: a heat map's cells are a path per colour, each row's runs of one colour
+    /// one stroke, each placed from the end of the last.
+    #[test]
+    fn issue35_heat_cells_are_a_path_per_colour_with_runs_merged() {
+        let (a, b) = (RGBColor(1, 2, 3), RGBColor(4, 5, 6));
+        let cells = [a, a, b, b, b, b, a, b, a];
+        let svg = heat_paths(3, 10, (100, 50), cells.into_iter());
+        assert_eq!(svg.matches("<path").count(), 2, "{svg}");
+        assert!(
+            svg.contains("#010203\" d=\"M0 0m0 0h2m-2 2h1m1 0h1\""),
+            "{svg}"
+        );
+        assert!(
+            svg.contains("#040506\" d=\"M0 0m2 0h1m-3 1h3m-2 1h1\""),
+            "{svg}"
+        );
+        assert!(svg.contains("translate(100 55) scale(10 10)"), "{svg}");
+    }
 
     #[test]
     fn percentile_labels_read_as_percentiles() {

@@ -138,6 +138,22 @@ pub struct Attribution {
     /// the same gap untraced.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub trace_cost: Option<TraceCost>,
+    /// What the streaming reader could hold for this CPU (issue 35); absent from a
+    /// batch attribution and from files written before the reader was bounded.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reader_budget: Option<ReaderBudget>,
+}
+
+/// The memory bound a streaming reader worked under: past it the oldest events and
+/// waiting gaps were dropped (counted in `events_lost` and `unattributed_gaps`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ReaderBudget {
+    /// All the run's readers' windows and queues, bytes.
+    pub total_bytes: u64,
+    /// This CPU's share: the events its window held at most, and the gaps waiting to
+    /// settle.
+    pub window_events: u64,
+    pub pending_gaps: u64,
 }
 
 #[cfg(test)]
@@ -184,6 +200,7 @@ impl Attribution {
             events_read: 0,
             events_lost: 0,
             trace_cost: None,
+            reader_budget: None,
         }
     }
 }

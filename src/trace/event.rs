@@ -343,10 +343,10 @@ impl Decoder {
         let i = |f: &Field| read_i64(data, f);
         let kind = match shape {
             Shape::IrqEntry { irq, name } => {
-                let (irq, name) = (u(irq)? as u32, read_str(data, name)?.to_string());
+                let (irq, name) = (u(irq)? as u32, read_str(data, name)?);
                 Kind::IrqEntry {
                     irq,
-                    name: names.intern(&name),
+                    name: names.intern(name),
                 }
             }
             Shape::IrqExit { irq } => Kind::IrqExit {
@@ -365,20 +365,17 @@ impl Decoder {
                 handler: u(handler)?,
             },
             Shape::Switch(s) => {
-                let (pc, nc) = (
-                    read_str(data, &s.prev_comm)?.to_string(),
-                    read_str(data, &s.next_comm)?.to_string(),
-                );
+                let (pc, nc) = (read_str(data, &s.prev_comm)?, read_str(data, &s.next_comm)?);
                 Kind::Switch {
                     prev: Task {
                         pid: i(&s.prev_pid)? as u32,
-                        comm: names.intern(&pc),
+                        comm: names.intern(pc),
                         prio: i(&s.prev_prio)? as i32,
                     },
                     prev_state: i(&s.prev_state)?,
                     next: Task {
                         pid: i(&s.next_pid)? as u32,
-                        comm: names.intern(&nc),
+                        comm: names.intern(nc),
                         prio: i(&s.next_prio)? as i32,
                     },
                 }
@@ -391,7 +388,7 @@ impl Decoder {
                 common_pid,
             } => {
                 let (comm, pid, prio, target, waker) = (
-                    read_str(data, comm)?.to_string(),
+                    read_str(data, comm)?,
                     i(pid)? as u32,
                     i(prio)? as i32,
                     i(target)? as i32,
@@ -400,7 +397,7 @@ impl Decoder {
                 Kind::Wakeup {
                     task: Task {
                         pid,
-                        comm: names.intern(&comm),
+                        comm: names.intern(comm),
                         prio,
                     },
                     target_cpu: target,

@@ -212,8 +212,25 @@ impl EventWindow {
             self.lose(self.forgotten_to, old.ts);
             self.forgotten_to = self.forgotten_to.max(old.ts);
         }
+        // Grown by hand to at most `cap`: doubling would take a full window's memory to
+        // the next power of two, past its share of the budget.
+        let len = self.events.len();
+        if len == self.events.capacity() {
+            self.events.reserve_exact(len.max(16).min(self.cap - len));
+        }
         self.last_ts = self.last_ts.max(e.ts);
         self.events.push_back(e);
+    }
+
+    /// The most events it holds.
+    pub fn cap(&self) -> usize {
+        self.cap
+    }
+
+    /// The bytes its events take now (capacity, not length: what it holds from the
+    /// allocator).
+    pub fn bytes(&self) -> usize {
+        self.events.capacity() * std::mem::size_of::<Event>()
     }
 
     /// The kernel lost events between the newest one held and `before`.
@@ -431,6 +448,27 @@ mod tests {
         let mut empty = tempfile::tempfile().unwrap();
         let got = drain_into(&mut empty, &mut page, &layout, &mut decoder, &mut |_| {});
         assert_eq!(got.unwrap().read, 0);
+    }
+
+    /// Issue 35: a window past its bound pushes its oldest events out, counts each as
+    /// lost, marks their span as one with events lost, and holds no more memory than its
+    /// bound (not the next power of two).
+    #[test]
+    fn issue35_a_full_window_drops_the_oldest_counts_them_and_keeps_to_its_memory() {
+        let mut w = EventWindow::new(1, 5_000);
+        for t in 1..=12_000u64 {
+            w.push(ev(t * 10));
+        }
+        assert_eq!((w.len(), w.evicted), (5_000, 7_000));
+        assert!(
+            w.bytes() <= 5_000 * std::mem::size_of::<Event>(),
+            "{}",
+            w.bytes()
+        );
+        assert_eq!(w.events()[0].ts, 70_010, "the newest kept");
+        assert_eq!(w.forgotten_to(), 70_000);
+        assert!(w.lost_within(100, 200) && w.lost_within(69_990, 70_005));
+        assert!(!w.lost_within(70_010, 120_000), "what it holds is whole");
     }
 
     #[test]

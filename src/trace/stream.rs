@@ -49,6 +49,47 @@ pub const WARM_WAKEUPS: u64 = 1_000;
 /// day every compiler thread has a name of its own.
 pub const STREAM_NAMES: usize = 1_024;
 
+/// The memory all of a run's streaming readers hold at most for their CPUs' windows and
+/// queues (issue 35): a reader that falls behind a busy host pushes its oldest events
+/// out and counts them lost rather than hold them (a replay of 192 CPUs at 120 times a
+/// guest's rate held 689 MB before the bound).
+pub const BUDGET_BYTES: usize = 64 << 20;
+/// Each CPU's window holds at least this many events whatever the CPU count (192 KiB at
+/// 48 bytes), many times the 90 ms of events its waiting gaps need at 20 000 gaps a
+/// second: past 256 CPUs the floor, not the budget, bounds the memory.
+pub const FLOOR_EVENTS: usize = 4_096;
+/// Gaps a lane holds waiting to settle, at most (24 bytes each): ten times the 50 ms of
+/// gaps a CPU interrupted 20 000 times a second hands over while they settle. Past it the
+/// oldest are dropped, counted unattributed.
+pub const PENDING_GAPS: usize = 2_048;
+
+/// One CPU's share of [`BUDGET_BYTES`]: the events its window holds and the gaps its
+/// lane holds, once the queues the measuring threads fill (fixed, per CPU) are counted.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Budget {
+    /// The whole budget, bytes, all CPUs.
+    pub total_bytes: usize,
+    pub window_events: usize,
+    pub pending_gaps: usize,
+}
+
+impl Budget {
+    /// The share of each of `cpus` CPUs whose gap queue takes `queue_bytes`, its window
+    /// at most `max_events` (what a window needs on a quiet host) and at least
+    /// [`FLOOR_EVENTS`].
+    pub fn for_cpus(cpus: usize, queue_bytes: usize, max_events: usize) -> Budget {
+        let pending = PENDING_GAPS * std::mem::size_of::<(Gap, u64)>();
+        let fixed = cpus.max(1) * (queue_bytes + pending);
+        let per_cpu = BUDGET_BYTES.saturating_sub(fixed) / cpus.max(1);
+        let events = per_cpu / std::mem::size_of::<Event>();
+        Budget {
+            total_bytes: BUDGET_BYTES,
+            window_events: events.min(max_events).max(FLOOR_EVENTS),
+            pending_gaps: PENDING_GAPS,
+        }
+    }
+}
+
 /// Which of the gaps handed over are attributed.
 #[derive(Debug)]
 pub enum Pick {
@@ -95,6 +136,9 @@ pub struct Lane {
     /// Gaps handed over, and those that overlapped a span with events lost.
     pub offered: u64,
     pub in_lost_spans: u64,
+    /// Gaps held waiting at most, and those dropped past it (the oldest, unattributed).
+    max_pending: usize,
+    pub shed: u64,
     /// Events handed to the tally, all passes (a pass walks each about once).
     pub walked: u64,
 }
@@ -124,6 +168,8 @@ impl Lane {
             running_at: 0,
             offered: 0,
             in_lost_spans: 0,
+            max_pending: PENDING_GAPS,
+            shed: 0,
             walked: 0,
         }
     }
@@ -137,7 +183,21 @@ impl Lane {
             Pick::RunningP99 { seen, .. } => seen.record(ns),
             _ => {}
         }
+        if self.pending.len() >= self.max_pending {
+            self.pending.pop_front();
+            self.shed += 1;
+        }
         self.pending.push_back((gap, ns));
+    }
+
+    /// Holds at most `n` gaps waiting to settle (its share of the budget).
+    pub fn bound_pending(&mut self, n: usize) {
+        self.max_pending = n.max(1);
+    }
+
+    /// The most gaps it holds waiting to settle.
+    pub fn max_pending(&self) -> usize {
+        self.max_pending
     }
 
     /// Gaps attributed so far.
@@ -285,7 +345,7 @@ impl Lane {
                 )
             }
         }
-        a.unattributed_gaps = self.in_lost_spans;
+        a.unattributed_gaps = self.in_lost_spans + self.shed;
         a
     }
 }
@@ -406,6 +466,50 @@ mod tests {
         let mut lane = Lane::noise(1, Throttle::default());
         lane.measurer = ME;
         Reader::new(f, vec![lane])
+    }
+
+    /// Issue 35: the budget's shares of 192 CPUs (windows, waiting gaps and the fixed
+    /// gap queues) add up to at most 64 MiB; one CPU keeps the window it always had, and
+    /// past 256 CPUs the floor holds.
+    #[test]
+    fn issue35_the_budget_shares_64_mib_over_the_cpus_above_a_floor() {
+        let queue = 4_096 * 16;
+        let b = Budget::for_cpus(192, queue, 65_536);
+        let gap = std::mem::size_of::<(Gap, u64)>();
+        let per_cpu = b.window_events * std::mem::size_of::<Event>() + queue;
+        assert!(
+            192 * (per_cpu + b.pending_gaps * gap) <= BUDGET_BYTES,
+            "{b:?}"
+        );
+        assert!(b.window_events > FLOOR_EVENTS, "{b:?}");
+        assert_eq!(Budget::for_cpus(1, queue, 65_536).window_events, 65_536);
+        assert_eq!(
+            Budget::for_cpus(1_024, queue, 65_536).window_events,
+            FLOOR_EVENTS
+        );
+    }
+
+    /// Issue 35: a lane holds at most its share of gaps waiting to settle: past it the
+    /// oldest are dropped and counted unattributed, and the newest are attributed.
+    #[test]
+    fn issue35_a_lane_past_its_waiting_gaps_drops_the_oldest_unattributed() {
+        let scale = Scale::from_hz(1e9);
+        let mut r = reader();
+        r.lanes[0].bound_pending(100);
+        for i in 0..250u64 {
+            let (g, n) = gap(i * 1_000 + 10, i * 1_000 + 500 + i);
+            r.lanes[0].offer(g, n);
+        }
+        r.settle(scale, 300 * MS, true);
+        let lane = r.lanes.remove(0);
+        assert_eq!(
+            (lane.offered, lane.shed, lane.attributed()),
+            (250, 150, 100)
+        );
+        let a = lane.finish(scale, 0);
+        assert_eq!((a.gaps, a.unattributed_gaps), (100, 150));
+        // The kept are the newest: the largest of them is the last.
+        assert_eq!(a.top[0].duration_ns, 490 + 249, "{:?}", a.top[0]);
     }
 
     fn feed(r: &mut Reader<PageQueue>, page: Vec<u8>) {

@@ -205,6 +205,10 @@ impl Tally {
         self.count_trace_cost(gaps, events, cx.scale);
         // One interrupt or time slice is one occurrence, however many gaps it spans.
         let mut runs: HashMap<Cause, std::collections::HashSet<u64>> = HashMap::new();
+        // Each cause's label made once a batch: formatting one per part per gap was much
+        // of a busy host's attribution time (issue 35). The names do not change in a batch.
+        let mut labels: HashMap<Cause, String> = HashMap::new();
+        let mut label = |c: Cause| labels.entry(c).or_insert_with(|| cx.label(c)).clone();
         let unaccounted = match cx.naming {
             Naming::Full => "unaccounted (no event: entry and exit, the hypervisor, SMIs)",
             Naming::Stable => "unaccounted",
@@ -227,8 +231,8 @@ impl Tally {
                 covered += ns;
                 *per_gap.entry(key).or_default() += ns;
                 if let Cause::Throttled(_, t) = cause {
-                    let ran = cx.label(Cause::Task(t, None));
-                    let row = self.held.entry(cx.label(key)).or_default();
+                    let ran = label(Cause::Task(t, None));
+                    let row = self.held.entry(label(key)).or_default();
                     let ran = match row.len() < MAX_HELD_TASKS || row.contains_key(&ran) {
                         true => ran,
                         false => "other tasks".to_string(),
@@ -240,7 +244,7 @@ impl Tally {
             // The gap's main cause: the largest part, the unaccounted rest included;
             // ties go to the cause first by label, so that the count is reproducible.
             let mut labelled: Vec<(CauseKind, String, u64)> = (per_gap.into_iter())
-                .map(|(cause, ns)| (cx.kind(cause), cx.label(cause), ns))
+                .map(|(cause, ns)| (cx.kind(cause), label(cause), ns))
                 .collect();
             if rest > 0 {
                 labelled.push((CauseKind::Unaccounted, unaccounted.into(), rest));
@@ -260,7 +264,7 @@ impl Tally {
             });
         }
         for (cause, set) in runs {
-            self.acc(cx.kind(cause), cx.label(cause)).occurrences += set.len() as u64;
+            self.acc(cx.kind(cause), label(cause)).occurrences += set.len() as u64;
         }
     }
 
@@ -353,6 +357,8 @@ impl Tally {
             events_read: 0,
             events_lost: 0,
             trace_cost,
+
+            reader_budget: None,
         }
     }
 
