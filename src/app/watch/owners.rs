@@ -1,0 +1,98 @@
+//! What ran instead, named with its container: under `watch --cgroup/--container/--pod/
+//! --unit`, each task among a thread's causes gets the container, pod or unit its
+//! `/proc/PID/cgroup` puts it in, or `host`, so that a noisy neighbour reads as one:
+//! `task hog:812 (real-time 10) (container 3f2a9c1b7d4e)`.
+//!
+//! Read once per task when the watch ends, outside the trace reader's loop. A task that
+//! ended before then has no cgroup left to read: it is said so, never guessed.
+
+use std::collections::HashMap;
+
+use crate::stats::causes::{Attribution, CauseKind};
+use crate::system::cgroup::target::owner_of;
+use crate::trace::watch::ThreadFigures;
+
+/// What is appended to a task that ended before its cgroup was read.
+const ENDED: &str = "ended: cgroup unread";
+
+/// The owner label of `pid` now, from `/proc/PID/cgroup` (thread ids have one too).
+fn owner_label(pid: u32) -> String {
+    match std::fs::read_to_string(format!("/proc/{pid}/cgroup")) {
+        Ok(text) => owner_of(&text).label(),
+        Err(_) => ENDED.into(),
+    }
+}
+
+/// `cause` with its owner appended, when it is a task's (the idle task's excepted).
+fn named(cause: &str, kind: CauseKind, labels: &mut HashMap<u32, String>) -> Option<String> {
+    if kind != CauseKind::Task {
+        return None;
+    }
+    let pid = cause_pid(cause).filter(|&p| p != 0)?;
+    let label = labels.entry(pid).or_insert_with(|| owner_label(pid));
+    Some(format!("{cause} ({label})"))
+}
+
+/// The pid a task cause names: `task hog:812 (real-time 10)` (as `report::watch`'s
+/// `task_pid` reads a row).
+fn cause_pid(cause: &str) -> Option<u32> {
+    let name = cause.strip_prefix("task ")?.split(" (").next()?;
+    name.rsplit_once(':')?.1.parse().ok()
+}
+
+/// Appends each task cause's owner, in the cause table and in the worst delays' parts.
+pub fn name_owners(figures: &mut [ThreadFigures]) {
+    let mut labels = HashMap::new();
+    let attributions = figures.iter_mut().filter_map(|f| f.attribution.as_mut());
+    for a in attributions {
+        name_in(a, &mut labels);
+    }
+}
+
+fn name_in(a: &mut Attribution, labels: &mut HashMap<u32, String>) {
+    for row in &mut a.causes {
+        if let Some(n) = named(&row.cause, row.kind, labels) {
+            row.cause = n;
+        }
+    }
+    for part in a.top.iter_mut().flat_map(|g| g.parts.iter_mut()) {
+        if let Some(n) = named(&part.cause, part.kind, labels) {
+            part.cause = n;
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_task_cause_gets_its_owner_and_others_are_left() {
+        let me = std::process::id();
+        let mut labels = HashMap::from([(812, "container 3f2a9c1b7d4e".to_string())]);
+        let hog = named("task hog:812 (real-time 10)", CauseKind::Task, &mut labels);
+        assert_eq!(
+            hog.as_deref(),
+            Some("task hog:812 (real-time 10) (container 3f2a9c1b7d4e)")
+        );
+        assert_eq!(named("irq 30 eth0", CauseKind::Irq, &mut labels), None);
+        assert_eq!(
+            named("task swapper/1:0 (idle)", CauseKind::Task, &mut labels),
+            None
+        );
+        // This test's own process is alive: its cgroup is read, whatever it is.
+        let own = named(
+            &format!("task t:{me} (SCHED_OTHER nice 0)"),
+            CauseKind::Task,
+            &mut labels,
+        );
+        assert!(!own.unwrap().ends_with(&format!("({ENDED})")));
+        // A pid above the kernel's limit never lived.
+        let gone = named(
+            "task x:4294967294 (SCHED_OTHER nice 0)",
+            CauseKind::Task,
+            &mut labels,
+        );
+        assert!(gone.unwrap().ends_with(&format!("({ENDED})")));
+    }
+}
