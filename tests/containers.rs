@@ -149,7 +149,10 @@ fn issue34_watch_container_names_the_neighbours_holds_by_its_container() {
         Ok(g) => g,
         Err(e) => return skip(test, &e),
     };
-    let (a, b) = (groups.ids[0][..12].to_string(), groups.ids[1][..12].to_string());
+    let (a, b) = (
+        groups.ids[0][..12].to_string(),
+        groups.ids[1][..12].to_string(),
+    );
     let dir = tempfile::tempdir().unwrap();
     let json = dir.path().join("watch.json");
     let clock = ClockInfo::detect().0;

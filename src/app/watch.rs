@@ -47,6 +47,7 @@ use crate::trace::symbols::{Symbols, name_functions_with};
 use crate::trace::watch::{self, Settings, ThreadFigures, Watched, Watcher};
 
 mod owners;
+mod quota;
 
 use super::Ending;
 use super::cpuset::Cpuset;
@@ -287,6 +288,10 @@ impl Measure for WatchCommand {
             _ => Watched::Tids(tids.clone()),
         };
         let tids = Mutex::new(tids);
+        let quotas = match &self.target {
+            Target::Cgroup(_, groups) => quota::Quotas::start(groups),
+            _ => None,
+        };
         let cpu_before = own_cpu_ns();
         let run_start = crate::engine::clock::now();
         let scale = ctx.host.clock.scale;
@@ -391,6 +396,9 @@ impl Measure for WatchCommand {
                 self.target.describe(),
                 elapsed.as_secs_f64()
             ));
+        }
+        for note in quotas.iter().flat_map(quota::Quotas::notes) {
+            ctx.note(note);
         }
         let mut figures = f.figures;
         if let Target::Cgroup(..) = self.target {
