@@ -246,3 +246,17 @@ fn issue34_watch_container_names_the_neighbours_holds_by_its_container() {
         att.causes
     );
 }
+
+/// A target that is not there, or a prefix that is no id: one line, exit 2, before any
+/// tracing (so as any user).
+#[test]
+fn issue34_watch_refuses_targets_that_are_not_there() {
+    crate::util::assert_bad_input(&[
+        &["watch", "--container", "ffffffffffffffff"],
+        &["watch", "--container", "not-hex"],
+        &["watch", "--pod", "00000000-0000-0000-0000-000000000000"],
+        &["watch", "--unit", "jitterscope-no-such-unit"],
+        &["watch", "--cgroup", "jitterscope/no/such/group"],
+        &["watch", "--container", "ff", "--pid", "1"],
+    ]);
+}

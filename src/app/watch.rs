@@ -39,7 +39,7 @@ use crate::report::ResultFile;
 use crate::report::watch::{WatchRecord, WatchedThread};
 use crate::system::cgroup::target::{Group, Selector};
 use crate::system::cgroup::{self, target};
-use crate::trace::event::Names;
+use crate::trace::event::{Event, Names};
 use crate::trace::reader;
 use crate::trace::session::TraceError;
 use crate::trace::session::TraceSession;
@@ -292,6 +292,8 @@ impl Measure for WatchCommand {
             Target::Cgroup(_, groups) => quota::Quotas::start(groups),
             _ => None,
         };
+        // What ran instead is named with its owner, read while the watch runs.
+        let owners = matches!(self.target, Target::Cgroup(..)).then(owners::Owners::default);
         let cpu_before = own_cpu_ns();
         let run_start = crate::engine::clock::now();
         let scale = ctx.host.clock.scale;
@@ -325,6 +327,12 @@ impl Measure for WatchCommand {
                         figures: w.finish(names, symbols),
                         counts,
                     };
+                let mut known = HashSet::new();
+                let ran = |p: Pass<'_>| {
+                    if let Some(owners) = &owners {
+                        owners.ran(p.fed, &mut known);
+                    }
+                };
                 follow(
                     &session,
                     &kallsyms,
@@ -332,7 +340,7 @@ impl Measure for WatchCommand {
                     Some(&tids),
                     scale,
                     &done,
-                    |_| {},
+                    ran,
                     end,
                 )
             });
@@ -361,6 +369,9 @@ impl Measure for WatchCommand {
                         None => true,
                     },
                 };
+                if let Some(owners) = &owners {
+                    owners.read_new();
+                }
                 if gone {
                     break End::ProcessEnded;
                 }
@@ -401,8 +412,9 @@ impl Measure for WatchCommand {
             ctx.note(note);
         }
         let mut figures = f.figures;
-        if let Target::Cgroup(..) = self.target {
-            owners::name_owners(&mut figures);
+        if let Some(owners) = &owners {
+            owners.read_new();
+            owners.name(&mut figures);
         }
         let threads: Vec<WatchedThread> = (figures.into_iter())
             .map(|f| {
@@ -517,6 +529,8 @@ pub struct Pass<'a> {
     pub watcher: &'a mut Watcher,
     /// The trace has stopped and every event was fed: the last pass.
     pub last: bool,
+    /// The events just fed, by CPU.
+    pub fed: &'a BTreeMap<usize, Vec<Event>>,
     session: &'a TraceSession,
     follower: &'a reader::Follower,
 }
@@ -604,6 +618,7 @@ pub fn follow<T>(
         each(Pass {
             watcher: &mut watcher,
             last,
+            fed: &batch,
             session,
             follower: &follower,
         });
@@ -615,6 +630,7 @@ pub fn follow<T>(
     let counts = Pass {
         watcher: &mut watcher,
         last: true,
+        fed: &BTreeMap::new(),
         session,
         follower: &follower,
     }

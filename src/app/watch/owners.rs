@@ -3,13 +3,18 @@
 //! `/proc/PID/cgroup` puts it in, or `host`, so that a noisy neighbour reads as one:
 //! `task hog:812 (real-time 10) (container 3f2a9c1b7d4e)`.
 //!
-//! Read once per task when the watch ends, outside the trace reader's loop. A task that
-//! ended before then has no cgroup left to read: it is said so, never guessed.
+//! The reader notes each task it sees switched in (a set insert per switch, no I/O);
+//! the housekeeping loop reads each new one's `/proc/PID/cgroup` once, every pass
+//! (100 ms), so the trace reader never waits on /proc. Events are fed 300 ms after they
+//! happen: a task that ended before its owner was read has no cgroup left to read, and
+//! is said so, never guessed.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
+use std::sync::Mutex;
 
 use crate::stats::causes::{Attribution, CauseKind};
 use crate::system::cgroup::target::owner_of;
+use crate::trace::event::{Event, Kind};
 use crate::trace::watch::ThreadFigures;
 
 /// What is appended to a task that ended before its cgroup was read.
@@ -40,13 +45,56 @@ fn cause_pid(cause: &str) -> Option<u32> {
     name.rsplit_once(':')?.1.parse().ok()
 }
 
-/// Appends each task cause's owner, in the cause table and in the worst delays' parts.
-pub fn name_owners(figures: &mut [ThreadFigures]) {
-    let mut labels = HashMap::new();
-    let attributions = figures.iter_mut().filter_map(|f| f.attribution.as_mut());
-    for a in attributions {
-        name_in(a, &mut labels);
+/// Tasks seen to run, and their owners' labels once read.
+#[derive(Default)]
+pub struct Owners {
+    /// Seen by the reader, not yet read.
+    new: Mutex<Vec<u32>>,
+    labels: Mutex<HashMap<u32, String>>,
+}
+
+impl Owners {
+    /// The reader's part: notes the tasks switched in among `fed` not seen before.
+    pub fn ran(
+        &self,
+        fed: &std::collections::BTreeMap<usize, Vec<Event>>,
+        known: &mut HashSet<u32>,
+    ) {
+        let mut new = Vec::new();
+        for e in fed.values().flatten() {
+            if let Kind::Switch { next, .. } = e.kind
+                && next.pid != 0
+                && known.insert(next.pid)
+            {
+                new.push(next.pid);
+            }
+        }
+        if !new.is_empty() {
+            lock(&self.new).extend(new);
+        }
     }
+
+    /// The housekeeping loop's part: reads the owners of the tasks noted since.
+    pub fn read_new(&self) {
+        let new = std::mem::take(&mut *lock(&self.new));
+        let mut labels = lock(&self.labels);
+        for pid in new {
+            labels.entry(pid).or_insert_with(|| owner_label(pid));
+        }
+    }
+
+    /// Appends each task cause's owner, in the cause table and in the worst delays' parts.
+    pub fn name(&self, figures: &mut [ThreadFigures]) {
+        let mut labels = lock(&self.labels);
+        let attributions = figures.iter_mut().filter_map(|f| f.attribution.as_mut());
+        for a in attributions {
+            name_in(a, &mut labels);
+        }
+    }
+}
+
+fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|p| p.into_inner())
 }
 
 fn name_in(a: &mut Attribution, labels: &mut HashMap<u32, String>) {
