@@ -143,4 +143,56 @@ mod tests {
         );
         assert!(gone.unwrap().ends_with(&format!("({ENDED})")));
     }
+
+    /// The reader notes each task switched in once (the idle task never); the
+    /// housekeeping loop reads those noted, and the label stays when the task is gone.
+    #[test]
+    fn tasks_seen_to_run_are_noted_once_and_read_later() {
+        use crate::trace::event::{Names, Task};
+        let mut names = Names::default();
+        let task = |pid, names: &mut Names| Task {
+            pid,
+            comm: names.intern("t"),
+            prio: 120,
+        };
+        let me = std::process::id();
+        let (idle, a, b) = (
+            task(0, &mut names),
+            task(me, &mut names),
+            task(4_294_967_294, &mut names),
+        );
+        let switch = |ts, prev, next| Event {
+            ts,
+            kind: Kind::Switch {
+                prev,
+                prev_state: 0,
+                next,
+            },
+        };
+        let fed = std::collections::BTreeMap::from([
+            (
+                0,
+                vec![switch(1, idle, a), switch(2, a, idle), switch(3, idle, a)],
+            ),
+            (1, vec![switch(4, idle, b)]),
+        ]);
+        let owners = Owners::default();
+        let mut known = HashSet::new();
+        owners.ran(&fed, &mut known);
+        owners.ran(&fed, &mut known);
+        assert_eq!(
+            *lock(&owners.new),
+            vec![me, 4_294_967_294],
+            "each once, idle never"
+        );
+        owners.read_new();
+        assert!(lock(&owners.new).is_empty());
+        let labels = lock(&owners.labels);
+        assert_eq!(labels.len(), 2);
+        assert_eq!(labels[&4_294_967_294], ENDED);
+        assert_ne!(
+            labels[&me], ENDED,
+            "this process is alive: its cgroup was read"
+        );
+    }
 }
