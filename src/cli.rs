@@ -1019,7 +1019,7 @@ pub struct MonitorArgs {
 // `jitterscope watch`.
 #[derive(Debug, Clone, Args)]
 #[command(mut_arg("per_cpu", |a| a.long("per-thread").visible_alias("per-cpu").help("Each watched thread its own rows and causes, rather than threads whose figures and causes agree said once as a group, with the outliers named")))]
-#[command(group(clap::ArgGroup::new("target").required(true).args(["pid", "tid", "comm"])))]
+#[command(group(clap::ArgGroup::new("target").required(true).args(["pid", "tid", "comm", "cgroup", "container", "pod", "unit"])))]
 pub struct WatchArgs {
     /// Watch every thread of process PID, those it starts later included.
     #[arg(long, value_name = "PID")]
@@ -1032,6 +1032,24 @@ pub struct WatchArgs {
     /// Watch every task of this name (its comm, at most 15 bytes), new ones included.
     #[arg(long, value_name = "NAME")]
     pub comm: Option<String>,
+
+    /// Watch every thread in this cgroup and below it, those that start or move in later
+    /// included: a path relative to a cgroup mount (machine.slice/x.scope) or absolute
+    /// (/sys/fs/cgroup/cpu/x).
+    #[arg(long, value_name = "PATH")]
+    pub cgroup: Option<String>,
+
+    /// Watch a container: a Docker, podman, containerd or CRI-O id, or a unique prefix.
+    #[arg(long, value_name = "ID")]
+    pub container: Option<String>,
+
+    /// Watch every container of a Kubernetes pod, by its uid.
+    #[arg(long, value_name = "UID")]
+    pub pod: Option<String>,
+
+    /// Watch a systemd service, scope or slice (.service when no suffix is given).
+    #[arg(long, value_name = "NAME")]
+    pub unit: Option<String>,
 
     /// How long to watch: 500ms, 10s, 5m (a bare number is seconds) [default: until
     /// Ctrl-C or SIGTERM, or until the process ends].

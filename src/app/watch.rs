@@ -23,6 +23,7 @@
 //! numbers instead: events read and lost, and the tool's own CPU time.
 
 use std::collections::{BTreeMap, HashMap, HashSet};
+use std::path::Path;
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
@@ -36,12 +37,17 @@ use crate::engine::run::RunOutcome;
 use crate::engine::sched::{self, SchedRequest};
 use crate::report::ResultFile;
 use crate::report::watch::{WatchRecord, WatchedThread};
-use crate::trace::event::Names;
+use crate::system::cgroup::target::{Group, Selector};
+use crate::system::cgroup::{self, target};
+use crate::trace::event::{Event, Names};
 use crate::trace::reader;
 use crate::trace::session::TraceError;
 use crate::trace::session::TraceSession;
 use crate::trace::symbols::{Symbols, name_functions_with};
 use crate::trace::watch::{self, Settings, ThreadFigures, Watched, Watcher};
+
+mod owners;
+mod quota;
 
 use super::Ending;
 use super::cpuset::Cpuset;
@@ -69,6 +75,8 @@ pub enum Target {
     Pid(u32),
     Tids(Vec<u32>),
     Comm(String),
+    /// A cgroup (`--cgroup/--container/--pod/--unit`), found at the start.
+    Cgroup(Selector, Vec<Group>),
 }
 
 impl Target {
@@ -80,8 +88,35 @@ impl Target {
                 format!("tid {}", t.join(","))
             }
             Target::Comm(c) => format!("comm {c}"),
+            Target::Cgroup(sel, groups) => {
+                let paths: Vec<&str> = groups.iter().map(|g| g.path.as_str()).collect();
+                let what = sel.describe();
+                let what = what.trim_start_matches("--");
+                format!("{what} (cgroup {})", paths.join(", "))
+            }
         }
     }
+}
+
+/// The selector given, if any of `--cgroup/--container/--pod/--unit`, and how many were.
+fn selector(args: &WatchArgs) -> (Option<Selector>, usize) {
+    let given = [
+        args.cgroup.clone().map(Selector::Path),
+        args.container.clone().map(Selector::Container),
+        args.pod.clone().map(Selector::Pod),
+        args.unit.clone().map(Selector::Unit),
+    ];
+    let n = given.iter().flatten().count();
+    (given.into_iter().flatten().next(), n)
+}
+
+/// The groups `sel` names on this host, or one line saying why none.
+fn resolve(sel: &Selector) -> anyhow::Result<Vec<Group>> {
+    let root = Path::new("/");
+    let mountinfo = std::fs::read_to_string("/proc/self/mountinfo")
+        .context("cannot read /proc/self/mountinfo")?;
+    let mounts = cgroup::parse_mountinfo(&mountinfo);
+    target::resolve(root, &mounts, sel).map_err(|e| anyhow::anyhow!("{}: {e}", sel.describe()))
 }
 
 /// A watch run, described.
@@ -94,13 +129,21 @@ pub struct WatchCommand {
 
 impl WatchCommand {
     pub fn from_args(args: &WatchArgs) -> anyhow::Result<WatchCommand> {
-        let target = match (args.pid, &args.tid, &args.comm) {
-            (Some(p), None, None) => Target::Pid(p),
-            (None, Some(t), None) if !t.is_empty() => Target::Tids(t.clone()),
-            (None, None, Some(c)) => {
+        let (sel, selectors) = selector(args);
+        let target = match (args.pid, &args.tid, &args.comm, sel) {
+            (Some(p), None, None, None) => Target::Pid(p),
+            (None, Some(t), None, None) if !t.is_empty() => Target::Tids(t.clone()),
+            (None, None, Some(c), None) => {
                 Target::Comm(watch::comm_of(c).map_err(|e| anyhow::anyhow!("--comm: {e}"))?)
             }
-            _ => bail!("give one of --pid PID, --tid TID[,TID…] or --comm NAME"),
+            (None, None, None, Some(sel)) if selectors == 1 => {
+                let groups = resolve(&sel)?;
+                Target::Cgroup(sel, groups)
+            }
+            _ => bail!(
+                "give one of --pid PID, --tid TID[,TID…], --comm NAME, --cgroup PATH, \
+                 --container ID, --pod UID or --unit NAME"
+            ),
         };
         let settings = RunSettings {
             cpus: None,
@@ -236,12 +279,21 @@ impl Measure for WatchCommand {
             Target::Pid(p) => threads_of(*p).into_iter().collect(),
             Target::Tids(t) => t.iter().copied().collect(),
             Target::Comm(_) => HashSet::new(),
+            Target::Cgroup(_, groups) => {
+                target::threads(Path::new("/"), groups).unwrap_or_default()
+            }
         };
         let watched = match &self.target {
             Target::Comm(name) => Watched::Comm(name.clone()),
             _ => Watched::Tids(tids.clone()),
         };
         let tids = Mutex::new(tids);
+        let quotas = match &self.target {
+            Target::Cgroup(_, groups) => quota::Quotas::start(groups),
+            _ => None,
+        };
+        // What ran instead is named with its owner, read while the watch runs.
+        let owners = matches!(self.target, Target::Cgroup(..)).then(owners::Owners::default);
         let cpu_before = own_cpu_ns();
         let run_start = crate::engine::clock::now();
         let scale = ctx.host.clock.scale;
@@ -275,6 +327,12 @@ impl Measure for WatchCommand {
                         figures: w.finish(names, symbols),
                         counts,
                     };
+                let mut known = HashSet::new();
+                let ran = |p: Pass<'_>| {
+                    if let Some(owners) = &owners {
+                        owners.ran(p.fed, &mut known);
+                    }
+                };
                 follow(
                     &session,
                     &kallsyms,
@@ -282,7 +340,7 @@ impl Measure for WatchCommand {
                     Some(&tids),
                     scale,
                     &done,
-                    |_| {},
+                    ran,
                     end,
                 )
             });
@@ -302,7 +360,18 @@ impl Measure for WatchCommand {
                     }
                     Target::Tids(t) => t.iter().all(|t| !alive(*t)),
                     Target::Comm(_) => false,
+                    // Listed afresh: a task that moved out is followed no more.
+                    Target::Cgroup(_, groups) => match target::threads(Path::new("/"), groups) {
+                        Some(now) => {
+                            *lock(&tids) = now;
+                            false
+                        }
+                        None => true,
+                    },
                 };
+                if let Some(owners) = &owners {
+                    owners.read_new();
+                }
                 if gone {
                     break End::ProcessEnded;
                 }
@@ -339,7 +408,14 @@ impl Measure for WatchCommand {
                 elapsed.as_secs_f64()
             ));
         }
-        let figures = f.figures;
+        for note in quotas.iter().flat_map(quota::Quotas::notes) {
+            ctx.note(note);
+        }
+        let mut figures = f.figures;
+        if let Some(owners) = &owners {
+            owners.read_new();
+            owners.name(&mut figures);
+        }
         let threads: Vec<WatchedThread> = (figures.into_iter())
             .map(|f| {
                 let tid = f.tid;
@@ -453,6 +529,8 @@ pub struct Pass<'a> {
     pub watcher: &'a mut Watcher,
     /// The trace has stopped and every event was fed: the last pass.
     pub last: bool,
+    /// The events just fed, by CPU.
+    pub fed: &'a BTreeMap<usize, Vec<Event>>,
     session: &'a TraceSession,
     follower: &'a reader::Follower,
 }
@@ -540,6 +618,7 @@ pub fn follow<T>(
         each(Pass {
             watcher: &mut watcher,
             last,
+            fed: &batch,
             session,
             follower: &follower,
         });
@@ -551,6 +630,7 @@ pub fn follow<T>(
     let counts = Pass {
         watcher: &mut watcher,
         last: true,
+        fed: &BTreeMap::new(),
         session,
         follower: &follower,
     }

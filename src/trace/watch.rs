@@ -640,9 +640,11 @@ impl Watcher {
         gone.len()
     }
 
-    /// Threads found since the start (a process's new threads).
+    /// The threads to watch from now on, in place of those before: a process's threads
+    /// as listed again, or a cgroup's, which a task that moves out leaves.
     pub fn watch_tids(&mut self, tids: impl IntoIterator<Item = u32>) {
         if let Watched::Tids(set) = &mut self.walk.watched {
+            set.clear();
             set.extend(tids);
         }
     }
