@@ -9,7 +9,7 @@ use std::process::Command;
 use jitterscope::engine::cpu::CpuList;
 use jitterscope::engine::topology::{CpuPlace, LastLevelCache, Topology};
 use jitterscope::probes::c2c::C2cEntry;
-use jitterscope::report::table::Layout;
+use jitterscope::report::terminal::table::Layout;
 use jitterscope::report::{ProbeEntry, ResultFile};
 use serde_json::Value;
 

@@ -218,7 +218,8 @@ pub fn run_ok(args: &[&str]) -> String {
 /// Whether the plotter can draw here (it needs a TrueType font): the frozen fixture's
 /// plots all render.
 pub fn can_draw() -> bool {
-    let plots = jitterscope::report::plot::result_plots(&[(PathBuf::from("f.json"), frozen())]);
+    let plots =
+        jitterscope::report::export::plot::result_plots(&[(PathBuf::from("f.json"), frozen())]);
     plots.is_ok_and(|p| p.iter().all(|p| p.svg().is_ok()))
 }
 

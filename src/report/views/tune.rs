@@ -2,7 +2,7 @@
 //! figures after each kept step, with their intervals). Every line fits 100 columns.
 //! The CSV and Markdown forms use the same cells (`staircase_rows`), so the figures agree.
 
-use crate::report::table::cut;
+use crate::report::terminal::table::cut;
 use crate::system::tune::record::{Figure, Metric, Stair, TuneEntry};
 
 /// A value of `metric` with its unit: ns/s as µs/s or ms/s, ns as µs or ms.

@@ -6,12 +6,12 @@
 
 use std::path::Path;
 
-use crate::report::dist::UNCONFIRMED_NOTE;
 use crate::report::export::{self, Dist, Loaded};
-use crate::report::html::{Figure, Page, Section, Table};
-use crate::report::page_cpus::{self, Drawer, GapKind};
-use crate::report::verdict::duration_words;
-use crate::report::{ResultFile, plot};
+use crate::report::page::html::{Figure, Page, Section, Table};
+use crate::report::page::page_cpus::{self, Drawer, GapKind};
+use crate::report::result::dist::UNCONFIRMED_NOTE;
+use crate::report::terminal::verdict::duration_words;
+use crate::report::{ResultFile, export::plot};
 use crate::system::HostInfo;
 use crate::system::audit::{AuditReport, Severity};
 
@@ -120,7 +120,7 @@ fn tune_section(heading: &str, t: &crate::system::tune::record::TuneEntry) -> Se
     if !t.staircase.is_empty() {
         section.lead.push(Figure {
             caption: "Median p99 and median per-block max (µs) after each kept step".into(),
-            svg: crate::report::plot::staircase_svg(&t.staircase),
+            svg: crate::report::export::plot::staircase_svg(&t.staircase),
             series: false,
         });
     }
@@ -128,17 +128,17 @@ fn tune_section(heading: &str, t: &crate::system::tune::record::TuneEntry) -> Se
 }
 
 /// A main job's verdict: the one stored, or for an older main-job file one made now.
-fn stored_or_main_verdict(r: &ResultFile) -> Option<crate::report::verdict::Verdict> {
+fn stored_or_main_verdict(r: &ResultFile) -> Option<crate::report::terminal::verdict::Verdict> {
     if let Some(v) = &r.verdict {
         return Some(v.clone());
     }
     let sub = r.run.command_line.get(1).map(String::as_str);
-    matches!(sub, None | Some("run")).then(|| crate::report::verdict::verdict(r))
+    matches!(sub, None | Some("run")).then(|| crate::report::terminal::verdict::verdict(r))
 }
 
 /// The verdict's sentences and its top fixes.
-fn verdict_section(heading: &str, v: &crate::report::verdict::Verdict) -> Section {
-    use crate::report::verdict::share_words;
+fn verdict_section(heading: &str, v: &crate::report::terminal::verdict::Verdict) -> Section {
+    use crate::report::terminal::verdict::share_words;
     let rows = (v.fixes.iter().enumerate())
         .map(|(i, f)| {
             let fix = match &f.tune {
@@ -172,12 +172,12 @@ fn verdict_section(heading: &str, v: &crate::report::verdict::Verdict) -> Sectio
 /// would remove each, and its worst delays part by part.
 fn watch_sections(
     r: &ResultFile,
-    w: &crate::report::watch::WatchRecord,
+    w: &crate::report::terminal::watch::WatchRecord,
     named: &dyn Fn(&str) -> String,
     warnings: &mut Vec<String>,
     file: &str,
 ) -> Vec<Section> {
-    use crate::report::table::us;
+    use crate::report::terminal::table::us;
     let secs = r.run.actual_duration_ns as f64 / 1e9;
     let cpu_ms_per_s = match secs > 0.0 {
         true => w.tool_cpu_ns as f64 / 1e6 / secs,
@@ -223,7 +223,7 @@ fn watch_sections(
             w.events_lost
         ));
     }
-    let dists = crate::report::watch::wakeup_dists(w);
+    let dists = crate::report::terminal::watch::wakeup_dists(w);
     let mut failed = None;
     for (th, d) in w.threads.iter().zip(&dists) {
         let who = format!("{}:{}", th.comm, th.tid);
@@ -254,7 +254,7 @@ fn watch_sections(
                 if r.host.audit.is_none() {
                     text.push(format!(
                         "Fixes: {} — no finding can be named for this host.",
-                        crate::report::watch::NO_AUDIT
+                        crate::report::terminal::watch::NO_AUDIT
                     ));
                 }
                 if !a.causes.is_empty() {
@@ -287,7 +287,7 @@ fn watch_sections(
 /// A thread's wake-up delays by percentile and as a histogram, drawn as probes'
 /// distributions are (`figure::Curves`, `plot::Plot`); none when nothing was recorded.
 fn wakeup_figures(d: &Dist, who: &str) -> Result<Vec<Figure>, String> {
-    use crate::report::figure::{Curves, DistId};
+    use crate::report::result::figure::{Curves, DistId};
     let Some(curves) = Curves::of(d)? else {
         return Ok(Vec::new());
     };
@@ -310,14 +310,14 @@ fn wakeup_figures(d: &Dist, who: &str) -> Result<Vec<Figure>, String> {
 }
 
 /// A row per watched thread: its wake-ups and what else it lost.
-fn watch_summary_table(w: &crate::report::watch::WatchRecord) -> Table {
-    use crate::report::table::us;
+fn watch_summary_table(w: &crate::report::terminal::watch::WatchRecord) -> Table {
+    use crate::report::terminal::table::us;
     let ms = |ns: u64| format!("{:.3}", ns as f64 / 1e6);
     let rows = (w.threads.iter())
         .map(|th| {
             vec![
                 format!("{}:{}", th.comm, th.tid),
-                crate::report::watch::policy_cell(th),
+                crate::report::terminal::watch::policy_cell(th),
                 th.wakeup.count.to_string(),
                 us(th.wakeup.p50_ns),
                 us(th.wakeup.p99_ns),
@@ -370,11 +370,11 @@ fn watch_summary_table(w: &crate::report::watch::WatchRecord) -> Table {
 /// A thread's causes, largest total first, each with the finding of this result's audit
 /// whose fix would remove it (`watch::cause_findings`, the noise verdict's mapping).
 fn watch_cause_table(r: &ResultFile, who: &str, a: &crate::stats::causes::Attribution) -> Table {
-    use crate::report::table::us;
+    use crate::report::terminal::table::us;
     let rows = (a.causes.iter())
         .map(|c| {
-            let fix = match crate::report::watch::cause_findings(r, c).as_deref() {
-                None => crate::report::watch::NO_AUDIT.to_string(),
+            let fix = match crate::report::terminal::watch::cause_findings(r, c).as_deref() {
+                None => crate::report::terminal::watch::NO_AUDIT.to_string(),
                 Some([]) => "-".into(),
                 Some([first, more @ ..]) => {
                     let mut s = format!("audit {}: {}", first.id, first.fix);
@@ -386,7 +386,7 @@ fn watch_cause_table(r: &ResultFile, who: &str, a: &crate::stats::causes::Attrib
                 }
             };
             // As the terminal says it: pinned first, then what else would help.
-            let fix = match crate::report::watch::pinned_note(r, c) {
+            let fix = match crate::report::terminal::watch::pinned_note(r, c) {
                 Some(note) if fix == "-" => format!("pinned: {note}"),
                 Some(note) => format!("pinned: {note}; {fix}"),
                 None => fix,
@@ -743,7 +743,7 @@ fn by_kind<'a, 'b>(dists: &'b [Dist<'a>]) -> Vec<(&'static str, Vec<&'b Dist<'a>
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::report::html::render;
+    use crate::report::page::html::render;
 
     #[test]
     fn issue29_the_page_decodes_only_the_distributions_it_plots() {
@@ -767,7 +767,7 @@ mod tests {
         let plots = (page.sections.iter())
             .find(|s| s.heading == "Distributions")
             .map_or(0, |s| s.figures.len());
-        let drew = crate::report::plot::Plot::cause_shares("t", "t", Vec::new())
+        let drew = crate::report::export::plot::Plot::cause_shares("t", "t", Vec::new())
             .svg()
             .is_ok();
         if drew {

@@ -1,6 +1,6 @@
 //! Plots of saved results, drawn by the tool itself (plotters): SVG for the HTML page and
 //! `report --format svg`, PNG for `--format png`. What each plot shows is described once
-//! in `report::figure`, which `report::gnuplot` writes out too; this module only draws.
+//! in `report::result::figure`, which `report::export::gnuplot` writes out too; this module only draws.
 //!
 //! Per distribution (see `export::distributions`), two plots:
 //!
@@ -31,10 +31,10 @@ use plotters::prelude::*;
 use plotters::style::text_anchor::{HPos, Pos, VPos};
 
 use crate::report::ResultFile;
-use crate::report::describe;
-use crate::report::dist::Dist;
 use crate::report::export::Loaded;
-use crate::report::figure::{self, Figure, bin_edge};
+use crate::report::export::describe;
+use crate::report::result::dist::Dist;
+use crate::report::result::figure::{self, Figure, bin_edge};
 use crate::stats::causes::CauseKind;
 
 /// Why a plot could not be drawn.
@@ -253,7 +253,7 @@ fn encode_png(rgb: &[u8], (w, h): (u32, u32)) -> Result<Vec<u8>, String> {
 }
 
 // ---------------------------------------------------------------------------------------
-// From the descriptions (report::figure) to plots
+// From the descriptions (report::result::figure) to plots
 
 /// Every plot of each result (see `describe::result_figures`): per distribution, its
 /// percentile distribution and its histogram; per noise or timer entry, its series; per
