@@ -59,8 +59,11 @@ pub fn result_page(results: &[Loaded]) -> anyhow::Result<Page> {
             page.sections
                 .extend(watch_sections(r, w, &named, &mut page.warnings, &file));
         }
-        page.sections
-            .push(measurements(&named("Measurements"), r, &dists, unknown));
+        let m = measurements(&named("Measurements"), r, &dists, unknown);
+        // A heading stands only over content (a tune result has no summary tables).
+        if !(m.text.is_empty() && m.tables.is_empty()) {
+            page.sections.push(m);
+        }
         // The other kinds' plots (pingpong, c2c …): the per-CPU kinds' are in their
         // sections.
         let distributions: Vec<Figure> = (plots.iter())
@@ -97,29 +100,48 @@ pub fn result_page(results: &[Loaded]) -> anyhow::Result<Page> {
 }
 
 /// `tune`'s staircase: the chart of p99 and max after each kept step, then the same
-/// cells as the terminal, CSV and Markdown (`staircase_rows`), so that the figures agree.
+/// cells as the terminal, CSV and Markdown (`staircase_rows`), so that the figures agree,
+/// and every step's decision (`step_rows`), the ones undone included.
 fn tune_section(heading: &str, t: &crate::system::tune::record::TuneEntry) -> Section {
-    let (header, rows) = crate::report::views::tune::staircase_rows(&t.staircase);
+    use crate::report::views::tune::{staircase_rows, step_rows};
+    let (header, rows) = staircase_rows(&t.staircase);
+    let (step_header, steps) = step_rows(t);
     let kept = t.staircase.len().saturating_sub(1);
     let mut section = Section {
         heading: heading.into(),
         text: vec![format!(
             "{} step(s) judged on {}, {kept} kept. Each stair: the medians over its blocks \
-             [distribution-free interval], after the kept steps up to it.",
+             [distribution-free interval], after the kept steps up to it. Under it, every \
+             step with its decision: kept when p is below {} and the shift's whole \
+             interval below zero, reverted when p is below it and the interval above \
+             zero, inconclusive otherwise.",
             t.steps.iter().filter(|s| s.judgement.is_some()).count(),
-            t.metric.name()
+            t.metric.name(),
+            t.alpha
         )],
-        tables: vec![Table {
-            caption: "tune: staircase (µs, median [interval] over blocks)".into(),
-            headers: header.into_iter().map(String::from).collect(),
-            rows,
-            note: None,
-        }],
+        tables: vec![
+            Table {
+                caption: "tune: staircase (µs, median [interval] over blocks)".into(),
+                headers: header.into_iter().map(String::from).collect(),
+                rows,
+                note: None,
+            },
+            Table {
+                caption: format!(
+                    "tune: each step's decision (shift: step − baseline over {} pairs of \
+                     blocks, Hodges–Lehmann; negative is better)",
+                    t.pairs
+                ),
+                headers: step_header,
+                rows: steps,
+                note: None,
+            },
+        ],
         ..Section::default()
     };
     if !t.staircase.is_empty() {
         section.lead.push(Figure {
-            caption: "Median p99 and median per-block max (µs) after each kept step".into(),
+            caption: "Median p99 and median per-block max after each kept step (log scale)".into(),
             svg: crate::report::export::plot::staircase_svg(&t.staircase),
             series: false,
         });
@@ -483,11 +505,14 @@ fn host_section(heading: &str, path: &Path, r: &ResultFile) -> Section {
 
 fn run_facts(path: &Path, r: &ResultFile) -> Vec<(String, String)> {
     let run = &r.run;
-    let mut duration = format!(
-        "{} (requested {})",
-        seconds(run.actual_duration_ns),
-        seconds(run.requested_duration_ns)
-    );
+    let mut duration = match &r.tune {
+        Some(t) => format!("{} ({})", seconds(run.actual_duration_ns), tune_plan(t)),
+        None => format!(
+            "{} (requested {})",
+            seconds(run.actual_duration_ns),
+            seconds(run.requested_duration_ns)
+        ),
+    };
     if run.interrupted {
         duration.push_str(", stopped early by a signal");
     }
@@ -508,6 +533,19 @@ fn run_facts(path: &Path, r: &ResultFile) -> Vec<(String, String)> {
         fact("Measured CPUs", cpus_or_none(&run.cpus.measured)),
         fact("Housekeeping CPUs", cpus_or_none(&run.cpus.housekeeping)),
     ]
+}
+
+/// What a `tune` run's time was made of: its requested duration is one step's blocks,
+/// which beside the whole run read as an overrun of as many times as there were steps.
+fn tune_plan(t: &crate::system::tune::record::TuneEntry) -> String {
+    let measured = t.steps.iter().filter(|s| !s.blocks.is_empty()).count();
+    format!(
+        "{measured} step{} measured, each {} pairs of {} blocks: {} a step",
+        if measured == 1 { "" } else { "s" },
+        t.pairs,
+        seconds(t.block_ns),
+        seconds(t.block_ns * 2 * u64::from(t.pairs))
+    )
 }
 
 fn host_facts(h: &HostInfo) -> Vec<(String, String)> {
@@ -776,6 +814,106 @@ mod tests {
             assert_eq!(plots, 1 + 8);
         }
     }
+    /// The tune fixture's kept step and three more: one reverted, one inconclusive and
+    /// one the kernel refused (never measured).
+    fn four_steps() -> ResultFile {
+        use crate::system::tune::Class;
+        use crate::system::tune::experiment::Decision;
+        let fixture = include_str!("../../../tests/fixtures/tune.json");
+        let mut r = ResultFile::parse(fixture).unwrap();
+        let t = r.tune.as_mut().unwrap();
+        let kept = t.steps[0].clone();
+        let judged = [
+            ("irq-affinity-spread", Decision::Reverted, 0.0079),
+            ("timer-migration-on", Decision::Inconclusive, 0.42),
+        ];
+        for (id, decision, p) in judged {
+            let mut s = kept.clone();
+            s.step.id = id.into();
+            let j = s.judgement.as_mut().unwrap();
+            (j.decision, j.p) = (decision, p);
+            t.steps.push(s);
+        }
+        let mut refused = kept;
+        refused.step.id = "irq-12-affinity".into();
+        refused.step.class = Class::NotApplicable {
+            answer: "EIO (a managed IRQ)".into(),
+        };
+        (refused.blocks, refused.judgement) = (Vec::new(), None);
+        t.steps.push(refused);
+        r
+    }
+
+    fn tune_page(r: ResultFile) -> Page {
+        result_page(&[("t.json".into(), r)]).unwrap()
+    }
+
+    /// Issue 38: the page said "4 step(s) judged … 1 kept" and showed only the kept one.
+    #[test]
+    fn issue38_the_tune_page_shows_every_steps_decision_with_its_p() {
+        let page = tune_page(four_steps());
+        let decisions = (page.sections.iter())
+            .flat_map(|s| &s.tables)
+            .find(|t| t.caption.starts_with("tune: each step's decision"))
+            .expect("a table of every step's decision");
+        let seen: Vec<(&str, &str, &str)> = (decisions.rows.iter())
+            .map(|r| (r[0].as_str(), r[1].as_str(), r[4].as_str()))
+            .collect();
+        assert_eq!(
+            seen,
+            [
+                ("rt-throttling-on", "kept", "0.0079"),
+                ("irq-affinity-spread", "reverted", "0.0079"),
+                ("timer-migration-on", "inconclusive", "0.4200"),
+                (
+                    "irq-12-affinity",
+                    "not applicable: EIO (a managed IRQ)",
+                    "—"
+                ),
+            ]
+        );
+        // The shift with its interval, in the metric's unit (per-block max: ms here).
+        assert_eq!(decisions.rows[0][3], "-46.1 ms [-140.7 ms, -32.5 ms]");
+        let html = render(&page);
+        for (id, decision, _) in seen {
+            assert!(html.contains(id) && html.contains(decision), "{id}");
+        }
+    }
+
+    /// Issue 38: a tune result has no summary tables, and its page showed a bare
+    /// "Measurements" heading. No section of the page stands without content.
+    #[test]
+    fn issue38_no_heading_of_the_tune_page_stands_empty() {
+        let page = tune_page(four_steps());
+        for s in &page.sections {
+            let empty = s.facts.is_empty()
+                && s.text.is_empty()
+                && s.lead.is_empty()
+                && s.matrices.is_empty()
+                && s.tables.is_empty()
+                && s.figures.is_empty()
+                && s.folds.is_empty();
+            assert!(!empty, "the section '{}' is empty", s.heading);
+        }
+        assert!(page.sections.iter().all(|s| s.heading != "Measurements"));
+    }
+
+    /// Issue 38: "Duration 244.776 s (requested 14.400 s)" read as an overrun of 17
+    /// times; the 14.4 s was one step's blocks. The page says what the time was made of.
+    #[test]
+    fn issue38_the_tune_duration_says_what_its_time_was_made_of() {
+        let page = tune_page(four_steps());
+        let facts = &(page.sections.iter())
+            .find(|s| s.heading == "Run, host and audit")
+            .unwrap()
+            .facts;
+        let (_, duration) = facts.iter().find(|(k, _)| k == "Duration").unwrap();
+        assert_eq!(
+            duration,
+            "20.000 s (3 steps measured, each 5 pairs of 2.000 s blocks: 20.000 s a step)"
+        );
+    }
+
     #[test]
     fn result_pages_escape_host_facts_and_show_degradations() {
         let (clock, _) = crate::engine::clock::ClockInfo::detect();
