@@ -74,6 +74,7 @@
 pub mod describe;
 pub mod gnuplot;
 pub mod plot;
+pub mod staircase;
 
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};

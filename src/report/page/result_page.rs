@@ -142,7 +142,7 @@ fn tune_section(heading: &str, t: &crate::system::tune::record::TuneEntry) -> Se
     if !t.staircase.is_empty() {
         section.lead.push(Figure {
             caption: "Median p99 and median per-block max after each kept step (log scale)".into(),
-            svg: crate::report::export::plot::staircase_svg(&t.staircase),
+            svg: crate::report::export::staircase::staircase_svg(&t.staircase),
             series: false,
         });
     }
