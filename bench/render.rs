@@ -6,7 +6,7 @@
 //!
 //! Prints the plot count and, per step, the best and the median time over ROUNDS rounds
 //! (default 5); with DIR, also writes the plots there as SVG and PNG to look at. The font
-//! is the one built into the binary (see `report::plot`).
+//! is the one built into the binary (see `report::export::plot`).
 
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
@@ -17,7 +17,7 @@ use jitterscope::engine::sched::Policy;
 use jitterscope::probes::noise::{LoopPeriod, NoiseConfigRecord, NoiseEntry};
 use jitterscope::probes::record::{HistogramRecord, ThreadRecord};
 use jitterscope::report::export::Loaded;
-use jitterscope::report::plot::{self, Plot};
+use jitterscope::report::export::plot::{self, Plot};
 use jitterscope::report::result::{Privileges, RunCpus};
 use jitterscope::report::{ProbeEntry, ResultFile, RunInfo};
 use jitterscope::stats::LatencyHistogram;

@@ -11,7 +11,7 @@ use clap::{Args, Parser, Subcommand};
 
 use crate::engine::sched::Policy;
 use crate::probes::timer::TimerClock;
-use crate::report::gate::Gate;
+use crate::report::result::gate::Gate;
 
 mod parse;
 #[cfg(test)]

@@ -14,8 +14,8 @@
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 
-use jitterscope::report::describe;
-use jitterscope::report::figure::Chart;
+use jitterscope::report::export::describe;
+use jitterscope::report::result::figure::Chart;
 use jitterscope::stats::{LatencyHistogram, Summary};
 use serde_json::Value;
 

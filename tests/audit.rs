@@ -1029,7 +1029,7 @@ fn issue18_every_fix_printed_for_this_host_works_here_and_is_reverted() {
 /// audit really produces it where the verdict looks).
 #[test]
 fn every_finding_the_verdict_names_is_produced_at_warn_or_bad() {
-    use jitterscope::report::verdict::Cause;
+    use jitterscope::report::terminal::verdict::Cause;
     let untuned = fixture(false);
     let contradict = fixture(true);
     let r = contradict.path();

@@ -235,7 +235,7 @@ fn issue29_report_shows_the_causes_of_a_traced_run() {
     assert!(text.contains("Causes of the "), "{text}");
     assert!(text.lines().count() <= 120, "{}", text.lines().count());
     let r = ResultFile::parse(&json).expect("a result");
-    let live = jitterscope::report::table::Layout::fixed(100, false)
+    let live = jitterscope::report::terminal::table::Layout::fixed(100, false)
         .scoped(|| jitterscope::report::views::noise::noise_text(&r));
     assert!(text.contains(live.trim_end()), "{live}");
 }

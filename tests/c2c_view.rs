@@ -9,7 +9,7 @@ use std::process::Command;
 use jitterscope::engine::cpu::CpuList;
 use jitterscope::engine::topology::{CpuPlace, LastLevelCache, Topology};
 use jitterscope::probes::c2c::C2cEntry;
-use jitterscope::report::table::Layout;
+use jitterscope::report::terminal::table::Layout;
 use jitterscope::report::{ProbeEntry, ResultFile};
 use serde_json::Value;
 
@@ -191,7 +191,7 @@ fn grown_c2c(json: &str, n: usize) -> ResultFile {
 /// merged runs, a row for every CPU.
 #[test]
 fn issue35_the_html_page_of_192_cpus_is_at_most_3_mb() {
-    use jitterscope::report::{html, result_page};
+    use jitterscope::report::page::{html, result_page};
     let r = grown_c2c(&host16("c2c-16cpu"), 192);
     let page = result_page::result_page(&[("c2c.json".into(), r)]).unwrap();
     let page = html::render(&page);

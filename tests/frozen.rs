@@ -12,10 +12,10 @@ use std::path::{Path, PathBuf};
 
 use jitterscope::probes::record::HistogramRecord;
 use jitterscope::report::compare::{self, Run};
-use jitterscope::report::describe;
-use jitterscope::report::figure::{Chart, Figure};
+use jitterscope::report::export::describe;
+use jitterscope::report::result::figure::{Chart, Figure};
 use jitterscope::report::views::Kind;
-use jitterscope::report::{ResultFile, audit_table, plot, verdict};
+use jitterscope::report::{ResultFile, export::plot, terminal::audit_table, terminal::verdict};
 use jitterscope::stats::LatencyHistogram;
 
 use crate::util::{FROZEN, frozen, stderr_lines};
@@ -198,7 +198,7 @@ fn plot_descriptions() {
     insta::assert_snapshot!("overlay_plots", text.join("\n"));
 }
 
-/// One line per figure description (`report::figure`), what both backends draw from:
+/// One line per figure description (`report::result::figure`), what both backends draw from:
 /// its name, what it shows and the extent of each line's data (the gnuplot snapshot holds
 /// every row).
 fn describe(figures: &[Figure]) -> String {

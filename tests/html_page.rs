@@ -12,7 +12,7 @@ use std::time::{Duration, Instant};
 use jitterscope::probes::noise::NoiseEntry;
 use jitterscope::probes::timer::TimerEntry;
 use jitterscope::report::ResultFile;
-use jitterscope::report::plot;
+use jitterscope::report::export::plot;
 
 use crate::util::{frozen_part, jitterscope, measuring, skip, stderr_lines, two_cpus};
 
@@ -389,7 +389,7 @@ fn issue25_watch_page_shows_threads_causes_and_fix_links() {
             assert!(html.contains(&escape(&c.cause)), "{}", c.cause);
             // The link the terminal gives is the page's: the worst, most specific
             // finding of this host's audit whose fix removes the cause.
-            if let Some(f) = jitterscope::report::watch::cause_findings(&r, c)
+            if let Some(f) = jitterscope::report::terminal::watch::cause_findings(&r, c)
                 .unwrap()
                 .first()
             {

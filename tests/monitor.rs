@@ -18,7 +18,7 @@ use std::time::{Duration, Instant, SystemTime};
 use jitterscope::app::monitor::log::IntervalLog;
 use jitterscope::app::monitor::metrics::{BUCKETS_NS, bucket_of};
 use jitterscope::engine::clock::ClockInfo;
-use jitterscope::report::interval_log;
+use jitterscope::report::terminal::interval_log;
 use jitterscope::stats::LatencyHistogram;
 
 use crate::injector::{Schedule, inject};

@@ -14,7 +14,7 @@ use jitterscope::probes::noise::NoiseEntry;
 use jitterscope::probes::timer::TimerEntry;
 use jitterscope::report::ResultFile;
 use jitterscope::report::export::distributions;
-use jitterscope::report::plot;
+use jitterscope::report::export::plot;
 
 use crate::util::{bin, frozen_part, jitterscope, measuring, stderr_lines};
 

@@ -4,7 +4,7 @@
 
 #![no_main]
 
-use jitterscope::report::interval_log::{looks_like, parse, table};
+use jitterscope::report::terminal::interval_log::{looks_like, parse, table};
 use libfuzzer_sys::fuzz_target;
 
 fuzz_target!(|data: &[u8]| {

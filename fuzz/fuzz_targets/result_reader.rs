@@ -10,7 +10,7 @@ use std::path::PathBuf;
 use jitterscope::report::ResultFile;
 use jitterscope::report::compare::{Run, compare};
 use jitterscope::report::export::{csv_buckets, csv_summary, hdr_log, markdown};
-use jitterscope::report::verdict::verdict;
+use jitterscope::report::terminal::verdict::verdict;
 use libfuzzer_sys::fuzz_target;
 
 fuzz_target!(|data: &[u8]| {

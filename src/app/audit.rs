@@ -9,7 +9,7 @@ use anyhow::{Context, bail};
 
 use crate::cli::AuditArgs;
 use crate::engine::cpu::{CpuList, CpuListError};
-use crate::report::audit_table;
+use crate::report::terminal::audit_table;
 use crate::system::audit::AuditReport;
 
 use super::Ending;

@@ -146,10 +146,10 @@ impl Measure for C2cCommand {
     fn text(&self, r: &ResultFile) -> String {
         let header = self.header(r);
         let (first, rest) = header.split_once('\n').unwrap_or((&header, ""));
-        let width = crate::report::table::Layout::current().wrap_width();
+        let width = crate::report::terminal::table::Layout::current().wrap_width();
         format!(
             "{}\n{rest}\n{}",
-            crate::report::table::wrap(first, width, "  "),
+            crate::report::terminal::table::wrap(first, width, "  "),
             crate::report::views::c2c::c2c_tables(r, self.group)
         )
     }

@@ -6,8 +6,8 @@ use std::path::{Path, PathBuf};
 use crate::cli::{CompareArgs, ReportFormat};
 use crate::report::compare::{self, Comparison, Run};
 use crate::report::export::{self, Loaded};
-use crate::report::table::Layout;
-use crate::report::{compare_view, gnuplot, html, plot};
+use crate::report::terminal::table::Layout;
+use crate::report::{compare::compare_view, export::gnuplot, export::plot, page::html};
 
 use super::Ending;
 use super::report::{deliver, list_written, output_dir, read_all};

@@ -23,7 +23,7 @@ use crate::engine::sched::{self, Policy, SchedRequest};
 use crate::probes::noise::{NoiseConfig, NoiseEntry};
 use crate::probes::pingpong::{self, Mechanism};
 use crate::probes::timer::{TimerConfig, TimerEntry};
-use crate::report::{ResultFile, verdict};
+use crate::report::{ResultFile, terminal::verdict};
 
 use super::Ending;
 use super::noise::NoiseCommand;
@@ -234,8 +234,8 @@ pub fn run(args: &MainArgs, argv: &[String], stop: &AtomicBool) -> anyhow::Resul
     if args.save.json_on_stdout() {
         super::report::write_stdout(&format!("{}\n", merged.to_json()))?;
     } else if !args.save.quiet {
-        let layout =
-            crate::report::table::Layout::terminal(args.save.wide).per_cpu(args.save.per_cpu);
+        let layout = crate::report::terminal::table::Layout::terminal(args.save.wide)
+            .per_cpu(args.save.per_cpu);
         let (tables, v) =
             layout.scoped(|| (super::report::probe_tables(&merged), verdict::text(&v)));
         super::report::write_stdout(&format!("{tables}\n{v}\n{saved}\n"))?;
@@ -525,7 +525,7 @@ impl Destinations {
             "jitterscope-{}-{}",
             match r.host.hostname.as_str() {
                 "" => "host".into(),
-                h => crate::report::figure::file_safe(h),
+                h => crate::report::result::figure::file_safe(h),
             },
             compact_time(&r.run.start_time)
         );
@@ -676,7 +676,10 @@ mod tests {
 
     #[test]
     fn names_are_file_safe() {
-        assert_eq!(crate::report::figure::file_safe("web 01/a"), "web_01_a");
+        assert_eq!(
+            crate::report::result::figure::file_safe("web 01/a"),
+            "web_01_a"
+        );
         assert_eq!(compact_time("2026-11-22T23:50:12Z"), "20261122T235012Z");
     }
 }

@@ -57,7 +57,7 @@ pub fn emit(result: &ResultFile, to: &SaveArgs, text: impl Fn() -> String) -> an
     let printed = if to.json_on_stdout() {
         writeln!(out, "{}", result.to_json())
     } else if !to.quiet {
-        let layout = crate::report::table::Layout::terminal(to.wide).per_cpu(to.per_cpu);
+        let layout = crate::report::terminal::table::Layout::terminal(to.wide).per_cpu(to.per_cpu);
         let text = layout.scoped(text);
         write!(out, "{text}")
     } else {
@@ -78,15 +78,15 @@ pub fn write_page(
     result: &ResultFile,
     saved: Option<&Path>,
     page: &Path,
-    edit: impl FnOnce(&mut crate::report::html::Page),
+    edit: impl FnOnce(&mut crate::report::page::html::Page),
 ) -> anyhow::Result<()> {
     let name = saved.map_or_else(
         || Path::new("(not saved: no -o)").to_path_buf(),
         Path::to_path_buf,
     );
-    let mut p = crate::report::result_page::result_page(&[(name, result.clone())])?;
+    let mut p = crate::report::page::result_page::result_page(&[(name, result.clone())])?;
     edit(&mut p);
-    crate::report::result::write_atomic(page, crate::report::html::render(&p).as_bytes())
+    crate::report::result::write_atomic(page, crate::report::page::html::render(&p).as_bytes())
         .with_context(|| format!("cannot write {}", page.display()))
 }
 

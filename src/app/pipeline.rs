@@ -14,7 +14,7 @@ use crate::engine::clock::ClockInfo;
 use crate::engine::cpu::{CpuList, CpuPlan, CpuUniverse};
 use crate::engine::run::RunOutcome;
 use crate::engine::sched::{self, Policy, SchedRequest};
-use crate::report::gate::Gate;
+use crate::report::result::gate::Gate;
 use crate::report::result::{Privileges, RunCpus};
 use crate::report::{ProbeEntry, ResultFile, RunInfo};
 use crate::system::HostInfo;
@@ -412,7 +412,9 @@ pub fn execute(
 /// Checks `--fail-above` on a saved result: one line on stderr naming the figure that
 /// crossed its limit, and `LimitExceeded`; else `Completed`.
 pub fn gate(result: &ResultFile, gates: &[Gate]) -> Ending {
-    match crate::report::gate::crossing_line(&crate::report::gate::crossings(result, gates)) {
+    match crate::report::result::gate::crossing_line(&crate::report::result::gate::crossings(
+        result, gates,
+    )) {
         Some(line) => {
             use std::io::Write;
             let _ = writeln!(std::io::stderr(), "jitterscope: {line}");

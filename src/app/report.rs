@@ -9,8 +9,10 @@ use anyhow::Context;
 
 use crate::cli::{ReportArgs, ReportFormat};
 use crate::report::export::{self, Loaded};
-use crate::report::table::{Layout, wrap};
-use crate::report::{ResultFile, gnuplot, html, plot, verdict, views};
+use crate::report::terminal::table::{Layout, wrap};
+use crate::report::{
+    ResultFile, export::gnuplot, export::plot, page::html, terminal::verdict, views,
+};
 
 use super::Ending;
 
@@ -31,7 +33,9 @@ pub fn run(args: &ReportArgs) -> anyhow::Result<Ending> {
         ReportFormat::Csv if args.buckets => export::csv_buckets(&results)?,
         ReportFormat::Csv => export::csv_summary(&results),
         ReportFormat::Hdr => export::hdr_log(&results)?,
-        ReportFormat::Html => html::render(&crate::report::result_page::result_page(&results)?),
+        ReportFormat::Html => {
+            html::render(&crate::report::page::result_page::result_page(&results)?)
+        }
         ReportFormat::Gnuplot => return list_written(&gnuplot::write(&results, dir()?)?),
         ReportFormat::Svg => return list_written(&plots(&results, dir()?, plot::Format::Svg)?),
         ReportFormat::Png => return list_written(&plots(&results, dir()?, plot::Format::Png)?),
@@ -46,7 +50,7 @@ fn plots(results: &[Loaded], dir: &Path, format: plot::Format) -> anyhow::Result
 /// HdrHistogram interval logs (`monitor --log-dir`) instead of result files: a table per
 /// log. `None` when the first file is not one.
 fn interval_logs(args: &ReportArgs) -> anyhow::Result<Option<String>> {
-    use crate::report::interval_log;
+    use crate::report::terminal::interval_log;
     let read = |p: &Path| std::fs::read(p).with_context(|| format!("cannot read {}", p.display()));
     let Some(first) = args.results.first() else {
         return Ok(None);
@@ -121,7 +125,7 @@ fn tables(results: &[Loaded], top: Option<usize>) -> String {
     for (path, r) in results {
         out.push_str(&file_header(path, r));
         out.push_str(&probe_tables(r));
-        out.push_str(&crate::report::watch::watch_text(r));
+        out.push_str(&crate::report::terminal::watch::watch_text(r));
         if let Some(t) = &r.tune {
             out.push_str(&views::tune::tune_text(t));
         }

@@ -428,7 +428,11 @@ fn plan_table(
         if matches!(s.class, Class::NotApplicable { .. }) {
             // Why not is the point of the line: said whole.
             let text = format!("       {detail}");
-            out.push_str(&crate::report::table::wrap(&text, Some(99), "       "));
+            out.push_str(&crate::report::terminal::table::wrap(
+                &text,
+                Some(99),
+                "       ",
+            ));
             out.push('\n');
         } else if !detail.is_empty() {
             out.push_str(&format!("       {}\n", fit(&detail, 92)));

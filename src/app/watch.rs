@@ -36,7 +36,7 @@ use crate::engine::cpu::{CpuList, CpuPlan, CpuUniverse};
 use crate::engine::run::RunOutcome;
 use crate::engine::sched::{self, SchedRequest};
 use crate::report::ResultFile;
-use crate::report::watch::{WatchRecord, WatchedThread};
+use crate::report::terminal::watch::{WatchRecord, WatchedThread};
 use crate::system::cgroup::target::{Group, Selector};
 use crate::system::cgroup::{self, target};
 use crate::trace::event::{Event, Names};
@@ -473,7 +473,7 @@ impl Measure for WatchCommand {
     }
 
     fn text(&self, r: &ResultFile) -> String {
-        crate::report::watch::watch_text(r)
+        crate::report::terminal::watch::watch_text(r)
     }
 }
 
@@ -491,7 +491,7 @@ fn task_cpus(threads: &[WatchedThread]) -> BTreeMap<u32, String> {
         .filter_map(|t| t.attribution.as_ref())
         .flat_map(|a| a.causes.iter());
     causes
-        .filter_map(crate::report::watch::task_pid)
+        .filter_map(crate::report::terminal::watch::task_pid)
         .filter_map(|pid| {
             let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
             // The 9th field, after the name (which may hold spaces and parentheses).

@@ -1,29 +1,14 @@
-//! The result schema and the ways of showing it. Every reader and exporter works from a
-//! `ResultFile` only, never from live probe state.
+//! The result schema and the ways of showing it, in rooms by who reads them, bottom to
+//! top: `result` (the schema), `terminal`, `views`, `export`, `page`, `compare`. A room
+//! uses the rooms below it, never those above, but for the two borrowings named atop
+//! `result` and `compare`. Every reader and exporter works from a `ResultFile` only,
+//! never from live probe state.
 
-pub mod audit_table;
-pub mod cause_matrix;
-pub mod cause_names;
 pub mod compare;
-pub mod compare_causes;
-pub mod compare_view;
-pub mod describe;
-pub mod dist;
 pub mod export;
-pub mod figure;
-pub mod gate;
-pub mod gnuplot;
-pub mod group;
-pub mod html;
-pub mod interval_log;
-pub mod page_cpus;
-pub mod plot;
+pub mod page;
 pub mod result;
-pub mod result_page;
-pub mod table;
-pub mod time_heatmap;
-pub mod verdict;
+pub mod terminal;
 pub mod views;
-pub mod watch;
 
 pub use result::{ProbeEntry, ResultFile, RunInfo, SCHEMA};

@@ -1,6 +1,6 @@
 //! Which audit findings' fixes would remove a measured cause of lost time: the one
-//! mapping that the noise verdict (`report::verdict`), tune's step order
-//! (`system::tune::share`) and watch's cause table (`report::watch`) all read.
+//! mapping that the noise verdict (`report::terminal::verdict`), tune's step order
+//! (`system::tune::share`) and watch's cause table (`report::terminal::watch`) all read.
 //!
 //! Two levels, one source: the verdict's coarse causes ([`Cause`]: the tick, long
 //! stalls, everything else, RT throttling, the fair server, a CFS quota) each name the findings that

@@ -38,7 +38,7 @@ fn named(cause: &str, kind: CauseKind, labels: &mut HashMap<u32, String>) -> Opt
     Some(format!("{cause} ({label})"))
 }
 
-/// The pid a task cause names: `task hog:812 (real-time 10)` (as `report::watch`'s
+/// The pid a task cause names: `task hog:812 (real-time 10)` (as `report::terminal::watch`'s
 /// `task_pid` reads a row).
 fn cause_pid(cause: &str) -> Option<u32> {
     let name = cause.strip_prefix("task ")?.split(" (").next()?;

@@ -6,7 +6,7 @@
 //! cause table, its notes, and its largest gaps broken down part by part. On more, one
 //! cross-CPU view, whose size does not grow with the CPUs:
 //! - one table of causes × CPU groups (the groups of the probe's own tables,
-//!   `report::group`), each cell the cause's share of a CPU's interrupted time, lowest to
+//!   `report::terminal::group`), each cell the cause's share of a CPU's interrupted time, lowest to
 //!   highest over the CPUs that saw it; a per-CPU kernel thread is one cause on every
 //!   CPU ("kworker/N:*", N its own CPU);
 //! - the notes said once for every CPU (gaps coincident across CPUs, lost events, steal);
@@ -15,10 +15,10 @@
 use crate::probes::noise::NoiseEntry;
 use crate::probes::timer::TimerEntry;
 use crate::report::ResultFile;
-use crate::report::cause_matrix::{CrossCause, by_key};
-use crate::report::cause_names::{cause_key, shown_causes};
-use crate::report::group::{self, Grouping, Row};
-use crate::report::table::{Layout, Tab, core, cut, wrap};
+use crate::report::terminal::cause_matrix::{CrossCause, by_key};
+use crate::report::terminal::cause_names::{cause_key, shown_causes};
+use crate::report::terminal::group::{self, Grouping, Row};
+use crate::report::terminal::table::{Layout, Tab, core, cut, wrap};
 use crate::stats::causes::{Attribution, CauseKind, CauseRow, GapBreakdown, quota_label};
 use crate::system::counters::{CgroupDelta, GroupStatDelta};
 
@@ -132,7 +132,7 @@ fn title(cpus: &[&Traced], w: &Words) -> String {
                  events",
                 w.gap,
                 group::cpus_words(&ids),
-                crate::report::verdict::duration_words(ns)
+                crate::report::terminal::verdict::duration_words(ns)
             ),
             Layout::current().wrap_width(),
             "  ",

@@ -17,9 +17,9 @@ use std::collections::BTreeMap;
 use crate::engine::topology::{CpuPlace, Locality, Topology};
 use crate::probes::c2c::C2cEntry;
 use crate::report::ResultFile;
-use crate::report::dist::{Dist, Entry, serde_name};
-use crate::report::figure::{Chart, Figure, Heatmap, file_safe};
-use crate::report::table::{Layout, Tab, core, wide, wrap};
+use crate::report::result::dist::{Dist, Entry, serde_name};
+use crate::report::result::figure::{Chart, Figure, Heatmap, file_safe};
+use crate::report::terminal::table::{Layout, Tab, core, wide, wrap};
 use crate::report::views::c2c_locality::{self, Class, Pair, Summary};
 use crate::report::views::{EntryView, Kind, KindView};
 
@@ -167,7 +167,7 @@ impl Matrix {
     /// One matrix of `value` per cell, at its natural width: never shrunk, so that no
     /// figure is ever wrapped or cut. Each column is as wide as its widest figure, one
     /// space apart, ruled as the other tables are. Drawn here rather than by
-    /// `report::table`: a matrix is a grid of like figures whose point is to fit many
+    /// `report::terminal::table`: a matrix is a grid of like figures whose point is to fit many
     /// columns, and a table's padding (two spaces between columns) would take 16 CPUs of
     /// 3-digit figures from 68 columns to 85, past an 80-column terminal.
     fn table(&self, value: impl Fn(&Cell) -> Option<f64>, fmt: Ns) -> String {

@@ -1,3 +1,6 @@
+//! The views room: one view per probe kind, read by every room above it (export, page,
+//! compare) for the kind's distributions; it uses the result and terminal rooms only.
+//!
 //! One view per probe kind: everything the report side shows of a kind lives in its own
 //! file here. Each entry type implements [`EntryView`] (its distributions, which are the
 //! export rows, compare rows and plots, and its series) and [`KindView`] (its terminal
@@ -18,9 +21,9 @@ use crate::probes::queue::QueueEntry;
 use crate::probes::syscalls::SyscallEntry;
 use crate::probes::timer::TimerEntry;
 use crate::probes::work::WorkEntry;
-use crate::report::dist::{Dist, SeriesView};
-use crate::report::figure::Figure;
-use crate::report::table::{Unit, hidden_note};
+use crate::report::result::dist::{Dist, SeriesView};
+use crate::report::result::figure::Figure;
+use crate::report::terminal::table::{Unit, hidden_note};
 use crate::report::{ProbeEntry, ResultFile};
 
 pub mod attribution;
@@ -193,7 +196,7 @@ fn figures_of<T: KindView>(r: &ResultFile) -> Vec<Figure> {
 /// The tables of every kind the result holds, in [`Kind::ALL`]'s order, then a note of
 /// the entries of a newer kind that were skipped.
 pub fn tables(r: &ResultFile) -> String {
-    crate::report::table::reset_hidden();
+    crate::report::terminal::table::reset_hidden();
     let mut parts: Vec<String> = Kind::ALL.iter().filter_map(|k| k.tables(r)).collect();
     let unknown = r.probes.iter().filter(|e| e.view().is_none()).count();
     if unknown > 0 {
@@ -207,9 +210,9 @@ pub fn tables(r: &ResultFile) -> String {
         out.push('\n');
     }
     if let Some(note) = hidden_note() {
-        out.push_str(&crate::report::table::wrap(
+        out.push_str(&crate::report::terminal::table::wrap(
             &note,
-            crate::report::table::Layout::current().wrap_width(),
+            crate::report::terminal::table::Layout::current().wrap_width(),
             "",
         ));
         out.push('\n');
@@ -222,7 +225,7 @@ pub fn tables(r: &ResultFile) -> String {
 /// CPUs, each event with its CPU; each CPU's own table on up to `group::EACH_UP_TO`
 /// CPUs, or with `--per-cpu`.
 pub fn largest_events(r: &ResultFile, n: usize) -> String {
-    use crate::report::table::{Tab, core};
+    use crate::report::terminal::table::{Tab, core};
     let series: Vec<SeriesView> = r.probes.iter().filter_map(|e| e.view()?.series()).collect();
     let mut out = String::new();
     let mut kinds: Vec<&'static str> = series.iter().map(|s| s.probe).collect();
@@ -230,7 +233,7 @@ pub fn largest_events(r: &ResultFile, n: usize) -> String {
     for probe in kinds {
         let of: Vec<&SeriesView> = series.iter().filter(|s| s.probe == probe).collect();
         let u = Kind::of_probe(probe).map_or(Unit::Ns, Kind::unit);
-        let each = crate::report::group::each_alone(of.len());
+        let each = crate::report::terminal::group::each_alone(of.len());
         let sets: Vec<Vec<&SeriesView>> = match each {
             true => of.iter().map(|s| vec![*s]).collect(),
             false => vec![of.clone()],
@@ -260,7 +263,7 @@ pub fn largest_events(r: &ResultFile, n: usize) -> String {
             let cpus: Vec<usize> = set.iter().map(|s| s.cpu).collect();
             let whose = match each {
                 true => format!("CPU {}", cpus[0]),
-                false => crate::report::group::cpus_words(&cpus),
+                false => crate::report::terminal::group::cpus_words(&cpus),
             };
             out.push_str(&format!(
                 "{probe} {whose}: the {} largest of {} kept ({})\n{t}\n",

@@ -3,11 +3,11 @@
 
 use crate::probes::noise::NoiseEntry;
 use crate::report::ResultFile;
-use crate::report::dist::SeriesView;
-use crate::report::dist::{Dist, Entry};
-use crate::report::group::{self, Cell, Grouping, num, text};
-use crate::report::table::{Tab, core, policy_cell, wide};
-use crate::report::verdict::{NOISE_KEYS, noise_members};
+use crate::report::result::dist::SeriesView;
+use crate::report::result::dist::{Dist, Entry};
+use crate::report::terminal::group::{self, Cell, Grouping, num, text};
+use crate::report::terminal::table::{Tab, core, policy_cell, wide};
+use crate::report::terminal::verdict::{NOISE_KEYS, noise_members};
 use crate::report::views::{EntryView, Kind, KindView};
 
 impl EntryView for NoiseEntry {
@@ -61,7 +61,7 @@ pub fn noise_text(r: &ResultFile) -> String {
 }
 
 /// The two noise tables: how much noise per CPU, and how long the interruptions were;
-/// CPUs that agree as one group (`report::group`) unless `--per-cpu`.
+/// CPUs that agree as one group (`report::terminal::group`) unless `--per-cpu`.
 pub fn noise_tables(r: &ResultFile) -> String {
     let entries: Vec<&NoiseEntry> = r.entries().collect();
     tables(&entries, &grouping(r))

@@ -5,8 +5,10 @@ use crate::probes::pingpong::{OneWayBasis, PingpongEntry};
 use crate::report::ResultFile;
 use std::borrow::Cow;
 
-use crate::report::dist::{Dist, Entry, UNCONFIRMED_NOTE, halved, halved_histogram, serde_name};
-use crate::report::table::{Layout, Tab, core, wide, wrap};
+use crate::report::result::dist::{
+    Dist, Entry, UNCONFIRMED_NOTE, halved, halved_histogram, serde_name,
+};
+use crate::report::terminal::table::{Layout, Tab, core, wide, wrap};
 use crate::report::views::{EntryView, Kind, KindView};
 
 impl EntryView for PingpongEntry {

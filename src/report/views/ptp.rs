@@ -4,8 +4,8 @@
 
 use crate::probes::ptp::{MethodResult, MethodStatus, PtpEntry, errno_name};
 use crate::report::ResultFile;
-use crate::report::dist::{Dist, Entry, serde_name};
-use crate::report::table::{Col, Tab, core, wide};
+use crate::report::result::dist::{Dist, Entry, serde_name};
+use crate::report::terminal::table::{Col, Tab, core, wide};
 use crate::report::views::{EntryView, Kind, KindView};
 
 impl EntryView for PtpEntry {

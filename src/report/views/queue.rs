@@ -3,8 +3,8 @@
 
 use crate::probes::queue::{LatencyRecord, QueueEntry};
 use crate::report::ResultFile;
-use crate::report::dist::{Dist, Entry};
-use crate::report::table::{Col, Layout, Tab, Unit, core, policy_cell, us, wide, wrap};
+use crate::report::result::dist::{Dist, Entry};
+use crate::report::terminal::table::{Col, Layout, Tab, Unit, core, policy_cell, us, wide, wrap};
 use crate::report::views::{EntryView, Kind, KindView};
 
 impl EntryView for QueueEntry {

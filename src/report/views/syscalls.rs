@@ -2,8 +2,8 @@
 
 use crate::probes::syscalls::{SyscallEntry, Via};
 use crate::report::ResultFile;
-use crate::report::dist::{Dist, Entry};
-use crate::report::table::{Tab, core, wide};
+use crate::report::result::dist::{Dist, Entry};
+use crate::report::terminal::table::{Tab, core, wide};
 use crate::report::views::{EntryView, Kind, KindView};
 
 impl EntryView for SyscallEntry {

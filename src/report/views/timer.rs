@@ -4,11 +4,11 @@
 
 use crate::probes::timer::{LiveSnapshot, TimerEntry};
 use crate::report::ResultFile;
-use crate::report::cause_names::cause_key;
-use crate::report::dist::SeriesView;
-use crate::report::dist::{Dist, Entry};
-use crate::report::group::{self, Cell, Grouping, Member, num, text};
-use crate::report::table::{
+use crate::report::result::dist::SeriesView;
+use crate::report::result::dist::{Dist, Entry};
+use crate::report::terminal::cause_names::cause_key;
+use crate::report::terminal::group::{self, Cell, Grouping, Member, num, text};
+use crate::report::terminal::table::{
     Layout, Tab, core, distribution, distribution_cols, policy_cell, wide, wrap,
 };
 use crate::report::views::{EntryView, Kind, KindView};
@@ -93,7 +93,10 @@ pub fn timer_tables(r: &ResultFile) -> String {
 }
 
 /// A summary's distribution cells, in `distribution_cols`' order, as figures to group.
-fn distribution_cells(s: &crate::stats::Summary, u: crate::report::table::Unit) -> Vec<Cell> {
+fn distribution_cells(
+    s: &crate::stats::Summary,
+    u: crate::report::terminal::table::Unit,
+) -> Vec<Cell> {
     let texts = distribution(s, u);
     let values = [
         s.min_ns.map(|v| v as f64),

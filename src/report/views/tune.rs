@@ -2,7 +2,8 @@
 //! figures after each kept step, with their intervals). Every line fits 100 columns.
 //! The CSV and Markdown forms use the same cells (`staircase_rows`), so the figures agree.
 
-use crate::report::table::cut;
+use crate::report::terminal::table::cut;
+use crate::system::tune::Class;
 use crate::system::tune::record::{Figure, Metric, Stair, TuneEntry};
 
 /// A value of `metric` with its unit: ns/s as µs/s or ms/s, ns as µs or ms.
@@ -63,6 +64,48 @@ pub fn staircase_rows(stairs: &[Stair]) -> (Vec<&'static str>, Vec<Vec<String>>)
                 fig(&s.max_ns),
                 fig(&s.lost_ns_per_s),
             ]
+        })
+        .collect();
+    (header, rows)
+}
+
+/// Every step's decision, as cells: its id, what became of it (kept, reverted,
+/// inconclusive, or, for a step not measured, its class: not applicable, already done …),
+/// the medians of the metric on each side, the shift with its interval, and p.
+pub fn step_rows(t: &TuneEntry) -> (Vec<String>, Vec<Vec<String>>) {
+    let header = vec![
+        "step".to_string(),
+        "decision".into(),
+        format!("{}: baseline → step", t.metric.name()),
+        "shift [interval]".into(),
+        "p".into(),
+    ];
+    let rows = (t.steps.iter())
+        .map(|s| match &s.judgement {
+            Some(j) => vec![
+                s.step.id.clone(),
+                j.decision.as_str().into(),
+                format!(
+                    "{} → {}",
+                    value(j.baseline_median, t.metric),
+                    value(j.step_median, t.metric)
+                ),
+                format!(
+                    "{} [{}, {}]",
+                    value(j.shift, t.metric),
+                    value(j.ci_low, t.metric),
+                    value(j.ci_high, t.metric)
+                ),
+                format!("{:.4}", j.p),
+            ],
+            None => {
+                let what = match &s.step.class {
+                    Class::Applies => "not measured (the run stopped first)".to_string(),
+                    c if c.detail().is_empty() => c.label().to_string(),
+                    c => format!("{}: {}", c.label(), c.detail()),
+                };
+                vec![s.step.id.clone(), what, "—".into(), "—".into(), "—".into()]
+            }
         })
         .collect();
     (header, rows)

@@ -3,8 +3,8 @@
 
 use crate::probes::work::{Role, WorkEntry};
 use crate::report::ResultFile;
-use crate::report::dist::{Dist, Entry, serde_name};
-use crate::report::table::{Layout, Tab, core, wide, wrap};
+use crate::report::result::dist::{Dist, Entry, serde_name};
+use crate::report::terminal::table::{Layout, Tab, core, wide, wrap};
 use crate::report::views::{EntryView, Kind, KindView};
 
 impl EntryView for WorkEntry {

@@ -1,9 +1,17 @@
+//! The result room: the schema and the data every other room reads from a result (its
+//! distributions, its figures as data, the gate); nothing here prints or draws, and it
+//! imports no other room but the two records the terminal's verdict and watch make.
+//!
 //! The result file: the contract between measuring and reporting.
 //!
 //! One JSON document per run, with a `schema` field (`jitterscope/1`), the host, the run
 //! (with every degradation), and one entry per probe and CPU. docs/result-format.md
 //! documents every field. Files are written atomically: a temporary file in the same
 //! directory, flushed, then renamed over the target.
+
+pub mod dist;
+pub mod figure;
+pub mod gate;
 
 use std::io::Write;
 use std::path::{Path, PathBuf};
@@ -58,14 +66,14 @@ pub struct ResultFile {
     /// The main job's verdict and top fixes, as it printed them; absent from the results
     /// of single commands and of versions before it was stored.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub verdict: Option<crate::report::verdict::Verdict>,
+    pub verdict: Option<crate::report::terminal::verdict::Verdict>,
     /// `tune`'s steps, decisions and staircase; absent from every other command's result.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub tune: Option<crate::system::tune::record::TuneEntry>,
     /// `jitterscope watch`: another application's threads, watched; absent from every
     /// other command's results and from versions before it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub watch: Option<crate::report::watch::WatchRecord>,
+    pub watch: Option<crate::report::terminal::watch::WatchRecord>,
 }
 
 /// `run`: how this result was produced.

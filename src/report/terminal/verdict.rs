@@ -29,7 +29,7 @@ use crate::probes::noise::NoiseEntry;
 use crate::probes::pingpong::PingpongEntry;
 use crate::probes::record::ThreadRecord;
 use crate::probes::timer::TimerEntry;
-use crate::report::{ResultFile, audit_table, group};
+use crate::report::{ResultFile, terminal::audit_table, terminal::group};
 use crate::system::audit::{Finding, FindingId, Severity};
 
 /// Tick periods of the usual CONFIG_HZ values, ns.
@@ -168,7 +168,7 @@ pub struct Verdict {
 }
 
 /// The verdict on a main-job result: its sentences bounded whatever the CPU count, CPUs
-/// whose figures and causes agree said once (`report::group`).
+/// whose figures and causes agree said once (`report::terminal::group`).
 pub fn verdict(r: &ResultFile) -> Verdict {
     let noise: Vec<&NoiseEntry> = r.entries().collect();
     let findings: Vec<&Finding> = r
@@ -206,7 +206,7 @@ pub fn verdict(r: &ResultFile) -> Verdict {
 }
 
 /// The figures noise CPUs are grouped by: the share of time lost, then the p99
-/// interruption (`report::group`).
+/// interruption (`report::terminal::group`).
 pub const NOISE_KEYS: [group::Key; 2] = [group::share("share lost"), group::latency("p99")];
 
 /// Each noise entry as a member to group: its largest cause as the verdict names it
@@ -732,11 +732,11 @@ pub fn duration_words(ns: u64) -> String {
 }
 
 /// The verdict as text, fixes numbered: each line wrapped to the current layout's width
-/// (`report::table::Layout`), and each command in a fix on a line of its own, never
+/// (`report::terminal::table::Layout`), and each command in a fix on a line of its own, never
 /// broken, so that it can be pasted as it is (`audit_table::fix_text`).
 pub fn text(v: &Verdict) -> String {
-    let width = crate::report::table::Layout::current().wrap_width();
-    let wrap = |l: &str| crate::report::table::wrap(&format!("  {l}"), width, "    ");
+    let width = crate::report::terminal::table::Layout::current().wrap_width();
+    let wrap = |l: &str| crate::report::terminal::table::wrap(&format!("  {l}"), width, "    ");
     let mut out = String::from("Verdict\n");
     for l in &v.lines {
         out.push_str(&wrap(l));
@@ -864,7 +864,7 @@ mod tests {
             lines: Vec::new(),
             fixes: vec![fix],
         };
-        let t = crate::report::table::Layout::fixed(80, false).scoped(|| text(&v));
+        let t = crate::report::terminal::table::Layout::fixed(80, false).scoped(|| text(&v));
         let pasted = |l: &str| t.lines().any(|line| line.trim() == l);
         assert!(pasted(&options.join(" ")), "{t}");
         assert!(pasted(ethtool), "{t}");
@@ -880,7 +880,7 @@ mod tests {
             lines: Vec::new(),
             fixes: vec![old],
         };
-        let t = crate::report::table::Layout::fixed(80, false).scoped(|| text(&v));
+        let t = crate::report::terminal::table::Layout::fixed(80, false).scoped(|| text(&v));
         assert!(
             t.contains(&format!(
                 "     {cmd}\n       (and boot with irqaffinity=0)\n"
@@ -892,7 +892,7 @@ mod tests {
     /// The frozen main-job fixture with steal counters of `steal_ms` on CPU 1.
     fn fixture_with_steal(steal_ms: Option<u64>) -> ResultFile {
         let mut r =
-            ResultFile::parse(include_str!("../../tests/fixtures/all-probes.json")).unwrap();
+            ResultFile::parse(include_str!("../../../tests/fixtures/all-probes.json")).unwrap();
         r.run.counters = steal_ms.map(|ms| crate::system::counters::CounterDelta {
             cpus: crate::engine::cpu::CpuList::from_cpus(vec![1]),
             elapsed_ns: 400_000_000,

@@ -13,10 +13,10 @@ use crate::system::audit::Finding;
 use crate::trace::event::policy_words;
 use crate::trace::watch::{SLEEP_STATES, ThreadFigures};
 
-use super::ResultFile;
 use super::group::{self, Cell, Grouping, Member, num, text};
 use super::table::{Layout, Tab, core, hidden_note, reset_hidden, us, wide, wrap};
 use crate::engine::cpu::CpuList;
+use crate::report::ResultFile;
 
 /// The `watch` section: what was watched, how, and each thread's figures.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -259,11 +259,11 @@ fn main_cause(th: &WatchedThread) -> Option<&CauseRow> {
 
 /// A cause as one key across threads: a task without its pid.
 fn cause_key(c: &CauseRow) -> String {
-    crate::report::cause_names::task_key(c.kind, &c.cause)
+    crate::report::terminal::cause_names::task_key(c.kind, &c.cause)
 }
 
 /// How the watched threads group in the current layout: each on its own with
-/// `--per-thread`; else threads whose main cause and p99 agree, as `report::group` does
+/// `--per-thread`; else threads whose main cause and p99 agree, as `report::terminal::group` does
 /// for CPUs.
 pub fn grouping(w: &WatchRecord) -> Grouping {
     let members: Vec<Member> = (w.threads.iter())
@@ -520,7 +520,7 @@ fn cause_lines(r: &ResultFile, w: &WatchRecord, members: &[usize], label: &str) 
     // One cause across the row: its key, a row of it (for the fixes), its share on each
     // thread that saw it, and the delays it was the largest part of.
     let members: Vec<Option<&Attribution>> = traced.iter().map(|(_, a)| Some(*a)).collect();
-    let causes = crate::report::cause_matrix::by_key(&members, |_, c| cause_key(c));
+    let causes = crate::report::terminal::cause_matrix::by_key(&members, |_, c| cause_key(c));
     let head = match traced.as_slice() {
         [_] => format!(
             "{} ({}): {} delays ≥ {th_us} µs, {:.3} ms in all; share of their time, \
@@ -586,7 +586,7 @@ fn fix_lines(head: &str, f: &Finding) -> String {
     }
     let more = format!("{INDENT}  ");
     format!("{INDENT}{head}\n")
-        + &crate::report::audit_table::fix_text(&f.fix, &f.remedies, width, &more)
+        + &crate::report::terminal::audit_table::fix_text(&f.fix, &f.remedies, width, &more)
 }
 
 /// Where the lost events went, when any were: " (N by the kernel, M by jitterscope)".
@@ -662,12 +662,12 @@ pub fn watch_csv_rows(watches: &[(String, &WatchRecord)]) -> Vec<Vec<String>> {
 /// Each watched thread's wake-up delays as a distribution `compare` matches across runs
 /// by thread name: probe `watch`, key the comm (thread ids differ from run to run; a
 /// name that repeats is numbered `#2`, `#3` … in thread-id order), metric `wakeup`.
-pub fn wakeup_dists(w: &WatchRecord) -> Vec<super::dist::Dist<'_>> {
+pub fn wakeup_dists(w: &WatchRecord) -> Vec<crate::report::result::dist::Dist<'_>> {
     use std::borrow::Cow;
     (w.threads.iter())
-        .map(|th| super::dist::Dist {
+        .map(|th| crate::report::result::dist::Dist {
             probe: "watch",
-            key: super::dist::tag_safe(&th.comm),
+            key: crate::report::result::dist::tag_safe(&th.comm),
             metric: "wakeup",
             cpu: String::new(),
             summary: Cow::Borrowed(&th.wakeup),
@@ -729,7 +729,7 @@ mod tests {
 
     fn result(threads: Vec<WatchedThread>) -> ResultFile {
         let mut r =
-            ResultFile::parse(include_str!("../../tests/fixtures/all-probes.json")).unwrap();
+            ResultFile::parse(include_str!("../../../tests/fixtures/all-probes.json")).unwrap();
         r.probes.clear();
         r.watch = Some(WatchRecord {
             target: "comm app".into(),
@@ -756,7 +756,8 @@ mod tests {
     fn text_tells_kernel_losses_from_the_readers() {
         let r = result(vec![thread(10, "app", &[20_000; 10], Vec::new())]);
         // Unwrapped, so that the words are found whatever the width.
-        let text = crate::report::table::Layout::fixed(100, true).scoped(|| watch_text(&r));
+        let text =
+            crate::report::terminal::table::Layout::fixed(100, true).scoped(|| watch_text(&r));
         assert!(
             text.contains(
                 "5 lost (3 overwritten in the kernel's buffers, 2 dropped by jitterscope's \
@@ -816,7 +817,7 @@ mod tests {
             thread(11, "app", &[3_000], Vec::new()),
         ]);
         let w = r.watch.as_ref().unwrap();
-        let csv = super::super::export::watch_csv(&[("r.json".into(), w)]);
+        let csv = crate::report::export::watch_csv(&[("r.json".into(), w)]);
         let lines: Vec<&str> = csv.lines().collect();
         assert_eq!(lines[0], WATCH_CSV_HEADER);
         assert!(lines[0].contains("wakeup_p99_ns") && lines[0].contains("cause_total_ns"));
@@ -838,7 +839,7 @@ mod tests {
             assert_eq!(l.split(',').count(), width, "{l}");
         }
         // In `report --format csv`, after the (empty) distributions table.
-        let all = super::super::export::csv_summary(&[("r.json".into(), r.clone())]);
+        let all = crate::report::export::csv_summary(&[("r.json".into(), r.clone())]);
         assert!(all.ends_with(&csv), "{all}");
     }
 

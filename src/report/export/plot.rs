@@ -1,6 +1,6 @@
 //! Plots of saved results, drawn by the tool itself (plotters): SVG for the HTML page and
 //! `report --format svg`, PNG for `--format png`. What each plot shows is described once
-//! in `report::figure`, which `report::gnuplot` writes out too; this module only draws.
+//! in `report::result::figure`, which `report::export::gnuplot` writes out too; this module only draws.
 //!
 //! Per distribution (see `export::distributions`), two plots:
 //!
@@ -31,10 +31,10 @@ use plotters::prelude::*;
 use plotters::style::text_anchor::{HPos, Pos, VPos};
 
 use crate::report::ResultFile;
-use crate::report::describe;
-use crate::report::dist::Dist;
 use crate::report::export::Loaded;
-use crate::report::figure::{self, Figure, bin_edge};
+use crate::report::export::describe;
+use crate::report::result::dist::Dist;
+use crate::report::result::figure::{self, Figure, bin_edge};
 use crate::stats::causes::CauseKind;
 
 /// Why a plot could not be drawn.
@@ -264,7 +264,7 @@ fn encode_png(rgb: &[u8], (w, h): (u32, u32)) -> Result<Vec<u8>, String> {
 }
 
 // ---------------------------------------------------------------------------------------
-// From the descriptions (report::figure) to plots
+// From the descriptions (report::result::figure) to plots
 
 /// Every plot of each result (see `describe::result_figures`): per distribution, its
 /// percentile distribution and its histogram; per noise or timer entry, its series; per
@@ -1239,6 +1239,36 @@ pub fn write_all(plots: &[Plot], dir: &Path, format: Format) -> anyhow::Result<V
     Ok(out)
 }
 
+/// A round tick step and count (at most about 6 ticks) whose top covers `top`.
+pub(crate) fn nice_ticks(top: f64) -> (f64, usize) {
+    if top <= 0.0 || !top.is_finite() {
+        return (1.0, 1);
+    }
+    let raw = top / 5.0;
+    let mag = 10f64.powf(raw.log10().floor());
+    let step = [1.0, 2.0, 5.0, 10.0]
+        .into_iter()
+        .map(|m| m * mag)
+        .find(|s| *s >= raw)
+        .unwrap_or(10.0 * mag);
+    (step, (top / step).ceil().max(1.0) as usize)
+}
+
+/// `s` as text in SVG (or any XML), in an element or an attribute: the hand-drawn
+/// plots' labels hold titles and step names.
+pub(crate) fn xml_escape(s: &str) -> String {
+    s.replace('&', "&amp;")
+        .replace('<', "&lt;")
+        .replace('>', "&gt;")
+        .replace('"', "&quot;")
+}
+
+/// A tick value without trailing zeros.
+pub(crate) fn trim_float(v: f64) -> String {
+    let s = format!("{v:.3}");
+    s.trim_end_matches('0').trim_end_matches('.').to_string()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -1325,165 +1355,5 @@ mod tests {
         };
         assert_eq!(lines[0].points, [(0.0, 500.0), (2.0, 900.0)]);
         assert_eq!(y_desc, "one-way (ns)");
-    }
-}
-
-/// `tune`'s staircase as a step chart: the median p99 and the median per-block max after
-/// each kept step (the first stair is the baseline), in µs on a linear axis from 0, so
-/// that each kept step's drop reads as the height of its stair. Written by hand (no
-/// plotting backend): two polylines, the axes and the labels.
-pub fn staircase_svg(stairs: &[crate::system::tune::record::Stair]) -> String {
-    const W: f64 = 720.0;
-    const H: f64 = 360.0;
-    const LEFT: f64 = 70.0;
-    const RIGHT: f64 = 20.0;
-    const TOP: f64 = 30.0;
-    const BOTTOM: f64 = 90.0;
-    let n = stairs.len().max(1);
-    let top_us = stairs
-        .iter()
-        .map(|s| s.max_ns.median.max(s.p99_ns.median) / 1e3)
-        .fold(0.0, f64::max);
-    let (step, ticks) = nice_ticks(top_us);
-    let y_max = step * ticks as f64;
-    let (pw, ph) = (W - LEFT - RIGHT, H - TOP - BOTTOM);
-    let x = |i: usize| LEFT + pw * i as f64 / n as f64;
-    let y = |us: f64| TOP + ph * (1.0 - us / y_max);
-    let mut svg = format!(
-        "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"{W}\" height=\"{H}\" \
-         viewBox=\"0 0 {W} {H}\" font-family=\"sans-serif\" font-size=\"12\">\n\
-         <rect width=\"{W}\" height=\"{H}\" fill=\"white\"/>\n"
-    );
-    for t in 0..=ticks {
-        let v = step * t as f64;
-        svg.push_str(&format!(
-            "<line x1=\"{LEFT}\" x2=\"{}\" y1=\"{y:.1}\" y2=\"{y:.1}\" stroke=\"#ddd\"/>\
-             <text x=\"{}\" y=\"{:.1}\" text-anchor=\"end\">{}</text>\n",
-            W - RIGHT,
-            LEFT - 6.0,
-            y(v) + 4.0,
-            trim_float(v),
-            y = y(v)
-        ));
-    }
-    svg.push_str(&format!(
-        "<text x=\"16\" y=\"{:.1}\" transform=\"rotate(-90 16 {:.1})\" \
-         text-anchor=\"middle\">median over blocks (µs)</text>\n",
-        TOP + ph / 2.0,
-        TOP + ph / 2.0
-    ));
-    for (i, s) in stairs.iter().enumerate() {
-        let cx = (x(i) + x(i + 1)) / 2.0;
-        let ly = TOP + ph + 14.0;
-        svg.push_str(&format!(
-            "<text x=\"{cx:.1}\" y=\"{ly:.1}\" text-anchor=\"end\" \
-             transform=\"rotate(-30 {cx:.1} {ly:.1})\">{}</text>\n",
-            xml_escape(&s.after)
-        ));
-    }
-    type Of = fn(&crate::system::tune::record::Stair) -> f64;
-    let series: [(&str, &str, &str, Of); 2] = [
-        ("p99", "#1f77b4", "", |s| s.p99_ns.median),
-        ("max", "#d62728", " stroke-dasharray=\"6 4\"", |s| {
-            s.max_ns.median
-        }),
-    ];
-    for (k, (name, color, dash, of)) in series.iter().enumerate() {
-        let mut pts = Vec::new();
-        for (i, s) in stairs.iter().enumerate() {
-            let v = y(of(s) / 1e3);
-            pts.push(format!("{:.1},{v:.1}", x(i)));
-            pts.push(format!("{:.1},{v:.1}", x(i + 1)));
-        }
-        svg.push_str(&format!(
-            "<polyline fill=\"none\" stroke=\"{color}\" stroke-width=\"2\"{dash} points=\"{}\"/>\n",
-            pts.join(" ")
-        ));
-        let lx = LEFT + 10.0 + 150.0 * k as f64;
-        svg.push_str(&format!(
-            "<line x1=\"{lx}\" x2=\"{}\" y1=\"14\" y2=\"14\" stroke=\"{color}\" \
-             stroke-width=\"2\"{dash}/><text x=\"{}\" y=\"18\">{name} (µs)</text>\n",
-            lx + 24.0,
-            lx + 30.0
-        ));
-    }
-    svg.push_str(&format!(
-        "<line x1=\"{LEFT}\" x2=\"{LEFT}\" y1=\"{TOP}\" y2=\"{b}\" stroke=\"#333\"/>\
-         <line x1=\"{LEFT}\" x2=\"{}\" y1=\"{b}\" y2=\"{b}\" stroke=\"#333\"/>\n</svg>\n",
-        W - RIGHT,
-        b = TOP + ph
-    ));
-    svg
-}
-
-/// A round tick step and count (at most about 6 ticks) whose top covers `top`.
-pub(crate) fn nice_ticks(top: f64) -> (f64, usize) {
-    if top <= 0.0 || !top.is_finite() {
-        return (1.0, 1);
-    }
-    let raw = top / 5.0;
-    let mag = 10f64.powf(raw.log10().floor());
-    let step = [1.0, 2.0, 5.0, 10.0]
-        .into_iter()
-        .map(|m| m * mag)
-        .find(|s| *s >= raw)
-        .unwrap_or(10.0 * mag);
-    (step, (top / step).ceil().max(1.0) as usize)
-}
-
-/// `s` as text in SVG (or any XML), in an element or an attribute: the hand-drawn
-/// plots' labels hold titles and step names.
-pub(crate) fn xml_escape(s: &str) -> String {
-    s.replace('&', "&amp;")
-        .replace('<', "&lt;")
-        .replace('>', "&gt;")
-        .replace('"', "&quot;")
-}
-
-/// A tick value without trailing zeros.
-pub(crate) fn trim_float(v: f64) -> String {
-    let s = format!("{v:.3}");
-    s.trim_end_matches('0').trim_end_matches('.').to_string()
-}
-
-#[cfg(test)]
-mod staircase_tests {
-    use super::*;
-    use crate::system::tune::record::{Figure, Stair};
-
-    fn stair(after: &str, p99: f64, max: f64) -> Stair {
-        let f = |m: f64| Figure {
-            median: m,
-            low: m,
-            high: m,
-        };
-        Stair {
-            after: after.into(),
-            blocks: 5,
-            confidence: 0.94,
-            p50_ns: f(1e3),
-            p99_ns: f(p99),
-            p999_ns: f(p99),
-            max_ns: f(max),
-            lost_ns_per_s: f(1e3),
-        }
-    }
-
-    #[test]
-    fn the_staircase_chart_has_a_stair_per_kept_step_and_units() {
-        let svg = staircase_svg(&[stair("baseline", 20e3, 900e3), stair("a<b", 10e3, 40e3)]);
-        assert!(svg.starts_with("<svg") && svg.ends_with("</svg>\n"));
-        assert_eq!(svg.matches("<polyline").count(), 2);
-        // Two stairs: four points a series.
-        let pts = svg
-            .split("points=\"")
-            .nth(1)
-            .unwrap()
-            .split('"')
-            .next()
-            .unwrap();
-        assert_eq!(pts.split(' ').count(), 4);
-        assert!(svg.contains("(µs)") && svg.contains("a&lt;b"));
-        assert_eq!(nice_ticks(900.0), (200.0, 5));
     }
 }

@@ -1,3 +1,7 @@
+//! The compare room: `jitterscope compare` judged (here), its rows of causes and its views
+//! (terminal, Markdown, HTML); it sits on top and may use every other room; the others
+//! borrow only its `interval_words`.
+//!
 //! `jitterscope compare`: the same probe and CPU across runs, with a verdict per row.
 //!
 //! Rows are the distributions of `export::distributions`, matched by probe, key and
@@ -22,14 +26,17 @@
 //! Samples from one run are not truly independent (a host has phases longer than any
 //! interval), so a verdict on one pair of runs is a lead to confirm by repeating them.
 
+pub mod compare_causes;
+pub mod compare_view;
+
 pub use crate::stats::rank::mann_whitney_p;
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 
 use crate::report::ResultFile;
-use crate::report::compare_causes::{CauseGrid, cause_grids};
-use crate::report::dist::SeriesView;
+use crate::report::compare::compare_causes::{CauseGrid, cause_grids};
 use crate::report::export::{self, Dist};
+use crate::report::result::dist::SeriesView;
 use crate::stats::series::SeriesOut;
 use crate::system::audit::{Finding, Severity};
 
@@ -81,7 +88,11 @@ impl Row {
     pub fn metric_label(&self) -> String {
         match self.trusted {
             true => self.metric.to_string(),
-            false => format!("{}{}", self.metric, crate::report::dist::UNCONFIRMED_MARK),
+            false => format!(
+                "{}{}",
+                self.metric,
+                crate::report::result::dist::UNCONFIRMED_MARK
+            ),
         }
     }
 }
@@ -182,7 +193,10 @@ pub fn compare(runs: &[Run<'_>]) -> Result<Comparison, String> {
 /// on one CPU) is numbered `#2`, `#3` … in entry order, so none replaces another.
 fn keyed(r: &ResultFile) -> BTreeMap<(&'static str, String, &'static str), Dist<'_>> {
     let mut m = BTreeMap::new();
-    let watched = r.watch.iter().flat_map(crate::report::watch::wakeup_dists);
+    let watched = r
+        .watch
+        .iter()
+        .flat_map(crate::report::terminal::watch::wakeup_dists);
     for d in export::distributions(r).0.into_iter().chain(watched) {
         let mut key = (d.probe, d.key.clone(), d.metric);
         let mut n = 1;

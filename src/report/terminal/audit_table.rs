@@ -4,7 +4,7 @@
 //! command and boot option on a line of its own, whole, ready to paste. The verdict's top
 //! fixes and watch's causes lay their fixes out with the same functions (`fix_text`).
 
-use crate::report::table::{Layout, wrap};
+use crate::report::terminal::table::{Layout, wrap};
 use crate::system::audit::{AuditReport, Finding, Remedy, Severity};
 
 /// Every area's findings, then counts that keep "needs attention" apart from "info".
@@ -162,7 +162,7 @@ pub(crate) fn fix_text(
         let each = remedies.iter();
         return each.map(|r| remedy(r, width, indent)).collect();
     }
-    let wrap = crate::report::table::wrap;
+    let wrap = crate::report::terminal::table::wrap;
     let more = format!("{indent}  ");
     match command_of(fix, false) {
         None => format!("{}\n", wrap(&format!("{indent}{fix}"), width, &more)),

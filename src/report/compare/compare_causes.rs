@@ -17,7 +17,7 @@ use std::collections::BTreeMap;
 use crate::probes::noise::NoiseEntry;
 use crate::probes::timer::TimerEntry;
 use crate::report::ResultFile;
-use crate::report::cause_names::task_key;
+use crate::report::terminal::cause_names::task_key;
 use crate::stats::causes::{Attribution, CauseKind};
 
 /// One entry's causes across the runs.

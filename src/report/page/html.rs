@@ -5,8 +5,8 @@
 //!
 //! `render` escapes every text (maud does); only `Figure::svg`, which our own plotter
 //! draws, goes in as markup. What goes on the page of saved results is built in
-//! `report::result_page` (and, per probe kind across CPUs, `report::page_cpus`); the
-//! comparison page in `report::compare_view`.
+//! `report::page::result_page` (and, per probe kind across CPUs, `report::page::page_cpus`); the
+//! comparison page in `report::compare::compare_view`.
 
 use maud::{DOCTYPE, Markup, PreEscaped, html};
 

@@ -16,15 +16,15 @@
 
 use crate::probes::{noise::NoiseEntry, timer::TimerEntry};
 use crate::report::ResultFile;
-use crate::report::cause_matrix::{CauseMatrix, MAX_CAUSES};
-use crate::report::dist::Dist;
 use crate::report::export;
-use crate::report::group::{self, Grouping};
-use crate::report::html::{Figure, Fold, SHADES, Section, Shaded, Table};
-use crate::report::plot::Plot;
-use crate::report::table::us;
-use crate::report::time_heatmap::TimeHeatmap;
-use crate::report::verdict::{NOISE_KEYS, duration_words};
+use crate::report::export::plot::Plot;
+use crate::report::page::html::{Figure, Fold, SHADES, Section, Shaded, Table};
+use crate::report::page::time_heatmap::TimeHeatmap;
+use crate::report::result::dist::Dist;
+use crate::report::terminal::cause_matrix::{CauseMatrix, MAX_CAUSES};
+use crate::report::terminal::group::{self, Grouping};
+use crate::report::terminal::table::us;
+use crate::report::terminal::verdict::{NOISE_KEYS, duration_words};
 use crate::report::views::attribution::{self, Words, notes};
 use crate::report::views::{self, EntryView, timer::TIMER_KEYS};
 use crate::stats::causes::{Attribution, CauseKind, GapBreakdown};
@@ -610,7 +610,7 @@ fn attribution_detail(
         return (text, None, tables);
     }
     text.extend(notes(r, &[(cpu, a)], what.gap(), what.steal()));
-    let segments = crate::report::figure::cause_shares(a);
+    let segments = crate::report::result::figure::cause_shares(a);
     let total: f64 = segments.iter().map(|s| s.share_pct).sum();
     let mut bar = None;
     if segments.is_empty() || total <= 0.0 || a.interrupted_ns == 0 {
@@ -624,7 +624,7 @@ fn attribution_detail(
         let caption = format!(
             "{title}. Each kind of cause has its colour (the legend names every segment); \
              causes under {} % are grouped as other.",
-            crate::report::figure::SMALL_SHARE_PCT
+            crate::report::result::figure::SMALL_SHARE_PCT
         );
         bar = drawer.figure(&plot, Some(caption));
     }
@@ -816,7 +816,7 @@ pub(crate) fn host16(name: &str, edit: impl FnOnce(&mut serde_json::Value)) -> R
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::report::html::{Page, render};
+    use crate::report::page::html::{Page, render};
     use crate::stats::causes::{CauseRow, Part};
 
     fn attribution(causes: Vec<(CauseKind, &str, f64)>, interrupted_ns: u64) -> Attribution {
@@ -1041,7 +1041,8 @@ mod tests {
             out.iter().any(|(i, _)| entries[*i].cpu == cpu),
             "the grouping names CPU {cpu}: {out:?}"
         );
-        let plots = crate::report::plot::result_plots(&[("n.json".into(), r.clone())]).unwrap();
+        let plots =
+            crate::report::export::plot::result_plots(&[("n.json".into(), r.clone())]).unwrap();
         let mut drawer = Drawer::default();
         let sections = kind_sections(&r, &plots, &mut drawer, &|s: &str| s.to_string());
         let s = &sections[0];
@@ -1072,7 +1073,8 @@ mod tests {
                 a.unattributed_gaps = 77;
             }
         }
-        let plots = crate::report::plot::result_plots(&[("n.json".into(), r.clone())]).unwrap();
+        let plots =
+            crate::report::export::plot::result_plots(&[("n.json".into(), r.clone())]).unwrap();
         let mut drawer = Drawer::default();
         let sections = kind_sections(&r, &plots, &mut drawer, &|s: &str| s.to_string());
         let page = render(&Page {
@@ -1093,7 +1095,8 @@ mod tests {
     #[test]
     fn fifteen_traced_cpus_give_a_heat_map_a_matrix_and_three_standouts() {
         let r = host16_traced();
-        let plots = crate::report::plot::result_plots(&[("n.json".into(), r.clone())]).unwrap();
+        let plots =
+            crate::report::export::plot::result_plots(&[("n.json".into(), r.clone())]).unwrap();
         let mut drawer = Drawer::default();
         let sections = kind_sections(&r, &plots, &mut drawer, &|s: &str| s.to_string());
         assert_eq!(sections.len(), 1, "noise only");
@@ -1145,7 +1148,8 @@ mod tests {
     #[test]
     fn one_cpu_has_its_fold_open_and_no_heat_map() {
         let r = bare_result();
-        let plots = crate::report::plot::result_plots(&[("r.json".into(), r.clone())]).unwrap();
+        let plots =
+            crate::report::export::plot::result_plots(&[("r.json".into(), r.clone())]).unwrap();
         let mut drawer = Drawer::default();
         let sections = kind_sections(&r, &plots, &mut drawer, &|s: &str| s.to_string());
         assert_eq!(sections.len(), 2, "noise and timer");

@@ -147,7 +147,7 @@ mod tests {
     /// it is now refused as an error.
     #[test]
     fn issue22_a_log_whose_histogram_lies_about_its_length_is_an_error() {
-        let bytes = include_bytes!("../../fuzz/corpus/interval_log/issue22-oom-declared-length");
+        let bytes = include_bytes!("../../../fuzz/corpus/interval_log/issue22-oom-declared-length");
         assert!(super::parse(bytes).is_err());
     }
 
@@ -172,7 +172,8 @@ mod tests {
             base_s: 0.0,
             tags: [(format!("cpu7-{}", "x".repeat(120)), series)].into(),
         };
-        let t = crate::report::table::Layout::fixed(100, false).scoped(|| table("l.hlog", &log));
+        let t = crate::report::terminal::table::Layout::fixed(100, false)
+            .scoped(|| table("l.hlog", &log));
         let row = t
             .lines()
             .find(|l| l.contains("cpu7-"))

@@ -6,12 +6,12 @@
 
 use std::path::Path;
 
-use crate::report::dist::UNCONFIRMED_NOTE;
 use crate::report::export::{self, Dist, Loaded};
-use crate::report::html::{Figure, Page, Section, Table};
-use crate::report::page_cpus::{self, Drawer, GapKind};
-use crate::report::verdict::duration_words;
-use crate::report::{ResultFile, plot};
+use crate::report::page::html::{Figure, Page, Section, Table};
+use crate::report::page::page_cpus::{self, Drawer, GapKind};
+use crate::report::result::dist::UNCONFIRMED_NOTE;
+use crate::report::terminal::verdict::duration_words;
+use crate::report::{ResultFile, export::plot};
 use crate::system::HostInfo;
 use crate::system::audit::{AuditReport, Severity};
 
@@ -59,8 +59,11 @@ pub fn result_page(results: &[Loaded]) -> anyhow::Result<Page> {
             page.sections
                 .extend(watch_sections(r, w, &named, &mut page.warnings, &file));
         }
-        page.sections
-            .push(measurements(&named("Measurements"), r, &dists, unknown));
+        let m = measurements(&named("Measurements"), r, &dists, unknown);
+        // A heading stands only over content (a tune result has no summary tables).
+        if !(m.text.is_empty() && m.tables.is_empty()) {
+            page.sections.push(m);
+        }
         // The other kinds' plots (pingpong, c2c …): the per-CPU kinds' are in their
         // sections.
         let distributions: Vec<Figure> = (plots.iter())
@@ -97,30 +100,49 @@ pub fn result_page(results: &[Loaded]) -> anyhow::Result<Page> {
 }
 
 /// `tune`'s staircase: the chart of p99 and max after each kept step, then the same
-/// cells as the terminal, CSV and Markdown (`staircase_rows`), so that the figures agree.
+/// cells as the terminal, CSV and Markdown (`staircase_rows`), so that the figures agree,
+/// and every step's decision (`step_rows`), the ones undone included.
 fn tune_section(heading: &str, t: &crate::system::tune::record::TuneEntry) -> Section {
-    let (header, rows) = crate::report::views::tune::staircase_rows(&t.staircase);
+    use crate::report::views::tune::{staircase_rows, step_rows};
+    let (header, rows) = staircase_rows(&t.staircase);
+    let (step_header, steps) = step_rows(t);
     let kept = t.staircase.len().saturating_sub(1);
     let mut section = Section {
         heading: heading.into(),
         text: vec![format!(
             "{} step(s) judged on {}, {kept} kept. Each stair: the medians over its blocks \
-             [distribution-free interval], after the kept steps up to it.",
+             [distribution-free interval], after the kept steps up to it. Under it, every \
+             step with its decision: kept when p is below {} and the shift's whole \
+             interval below zero, reverted when p is below it and the interval above \
+             zero, inconclusive otherwise.",
             t.steps.iter().filter(|s| s.judgement.is_some()).count(),
-            t.metric.name()
+            t.metric.name(),
+            t.alpha
         )],
-        tables: vec![Table {
-            caption: "tune: staircase (µs, median [interval] over blocks)".into(),
-            headers: header.into_iter().map(String::from).collect(),
-            rows,
-            note: None,
-        }],
+        tables: vec![
+            Table {
+                caption: "tune: staircase (µs, median [interval] over blocks)".into(),
+                headers: header.into_iter().map(String::from).collect(),
+                rows,
+                note: None,
+            },
+            Table {
+                caption: format!(
+                    "tune: each step's decision (shift: step − baseline over {} pairs of \
+                     blocks, Hodges–Lehmann; negative is better)",
+                    t.pairs
+                ),
+                headers: step_header,
+                rows: steps,
+                note: None,
+            },
+        ],
         ..Section::default()
     };
     if !t.staircase.is_empty() {
         section.lead.push(Figure {
-            caption: "Median p99 and median per-block max (µs) after each kept step".into(),
-            svg: crate::report::plot::staircase_svg(&t.staircase),
+            caption: "Median p99 and median per-block max after each kept step (log scale)".into(),
+            svg: crate::report::export::staircase::staircase_svg(&t.staircase),
             series: false,
         });
     }
@@ -128,17 +150,17 @@ fn tune_section(heading: &str, t: &crate::system::tune::record::TuneEntry) -> Se
 }
 
 /// A main job's verdict: the one stored, or for an older main-job file one made now.
-fn stored_or_main_verdict(r: &ResultFile) -> Option<crate::report::verdict::Verdict> {
+fn stored_or_main_verdict(r: &ResultFile) -> Option<crate::report::terminal::verdict::Verdict> {
     if let Some(v) = &r.verdict {
         return Some(v.clone());
     }
     let sub = r.run.command_line.get(1).map(String::as_str);
-    matches!(sub, None | Some("run")).then(|| crate::report::verdict::verdict(r))
+    matches!(sub, None | Some("run")).then(|| crate::report::terminal::verdict::verdict(r))
 }
 
 /// The verdict's sentences and its top fixes.
-fn verdict_section(heading: &str, v: &crate::report::verdict::Verdict) -> Section {
-    use crate::report::verdict::share_words;
+fn verdict_section(heading: &str, v: &crate::report::terminal::verdict::Verdict) -> Section {
+    use crate::report::terminal::verdict::share_words;
     let rows = (v.fixes.iter().enumerate())
         .map(|(i, f)| {
             let fix = match &f.tune {
@@ -172,12 +194,12 @@ fn verdict_section(heading: &str, v: &crate::report::verdict::Verdict) -> Sectio
 /// would remove each, and its worst delays part by part.
 fn watch_sections(
     r: &ResultFile,
-    w: &crate::report::watch::WatchRecord,
+    w: &crate::report::terminal::watch::WatchRecord,
     named: &dyn Fn(&str) -> String,
     warnings: &mut Vec<String>,
     file: &str,
 ) -> Vec<Section> {
-    use crate::report::table::us;
+    use crate::report::terminal::table::us;
     let secs = r.run.actual_duration_ns as f64 / 1e9;
     let cpu_ms_per_s = match secs > 0.0 {
         true => w.tool_cpu_ns as f64 / 1e6 / secs,
@@ -223,7 +245,7 @@ fn watch_sections(
             w.events_lost
         ));
     }
-    let dists = crate::report::watch::wakeup_dists(w);
+    let dists = crate::report::terminal::watch::wakeup_dists(w);
     let mut failed = None;
     for (th, d) in w.threads.iter().zip(&dists) {
         let who = format!("{}:{}", th.comm, th.tid);
@@ -254,7 +276,7 @@ fn watch_sections(
                 if r.host.audit.is_none() {
                     text.push(format!(
                         "Fixes: {} — no finding can be named for this host.",
-                        crate::report::watch::NO_AUDIT
+                        crate::report::terminal::watch::NO_AUDIT
                     ));
                 }
                 if !a.causes.is_empty() {
@@ -287,7 +309,7 @@ fn watch_sections(
 /// A thread's wake-up delays by percentile and as a histogram, drawn as probes'
 /// distributions are (`figure::Curves`, `plot::Plot`); none when nothing was recorded.
 fn wakeup_figures(d: &Dist, who: &str) -> Result<Vec<Figure>, String> {
-    use crate::report::figure::{Curves, DistId};
+    use crate::report::result::figure::{Curves, DistId};
     let Some(curves) = Curves::of(d)? else {
         return Ok(Vec::new());
     };
@@ -310,14 +332,14 @@ fn wakeup_figures(d: &Dist, who: &str) -> Result<Vec<Figure>, String> {
 }
 
 /// A row per watched thread: its wake-ups and what else it lost.
-fn watch_summary_table(w: &crate::report::watch::WatchRecord) -> Table {
-    use crate::report::table::us;
+fn watch_summary_table(w: &crate::report::terminal::watch::WatchRecord) -> Table {
+    use crate::report::terminal::table::us;
     let ms = |ns: u64| format!("{:.3}", ns as f64 / 1e6);
     let rows = (w.threads.iter())
         .map(|th| {
             vec![
                 format!("{}:{}", th.comm, th.tid),
-                crate::report::watch::policy_cell(th),
+                crate::report::terminal::watch::policy_cell(th),
                 th.wakeup.count.to_string(),
                 us(th.wakeup.p50_ns),
                 us(th.wakeup.p99_ns),
@@ -370,11 +392,11 @@ fn watch_summary_table(w: &crate::report::watch::WatchRecord) -> Table {
 /// A thread's causes, largest total first, each with the finding of this result's audit
 /// whose fix would remove it (`watch::cause_findings`, the noise verdict's mapping).
 fn watch_cause_table(r: &ResultFile, who: &str, a: &crate::stats::causes::Attribution) -> Table {
-    use crate::report::table::us;
+    use crate::report::terminal::table::us;
     let rows = (a.causes.iter())
         .map(|c| {
-            let fix = match crate::report::watch::cause_findings(r, c).as_deref() {
-                None => crate::report::watch::NO_AUDIT.to_string(),
+            let fix = match crate::report::terminal::watch::cause_findings(r, c).as_deref() {
+                None => crate::report::terminal::watch::NO_AUDIT.to_string(),
                 Some([]) => "-".into(),
                 Some([first, more @ ..]) => {
                     let mut s = format!("audit {}: {}", first.id, first.fix);
@@ -386,7 +408,7 @@ fn watch_cause_table(r: &ResultFile, who: &str, a: &crate::stats::causes::Attrib
                 }
             };
             // As the terminal says it: pinned first, then what else would help.
-            let fix = match crate::report::watch::pinned_note(r, c) {
+            let fix = match crate::report::terminal::watch::pinned_note(r, c) {
                 Some(note) if fix == "-" => format!("pinned: {note}"),
                 Some(note) => format!("pinned: {note}; {fix}"),
                 None => fix,
@@ -483,11 +505,14 @@ fn host_section(heading: &str, path: &Path, r: &ResultFile) -> Section {
 
 fn run_facts(path: &Path, r: &ResultFile) -> Vec<(String, String)> {
     let run = &r.run;
-    let mut duration = format!(
-        "{} (requested {})",
-        seconds(run.actual_duration_ns),
-        seconds(run.requested_duration_ns)
-    );
+    let mut duration = match &r.tune {
+        Some(t) => format!("{} ({})", seconds(run.actual_duration_ns), tune_plan(t)),
+        None => format!(
+            "{} (requested {})",
+            seconds(run.actual_duration_ns),
+            seconds(run.requested_duration_ns)
+        ),
+    };
     if run.interrupted {
         duration.push_str(", stopped early by a signal");
     }
@@ -508,6 +533,19 @@ fn run_facts(path: &Path, r: &ResultFile) -> Vec<(String, String)> {
         fact("Measured CPUs", cpus_or_none(&run.cpus.measured)),
         fact("Housekeeping CPUs", cpus_or_none(&run.cpus.housekeeping)),
     ]
+}
+
+/// What a `tune` run's time was made of: its requested duration is one step's blocks,
+/// which beside the whole run read as an overrun of as many times as there were steps.
+fn tune_plan(t: &crate::system::tune::record::TuneEntry) -> String {
+    let measured = t.steps.iter().filter(|s| !s.blocks.is_empty()).count();
+    format!(
+        "{measured} step{} measured, each {} pairs of {} blocks: {} a step",
+        if measured == 1 { "" } else { "s" },
+        t.pairs,
+        seconds(t.block_ns),
+        seconds(t.block_ns * 2 * u64::from(t.pairs))
+    )
 }
 
 fn host_facts(h: &HostInfo) -> Vec<(String, String)> {
@@ -743,7 +781,7 @@ fn by_kind<'a, 'b>(dists: &'b [Dist<'a>]) -> Vec<(&'static str, Vec<&'b Dist<'a>
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::report::html::render;
+    use crate::report::page::html::render;
 
     #[test]
     fn issue29_the_page_decodes_only_the_distributions_it_plots() {
@@ -767,7 +805,7 @@ mod tests {
         let plots = (page.sections.iter())
             .find(|s| s.heading == "Distributions")
             .map_or(0, |s| s.figures.len());
-        let drew = crate::report::plot::Plot::cause_shares("t", "t", Vec::new())
+        let drew = crate::report::export::plot::Plot::cause_shares("t", "t", Vec::new())
             .svg()
             .is_ok();
         if drew {
@@ -776,6 +814,106 @@ mod tests {
             assert_eq!(plots, 1 + 8);
         }
     }
+    /// The tune fixture's kept step and three more: one reverted, one inconclusive and
+    /// one the kernel refused (never measured).
+    fn four_steps() -> ResultFile {
+        use crate::system::tune::Class;
+        use crate::system::tune::experiment::Decision;
+        let fixture = include_str!("../../../tests/fixtures/tune.json");
+        let mut r = ResultFile::parse(fixture).unwrap();
+        let t = r.tune.as_mut().unwrap();
+        let kept = t.steps[0].clone();
+        let judged = [
+            ("irq-affinity-spread", Decision::Reverted, 0.0079),
+            ("timer-migration-on", Decision::Inconclusive, 0.42),
+        ];
+        for (id, decision, p) in judged {
+            let mut s = kept.clone();
+            s.step.id = id.into();
+            let j = s.judgement.as_mut().unwrap();
+            (j.decision, j.p) = (decision, p);
+            t.steps.push(s);
+        }
+        let mut refused = kept;
+        refused.step.id = "irq-12-affinity".into();
+        refused.step.class = Class::NotApplicable {
+            answer: "EIO (a managed IRQ)".into(),
+        };
+        (refused.blocks, refused.judgement) = (Vec::new(), None);
+        t.steps.push(refused);
+        r
+    }
+
+    fn tune_page(r: ResultFile) -> Page {
+        result_page(&[("t.json".into(), r)]).unwrap()
+    }
+
+    /// Issue 38: the page said "4 step(s) judged … 1 kept" and showed only the kept one.
+    #[test]
+    fn issue38_the_tune_page_shows_every_steps_decision_with_its_p() {
+        let page = tune_page(four_steps());
+        let decisions = (page.sections.iter())
+            .flat_map(|s| &s.tables)
+            .find(|t| t.caption.starts_with("tune: each step's decision"))
+            .expect("a table of every step's decision");
+        let seen: Vec<(&str, &str, &str)> = (decisions.rows.iter())
+            .map(|r| (r[0].as_str(), r[1].as_str(), r[4].as_str()))
+            .collect();
+        assert_eq!(
+            seen,
+            [
+                ("rt-throttling-on", "kept", "0.0079"),
+                ("irq-affinity-spread", "reverted", "0.0079"),
+                ("timer-migration-on", "inconclusive", "0.4200"),
+                (
+                    "irq-12-affinity",
+                    "not applicable: EIO (a managed IRQ)",
+                    "—"
+                ),
+            ]
+        );
+        // The shift with its interval, in the metric's unit (per-block max: ms here).
+        assert_eq!(decisions.rows[0][3], "-46.1 ms [-140.7 ms, -32.5 ms]");
+        let html = render(&page);
+        for (id, decision, _) in seen {
+            assert!(html.contains(id) && html.contains(decision), "{id}");
+        }
+    }
+
+    /// Issue 38: a tune result has no summary tables, and its page showed a bare
+    /// "Measurements" heading. No section of the page stands without content.
+    #[test]
+    fn issue38_no_heading_of_the_tune_page_stands_empty() {
+        let page = tune_page(four_steps());
+        for s in &page.sections {
+            let empty = s.facts.is_empty()
+                && s.text.is_empty()
+                && s.lead.is_empty()
+                && s.matrices.is_empty()
+                && s.tables.is_empty()
+                && s.figures.is_empty()
+                && s.folds.is_empty();
+            assert!(!empty, "the section '{}' is empty", s.heading);
+        }
+        assert!(page.sections.iter().all(|s| s.heading != "Measurements"));
+    }
+
+    /// Issue 38: "Duration 244.776 s (requested 14.400 s)" read as an overrun of 17
+    /// times; the 14.4 s was one step's blocks. The page says what the time was made of.
+    #[test]
+    fn issue38_the_tune_duration_says_what_its_time_was_made_of() {
+        let page = tune_page(four_steps());
+        let facts = &(page.sections.iter())
+            .find(|s| s.heading == "Run, host and audit")
+            .unwrap()
+            .facts;
+        let (_, duration) = facts.iter().find(|(k, _)| k == "Duration").unwrap();
+        assert_eq!(
+            duration,
+            "20.000 s (3 steps measured, each 5 pairs of 2.000 s blocks: 20.000 s a step)"
+        );
+    }
+
     #[test]
     fn result_pages_escape_host_facts_and_show_degradations() {
         let (clock, _) = crate::engine::clock::ClockInfo::detect();

@@ -1,3 +1,7 @@
+//! The export room: every file `report --format`/`--plot` writes (CSV, Markdown, HdrHistogram
+//! logs, gnuplot, SVG/PNG plots); it reads the result, terminal and views rooms, never the page, and
+//! of compare only `interval_words` (the heat map's column width in words).
+//!
 //! Text exports of saved results for `jitterscope report`: Markdown tables, CSV (one row
 //! per distribution, or one per histogram bucket) and an HdrHistogram interval log.
 //!
@@ -67,17 +71,22 @@
 //! files share a stem (`r.1/…`, `r.2/…`), so tags stay distinct. Distributions without a
 //! histogram (a ptp method that was not measured) are left out.
 
+pub mod describe;
+pub mod gnuplot;
+pub mod plot;
+pub mod staircase;
+
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 
 use crate::probes::record::HistogramRecord;
 use crate::report::ResultFile;
-use crate::report::dist::{UNCONFIRMED_NOTE, tag_safe};
-use crate::report::table::Unit;
+use crate::report::result::dist::{UNCONFIRMED_NOTE, tag_safe};
+use crate::report::terminal::table::Unit;
 use crate::report::views::Kind;
 use crate::stats::{LatencyHistogram, Summary};
 
-pub use crate::report::dist::{Dist, serde_name};
+pub use crate::report::result::dist::{Dist, serde_name};
 
 /// A result file with the path it was read from.
 pub type Loaded = (PathBuf, ResultFile);
@@ -142,9 +151,9 @@ pub fn csv_row(fields: &[String]) -> String {
 }
 
 /// `report --format csv`'s watch table (file name, section).
-pub fn watch_csv(watches: &[(String, &crate::report::watch::WatchRecord)]) -> String {
-    let rows = crate::report::watch::watch_csv_rows(watches);
-    let mut out = format!("{}\n", crate::report::watch::WATCH_CSV_HEADER);
+pub fn watch_csv(watches: &[(String, &crate::report::terminal::watch::WatchRecord)]) -> String {
+    let rows = crate::report::terminal::watch::watch_csv_rows(watches);
+    let mut out = format!("{}\n", crate::report::terminal::watch::WATCH_CSV_HEADER);
     out.extend(rows.iter().map(|r| csv_row(r)));
     out
 }
@@ -171,7 +180,7 @@ pub fn csv_summary(results: &[Loaded]) -> String {
         .iter()
         .filter_map(|(path, r)| Some((file_name(path), r.tune.as_ref()?)))
         .collect();
-    let watches: Vec<(String, &crate::report::watch::WatchRecord)> = results
+    let watches: Vec<(String, &crate::report::terminal::watch::WatchRecord)> = results
         .iter()
         .filter_map(|(path, r)| Some((file_name(path), r.watch.as_ref()?)))
         .collect();
@@ -514,7 +523,7 @@ fn staircase_csv(tunes: &[(String, &crate::system::tune::record::TuneEntry)]) ->
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::report::dist::Entry;
+    use crate::report::result::dist::Entry;
 
     /// Splits one CSV line (no embedded line breaks) the RFC 4180 way.
     fn split_csv(line: &str) -> Vec<String> {

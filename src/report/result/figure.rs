@@ -1,6 +1,6 @@
 //! What each plot shows, independent of how it is drawn: built once here, drawn by
-//! plotters (`report::plot`, SVG and PNG) and written as data files and a script
-//! (`report::gnuplot`) from the same description. The maths lives here only: the
+//! plotters (`report::export::plot`, SVG and PNG) and written as data files and a script
+//! (`report::export::gnuplot`) from the same description. The maths lives here only: the
 //! percentile levels, the log-spaced bins, the series and the heat-map matrix.
 //!
 //! Per distribution with samples (see `export::distributions`), two figures:
@@ -14,11 +14,11 @@
 //! Per entry with a series (noise, timer), `…-series`: the largest gap of each interval
 //! over the run, with the entry's largest events. Per kind, whatever its view draws across
 //! entries (`KindView::figures`: c2c's heat map of median one-way latency by CPU pair).
-//! `report::describe` says which figures a result, or a set of runs, has.
+//! `report::export::describe` says which figures a result, or a set of runs, has.
 
 use hdrhistogram::Histogram;
 
-use crate::report::dist::Dist;
+use crate::report::result::dist::Dist;
 use crate::stats::causes::{Attribution, CauseKind, CauseRow};
 
 /// Log bins per decade of latency in histograms: 50, each 4.7 % wide, so that the body of
@@ -313,7 +313,7 @@ impl Heatmap {
 // ---------------------------------------------------------------------------------------
 // Cause shares
 
-/// One segment of a CPU's bar of cause shares (`attribution`, drawn by `report::plot`).
+/// One segment of a CPU's bar of cause shares (`attribution`, drawn by `report::export::plot`).
 #[derive(Debug, Clone, PartialEq)]
 pub struct CauseShare {
     /// The cause as the result names it, or "other (N causes)".

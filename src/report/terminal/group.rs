@@ -32,7 +32,7 @@
 //! saved result say the same.
 
 use crate::engine::cpu::CpuList;
-use crate::report::table::{Col, Layout, core, wrap};
+use crate::report::terminal::table::{Col, Layout, core, wrap};
 use crate::stats::rank::{MAD_TO_SIGMA, median};
 
 /// Up to this many members, each is its own row: grouping would hide nothing.

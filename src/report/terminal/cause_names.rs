@@ -80,7 +80,7 @@ fn per_cpu_thread(comm: &str, cpu: usize) -> Option<String> {
 /// The causes a terminal shows of `causes` (largest first): the first `n` and the
 /// unaccounted time wherever it falls; every one with `--wide`.
 pub fn shown_causes<T>(causes: &[T], kind: impl Fn(&T) -> CauseKind, n: usize) -> Vec<&T> {
-    let all = crate::report::table::Layout::current().wide;
+    let all = crate::report::terminal::table::Layout::current().wide;
     (causes.iter().enumerate())
         .filter(|(i, c)| all || *i < n || kind(c) == CauseKind::Unaccounted)
         .map(|(_, c)| c)

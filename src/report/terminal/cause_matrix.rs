@@ -7,7 +7,7 @@
 //! per-CPU kernel thread's CPU written `N` (`kworker/N:*`, `ksoftirqd/N`): each CPU has
 //! its own, and they are one cause.
 
-use crate::report::cause_names::cause_key;
+use crate::report::terminal::cause_names::cause_key;
 use crate::stats::causes::{Attribution, CauseKind, CauseRow};
 
 /// The most causes a matrix names; the rest are summed as "other".

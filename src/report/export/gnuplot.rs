@@ -2,7 +2,7 @@
 //! plots as `--format svg` with gnuplot: `cd DIR && gnuplot plots.gp` writes one SVG per
 //! plot next to its data (`gnuplot -e "fmt='png'" plots.gp` writes PNGs with pngcairo).
 //!
-//! The plots and their names are `report::figure`'s, as `--format svg` draws them. Per distribution with samples:
+//! The plots and their names are `report::result::figure`'s, as `--format svg` draws them. Per distribution with samples:
 //! `…-percentiles.dat`, HdrHistogram's latency by percentile (value, percentile, count at
 //! or below, 1/(1−p); drawn on a log x axis labelled 0 %, 90 %, 99 %, …; the last row is
 //! the maximum, placed at 1/(1−p) = count), and `…-histogram.dat`, counts in log-spaced
@@ -19,9 +19,9 @@ use std::path::{Path, PathBuf};
 
 use anyhow::Context;
 
-use crate::report::describe;
 use crate::report::export::Loaded;
-use crate::report::figure::{Bin, Chart, Figure, Heatmap, Quantile, SeriesData};
+use crate::report::export::describe;
+use crate::report::result::figure::{Bin, Chart, Figure, Heatmap, Quantile, SeriesData};
 use crate::report::result::write_atomic;
 
 /// Writes the data files and `plots.gp` into `dir` (created if missing); returns the

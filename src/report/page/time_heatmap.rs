@@ -18,8 +18,8 @@
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
 
-use crate::report::dist::SeriesView;
-use crate::report::plot::{Unit, fmt_num};
+use crate::report::export::plot::{Unit, fmt_num};
+use crate::report::result::dist::SeriesView;
 
 /// The most columns a map has: a 4-pixel column across a 960-pixel plot.
 const MAX_COLUMNS: usize = 240;
@@ -131,7 +131,7 @@ impl TimeHeatmap {
              <rect width=\"{w}\" height=\"{h}\" fill=\"white\"/>\n\
              <text x=\"{}\" y=\"22\" font-size=\"16\" text-anchor=\"middle\">{}</text>\n",
             w / 2,
-            crate::report::plot::xml_escape(title)
+            crate::report::export::plot::xml_escape(title)
         );
         self.cells(&mut svg, &layout, scale.as_ref());
         self.axes(&mut svg, &layout);
@@ -209,7 +209,7 @@ impl TimeHeatmap {
              transform=\"rotate(-90 16 {mid})\">CPU</text>"
         );
         let secs = self.columns() as f64 * self.column_ns as f64 / 1e9;
-        let (step, ticks) = crate::report::plot::nice_ticks(secs);
+        let (step, ticks) = crate::report::export::plot::nice_ticks(secs);
         let base = l.top + ph;
         for t in (0..=ticks).map(|t| t as f64 * step).filter(|&t| t <= secs) {
             let x = l.left as f64 + pw as f64 * t / secs;
@@ -219,7 +219,7 @@ impl TimeHeatmap {
                  <text x=\"{x:.1}\" y=\"{}\" text-anchor=\"middle\">{}</text>",
                 base + 4,
                 base + 17,
-                crate::report::plot::trim_float(t)
+                crate::report::export::plot::trim_float(t)
             );
         }
         let _ = writeln!(

@@ -35,7 +35,7 @@ pub struct Layout {
     /// Every column, whatever the width (`--wide`).
     pub wide: bool,
     /// Every CPU (or watched thread) its own rows, causes and gaps (`--per-cpu`), rather
-    /// than CPUs whose figures agree said once as a group (`report::group`).
+    /// than CPUs whose figures agree said once as a group (`report::terminal::group`).
     pub per_cpu: bool,
 }
 

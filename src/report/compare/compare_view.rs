@@ -11,15 +11,17 @@
 
 use std::fmt::Write as _;
 
+use crate::report::compare::compare_causes::{CauseGrid, CauseLine, Traced};
 use crate::report::compare::{Comparison, Figures, Judgement, Row, change_words, method, relative};
-use crate::report::compare_causes::{CauseGrid, CauseLine, Traced};
-use crate::report::dist::UNCONFIRMED_NOTE;
+use crate::report::export::plot::Plot;
 use crate::report::export::{csv_field, unit_of};
-use crate::report::group;
-use crate::report::html;
-use crate::report::page_cpus::{self, Drawer, GapKind};
-use crate::report::plot::Plot;
-use crate::report::table::{Col, Layout, Tab, Unit, core, hidden_note, reset_hidden, wide, wrap};
+use crate::report::page::html;
+use crate::report::page::page_cpus::{self, Drawer, GapKind};
+use crate::report::result::dist::UNCONFIRMED_NOTE;
+use crate::report::terminal::group;
+use crate::report::terminal::table::{
+    Col, Layout, Tab, Unit, core, hidden_note, reset_hidden, wide, wrap,
+};
 use crate::stats::causes::CauseKind;
 
 /// One column of the grid: its name (with the unit for times) and whether the terminal
@@ -152,7 +154,7 @@ fn bases(c: &Comparison) -> Vec<String> {
 }
 
 // ---------------------------------------------------------------------------------------
-// Groups of entries (`report::group`): the terminal's rows at many CPUs
+// Groups of entries (`report::terminal::group`): the terminal's rows at many CPUs
 
 /// What the terminal says under a table with groups.
 const GROUPED_NOTE: &str = "A group's two lines per run give each figure's lowest and highest \
@@ -180,7 +182,7 @@ fn verdicts(row: &Row) -> String {
 
 /// The rows of one kind: each on its own, or, past `group::EACH_UP_TO` CPUs of one
 /// metric and without `--per-cpu`, the CPUs whose verdicts agree said once (grouped by
-/// their baseline p99 too, so that an outlier in size is named), in `report::group`'s way.
+/// their baseline p99 too, so that an outlier in size is named), in `report::terminal::group`'s way.
 fn shown<'a>(rows: &[&'a Row]) -> Vec<Shown<'a>> {
     let each = || rows.iter().map(|r| Shown::One(r)).collect();
     let mut metrics: Vec<&str> = Vec::new();
@@ -497,7 +499,7 @@ fn merged_causes(
         for l in &g.rows {
             // Keyed by `compare` already (a task without its pid); only a task's name
             // starts "task ", so any other cause passes through unchanged.
-            let key = crate::report::cause_names::per_cpu_key(cpu, &l.cause);
+            let key = crate::report::terminal::cause_names::per_cpu_key(cpu, &l.cause);
             let at = match rows.iter().position(|m| m.cause == key) {
                 Some(p) => p,
                 None => {
@@ -553,7 +555,8 @@ fn merged_causes(
     }
     let spec = cause_cols();
     let mut t = Tab::new(&spec);
-    let shown = crate::report::cause_names::shown_causes(&rows, |m| m.kind, TERMINAL_CAUSES);
+    let shown =
+        crate::report::terminal::cause_names::shown_causes(&rows, |m| m.kind, TERMINAL_CAUSES);
     let count = shown.len();
     let one = |v: &[f64], fmt: &dyn Fn(f64) -> String| match v.is_empty() {
         true => NO_CAUSE.to_string(),
@@ -695,7 +698,7 @@ fn causes_section(c: &Comparison) -> Option<html::Section> {
         });
     }
     // Of many CPUs, each table folded under its caption: the page stays a page.
-    let folds = match tables.len() > crate::report::page_cpus::FEW {
+    let folds = match tables.len() > crate::report::page::page_cpus::FEW {
         true => (tables.drain(..))
             .map(|t| html::Fold {
                 summary: t.caption.clone(),

@@ -1,11 +1,11 @@
 //! Which figures a result, or a set of runs overlaid, has (each described by
-//! `report::figure`): per distribution with samples its percentiles and its histogram, per
+//! `report::result::figure`): per distribution with samples its percentiles and its histogram, per
 //! entry with a series its series, then what each kind's view draws across its entries.
 
 use crate::report::ResultFile;
-use crate::report::dist::{Dist, SeriesView};
 use crate::report::export::{self, Loaded};
-use crate::report::figure::{
+use crate::report::result::dist::{Dist, SeriesView};
+use crate::report::result::figure::{
     Chart, Curves, DistId, Figure, Line, SeriesData, SeriesId, file_safe, unique_names,
 };
 use crate::report::views::Kind;

@@ -1,0 +1,8 @@
+//! The page room: the self-contained HTML page and everything only the page draws (the
+//! per-CPU sections, the heat map over time); it reads the result, terminal, views and
+//! export rooms, and of compare only `interval_words`.
+
+pub mod html;
+pub mod page_cpus;
+pub mod result_page;
+pub mod time_heatmap;
