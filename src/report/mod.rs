@@ -11,6 +11,7 @@ pub mod describe;
 pub mod dist;
 pub mod export;
 pub mod figure;
+pub mod fleet;
 pub mod gate;
 pub mod gnuplot;
 pub mod group;
