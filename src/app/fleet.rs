@@ -31,8 +31,9 @@ pub fn run(args: &FleetArgs) -> anyhow::Result<Ending> {
     let fleet = Fleet::rank(hosts, args.per_host);
     let source = source_words(&args.results);
     let text = match args.format {
-        FleetFormat::Text => Layout::terminal(args.wide)
-            .scoped(|| text::text(&fleet, &source, &found.notes)),
+        FleetFormat::Text => {
+            Layout::terminal(args.wide).scoped(|| text::text(&fleet, &source, &found.notes))
+        }
         FleetFormat::Csv => csv::csv(&fleet),
         FleetFormat::Html => html::render(&page::page(&fleet, &source, &found.notes)),
     };
@@ -58,7 +59,10 @@ fn files(args: &[PathBuf]) -> anyhow::Result<Found> {
         }
         let (json, skipped) = json_files(arg)?;
         if json.is_empty() {
-            anyhow::bail!("{}: no result files (*.json) in the directory", arg.display());
+            anyhow::bail!(
+                "{}: no result files (*.json) in the directory",
+                arg.display()
+            );
         }
         if skipped > 0 {
             found.notes.push(format!(

@@ -11,7 +11,7 @@
 
 use std::collections::{BTreeMap, HashMap};
 
-use crate::report::fleet::summary::HostSummary;
+use crate::report::fleet::summary::{HostSummary, short_cause};
 use crate::system::audit::Severity;
 
 /// One fact's values over the fleet, by how many hosts hold each (`None`: absent).
@@ -82,7 +82,11 @@ impl Majority {
             let cause = h.top_cause.as_ref().map(|c| c.0.clone());
             *causes.entry(cause).or_default() += 1;
             for (name, value) in boot_options(&h.cmdline) {
-                *boot.entry(name).or_default().entry(Some(value)).or_default() += 1;
+                *boot
+                    .entry(name)
+                    .or_default()
+                    .entry(Some(value))
+                    .or_default() += 1;
             }
             for (id, sev) in &h.findings {
                 *(findings.entry(id.clone()).or_default())
@@ -188,18 +192,18 @@ impl Majority {
         (!words.is_empty()).then(|| format!("degraded {}", words.join(" ")))
     }
 
-    /// "top cause task stress-ng-cpu (SCHED_OTHER nice 0) 74 % (most: unaccounted …)", or
-    /// "(as most)" when it is the majority's too.
+    /// "top cause task stress-ng-cpu (SCHED_OTHER nice 0) 74 % (most: unaccounted)", or
+    /// "top cause as most (unaccounted 89 %)".
     fn cause_words(&self, h: &HostSummary) -> String {
         let Some((cause, share)) = &h.top_cause else {
             return "top cause not traced".into();
         };
-        let most = match &self.top_cause {
-            Some(m) if m == cause => "as most".to_string(),
-            Some(m) => format!("most: {m}"),
-            None => "no majority".into(),
-        };
-        format!("top cause {cause} {share:.0} % ({most})")
+        let short = short_cause(cause);
+        match &self.top_cause {
+            Some(m) if m == cause => format!("top cause as most ({short} {share:.0} %)"),
+            Some(m) => format!("top cause {short} {share:.0} % (most: {})", short_cause(m)),
+            None => format!("top cause {short} {share:.0} % (no majority)"),
+        }
     }
 }
 
@@ -238,10 +242,13 @@ mod tests {
             &[("thp-always", Warn), ("smt-off", Bad)],
         ));
         let m = Majority::of(&hosts);
-        assert!(m.differences(&hosts[0]) == ["top cause unaccounted 88 % (as most)"]);
+        assert!(m.differences(&hosts[0]) == ["top cause as most (unaccounted 88 %)"]);
         let d = m.differences(&hosts[5]);
         assert_eq!(d[0], "kernel 6.19 (most: 6.18)");
-        assert_eq!(d[1], "boot options +nohz=off -psi=1", "root=UUID is each host's own");
+        assert_eq!(
+            d[1], "boot options +nohz=off -psi=1",
+            "root=UUID is each host's own"
+        );
         assert_eq!(
             d[2],
             "audit +thp-always (warn), -thp-madvise, smt-off bad (most: ok)"

@@ -29,7 +29,7 @@ impl Fleet {
             .filter(|&f| hosts.iter().any(|h| h.figures[f].is_some()))
             .collect();
         let grouping = match per_host {
-            true => Grouping::each(&members(&hosts.iter().collect::<Vec<_>>(), &shown)),
+            true => Grouping::each(&members(&hosts.iter().collect::<Vec<_>>(), &[])),
             false => by_figure_set(&hosts),
         };
         Fleet {
@@ -53,14 +53,17 @@ impl Fleet {
                     },
                     w => w,
                 };
-                (i, group::why_words(why, &keys).replace("largest cause", "top cause"))
+                (
+                    i,
+                    group::why_words(why, &keys).replace("largest cause", "top cause"),
+                )
             })
             .collect()
     }
 
-    /// The worst host and the best, by the first figure most hosts have.
-    pub fn extremes(&self) -> Option<(usize, usize)> {
-        let f = *self.shown.first()?;
+    /// The worst host and the best by figure `f` ([`FIGURES`]); `None` when fewer
+    /// than two hosts have it.
+    pub fn extremes(&self, f: usize) -> Option<(usize, usize)> {
         let with: Vec<usize> = (0..self.hosts.len())
             .filter(|&i| self.hosts[i].figures[f].is_some())
             .collect();
@@ -71,10 +74,10 @@ impl Fleet {
     }
 }
 
-/// The figures a host has (indices into [`FIGURES`]).
+/// The figures a host has that hosts are grouped by (indices into [`FIGURES`]).
 fn own_figures(h: &HostSummary) -> Vec<usize> {
     (0..FIGURES.len())
-        .filter(|&f| h.figures[f].is_some())
+        .filter(|&f| FIGURES[f].ranks && h.figures[f].is_some())
         .collect()
 }
 

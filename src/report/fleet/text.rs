@@ -5,7 +5,7 @@
 //! (`COLUMNS`), cells and lines cut with "…" as every table does.
 
 use crate::report::fleet::rank::Fleet;
-use crate::report::fleet::summary::{FIGURES, HostSummary};
+use crate::report::fleet::summary::{FIGURES, HostSummary, short_cause};
 use crate::report::group::{self, Cell, Row};
 use crate::report::table::{Layout, Tab, core, cut, wrap};
 
@@ -82,7 +82,8 @@ pub fn figure_text(f: usize, v: Option<f64>) -> String {
     }
 }
 
-/// Each host's cells after the first column: its figures, top cause and kernel.
+/// Each host's cells after the first column: its figures and top cause (its kernel, when
+/// not the majority's, is said with the outliers).
 pub fn cells(fleet: &Fleet) -> Vec<Vec<Cell>> {
     (fleet.hosts.iter())
         .map(|h| {
@@ -93,8 +94,7 @@ pub fn cells(fleet: &Fleet) -> Vec<Vec<Cell>> {
                 })
                 .collect();
             let cause = h.top_cause.as_ref().map_or("not traced", |c| c.0.as_str());
-            row.push(group::text(cause));
-            row.push(group::text(h.kernel.clone()));
+            row.push(group::text(short_cause(cause)));
             row
         })
         .collect()
@@ -112,8 +112,12 @@ pub fn row_labels(fleet: &Fleet) -> Vec<String> {
 
 /// The headers after the first column.
 pub fn headers(fleet: &Fleet) -> Vec<String> {
-    let mut h: Vec<String> = fleet.shown.iter().map(|&f| FIGURES[f].header.into()).collect();
-    h.extend(["top cause".to_string(), "kernel".to_string()]);
+    let mut h: Vec<String> = fleet
+        .shown
+        .iter()
+        .map(|&f| FIGURES[f].header.into())
+        .collect();
+    h.push("top cause".to_string());
     h
 }
 
@@ -134,21 +138,30 @@ fn table(fleet: &Fleet) -> Tab {
     t
 }
 
-/// "Worst: node0412 (lost 26.92 %); best: node0007 (1.19 %).", by the first figure.
+/// "Worst by share lost: node0412 (26.92 %), best node0007 (1.19 %); by max gap: …": the
+/// worst host by each figure, and the best by those hosts are grouped by.
 fn extremes(fleet: &Fleet) -> Option<String> {
-    let (worst, best) = fleet.extremes()?;
-    let f = *fleet.shown.first()?;
-    let fig = FIGURES[f];
-    let v = |i: usize| figure_text(f, fleet.hosts[i].figures[f]);
-    let unit = if fig.ns { " µs" } else { " %" };
-    Some(format!(
-        "Worst by {}: {} ({}{unit}); best: {} ({}{unit}).",
-        fig.key.name,
-        fleet.hosts[worst].label,
-        v(worst),
-        fleet.hosts[best].label,
-        v(best),
-    ))
+    let said: Vec<String> = (fleet.shown.iter())
+        .filter_map(|&f| {
+            let (worst, best) = fleet.extremes(f)?;
+            let fig = FIGURES[f];
+            let unit = if fig.ns { "µs" } else { "%" };
+            let v = |i: usize| figure_text(f, fleet.hosts[i].figures[f]);
+            let name = |i: usize| &fleet.hosts[i].label;
+            Some(match fig.ranks {
+                true => format!(
+                    "{}: {} ({} {unit}), best {} ({} {unit})",
+                    fig.key.name,
+                    name(worst),
+                    v(worst),
+                    name(best),
+                    v(best)
+                ),
+                false => format!("{}: {} ({} {unit})", fig.key.name, name(worst), v(worst)),
+            })
+        })
+        .collect();
+    (!said.is_empty()).then(|| format!("Worst by {}.", said.join("; by ")))
 }
 
 /// "Degraded: virtual-machine on 1000 hosts.", every kind with its count; `None` when no
@@ -181,11 +194,7 @@ fn outliers(fleet: &Fleet, width: Option<usize>) -> String {
     );
     for (i, why) in out {
         let h = &fleet.hosts[i];
-        let line = format!(
-            "  {} ({why}): {}",
-            h.label,
-            m.differences(h).join("; ")
-        );
+        let line = format!("  {} ({why}): {}", h.label, m.differences(h).join("; "));
         let wrapped = wrap(&line, width, "    ");
         let lines: Vec<&str> = wrapped.lines().collect();
         for (n, l) in lines.iter().take(OUTLIER_LINES).enumerate() {
