@@ -5,7 +5,8 @@
 # planted. The reference, timed in the same run on the same files, is reading them
 # (`cat DIR/*.json > /dev/null`): the floor any reader of 1 000 files pays; the ratio is
 # what parsing and ranking add.
-#   bench/fleet.sh [N] [ROUNDS]     (default 1000 hosts, 3 rounds; the best is printed)
+#   bench/fleet.sh [N] [ROUNDS] [DIR]   (default 1000 hosts, 3 rounds; the best is printed;
+#   DIR: a fleet scripts/make-fleet already wrote, with its planted list in DIR.planted)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 n=${1:-1000}
@@ -14,7 +15,12 @@ cargo build --release -q
 bin=$PWD/target/release/jitterscope
 dir=$(mktemp -d)
 trap 'rm -rf "$dir"' EXIT
-scripts/make-fleet "$dir/fleet" "$n" > "$dir/planted"
+if [ -n "${3:-}" ]; then
+  ln -s "$(realpath "$3")" "$dir/fleet"
+  cp "$3.planted" "$dir/planted"
+else
+  scripts/make-fleet "$dir/fleet" "$n" > "$dir/planted"
+fi
 echo "fleet of $n: $(du -sh "$dir/fleet" | cut -f1) of JSON; planted: $(tr '\n' ' ' < "$dir/planted")"
 
 # The best wall time of ROUNDS runs of COMMAND, in s, each under the measuring lock.

@@ -5,7 +5,7 @@
 //! for a latency), so that a shade means a difference beyond run-to-run movement.
 
 use crate::report::fleet::rank::Fleet;
-use crate::report::fleet::summary::FIGURES;
+use crate::report::fleet::summary::{FIGURES, short_cause};
 use crate::report::fleet::text::{cells, figure_text, headers, kinds, row_labels};
 use crate::report::group::{self, Row};
 use crate::report::html::{Page, SHADES, Section, Shaded, Table};
@@ -23,7 +23,7 @@ pub fn page(fleet: &Fleet, source: &str, notes: &[String]) -> Page {
     }
 }
 
-/// "12 hosts ran degraded: virtual-machine (12)", one line a kind.
+/// "12 of 30 hosts ran degraded: virtual-machine", one line a kind.
 fn degraded(fleet: &Fleet) -> Vec<String> {
     let mut counts: Vec<(&str, usize)> = Vec::new();
     for k in fleet.hosts.iter().flat_map(|h| &h.degraded) {
@@ -33,7 +33,7 @@ fn degraded(fleet: &Fleet) -> Vec<String> {
         }
     }
     (counts.iter())
-        .map(|(k, n)| format!("{n} of the hosts' figures are degraded: {k}"))
+        .map(|(k, n)| format!("{n} of {} hosts ran degraded: {k}", fleet.hosts.len()))
         .collect()
 }
 
@@ -96,7 +96,7 @@ fn heat_map(fleet: &Fleet) -> Section {
                 shade.push(shade_of(h.figures[f], medians[k], f));
             }
             cells.push(match &h.top_cause {
-                Some((c, s)) => format!("{c} ({s:.0})"),
+                Some((c, s)) => format!("{} ({s:.0})", short_cause(c)),
                 None => "not traced".into(),
             });
             shade.push(0);

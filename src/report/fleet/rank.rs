@@ -127,3 +127,46 @@ fn renumber(r: Row, ids: &[usize]) -> Row {
         Row::One(i, why) => Row::One(ids[i], why),
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn host(n: usize, lost: f64, p99: Option<f64>) -> HostSummary {
+        HostSummary {
+            label: format!("node{n}"),
+            hostname: format!("node{n}"),
+            path: Default::default(),
+            kind: if p99.is_some() { "run" } else { "noise" }.into(),
+            kernel: "6.18".into(),
+            cmdline: String::new(),
+            findings: Vec::new(),
+            top_cause: Some(("tick".into(), 60.0)),
+            degraded: Vec::new(),
+            figures: [Some(lost), Some(4e6), p99, p99.map(|p| p * 10.0)],
+        }
+    }
+
+    /// A missing figure is not a low one: noise-only hosts group among themselves, and
+    /// only the host whose share lost is far above its peers stands out.
+    #[test]
+    fn hosts_group_within_the_figures_they_have() {
+        let mut hosts: Vec<HostSummary> = (0..12)
+            .map(|i| host(i, 1.0 + 0.05 * (i % 5) as f64, Some(5e4 + 1e3 * i as f64)))
+            .collect();
+        hosts.extend((12..18).map(|i| host(i, 1.1, None)));
+        hosts[3].figures[0] = Some(9.0);
+        let f = Fleet::rank(hosts, false);
+        let out = f.outliers();
+        assert_eq!(
+            out,
+            vec![(3, "share lost high".to_string())],
+            "{:?}",
+            f.grouping
+        );
+        let noise_only = Row::Group((12..18).collect());
+        assert!(f.grouping.rows.contains(&noise_only), "{:?}", f.grouping);
+        assert_eq!(f.extremes(0), Some((3, 0)));
+        assert_eq!(f.extremes(2).map(|e| e.0), Some(11));
+    }
+}
