@@ -90,6 +90,10 @@ pub enum Command {
     /// Set saved runs side by side: the same probe and CPU in each, the change from the
     /// first run, a verdict per row, and overlaid plots.
     Compare(CompareArgs),
+    /// Rank a fleet's saved results: hosts whose figures agree said once as a group, the
+    /// worst, the best and every outlier named with what sets it apart (kernel, boot
+    /// options, audit findings, top cause); a directory or many files.
+    Fleet(FleetArgs),
     /// Always-on timer latency (and optional noise sweeps) served as Prometheus /
     /// OpenMetrics on --listen, with an HdrHistogram interval log; runs until SIGTERM.
     Monitor(MonitorArgs),
@@ -1067,4 +1071,41 @@ pub struct WatchArgs {
 
     #[command(flatten)]
     pub save: SaveArgs,
+}
+
+// `jitterscope fleet`.
+#[derive(Debug, Clone, Args)]
+pub struct FleetArgs {
+    /// Result files, or directories of them (their *.json files are read; other files are
+    /// skipped and counted).
+    #[arg(value_name = "RESULT|DIR", required = true)]
+    pub results: Vec<PathBuf>,
+
+    /// What to write: text (the groups and outliers, fitted to the terminal), csv (one
+    /// row a host) or html (one page with a hosts × figure heat map).
+    #[arg(long, value_enum, default_value = "text")]
+    pub format: FleetFormat,
+
+    /// Write to PATH instead of stdout (atomically).
+    #[arg(short = 'o', long = "output", value_name = "PATH")]
+    pub output: Option<PathBuf>,
+
+    /// text: each host its own row, rather than hosts whose figures agree said once.
+    #[arg(long)]
+    pub per_host: bool,
+
+    /// text: every column and whole lines, whatever the terminal's width.
+    #[arg(long)]
+    pub wide: bool,
+}
+
+/// The formats `fleet` writes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum FleetFormat {
+    /// The groups, the outliers and what sets each apart, fitted to the terminal.
+    Text,
+    /// One row a host.
+    Csv,
+    /// One self-contained page: the same table and a hosts × figure heat map.
+    Html,
 }

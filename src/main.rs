@@ -44,6 +44,7 @@ fn main() -> ExitCode {
         Some(Command::Audit(args)) => app::audit::run(&args),
         Some(Command::Report(args)) => app::report::run(&args),
         Some(Command::Compare(args)) => app::compare::run(&args),
+        Some(Command::Fleet(args)) => app::fleet::run(&args),
         Some(Command::Selftest(args)) => app::selftest::run(&args, &stop),
         Some(Command::Completions(args)) => completions(args.shell),
         Some(Command::Man(args)) => man_page(&args),

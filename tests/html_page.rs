@@ -436,7 +436,7 @@ fn issue25_watch_page_shows_threads_causes_and_fix_links() {
 /// Opens `page` in headless Chromium (a profile under `dir`), checks that it loads
 /// cleanly and keeps its screenshot as `shot` under the target directory; skips, saying
 /// why, without Chromium.
-fn open_in_chromium(test: &str, dir: &Path, page: &Path, shot: &str) {
+pub(crate) fn open_in_chromium(test: &str, dir: &Path, page: &Path, shot: &str) {
     let Some(chromium) = find_chromium() else {
         return skip(test, "no chromium on PATH: the page is not opened");
     };

@@ -16,6 +16,7 @@ mod cfs_quota;
 mod cgroups;
 mod compare;
 mod containers;
+mod fleet;
 mod frozen;
 mod gates;
 mod gnuplot;
