@@ -202,7 +202,7 @@ fn holds_attempt(name: &str, cpus: (usize, usize)) -> Result<(), String> {
     );
     // Ground truth by timestamp: the deadlines a hold covered really came out late.
     // At a miss rate of at most 5 %: the misses the binomial bound allows.
-    let missed = certain.len().saturating_sub(seen as usize);
+    let missed = certain.len().saturating_sub(seen);
     let (ok, words) = jitterscope::stats::misses::judge(missed, certain.len(), 0.05);
     eprintln!("covered deadlines not seen late: {words}");
     check!(ok, "covered deadlines not seen late: {words}");
