@@ -42,6 +42,9 @@ pub enum Ending {
     /// `selftest`: no check failed, but one could not tell the tool's error from the
     /// host's background, which was too noisy to judge against (exit 3).
     Undecided,
+    /// `selftest`: no check with holds judged at all: each could not, or was skipped
+    /// (exit 4).
+    Unjudged,
 }
 
 impl Ending {

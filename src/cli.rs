@@ -79,7 +79,8 @@ pub enum Command {
     Run(MainArgs),
     /// Check the tool on this host (about 10 s): the counter, and that noise and timer
     /// find holds of known length injected by a real-time thread of its own; exit 1 if a
-    /// check fails.
+    /// check fails, 3 if none failed but one could not judge on the host's background,
+    /// 4 if no check with holds could judge (nothing about the tool was shown).
     Selftest(SelftestArgs),
     /// Print a shell completion script for SHELL (bash, zsh, fish, elvish, powershell):
     /// `source <(jitterscope completions bash)`.

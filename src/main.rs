@@ -63,6 +63,7 @@ fn main() -> ExitCode {
         Ok(Ending::Interrupted) => ExitCode::from(130),
         Ok(Ending::LimitExceeded) => ExitCode::from(1),
         Ok(Ending::Undecided) => ExitCode::from(3),
+        Ok(Ending::Unjudged) => ExitCode::from(4),
         Err(e) => fail(e),
     }
 }

@@ -174,19 +174,21 @@ fn attempt(
     if (p.injections as f64) < expected as f64 * 0.85 {
         return Err(format!("injector made {} of ~{expected}", p.injections));
     }
-    // Count: one gap per injection, within 3 %, matched one-to-one by timestamp.
-    let tolerance = (p.injections as f64 * 0.03).ceil() as usize;
-    if p.hits.abs_diff(p.injections) > tolerance {
+    // Count: one gap per injection, matched one-to-one by timestamp, at a miss rate of
+    // at most 3 %: the misses the binomial bound allows over the injections made.
+    let judge = |missed| jitterscope::stats::misses::judge(missed, p.injections, 0.03);
+    let (ok, words) = judge(p.hits.abs_diff(p.injections));
+    eprintln!("  {name}: gaps holding an injection, against one each: {words}");
+    if !ok {
         return Err(format!(
-            "count: {} gaps vs {} injections",
+            "count: {} gaps vs {} injections ({words})",
             p.hits, p.injections
         ));
     }
-    if p.matched + tolerance < p.injections {
-        return Err(format!(
-            "only {} of {} injections seen",
-            p.matched, p.injections
-        ));
+    let (ok, words) = judge(p.injections.saturating_sub(p.matched));
+    eprintln!("  {name}: injections not seen: {words}");
+    if !ok {
+        return Err(format!("injections not seen: {words}"));
     }
     // Duration: at least D, at most D plus the overhead (its p99: the overhead varies).
     if median < d {

@@ -1252,10 +1252,11 @@ fn issue25_monitor_watch_comm_exports_the_sleepers_wakeups_and_the_hog_as_cause(
         "{above} delays ≥ 100 µs exported, where the sleeper saw {surely_late} wake-ups \
          ≥ 200 µs late and {sleeper_late} ≥ 100 µs"
     );
-    assert!(
-        hog_main >= above * 0.7,
-        "js-hog main cause of {hog_main} of {above} delays"
-    );
+    // At a miss rate of at most 30 %: the misses the binomial bound allows.
+    let missed = (above - hog_main).max(0.0) as usize;
+    let (ok, words) = jitterscope::stats::misses::judge(missed, above as usize, 0.3);
+    eprintln!("{name}: delays whose main cause is not js-hog: {words}");
+    assert!(ok, "delays whose main cause is not js-hog: {words}");
     assert!(hog_secs > 0.0);
     // Bounded by the names: no tid, the absent name at zero, nothing for others.
     assert!(!body.contains("tid="), "no thread ids in labels");

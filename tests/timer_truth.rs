@@ -201,11 +201,11 @@ fn holds_attempt(name: &str, cpus: (usize, usize)) -> Result<(), String> {
         "share above 100 µs {share:.4} vs expected {expected:.4}"
     );
     // Ground truth by timestamp: the deadlines a hold covered really came out late.
-    check!(
-        seen as f64 >= certain.len() as f64 * 0.95,
-        "only {seen} of {} covered deadlines were late",
-        certain.len()
-    );
+    // At a miss rate of at most 5 %: the misses the binomial bound allows.
+    let missed = certain.len().saturating_sub(seen);
+    let (ok, words) = jitterscope::stats::misses::judge(missed, certain.len(), 0.05);
+    eprintln!("covered deadlines not seen late: {words}");
+    check!(ok, "covered deadlines not seen late: {words}");
     Ok(())
 }
 

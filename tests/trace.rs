@@ -67,30 +67,26 @@ fn tracing_state() -> (Vec<String>, Vec<(String, String)>) {
 }
 
 /// Task truth: a SCHED_FIFO thread of its own name holds the measured CPU 1.5 ms every
-/// ~15 ms while the noise loop runs under a trace. Matched one by one by timestamp,
-/// ≥ 99 % of the holds' gaps name the holder as their top cause, with its time within
-/// 5 % + 5 µs of its own CPU time, above the background that holds of nothing measure
-/// first on this host (issue 22: judged against the host, not a constant). Holds the
-/// kernel preempted the holder through, and holds whose time attribution left
-/// unaccounted for lack of a task switch in the trace, are set aside, counted; at most
-/// one in ten may be. Up to three printed attempts.
+/// ~15 ms while the noise loop runs under a trace. Matched one by one by timestamp, the
+/// holds' gaps name the holder as their top cause, with its time within 5 % + 5 µs of its
+/// own CPU time, above the background that holds of nothing measure first on this host
+/// (issue 22: judged against the host, not a constant), at a miss rate of at most 1 %:
+/// the misses the binomial bound allows over the ~130 holds (issue 36: not a share that
+/// one stray miss breaks, retried until lucky). Holds the kernel preempted the holder
+/// through, and holds whose time attribution left unaccounted for lack of a task switch
+/// in the trace, are set aside, counted; at most one in ten may be.
 #[test]
 fn issue13_task_truth_the_holder_is_named_with_its_time() {
-    let Some(cpus) = can_trace("issue13_task_truth") else {
+    let test = "issue13_task_truth";
+    let Some(cpus) = can_trace(test) else {
         return;
     };
     let _m = measuring();
-    let mut results = Vec::new();
-    for attempt in 1..=3 {
-        let (named, holds) = task_truth_attempt(cpus);
-        eprintln!("attempt {attempt}: {named} of {holds} holds named with their time");
-        assert!(holds >= 90, "{holds} holds");
-        if named * 100 >= holds * 99 {
-            return;
-        }
-        results.push((named, holds));
-    }
-    panic!("every attempt fell short of 99 %: {results:?}");
+    let (named, holds) = task_truth_attempt(cpus);
+    assert!(holds >= 90, "{holds} holds");
+    let (ok, words) = jitterscope::stats::misses::judge(holds - named, holds, 0.01);
+    eprintln!("{test}: holds not named with their time: {words}");
+    assert!(ok, "holds not named with their time: {words}");
 }
 
 /// One run: (holds named with their time, holds judged).
@@ -451,11 +447,10 @@ fn issue13_timer_truth_the_holder_blocks_the_late_wakeups() {
     // Each 1.5 ms hold covers a deadline of the 1 ms timer and makes it late by most of
     // the hold: the holder is what held the CPU past it.
     assert!(made >= 40, "{made} holds");
-    assert!(
-        holder.gaps * 10 >= made as u64 * 8,
-        "{} of {made}",
-        holder.gaps
-    );
+    let missed = (made as u64).saturating_sub(holder.gaps) as usize;
+    let (ok, words) = jitterscope::stats::misses::judge(missed, made, 0.2);
+    eprintln!("holds the holder is not named in: {words}");
+    assert!(ok, "holds the holder is not named in: {words}");
     assert!(holder.median_ns >= 400_000, "{holder:?}");
 }
 
@@ -744,7 +739,10 @@ fn issue29_an_injected_hold_is_attributed_with_no_event_log() {
     assert!(made >= 50, "{made} holds");
     let holder = holder.expect("the holder is named");
     // A hold the kernel preempted the holder through is no hold (at most one in ten).
-    assert!(holder.gaps * 10 >= made * 9, "{} of {made}", holder.gaps);
+    let missed = made.saturating_sub(holder.gaps) as usize;
+    let (ok, words) = jitterscope::stats::misses::judge(missed, made as usize, 0.1);
+    eprintln!("holds the holder is not named in: {words}");
+    assert!(ok, "holds the holder is not named in: {words}");
     let ms = busy.as_nanos() as u64;
     assert!(
         (ms * 9 / 10..=ms * 13 / 10).contains(&holder.median_ns),

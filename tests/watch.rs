@@ -11,6 +11,7 @@ use std::time::Duration;
 
 use jitterscope::engine::clock::{self, ClockInfo};
 use jitterscope::report::ResultFile;
+use jitterscope::stats::misses;
 use rustix::time::{ClockId, Timespec};
 
 use crate::injector::{Schedule, inject};
@@ -266,11 +267,13 @@ fn issue25_the_delays_a_hog_made_are_the_hogs_and_as_long_as_the_thread_saw() {
         "the program saw {} hog delays",
         mine.len()
     );
+    // Each share below is judged by the misses its rate allows over the samples there
+    // are (stats::misses), not by a fixed share that one stray sample breaks.
+    let (ok, words) = misses::judge(mine.len() - pairs.len(), mine.len(), 0.10);
+    eprintln!("{test}: hog delays without a traced wake-up delay: {words}");
     assert!(
-        pairs.len() * 10 >= mine.len() * 9,
-        "the trace has a wake-up delay for {} of the program's {} hog delays",
-        pairs.len(),
-        mine.len()
+        ok,
+        "the trace has no wake-up delay for some of the program's hog delays: {words}"
     );
     // Delay by delay within 5 % and 5 µs, and so at p50 and p99.
     let agrees = |&&(l, _, d): &&(u64, Gap, u64)| l.abs_diff(d) <= l / 20 + 5_000;
@@ -298,12 +301,9 @@ fn issue25_the_delays_a_hog_made_are_the_hogs_and_as_long_as_the_thread_saw() {
         eprintln!("{test}: program {l} ns past its timer, trace {d} ns; the events:");
         dump(g);
     }
-    assert!(
-        off.len() * 100 <= pairs.len(),
-        "{} of {} pairs disagree, program − trace: {off:?} ns",
-        off.len(),
-        pairs.len()
-    );
+    let (ok, words) = misses::judge(off.len(), pairs.len(), 0.01);
+    eprintln!("{test}: pairs that disagree: {words}");
+    assert!(ok, "pairs disagree: {words}; program − trace: {off:?} ns");
     let quantiles = |f: fn(&(u64, Gap, u64)) -> u64| {
         let mut v: Vec<u64> = pairs.iter().map(f).collect();
         v.sort_unstable();
@@ -325,12 +325,9 @@ fn issue25_the_delays_a_hog_made_are_the_hogs_and_as_long_as_the_thread_saw() {
         .filter(|p| in_hold(p.1.start))
         .map(|&(_, g, d)| (g, d))
         .collect();
-    assert!(
-        gaps.len() * 10 >= pairs.len() * 9,
-        "{} of {} matched delays woke inside a hold",
-        gaps.len(),
-        pairs.len()
-    );
+    let (ok, words) = misses::judge(pairs.len() - gaps.len(), pairs.len(), 0.10);
+    eprintln!("{test}: matched delays that woke outside a hold: {words}");
+    assert!(ok, "matched delays woke outside a hold: {words}");
     let symbols = std::collections::HashMap::new();
     let cx = Context {
         names: &collected.decoder.names,
@@ -362,12 +359,9 @@ fn issue25_the_delays_a_hog_made_are_the_hogs_and_as_long_as_the_thread_saw() {
         gaps.len() - others.len(),
         gaps.len()
     );
-    assert!(
-        others.len() * 100 <= gaps.len(),
-        "the hog is not the top cause of {} of {} delays: {others:?}",
-        others.len(),
-        gaps.len()
-    );
+    let (ok, words) = misses::judge(others.len(), gaps.len(), 0.01);
+    eprintln!("{test}: delays whose top cause is not the hog: {words}");
+    assert!(ok, "the hog is not the top cause: {words}: {others:?}");
 }
 
 /// The command end to end: a thread watched by --tid for 2 s, saved, its instance

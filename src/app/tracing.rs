@@ -427,6 +427,28 @@ impl Watch<'_> {
     }
 }
 
+/// Follows `session` for `lanes` (one per ring, in order) until `done`, as a noise run's
+/// reader does but for a caller with no command around it (`selftest`): the caller
+/// runs it on a housekeeping CPU, stops the session's recording before setting `done`,
+/// and adds the kernel's own losses.
+pub fn follow_lanes(
+    session: &TraceSession,
+    rings: &[GapRing],
+    lanes: Vec<Lane>,
+    scale: Scale,
+    done: &AtomicBool,
+) -> Result<Vec<LaneOut>, TraceError> {
+    let watch = Watch {
+        session,
+        rings,
+        first: 0,
+        coincidence: None,
+        scale,
+        done,
+    };
+    watch.run(lanes)
+}
+
 /// A finished reader's lanes, with what each window read and pushed out and what each
 /// ring dropped (the kernel's own losses are the caller's to add).
 pub fn lane_outs<R>(reader: Reader<R>, rings: &[GapRing]) -> Vec<LaneOut> {

@@ -8,6 +8,7 @@ pub mod causes;
 pub mod coincidence;
 pub mod events;
 pub mod histogram;
+pub mod misses;
 pub mod rank;
 pub mod series;
 

@@ -8,6 +8,8 @@
 //! and each gap takes the parts of them it overlaps: net (exclusive) time per cause, an
 //! IRQ inside a softirq inside another task's slice counted once, where it ran. What no
 //! segment covers is `unaccounted`, reported as such and never spread over the rest.
+//! A task switched out that was not thought to run (its switch in was not recorded)
+//! ran at least since the event before its switch out: that stretch is its own.
 //!
 //! A real-time measuring thread switched out while still runnable, for idle or for a
 //! task of lower priority, was not preempted by ordinary scheduling: the kernel took the
@@ -311,6 +313,8 @@ fn timeline(
                 }),
             }
         }
+        // Where the previous event fell: a task switched out ran at least since then.
+        let since = last;
         last = last.max(ts);
         match step {
             Step::Quiet => {
@@ -364,6 +368,16 @@ fn timeline(
                     next,
                 }) = step
                 {
+                    // Switched out, `prev` was running: when it was not thought to run,
+                    // its switch in was lost, and the stretch since the previous event
+                    // here (after its wake-up, if seen: an event too) was its own. Named
+                    // first, so that a window closing here judges it as `prev`'s.
+                    let lost_in = task.is_none_or(|t| t.pid != prev.pid) && stack.is_empty();
+                    let held = lost_in.then(|| {
+                        instances += 1;
+                        held_since(&mut out, since, ts, prev, instances)
+                    });
+                    let held = held.flatten();
                     // The measurer switching in, or out (it ran before), ends a window;
                     // closed before the idle fix-up below, which would give the window's
                     // idle time to the measurer when no switch out of idle was recorded.
@@ -389,7 +403,7 @@ fn timeline(
                     {
                         instances += 1;
                         window = Some(Window {
-                            from: out.len(),
+                            from: held.unwrap_or(out.len()),
                             prio: m.prio,
                             kind,
                             in_kernel: switched_out
@@ -444,6 +458,37 @@ fn timeline(
         _ => true,
     });
     out
+}
+
+/// Gives [`since`, `ts`) to `prev`, the task a switch at `ts` took off the CPU, as a
+/// time slice of `instance`: the end of `out`'s last segment is split off, or a segment
+/// added where nothing ran as far as the events told. Its index; `None` for an empty
+/// stretch.
+fn held_since(
+    out: &mut Vec<Segment>,
+    since: u64,
+    ts: u64,
+    prev: Task,
+    instance: u64,
+) -> Option<usize> {
+    if since >= ts {
+        return None;
+    }
+    let slice = Segment {
+        start: since,
+        end: ts,
+        cause: Cause::Task(prev, None),
+        instance,
+    };
+    match out.last_mut() {
+        Some(s) if s.end == ts && s.start >= since => *s = slice,
+        Some(s) if s.end == ts => {
+            s.end = since;
+            out.push(slice);
+        }
+        _ => out.push(slice),
+    }
+    Some(out.len() - 1)
 }
 
 /// Which throttle can hold a runnable measurer off its CPU.

@@ -155,6 +155,13 @@ impl Lane {
         Lane::new(cpu, throttle, MeasurerKind::Sleeps, interval, pick)
     }
 
+    /// The lane breaking down its `top` largest gaps rather than [`TOP`]: `selftest`
+    /// judges every hold's gap as the commands break them down.
+    pub fn keeping(mut self, top: usize) -> Lane {
+        self.tally = Tally::new(top);
+        self
+    }
+
     fn new(cpu: usize, throttle: Throttle, kind: MeasurerKind, margin: u64, pick: Pick) -> Lane {
         Lane {
             cpu,

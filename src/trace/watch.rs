@@ -956,6 +956,34 @@ mod tests {
         assert_eq!(attr.top.len(), 1);
     }
 
+    /// Issue 36: the hog's switch in was not recorded (a loaded guest's kernel drops a
+    /// few): the thread slept, a kworker ran, the hog woke, then the thread, and 164 µs
+    /// later the hog was switched out for it. The delay is the hog's, named from its
+    /// switch out, not left unaccounted as the kworker's unknown time.
+    #[test]
+    fn issue36_a_hog_whose_switch_in_was_lost_is_named_from_its_switch_out() {
+        let mut t = Trace::new();
+        let app = t.task("app", 10, 94);
+        let hog = t.task("hog", 20, 89);
+        let kworker = t.task("kworker/1:1", 30, 120);
+        let name = t.names.intern("local_timer");
+        t.switch(1, 1_000, app, 1, kworker);
+        t.at(1, 2_000, Kind::VectorEntry { name });
+        t.wake(1, 2_010, hog, 1);
+        t.at(1, 2_030, Kind::VectorExit { name });
+        t.at(1, 9_000, Kind::VectorEntry { name });
+        t.wake(1, 9_010, app, 1);
+        t.at(1, 9_020, Kind::VectorExit { name });
+        t.switch(1, 173_010, hog, 1, app);
+        let f = t.run(&tids(&[10]), 10_000);
+        let a = &f[0];
+        assert_eq!(a.wakeup.max_ns(), Some(164_000), "wake-up to switch-in");
+        let attr = a.attribution.as_ref().expect("one delay over 10 µs");
+        let main = (attr.causes.iter()).find(|r| r.largest_in == 1).unwrap();
+        assert_eq!(main.cause, "task hog:20 (real-time 10)");
+        assert_eq!(main.total_ns, 164_000 - 10);
+    }
+
     /// Preempted (switched out runnable) and back: preempted time, an involuntary
     /// switch, a migration when it comes back elsewhere, and IRQ time while it ran.
     #[test]
