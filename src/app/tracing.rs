@@ -434,10 +434,15 @@ impl Watch<'_> {
 pub fn follow_lanes(
     session: &TraceSession,
     rings: &[GapRing],
-    lanes: Vec<Lane>,
+    mut lanes: Vec<Lane>,
     scale: Scale,
     done: &AtomicBool,
 ) -> Result<Vec<LaneOut>, TraceError> {
+    // The same memory budget as a command's readers (issue 35).
+    let budget = budget(lanes.len());
+    for l in &mut lanes {
+        l.bound_pending(budget.pending_gaps);
+    }
     let watch = Watch {
         session,
         rings,
@@ -445,6 +450,7 @@ pub fn follow_lanes(
         coincidence: None,
         scale,
         done,
+        window: budget.window_events,
     };
     watch.run(lanes)
 }
