@@ -60,9 +60,18 @@ impl NoiseCommand {
             largest: args.top,
             event_log: args.event_log,
         };
+        let periods = super::deadline::Periods {
+            period_ns: args.period,
+            step_ns: 0,
+            default_runtime: None,
+        };
+        let extra: &[&str] = match args.period {
+            Some(_) => &["--period"],
+            None => &[],
+        };
         let settings = RunSettings {
             gates: args.fail_above.clone(),
-            ..RunSettings::from_args(&args.run)?
+            ..super::deadline::settings(&args.run, &args.deadline, periods, extra)?
         };
         let cmd = NoiseCommand::new(settings, cfg)?;
         Ok(match args.trace {

@@ -98,6 +98,9 @@ pub fn sched_request(policy: Option<Policy>, priority: Option<u8>) -> anyhow::Re
         (None, None) => Policy::Other,
     };
     match (policy, priority) {
+        (Policy::Deadline(_), _) => {
+            bail!("--policy deadline: only timer and noise measure under SCHED_DEADLINE")
+        }
         (Policy::Other, Some(p)) => {
             bail!("-p/--priority {p} needs --policy fifo or rr; SCHED_OTHER has no priority")
         }
@@ -466,6 +469,7 @@ fn preamble(
     if plan.coordinator_shares() {
         degraded.push(Degraded::CoordinatorShares);
     }
+    degraded.extend(super::deadline::degraded(req));
     let mut warnings = Vec::new();
     warnings.extend(cpuset.note(&plan.measured));
     if req.policy.is_realtime() && host.sched_rt_runtime_us == Some(-1) {
