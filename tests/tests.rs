@@ -15,6 +15,7 @@ mod c2c_view;
 mod cfs_quota;
 mod cgroups;
 mod compare;
+mod deadline;
 mod frozen;
 mod gates;
 mod gnuplot;
