@@ -1,12 +1,11 @@
 //! `--policy deadline` for timer and noise: the flags made into SCHED_DEADLINE's three
 //! parameters (checked in one line each), refused before the run when the kernel would
-//! refuse them, and the degradation a short runtime brings.
+//! refuse them (the degradation a short runtime brings is the pipeline's preamble's).
 
 use anyhow::bail;
 
 use crate::cli::{DeadlineArgs, RunArgs};
-use crate::degraded::Degraded;
-use crate::engine::deadline::{self, Deadline};
+use crate::engine::deadline::Deadline;
 use crate::engine::sched::{self, Policy, SchedRequest};
 
 use super::pipeline::RunSettings;
@@ -78,14 +77,4 @@ pub fn settings(
         sched: req,
         ..RunSettings::from_args(&plain)?
     })
-}
-
-/// The degradation a short runtime brings, if the run is a deadline run.
-pub fn degraded(req: SchedRequest) -> Option<Degraded> {
-    match req.policy {
-        Policy::Deadline(d) => {
-            deadline::tick_enforced(&d).map(|reason| Degraded::DeadlineAtTick { reason })
-        }
-        _ => None,
-    }
 }

@@ -469,7 +469,10 @@ fn preamble(
     if plan.coordinator_shares() {
         degraded.push(Degraded::CoordinatorShares);
     }
-    degraded.extend(super::deadline::degraded(req));
+    if let Policy::Deadline(d) = req.policy {
+        let at_tick = crate::engine::deadline::tick_enforced(&d);
+        degraded.extend(at_tick.map(|reason| Degraded::DeadlineAtTick { reason }));
+    }
     let mut warnings = Vec::new();
     warnings.extend(cpuset.note(&plan.measured));
     if req.policy.is_realtime() && host.sched_rt_runtime_us == Some(-1) {

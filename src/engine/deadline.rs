@@ -165,8 +165,11 @@ pub fn set(d: Deadline) -> std::io::Result<()> {
     setattr(Some(d))
 }
 
-fn cap_sys_nice() -> rustix::thread::CapabilitySet {
-    rustix::thread::CapabilitySet::SYS_NICE
+/// Whether the calling thread holds CAP_SYS_NICE (as sched::holds, which uses this
+/// module).
+fn has_cap_sys_nice() -> bool {
+    let nice = rustix::thread::CapabilitySet::SYS_NICE;
+    rustix::thread::capabilities(None).is_ok_and(|c| c.effective.contains(nice))
 }
 
 /// Why root is refused a pinned deadline thread, and what to change.
@@ -185,7 +188,7 @@ pub fn explain_refusal(err: &std::io::Error) -> String {
              sched_rt_runtime_us/sched_rt_period_us of each; lower --runtime, lengthen \
              --period, or end other SCHED_DEADLINE tasks (`ps -eo pid,cls,comm | grep DLN`)"
             .to_string(),
-        Some(libc::EPERM) if !super::sched::holds(cap_sys_nice()) => "EPERM: SCHED_DEADLINE \
+        Some(libc::EPERM) if !has_cap_sys_nice() => "EPERM: SCHED_DEADLINE \
              needs CAP_SYS_NICE (no rlimit grants it): run as root, `setcap cap_sys_nice+ep` \
              the binary, or --cap-add SYS_NICE in a container"
             .to_string(),
@@ -260,7 +263,9 @@ mod tests {
         let cpu = *cpus.cpus().last().unwrap();
         let want = dl(100_000, 1_000_000, 1_000_000);
         std::thread::spawn(move || {
-            crate::engine::sched::pin_to(cpu).unwrap();
+            let mut one = rustix::thread::CpuSet::new();
+            one.set(cpu);
+            rustix::thread::sched_setaffinity(None, &one).unwrap();
             match set(want) {
                 Ok(()) => {
                     assert_eq!(current(), Some(want));
