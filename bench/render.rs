@@ -172,6 +172,7 @@ fn noise_entry(cpu: usize) -> NoiseEntry {
         largest,
         events: None,
         attribution: None,
+        deadline: None,
     }
 }
 

@@ -10,6 +10,7 @@ pub mod audit;
 pub mod c2c;
 pub mod compare;
 pub mod cpuset;
+pub mod deadline;
 pub mod fleet;
 pub mod main_job;
 pub mod manual;

@@ -173,8 +173,9 @@ pub struct RunArgs {
     #[arg(short = 'p', long, value_name = "PRIO", value_parser = clap::value_parser!(u8).range(1..=99))]
     pub priority: Option<u8>,
 
-    /// Scheduling policy of the measuring threads: other, fifo or rr [default: other, or
-    /// fifo with -p]. fifo and rr without -p use priority 1.
+    /// Scheduling policy of the measuring threads: other, fifo, rr, or deadline (timer and
+    /// noise, with --runtime) [default: other, or fifo with -p]. fifo and rr without -p
+    /// use priority 1.
     #[arg(long, value_name = "POLICY", value_parser = parse_policy)]
     pub policy: Option<Policy>,
 
@@ -235,12 +236,33 @@ pub struct NoiseArgs {
     #[arg(long)]
     pub trace: bool,
 
+    #[command(flatten)]
+    pub deadline: DeadlineArgs,
+
+    /// With --policy deadline: the period, µs or with a unit (rtla's -P d:runtime:period).
+    #[arg(long, value_name = "US", value_parser = parse_us)]
+    pub period: Option<u64>,
+
     /// Exit 1 (after saving) if a figure of any CPU is above this limit: p50, p90, p99,
     /// p99.9, p99.99, max or mean with a time unit (p99=50us, max=1ms), lost (lost=0.5%, the share of time
     /// interrupted) or rate (rate=100/s). Repeat for
     /// several.
     #[arg(long = "fail-above", value_name = "METRIC=VALUE", value_parser = Gate::parse)]
     pub fail_above: Vec<Gate>,
+}
+
+/// SCHED_DEADLINE's runtime and deadline, for `--policy deadline` (timer and noise).
+#[derive(Debug, Clone, Default, Args)]
+pub struct DeadlineArgs {
+    /// With --policy deadline: the CPU time each period is guaranteed, µs or with a unit
+    /// [timer's default: a tenth of the deadline].
+    #[arg(long, value_name = "US", value_parser = parse_us)]
+    pub runtime: Option<u64>,
+
+    /// With --policy deadline: by when, after each period's start, the runtime is served
+    /// (µs or with a unit) [default: the period].
+    #[arg(long, value_name = "US", value_parser = parse_us)]
+    pub deadline: Option<u64>,
 }
 
 /// The default run length.
@@ -270,8 +292,9 @@ pub struct TimerArgs {
     pub interval: u64,
 
     /// Each next thread's interval is longer by this, in µs (thread n sleeps
-    /// interval + n × distance).
-    #[arg(short = 'd', long, value_name = "US", default_value = "500", value_parser = parse_distance)]
+    /// interval + n × distance); with --policy deadline its deadline too (cyclicdeadline's
+    /// -s/--step).
+    #[arg(short = 'd', long, visible_alias = "step", value_name = "US", default_value = "500", value_parser = parse_distance)]
     pub distance: u64,
 
     /// Stop each thread after N wake-ups; without -D the run lasts until then.
@@ -290,6 +313,14 @@ pub struct TimerArgs {
     /// clock before the sleep plus the interval.
     #[arg(short = 'r', long, conflicts_with = "aligned")]
     pub relative: bool,
+
+    #[command(flatten)]
+    pub deadline: DeadlineArgs,
+
+    /// With --policy deadline: busy each period this long after waking (µs or with a
+    /// unit), as the job a deadline thread does; longer than --runtime it overruns.
+    #[arg(long, value_name = "US", value_parser = parse_us)]
+    pub work: Option<u64>,
 
     /// Every thread wakes at the same instants (sets the distance to 0).
     #[arg(long, conflicts_with = "distance")]

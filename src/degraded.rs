@@ -39,6 +39,9 @@ pub enum Degraded {
     DmaLatencyNotSet { reason: String },
     /// `--trace` was asked for but no trace could be made: the gaps are not attributed.
     TraceUnavailable { reason: String },
+    /// A SCHED_DEADLINE runtime short enough that its enforcement at the scheduler tick
+    /// (no HRTICK_DL) lets jobs overrun it: `reason` says why and how to change it.
+    DeadlineAtTick { reason: String },
 }
 
 impl Degraded {
@@ -55,6 +58,7 @@ impl Degraded {
             Degraded::CoordinatorShares => "coordinator-shares-cpu",
             Degraded::DmaLatencyNotSet { .. } => "dma-latency-not-set",
             Degraded::TraceUnavailable { .. } => "trace-unavailable",
+            Degraded::DeadlineAtTick { .. } => "deadline-at-tick",
         }
     }
 
@@ -151,6 +155,7 @@ impl fmt::Display for Degraded {
                 "no kernel trace ({reason}): the gaps are not attributed to their causes, and \
                  any cause named is inferred. Run as root on a kernel with tracefs"
             ),
+            Degraded::DeadlineAtTick { reason } => f.write_str(reason),
         }
     }
 }
@@ -172,7 +177,7 @@ pub fn refusal_reason(reason: String) -> String {
 pub struct DegradedRecord {
     /// A stable identifier: sched-refused, mlock-failed, tsc-not-invariant,
     /// clocksource-not-tsc, tsc-frequency-mismatch, no-cycle-counter, virtual-machine,
-    /// coordinator-shares-cpu, dma-latency-not-set, trace-unavailable.
+    /// coordinator-shares-cpu, dma-latency-not-set, trace-unavailable, deadline-at-tick.
     pub kind: String,
     /// Cause and fix, in words.
     pub message: String,

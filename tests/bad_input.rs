@@ -70,7 +70,7 @@ fn unknown_flags_and_policies() {
     rejects(&["noise", "--bogus"], &["--bogus"]);
     rejects(
         &["noise", "--policy", "batch"],
-        &["batch", "other, fifo or rr"],
+        &["batch", "other, fifo, rr or deadline"],
     );
     rejects(
         &["noise", "-p", "5", "--policy", "other"],

@@ -68,6 +68,7 @@ fn issue15_the_verdict_names_each_figures_policy(r: &ResultFile) {
         Policy::Other => "SCHED_OTHER".to_string(),
         Policy::Fifo => format!("SCHED_FIFO {}", t.priority),
         Policy::Rr => format!("SCHED_RR {}", t.priority),
+        Policy::Deadline(d) => format!("SCHED_DEADLINE {d}"),
     };
     let v = r.verdict.as_ref().expect("the verdict is stored");
     let line = |needle: &str| {

@@ -16,6 +16,7 @@ mod cfs_quota;
 mod cgroups;
 mod compare;
 mod containers;
+mod deadline;
 mod fleet;
 mod frozen;
 mod gates;

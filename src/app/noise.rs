@@ -60,9 +60,18 @@ impl NoiseCommand {
             largest: args.top,
             event_log: args.event_log,
         };
+        let periods = super::deadline::Periods {
+            period_ns: args.period,
+            step_ns: 0,
+            default_runtime: None,
+        };
+        let extra: &[&str] = match args.period {
+            Some(_) => &["--period"],
+            None => &[],
+        };
         let settings = RunSettings {
             gates: args.fail_above.clone(),
-            ..RunSettings::from_args(&args.run)?
+            ..super::deadline::settings(&args.run, &args.deadline, periods, extra)?
         };
         let cmd = NoiseCommand::new(settings, cfg)?;
         Ok(match args.trace {
@@ -130,6 +139,25 @@ impl Measure for NoiseCommand {
             if traced(r) { ", traced" } else { "" },
             clock_line(r),
             crate::report::views::noise::noise_text(r),
-        )
+        ) + &deadline_lines(r)
     }
+}
+
+/// Under SCHED_DEADLINE, one line per CPU: the time the scheduler withheld between
+/// runtimes, named as the deadline's own and kept out of the interruptions above.
+fn deadline_lines(r: &ResultFile) -> String {
+    let mut out = String::new();
+    for e in r.entries::<crate::probes::noise::NoiseEntry>() {
+        let Some(d) = &e.deadline else { continue };
+        out.push_str(&format!(
+            "deadline CPU {}: throttled {} times for {:.3} ms in all (the deadline's own: {} \
+             µs runtime per {} µs period), not counted as interruptions\n",
+            e.cpu,
+            d.throttled,
+            d.throttled_ns as f64 / 1e6,
+            d.runtime_ns as f64 / 1e3,
+            d.period_ns as f64 / 1e3,
+        ));
+    }
+    out
 }

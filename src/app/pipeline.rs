@@ -98,6 +98,9 @@ pub fn sched_request(policy: Option<Policy>, priority: Option<u8>) -> anyhow::Re
         (None, None) => Policy::Other,
     };
     match (policy, priority) {
+        (Policy::Deadline(_), _) => {
+            bail!("--policy deadline: only timer and noise measure under SCHED_DEADLINE")
+        }
         (Policy::Other, Some(p)) => {
             bail!("-p/--priority {p} needs --policy fifo or rr; SCHED_OTHER has no priority")
         }
@@ -467,6 +470,10 @@ fn preamble(
     }
     if plan.coordinator_shares() {
         degraded.push(Degraded::CoordinatorShares);
+    }
+    if let Policy::Deadline(d) = req.policy {
+        let at_tick = crate::engine::deadline::tick_enforced(&d);
+        degraded.extend(at_tick.map(|reason| Degraded::DeadlineAtTick { reason }));
     }
     let mut warnings = Vec::new();
     warnings.extend(cpuset.note(&plan.measured));

@@ -11,8 +11,10 @@ use anyhow::{Context, bail};
 use crate::cli::{DEFAULT_DURATION, MAX_DURATION, TimerArgs, TimerSlack};
 use crate::degraded::Degraded;
 use crate::engine::cpu::CpuPlan;
+use crate::engine::deadline::MIN_RUNTIME_NS;
 use crate::engine::pmqos::{self, DmaLatencyGuard};
 use crate::engine::run::RunPlan;
+use crate::engine::sched::Policy;
 use crate::probes::timer::{self, BreakRecord, LiveSnapshot, SleepMode, TimerConfig, TimerEntry};
 use crate::probes::timer::{BreakAction, TimerConfigError};
 use crate::report::{ProbeEntry, ResultFile};
@@ -55,6 +57,9 @@ impl TimerCommand {
         priospread: bool,
         dma: DmaLatency,
     ) -> anyhow::Result<TimerCommand> {
+        if priospread && matches!(settings.sched.policy, Policy::Deadline(_)) {
+            bail!("--priospread: SCHED_DEADLINE threads have no priority");
+        }
         if priospread && !settings.sched.policy.is_realtime() {
             bail!("--priospread needs a real-time policy: add -p PRIO or --policy fifo|rr");
         }
@@ -102,14 +107,24 @@ impl TimerCommand {
                 TimerSlack::Ns(ns) => Some(ns),
                 TimerSlack::KernelDefault => None,
             },
+            work_ns: args.work.unwrap_or(0),
         };
         let dma = match args.no_dma_latency {
             true => DmaLatency::LeaveAlone,
             false => DmaLatency::Hold(args.dma_latency),
         };
+        let periods = super::deadline::Periods {
+            period_ns: Some(cfg.interval_ns),
+            step_ns: cfg.distance_ns,
+            default_runtime: Some(|deadline| (deadline / 10).max(MIN_RUNTIME_NS)),
+        };
+        let extra: &[&str] = match args.work {
+            Some(_) => &["--work"],
+            None => &[],
+        };
         let settings = RunSettings {
             gates: args.fail_above.clone(),
-            ..RunSettings::from_args(&args.run)?
+            ..super::deadline::settings(&args.run, &args.deadline, periods, extra)?
         };
         let mut cmd = TimerCommand::new(settings, cfg, args.priospread, dma)?;
         if args.trace {
@@ -247,6 +262,7 @@ impl Measure for TimerCommand {
         let mut text = self.header(r);
         text.push('\n');
         text.push_str(&crate::report::views::timer::timer_text(r));
+        text.push_str(&deadline_lines(r));
         if self.cfg.spikes_above_ns.is_some() {
             text.push('\n');
             text.push_str(&crate::report::views::timer::timer_spikes(r));
@@ -257,6 +273,27 @@ impl Measure for TimerCommand {
         }
         text
     }
+}
+
+/// Under SCHED_DEADLINE, one line per thread: its jobs' overruns.
+fn deadline_lines(r: &ResultFile) -> String {
+    let us = |ns: u64| ns as f64 / 1e3;
+    let mut out = String::new();
+    for e in r.entries::<TimerEntry>() {
+        let Some(d) = &e.deadline else { continue };
+        out.push_str(&format!(
+            "deadline CPU {}: {} jobs of {} µs work: {} over the {} µs runtime, {} past the \
+             {} µs deadline\n",
+            e.cpu,
+            e.wakeups,
+            us(d.work_ns),
+            d.over_runtime,
+            us(d.runtime_ns),
+            d.past_deadline,
+            us(d.deadline_ns),
+        ));
+    }
+    out
 }
 
 impl TimerCommand {

@@ -49,6 +49,38 @@ pub struct TimeFlag {
 /// it, so neither can drift.
 pub const TIME_FLAGS: &[TimeFlag] = &[
     TimeFlag {
+        commands: &["noise", "timer"],
+        flag: "--runtime",
+        id: "runtime",
+        bare: Bare::Micros,
+        why: "cyclicdeadline's and rtla's -P d: µs",
+        needs: &[],
+    },
+    TimeFlag {
+        commands: &["noise", "timer"],
+        flag: "--deadline",
+        id: "deadline",
+        bare: Bare::Micros,
+        why: "as --runtime",
+        needs: &[],
+    },
+    TimeFlag {
+        commands: &["noise"],
+        flag: "--period",
+        id: "period",
+        bare: Bare::Micros,
+        why: "rtla's -P d:runtime:period",
+        needs: &[],
+    },
+    TimeFlag {
+        commands: &["timer"],
+        flag: "--work",
+        id: "work",
+        bare: Bare::Micros,
+        why: "timer's -i",
+        needs: &[],
+    },
+    TimeFlag {
         commands: &["noise", "timer", "pingpong", "queue", "work", "syscalls"],
         flag: "-D/--duration",
         id: "duration",

@@ -4,6 +4,7 @@
 pub mod calls;
 pub mod clock;
 pub mod cpu;
+pub mod deadline;
 pub mod errno;
 pub mod inject;
 pub mod ipc;

@@ -69,6 +69,12 @@ impl RunPlan {
 
     /// The policy and priority of the `index`-th worker.
     pub fn sched_for(&self, index: usize) -> SchedRequest {
+        if let sched::Policy::Deadline(d) = self.sched.policy {
+            return SchedRequest {
+                policy: sched::Policy::Deadline(d.for_thread(index)),
+                priority: 0,
+            };
+        }
         match (self.priospread, self.sched.policy.is_realtime()) {
             (true, true) => SchedRequest {
                 policy: self.sched.policy,
@@ -513,12 +519,30 @@ where
     let _done = Done(&gate.done);
     sched::block_all_signals();
     // Policy first, then the CPU: a SCHED_OTHER thread moved onto a CPU that another
-    // real-time thread holds would starve there until the fair server let it run.
-    let sched_refused = match sched::set_policy(req) {
-        Ok(()) => None,
-        Err(e) => Some(sched::explain_refusal(&e)),
+    // real-time thread holds would starve there until the fair server let it run. A
+    // deadline thread is the exception: the kernel pins it no more (EBUSY), so it is
+    // pinned first and stays where it was pinned (engine::deadline).
+    let deadline = matches!(req.policy, sched::Policy::Deadline(_));
+    let placed = match deadline {
+        true => sched::pin_to(cpu).and_then(|()| {
+            sched::set_policy(req).map_err(|e| SchedError::Deadline {
+                cpu,
+                reason: super::deadline::explain_refusal(&e),
+            })
+        }),
+        false => Ok(()),
     };
-    if let Err(e) = sched::pin_to(cpu) {
+    let sched_refused = match deadline {
+        true => None,
+        false => sched::set_policy(req)
+            .err()
+            .map(|e| sched::explain_refusal(&e)),
+    };
+    let placed = placed.and_then(|()| match deadline {
+        true => Ok(()),
+        false => sched::pin_to(cpu),
+    });
+    if let Err(e) = placed {
         gate.failed.fetch_add(1, Ordering::AcqRel);
         return Err(e.into());
     }

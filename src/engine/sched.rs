@@ -20,6 +20,10 @@ pub enum SchedError {
     /// Pinning to a CPU failed.
     #[error("cannot pin a thread to CPU {cpu}: {source}")]
     Pin { cpu: usize, source: std::io::Error },
+    /// SCHED_DEADLINE was refused for a thread pinned to this CPU: a deadline run stops
+    /// rather than measure something else at SCHED_OTHER.
+    #[error("SCHED_DEADLINE refused on CPU {cpu}: {reason}")]
+    Deadline { cpu: usize, reason: String },
     /// The thread was pinned but the kernel ran it elsewhere.
     #[error("a thread pinned to CPU {cpu} ran on CPU {actual}")]
     WrongCpu { cpu: usize, actual: usize },
@@ -32,17 +36,22 @@ pub enum Policy {
     Other,
     Fifo,
     Rr,
+    /// SCHED_DEADLINE with its parameters (all zero until the command fills them in
+    /// from `--runtime`, `--deadline` and `--period`).
+    Deadline(super::deadline::Deadline),
 }
 
 impl Policy {
+    /// Whether the policy preempts SCHED_OTHER work: FIFO and RR, and DEADLINE above both.
     pub fn is_realtime(self) -> bool {
-        matches!(self, Policy::Fifo | Policy::Rr)
+        matches!(self, Policy::Fifo | Policy::Rr | Policy::Deadline(_))
     }
     fn to_libc(self) -> libc::c_int {
         match self {
             Policy::Other => libc::SCHED_OTHER,
             Policy::Fifo => libc::SCHED_FIFO,
             Policy::Rr => libc::SCHED_RR,
+            Policy::Deadline(_) => libc::SCHED_DEADLINE,
         }
     }
     fn from_libc(p: libc::c_int) -> Option<Policy> {
@@ -50,6 +59,7 @@ impl Policy {
             libc::SCHED_OTHER => Some(Policy::Other),
             libc::SCHED_FIFO => Some(Policy::Fifo),
             libc::SCHED_RR => Some(Policy::Rr),
+            libc::SCHED_DEADLINE => super::deadline::current().map(Policy::Deadline),
             _ => None,
         }
     }
@@ -61,6 +71,7 @@ impl fmt::Display for Policy {
             Policy::Other => "other",
             Policy::Fifo => "fifo",
             Policy::Rr => "rr",
+            Policy::Deadline(_) => "deadline",
         })
     }
 }
@@ -72,7 +83,10 @@ impl FromStr for Policy {
             "other" => Ok(Policy::Other),
             "fifo" => Ok(Policy::Fifo),
             "rr" => Ok(Policy::Rr),
-            _ => Err(format!("unknown policy '{s}'; expected other, fifo or rr")),
+            "deadline" => Ok(Policy::Deadline(Default::default())),
+            _ => Err(format!(
+                "unknown policy '{s}'; expected other, fifo, rr or deadline"
+            )),
         }
     }
 }
@@ -97,6 +111,7 @@ impl fmt::Display for SchedRequest {
             Policy::Other => f.write_str("SCHED_OTHER"),
             Policy::Fifo => write!(f, "SCHED_FIFO {}", self.priority),
             Policy::Rr => write!(f, "SCHED_RR {}", self.priority),
+            Policy::Deadline(d) => write!(f, "SCHED_DEADLINE {d}"),
         }
     }
 }
@@ -152,6 +167,9 @@ impl Drop for AffinityGuard {
 /// Sets the calling thread's policy. `Err` carries the errno so that the caller can
 /// degrade to SCHED_OTHER and say why.
 pub fn set_policy(req: SchedRequest) -> Result<(), std::io::Error> {
+    if let Policy::Deadline(d) = req.policy {
+        return super::deadline::set(d);
+    }
     let param = libc::sched_param {
         sched_priority: req.priority as libc::c_int,
     };
@@ -451,9 +469,26 @@ pub fn preflight(req: SchedRequest) -> Result<(), String> {
     if !req.policy.is_realtime() {
         return Ok(());
     }
-    std::thread::spawn(move || set_policy(req).map_err(|e| explain_refusal(&e)))
-        .join()
-        .unwrap_or_else(|_| Err("the preflight thread panicked".into()))
+    let explain = match req.policy {
+        Policy::Deadline(_) => super::deadline::explain_refusal,
+        _ => explain_refusal,
+    };
+    // A deadline thread is refused for a narrow affinity: it is tried pinned, as the
+    // measuring threads will be, on the last allowed CPU (the first is housekeeping's).
+    let pin = match req.policy {
+        Policy::Deadline(_) => current_affinity()
+            .ok()
+            .and_then(|c| c.cpus().last().copied()),
+        _ => None,
+    };
+    std::thread::spawn(move || {
+        if let Some(cpu) = pin {
+            pin_to(cpu).map_err(|e| e.to_string())?;
+        }
+        set_policy(req).map_err(|e| explain(&e))
+    })
+    .join()
+    .unwrap_or_else(|_| Err("the preflight thread panicked".into()))
 }
 
 /// `/proc/sys/kernel/sched_rt_runtime_us`: -1 means real-time threads are never throttled.

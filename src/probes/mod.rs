@@ -2,6 +2,7 @@
 //! function from (configuration, run plan, clock) to a result; probes never print.
 
 pub mod c2c;
+pub mod deadline_gaps;
 pub mod noise;
 pub mod pingpong;
 pub mod ptp;

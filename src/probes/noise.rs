@@ -17,7 +17,8 @@ use serde::{Deserialize, Serialize};
 
 use crate::engine::clock::{self, ClockInfo, Scale};
 use crate::engine::run::{self, RunError, RunOutcome, RunPlan, Window, Worker};
-use crate::engine::sched::{SchedRequest, ThreadCounters};
+use crate::engine::sched::{Policy, SchedRequest, ThreadCounters};
+use crate::probes::deadline_gaps::Throttle;
 use crate::probes::record::event_out;
 pub use crate::probes::record::{EventLogRecord, HistogramRecord, ThreadRecord};
 use crate::stats::events::{EventOut, GapProducer, GapRing};
@@ -130,7 +131,8 @@ pub struct NoiseEntry {
     pub interruptions: u64,
     pub rate_per_s: f64,
     pub interrupted_ns: u64,
-    /// interrupted_ns as a percentage of runtime_ns.
+    /// interrupted_ns as a percentage of runtime_ns (under SCHED_DEADLINE, of runtime_ns
+    /// less the deadline's own throttled time).
     pub interrupted_pct: f64,
     /// Distribution of interruption durations.
     pub summary: Summary,
@@ -143,6 +145,21 @@ pub struct NoiseEntry {
     /// without a trace.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub attribution: Option<crate::stats::causes::Attribution>,
+    /// Under SCHED_DEADLINE: the time the scheduler withheld between runtimes, kept out
+    /// of the interruptions (interrupted_pct is of the time left to the loop).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub deadline: Option<DeadlineGaps>,
+}
+
+/// A deadline loop's own gaps (probes::deadline_gaps).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct DeadlineGaps {
+    pub runtime_ns: u64,
+    pub deadline_ns: u64,
+    pub period_ns: u64,
+    /// Throttled stretches, from the runtime's end to the next period's start.
+    pub throttled: u64,
+    pub throttled_ns: u64,
 }
 
 /// Everything one worker hands back.
@@ -156,6 +173,7 @@ struct CpuMeasurement {
     largest: Largest,
     log: EventLog,
     counters: ThreadCounters,
+    throttle: Option<Throttle>,
 }
 
 /// The whole probe's outcome.
@@ -339,8 +357,12 @@ fn measure(w: &Worker<'_>, cfg: &NoiseConfig, ring: Option<&GapRing>) -> CpuMeas
     let threshold = scale.to_ticks(cfg.threshold_ns).max(1);
     let before = ThreadCounters::read();
     let window = w.ready_and_wait();
-    let stats = match window {
-        Some(win) => {
+    let mut throttle = match w.sched.policy {
+        Policy::Deadline(d) => Some(Throttle::new(&d, scale)),
+        _ => None,
+    };
+    let stats = match (window, &mut throttle) {
+        (Some(win), None) => {
             rec.start = win.start;
             spin(
                 win.deadline,
@@ -350,7 +372,24 @@ fn measure(w: &Worker<'_>, cfg: &NoiseConfig, ring: Option<&GapRing>) -> CpuMeas
                 &mut |at, step| rec.interruption(at, step),
             )
         }
-        None => LoopStats::default(),
+        (Some(win), Some(t)) => {
+            rec.start = win.start;
+            let mut gap = |at, step| {
+                if let Some((at, step)) = t.split(at, step)
+                    && step > threshold
+                {
+                    rec.interruption(at, step)
+                }
+            };
+            spin(
+                win.deadline,
+                threshold,
+                w.stop_flag(),
+                &mut periods,
+                &mut gap,
+            )
+        }
+        (None, _) => LoopStats::default(),
     };
     let counters = ThreadCounters::read().since(&before);
     CpuMeasurement {
@@ -362,6 +401,7 @@ fn measure(w: &Worker<'_>, cfg: &NoiseConfig, ring: Option<&GapRing>) -> CpuMeas
         largest: rec.largest,
         log: rec.log,
         counters,
+        throttle,
     }
 }
 
@@ -424,7 +464,19 @@ fn to_entry(
     let summary = m.hist.summary();
     let interrupted_ns = summary.sum_ns;
     let tick_ns = scale.to_ns(1 << 20) as f64 / (1u64 << 20) as f64;
-    let uninterrupted = runtime_ns.saturating_sub(interrupted_ns) as f64;
+    let deadline = match (w.sched.policy, &m.throttle) {
+        (Policy::Deadline(d), Some(t)) => Some(DeadlineGaps {
+            runtime_ns: d.runtime_ns,
+            deadline_ns: d.deadline_ns,
+            period_ns: d.period_ns,
+            throttled: t.count,
+            throttled_ns: scale.to_ns(t.ticks),
+        }),
+        _ => None,
+    };
+    // The loop's own time: the deadline's throttling is neither noise nor loop.
+    let loop_ns = runtime_ns.saturating_sub(deadline.map_or(0, |d| d.throttled_ns));
+    let uninterrupted = loop_ns.saturating_sub(interrupted_ns) as f64;
     let events = (cfg.event_log > 0).then(|| EventLogRecord::from_log(&m.log, scale, start));
     let secs = runtime_ns as f64 / 1e9;
     NoiseEntry {
@@ -460,8 +512,8 @@ fn to_entry(
             0.0
         },
         interrupted_ns,
-        interrupted_pct: if runtime_ns > 0 {
-            interrupted_ns as f64 * 100.0 / runtime_ns as f64
+        interrupted_pct: if loop_ns > 0 {
+            interrupted_ns as f64 * 100.0 / loop_ns as f64
         } else {
             0.0
         },
@@ -478,6 +530,7 @@ fn to_entry(
             .collect(),
         events,
         attribution: None,
+        deadline,
         summary,
     }
 }

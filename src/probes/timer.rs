@@ -117,6 +117,8 @@ pub struct TimerConfig {
     /// A sleeping thread wakes up to this much late on purpose: a latency-sensitive
     /// thread sets it to 1 ns, as cyclictest's threads effectively get at SCHED_FIFO.
     pub timer_slack_ns: Option<u64>,
+    /// Under SCHED_DEADLINE: busy this long after each wake-up, as a deadline job's work.
+    pub work_ns: u64,
 }
 
 impl Default for TimerConfig {
@@ -135,6 +137,7 @@ impl Default for TimerConfig {
             largest: crate::probes::noise::DEFAULT_LARGEST,
             dma_latency_us: None,
             timer_slack_ns: Some(DEFAULT_TIMER_SLACK_NS),
+            work_ns: 0,
         }
     }
 }
@@ -393,10 +396,28 @@ pub struct TimerEntry {
     pub histogram_1us: Option<BucketHistogram>,
     /// Set on the entry of the thread whose wake-up stopped the run.
     pub stopped_run: Option<BreakRecord>,
+    /// Under SCHED_DEADLINE: the parameters the thread ran with and its jobs' overruns.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub deadline: Option<DeadlineRecord>,
     /// What made the late wake-ups late, from kernel trace events (`--trace`): each
     /// wake-up's deadline to its waking, split by cause; absent without a trace.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub attribution: Option<crate::stats::causes::Attribution>,
+}
+
+/// A deadline thread's jobs: each wake-up is a job that reads the clock, busies itself
+/// `work_ns`, and reads the clock again.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct DeadlineRecord {
+    pub runtime_ns: u64,
+    pub deadline_ns: u64,
+    pub period_ns: u64,
+    pub work_ns: u64,
+    /// Jobs that took longer than the runtime from waking to done: throttled by the
+    /// scheduler, or (with the runtime enforced at the tick) owing it.
+    pub over_runtime: u64,
+    /// Jobs done later than their period's start plus the deadline.
+    pub past_deadline: u64,
 }
 
 /// The whole probe's outcome.
@@ -427,6 +448,8 @@ struct Recorder {
     spikes: EventLog,
     buckets: Vec<u64>,
     overflows: u64,
+    over_runtime: u64,
+    past_deadline: u64,
 }
 
 impl Recorder {
@@ -447,6 +470,8 @@ impl Recorder {
             spikes: EventLog::new(cfg.spikes_above_ns.map_or(0, |_| cfg.spike_capacity)),
             buckets: vec![0; cfg.histogram_us.unwrap_or(0)],
             overflows: 0,
+            over_runtime: 0,
+            past_deadline: 0,
         }
     }
 
@@ -510,7 +535,29 @@ impl Recorder {
         self.spikes.clear();
         self.buckets.fill(0);
         self.overflows = 0;
+        (self.over_runtime, self.past_deadline) = (0, 0);
     }
+
+    /// A deadline job woken at `woke` for the period starting at `planned` (both on
+    /// `id`) at counter value `tsc`: the work, then whether it overran.
+    #[inline]
+    fn job(&mut self, job: &Job, id: ClockId, planned: u64, woke: u64, tsc: u64) {
+        let until = tsc + job.work_ticks;
+        while clock::now() < until {
+            std::hint::spin_loop();
+        }
+        let done = read_clock(id);
+        self.over_runtime += u64::from(done.saturating_sub(woke) > job.runtime_ns);
+        self.past_deadline += u64::from(done > planned + job.deadline_ns);
+    }
+}
+
+/// A deadline thread's job: its work in counter ticks and the limits it must keep.
+#[derive(Debug, Clone, Copy)]
+struct Job {
+    work_ticks: u64,
+    runtime_ns: u64,
+    deadline_ns: u64,
 }
 
 /// The sleeping loop's parameters for one thread.
@@ -524,6 +571,8 @@ struct Cycle<'a> {
     stop_above_ns: u64,
     stop: &'a AtomicBool,
     live: Option<&'a LiveCell>,
+    /// Under SCHED_DEADLINE, each wake-up is a job.
+    job: Option<Job>,
 }
 
 /// Where a thread hands its wake-ups at or above `above_ns` as they happen (a reader
@@ -615,6 +664,9 @@ fn cycle(
         {
             p.push(event);
         }
+        if let Some(job) = &c.job {
+            rec.job(job, id, planned, now, tsc);
+        }
         next = planned + c.interval_ns;
         if c.mode == SleepMode::Absolute && now >= next {
             // A whole interval late or more: those deadlines are gone.
@@ -679,6 +731,14 @@ fn measure(w: &Worker<'_>, cfg: &TimerConfig, shared: &Shared<'_>) -> ThreadMeas
         stop_above_ns: u64::MAX,
         stop: w.stop_flag(),
         live: None,
+        job: match w.sched.policy {
+            Policy::Deadline(d) => Some(Job {
+                work_ticks: w.scale.to_ticks(cfg.work_ns),
+                runtime_ns: d.runtime_ns,
+                deadline_ns: d.deadline_ns,
+            }),
+            _ => None,
+        },
     };
     if !cfg.warmup.is_zero() {
         let base = read_clock(id);
@@ -893,6 +953,17 @@ fn to_entry(
             overflows: r.overflows,
         }),
         stopped_run: stopped_by.filter(|b| b.cpu == w.cpu),
+        deadline: match w.sched.policy {
+            Policy::Deadline(d) => Some(DeadlineRecord {
+                runtime_ns: d.runtime_ns,
+                deadline_ns: d.deadline_ns,
+                period_ns: d.period_ns,
+                work_ns: cfg.work_ns,
+                over_runtime: r.over_runtime,
+                past_deadline: r.past_deadline,
+            }),
+            _ => None,
+        },
         attribution: None,
     }
 }
@@ -933,6 +1004,7 @@ mod tests {
             stop_above_ns: u64::MAX,
             stop: &stop,
             live: None,
+            job: None,
         };
         let end = cycle(&c, base, &mut rec, None);
         (base, rec, end)

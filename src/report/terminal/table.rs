@@ -379,6 +379,8 @@ pub fn cut_start(s: &str, n: usize) -> String {
 pub(crate) fn policy_cell(policy: Policy, priority: u8) -> String {
     match policy {
         Policy::Other => "other".to_string(),
+        // Its parameters are in the header: a cell stays narrow.
+        Policy::Deadline(_) => "deadline".to_string(),
         p => format!("{p} {priority}"),
     }
 }

@@ -705,6 +705,7 @@ fn sched_words(t: &ThreadRecord) -> String {
         Policy::Other => "SCHED_OTHER".into(),
         Policy::Fifo => format!("SCHED_FIFO {}", t.priority),
         Policy::Rr => format!("SCHED_RR {}", t.priority),
+        Policy::Deadline(d) => format!("SCHED_DEADLINE {d}"),
     }
 }
 
