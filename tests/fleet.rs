@@ -155,7 +155,7 @@ fn issue37_csv_is_a_row_a_host_and_the_page_renders() {
     };
     let d = fleet_dir.to_str().unwrap();
     let csv = text_of(&fleet(&[d, "--format", "csv"], 100));
-    let mut lines = csv.lines().map(fields);
+    let mut lines = csv.lines().map(super::report::split_csv);
     let headers = lines.next().unwrap();
     let at = |name: &str| headers.iter().position(|h| h == name).unwrap();
     let rows: Vec<Vec<String>> = lines.collect();
@@ -189,25 +189,6 @@ fn issue37_csv_is_a_row_a_host_and_the_page_renders() {
     }
     assert!(html.contains("class=\"s"), "no cell is shaded");
     super::html_page::open_in_chromium(TEST, dir.path(), &page, "fleet.png");
-}
-
-/// A CSV line's fields (RFC 4180 quoting, no newline inside a field).
-fn fields(line: &str) -> Vec<String> {
-    let (mut out, mut cur, mut quoted) = (Vec::new(), String::new(), false);
-    let mut chars = line.chars().peekable();
-    while let Some(c) = chars.next() {
-        match (c, quoted) {
-            ('"', true) if chars.peek() == Some(&'"') => {
-                cur.push('"');
-                chars.next();
-            }
-            ('"', _) => quoted = !quoted,
-            (',', false) => out.push(std::mem::take(&mut cur)),
-            (c, _) => cur.push(c),
-        }
-    }
-    out.push(cur);
-    out
 }
 
 /// Results of single commands rank on the figures they have: a noise result has no

@@ -52,7 +52,7 @@ fn report(args: &[&str]) -> String {
 }
 
 /// Splits one CSV record the RFC 4180 way (a quoted field may hold commas and quotes).
-fn split_csv(line: &str) -> Vec<String> {
+pub(crate) fn split_csv(line: &str) -> Vec<String> {
     let (mut fields, mut cur, mut quoted) = (Vec::new(), String::new(), false);
     let mut chars = line.chars().peekable();
     while let Some(c) = chars.next() {

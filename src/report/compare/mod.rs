@@ -1,6 +1,5 @@
 //! The compare room: `jitterscope compare` judged (here), its rows of causes and its views
-//! (terminal, Markdown, HTML); it sits on top and may use every other room; the others
-//! borrow only its `interval_words`.
+//! (terminal, Markdown, HTML); it sits on top and may use every other room, and none uses it.
 //!
 //! `jitterscope compare`: the same probe and CPU across runs, with a verdict per row.
 //!
@@ -315,7 +314,10 @@ fn series_votes(view: &SeriesView, a: &SeriesOut, b: &SeriesOut) -> Option<Vec<V
     if a.max_ns.len() < MIN_INTERVALS || b.max_ns.len() < MIN_INTERVALS {
         return None;
     }
-    let per = format!("per {}", interval_words(interval));
+    let per = format!(
+        "per {}",
+        crate::report::terminal::table::interval_words(interval)
+    );
     let worst = view.worst;
     let mut votes = vec![series_vote(&format!("{worst} {per}"), &a.max_ns, &b.max_ns)];
     if view.time_lost {
@@ -434,15 +436,6 @@ fn p_words(p: f64) -> String {
         "< 0.0001".into()
     } else {
         format!("{p:.4}")
-    }
-}
-
-/// An interval as `62.5 ms` or `2 s`.
-pub fn interval_words(ns: u64) -> String {
-    if ns >= 1_000_000_000 && ns.is_multiple_of(1_000_000_000) {
-        format!("{} s", ns / 1_000_000_000)
-    } else {
-        format!("{} ms", ns as f64 / 1e6)
     }
 }
 

@@ -1,6 +1,6 @@
 //! The export room: every file `report --format`/`--plot` writes (CSV, Markdown, HdrHistogram
-//! logs, gnuplot, SVG/PNG plots); it reads the result, terminal and views rooms, never the page, and
-//! of compare only `interval_words` (the heat map's column width in words).
+//! logs, gnuplot, SVG/PNG plots); it reads the result, terminal and views rooms, never the page
+//! or compare.
 //!
 //! Text exports of saved results for `jitterscope report`: Markdown tables, CSV (one row
 //! per distribution, or one per histogram bucket) and an HdrHistogram interval log.

@@ -456,7 +456,7 @@ fn series_plot(
         .collect();
     let top = marks.iter().map(|m| m.1).fold(max_y(&lines), f64::max);
     let unit = Unit::for_ns(top);
-    let interval = crate::report::compare::interval_words(interval_ns);
+    let interval = crate::report::terminal::table::interval_words(interval_ns);
     let (p, cpu, gap, u) = (id.probe, id.cpu, id.gap, unit.name);
     let title = format!("{p} cpu{cpu}: {gap} per {interval} ({u})");
     (

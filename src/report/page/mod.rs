@@ -1,6 +1,6 @@
 //! The page room: the self-contained HTML page and everything only the page draws (the
 //! per-CPU sections, the heat map over time); it reads the result, terminal, views and
-//! export rooms, and of compare only `interval_words`.
+//! export rooms, never compare.
 
 pub mod html;
 pub mod page_cpus;

@@ -356,7 +356,7 @@ fn heatmap_figure(kind: GapKind, entries: &[CpuEntry<'_>]) -> Option<Figure> {
         "{}: {} per {} of time, every CPU",
         kind.probe(),
         map.gap,
-        crate::report::compare::interval_words(map.column_ns)
+        crate::report::terminal::table::interval_words(map.column_ns)
     );
     let peak = map.peak().map_or_else(String::new, |(cpu, col, ns)| {
         let at = col as f64 * map.column_ns as f64 / 1e9;

@@ -228,7 +228,7 @@ impl TimeHeatmap {
              each column {}</text>",
             l.left + pw / 2,
             base + 36,
-            crate::report::compare::interval_words(self.column_ns)
+            crate::report::terminal::table::interval_words(self.column_ns)
         );
     }
 }

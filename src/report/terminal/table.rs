@@ -160,6 +160,15 @@ impl Unit {
     }
 }
 
+/// An interval as `62.5 ms` or `2 s`.
+pub fn interval_words(ns: u64) -> String {
+    if ns >= 1_000_000_000 && ns.is_multiple_of(1_000_000_000) {
+        format!("{} s", ns / 1_000_000_000)
+    } else {
+        format!("{} ms", ns as f64 / 1e6)
+    }
+}
+
 /// ns as µs with two decimals; "-" when absent.
 pub fn us(ns: Option<u64>) -> String {
     Unit::Us.cell(ns)
