@@ -137,7 +137,13 @@ impl Condition {
                 let l = limit.map_or("unlimited".to_string(), |b| b.to_string());
                 let probe = Command::new("prlimit")
                     .arg(format!("--memlock={l}:{l}"))
-                    .args(["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", "true"])
+                    .args([
+                        "setpriv",
+                        "--reuid=65534",
+                        "--regid=65534",
+                        "--clear-groups",
+                        "true",
+                    ])
                     .output();
                 match probe {
                     Ok(o) if o.status.success() => None,
