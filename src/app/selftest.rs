@@ -811,14 +811,15 @@ fn tracing_check(p: &Place, len: Lengths, stop: &AtomicBool, fault: Option<&str>
     let mut figures = format!(
         "{} of {} holds of 2 ms attributed to {HOLDER_NAME} with its CPU time, within \
          5 % + 5 µs + the background ({:.1} %; {bound}); background (holds of nothing) p99 \
-         {:.1} µs over {} holds; {} trace events read, {} lost",
+         {:.1} µs over {} holds; {} trace events read, {} lost; {} gaps dropped unattributed",
         j.named,
         j.holds,
         share * 100.0,
         bg99 as f64 / 1e3,
         background.len(),
         held.read + empty.read,
-        held.lost + empty.lost
+        held.lost + empty.lost,
+        held.dropped + empty.dropped
     );
     figures.push_str(&set_aside_words(held.preempted));
     if j.unseen > 0 {
@@ -852,7 +853,7 @@ fn tracing_check(p: &Place, len: Lengths, stop: &AtomicBool, fault: Option<&str>
     // A background as large as a quarter of the hold, or events lost, and the holder's
     // time cannot be told from the host's: that says nothing about the tool.
     let noisy = bg99 * 4 > busy.as_nanos() as u64 || background.len() < 10 || !enough;
-    let lost = held.lost + empty.lost > 0;
+    let lost = held.lost + empty.lost + held.dropped + empty.dropped > 0;
     let outcome = match (passed, noisy || lost) {
         (true, _) => Outcome::Pass,
         (false, true) => Outcome::Undecided,
@@ -872,7 +873,10 @@ struct TracedHolds {
     gaps: Vec<GapBreakdown>,
     preempted: usize,
     read: u64,
+    /// Trace events lost (the kernel's, or pushed out of the window).
     lost: u64,
+    /// Gaps dropped from the queue or shed past the reader's budget, unattributed.
+    dropped: u64,
 }
 
 /// Holds of `busy` every `period` for `window` on the measured CPU, under a trace of it,
@@ -931,7 +935,8 @@ fn traced_holds(
     let Some(w) = run.outcome.window else {
         return Err(fail("the noise run never started".into()));
     };
-    let (read, lost) = (lane.read, lane.lost + kernel_lost + lane.dropped);
+    let (read, lost) = (lane.read, lane.lost + kernel_lost);
+    let dropped = lane.dropped + lane.lane.shed;
     let mut a = lane.attribution(scale, w.start);
     if fault == Some("drop-trace-events") {
         a.top.clear();
@@ -943,6 +948,7 @@ fn traced_holds(
         preempted,
         read,
         lost,
+        dropped,
     })
 }
 

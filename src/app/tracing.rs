@@ -544,16 +544,24 @@ fn lost_note(per_cpu: &[LaneOut]) -> Option<String> {
     ))
 }
 
-/// One line saying on which CPUs the reader fell a whole gap queue behind, and how many
-/// gaps it dropped there (counted unattributed); `None` when it kept up.
+/// One line saying on which CPUs the reader fell behind and how many gaps it dropped
+/// there (counted unattributed): a whole gap queue behind (held off its CPU), or more gaps
+/// waiting to settle than its share of the memory budget holds; `None` when it kept up.
 fn dropped_note(per_cpu: &[LaneOut]) -> Option<String> {
     let behind: Vec<&LaneOut> = (per_cpu.iter())
         .filter(|l| l.dropped + l.lane.shed > 0)
         .collect();
     let each = each_cpu(&behind, |l| count(l.dropped + l.lane.shed, "gap"))?;
+    let why = match behind.iter().map(|l| l.lane.shed).sum::<u64>() {
+        0 => "a whole queue of gaps behind, held off its CPU".to_string(),
+        _ => format!(
+            "behind, held off its CPU: past a whole queue of gaps, or past the gaps its \
+             share of the {} MiB reader budget holds waiting",
+            stream::BUDGET_BYTES >> 20
+        ),
+    };
     Some(format!(
-        "the trace reader fell a whole queue of gaps behind, held off its CPU ({each}): \
-         those gaps are counted unattributed"
+        "the trace reader fell {why} ({each}): those gaps are counted unattributed"
     ))
 }
 

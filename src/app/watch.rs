@@ -491,7 +491,7 @@ fn task_cpus(threads: &[WatchedThread]) -> BTreeMap<u32, String> {
         .filter_map(|t| t.attribution.as_ref())
         .flat_map(|a| a.causes.iter());
     causes
-        .filter_map(crate::report::terminal::watch::task_pid)
+        .filter_map(|c| crate::report::terminal::watch::task_pid(&c.cause))
         .filter_map(|pid| {
             let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
             // The 9th field, after the name (which may hold spaces and parentheses).

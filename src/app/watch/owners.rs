@@ -33,16 +33,9 @@ fn named(cause: &str, kind: CauseKind, labels: &mut HashMap<u32, String>) -> Opt
     if kind != CauseKind::Task {
         return None;
     }
-    let pid = cause_pid(cause).filter(|&p| p != 0)?;
+    let pid = crate::report::terminal::watch::task_pid(cause).filter(|&p| p != 0)?;
     let label = labels.entry(pid).or_insert_with(|| owner_label(pid));
     Some(format!("{cause} ({label})"))
-}
-
-/// The pid a task cause names: `task hog:812 (real-time 10)` (as `report::terminal::watch`'s
-/// `task_pid` reads a row).
-fn cause_pid(cause: &str) -> Option<u32> {
-    let name = cause.strip_prefix("task ")?.split(" (").next()?;
-    name.rsplit_once(':')?.1.parse().ok()
 }
 
 /// Tasks seen to run, and their owners' labels once read.

@@ -184,8 +184,8 @@ pub fn cause_findings<'a>(r: &'a ResultFile, c: &CauseRow) -> Option<Vec<&'a Fin
 }
 
 /// The pid in a task cause's name ("task hog:812 (real-time 10)").
-pub fn task_pid(c: &CauseRow) -> Option<u32> {
-    let name = c.cause.strip_prefix("task ")?;
+pub fn task_pid(cause: &str) -> Option<u32> {
+    let name = cause.strip_prefix("task ")?;
     let name = name.split(" (").next()?;
     name.rsplit_once(':')?.1.parse().ok()
 }
@@ -194,7 +194,7 @@ pub fn task_pid(c: &CauseRow) -> Option<u32> {
 /// isolation would leave it where it is. Its CPU list, when so.
 pub fn pinned<'a>(r: &'a ResultFile, c: &CauseRow) -> Option<&'a str> {
     let audit = r.host.audit.as_ref()?;
-    let list = r.watch.as_ref()?.task_cpus.get(&task_pid(c)?)?;
+    let list = r.watch.as_ref()?.task_cpus.get(&task_pid(&c.cause)?)?;
     let cpus = CpuList::parse_kernel(list).ok()?;
     let held = !cpus.is_empty() && cpus.without(&audit.measured).is_empty();
     held.then_some(list.as_str())
@@ -203,7 +203,7 @@ pub fn pinned<'a>(r: &'a ResultFile, c: &CauseRow) -> Option<&'a str> {
 /// What the text and the page say of a pinned task instead of an isolation fix.
 pub fn pinned_note(r: &ResultFile, c: &CauseRow) -> Option<String> {
     let list = pinned(r, c)?;
-    let pid = task_pid(c)?;
+    let pid = task_pid(&c.cause)?;
     let hk = (r.host.audit.as_ref())
         .map(|a| a.housekeeping.to_string())
         .unwrap_or_default();
