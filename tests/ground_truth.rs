@@ -124,17 +124,20 @@ fn run_phase(
 }
 
 /// The platform's wake-up-and-switch overhead as the probe sees it: the gaps of
-/// injections that do nothing (D = 0). Returns p50, p90 and p99 in ns.
-fn overhead(measured: usize, housekeeping: usize) -> (u64, u64, u64) {
-    let p = run_phase(measured, housekeeping, 1013, 0, 0.6);
+/// injections that do nothing (D = 0), at the injection's own period: how late a holder
+/// wakes grows with how long it slept (on one AMD guest 13–19 µs after 1 ms, 53–58 µs
+/// after 10 ms), so an overhead measured at another period is no baseline. Returns p50,
+/// p90 and p99 in ns.
+fn overhead(measured: usize, housekeeping: usize, period_us: u64, secs: f64) -> (u64, u64, u64) {
+    let p = run_phase(measured, housekeeping, period_us, 0, secs);
     assert!(
         p.matched as f64 >= p.injections as f64 * 0.9,
         "D=0 injections seen: {p:?}"
     );
     let o = (p.quantile(0.5), p.quantile(0.9), p.quantile(0.99));
     eprintln!(
-        "  overhead (P=1013 µs, D=0): {} injections, {} seen; gap p50 {:.1} µs, p90 {:.1} µs, \
-         p99 {:.1} µs",
+        "  overhead (P={period_us} µs, D=0): {} injections, {} seen; gap p50 {:.1} µs, p90 \
+         {:.1} µs, p99 {:.1} µs",
         p.injections,
         p.matched,
         o.0 as f64 / 1e3,
@@ -154,7 +157,9 @@ fn attempt(
     busy_us: u64,
     secs: f64,
 ) -> Result<(), String> {
-    let (o50, o90, o99) = overhead(cpus.0, cpus.1);
+    // At least 100 holds of nothing, however long the period.
+    let baseline_secs = (period_us as f64 * 100.0 / 1e6).max(0.6);
+    let (o50, o90, o99) = overhead(cpus.0, cpus.1, period_us, baseline_secs);
     let p = run_phase(cpus.0, cpus.1, period_us, busy_us, secs);
     let d = busy_us * 1000;
     let median = p.quantile(0.5);
@@ -247,7 +252,7 @@ const ATTEMPTS: usize = 3;
 
 #[test]
 fn sees_200us_every_10007us() {
-    check(10_007, 200, 2.0);
+    check(10_007, 200, 1.5);
 }
 
 #[test]
