@@ -281,6 +281,13 @@ fn issue25_the_delays_a_hog_made_are_the_hogs_and_as_long_as_the_thread_saw() {
         .filter(|p| !agrees(p))
         .map(|&(l, _, d)| l as i64 - d as i64)
         .collect();
+    // The trace's delay ends at the switch that ran the thread; the program reads its
+    // clock after its way back to user space, which a stall of the vCPU (no guest event
+    // shows one) lengthens by tens of µs now and then: 26–45 µs in 6 of 45 delays on an
+    // AMD guest beside three builds, with no event between the switch and the clock read.
+    // A trace that cut delays short would show at p50 too; one longer than the thread saw
+    // is the tool's alone. So: the trace longer at most 1 %, the program longer at most
+    // 10 % (the rate this test allows the host's other doings), p50 both ways.
     // What the trace holds around a delay, on every CPU, for the record.
     let dump = |g: Gap| {
         for (c, evs) in &collected.per_cpu {
@@ -301,8 +308,16 @@ fn issue25_the_delays_a_hog_made_are_the_hogs_and_as_long_as_the_thread_saw() {
         eprintln!("{test}: program {l} ns past its timer, trace {d} ns; the events:");
         dump(g);
     }
-    let (ok, words) = misses::judge(off.len(), pairs.len(), 0.01);
-    eprintln!("{test}: pairs that disagree: {words}");
+    // Never longer in the trace than the program saw (by more than the tolerance).
+    let trace_longer = off.iter().filter(|&&o| o < 0).count();
+    let (ok, words) = misses::judge(trace_longer, pairs.len(), 0.01);
+    eprintln!("{test}: pairs the trace made longer: {words}");
+    assert!(
+        ok,
+        "the trace made delays longer than the program saw: {words}; {off:?} ns"
+    );
+    let (ok, words) = misses::judge(off.len() - trace_longer, pairs.len(), 0.10);
+    eprintln!("{test}: pairs the program saw longer: {words}");
     assert!(ok, "pairs disagree: {words}; program − trace: {off:?} ns");
     let quantiles = |f: fn(&(u64, Gap, u64)) -> u64| {
         let mut v: Vec<u64> = pairs.iter().map(f).collect();
@@ -313,8 +328,11 @@ fn issue25_the_delays_a_hog_made_are_the_hogs_and_as_long_as_the_thread_saw() {
     let (s50, s99) = quantiles(|p| p.2);
     for (q, m, s) in [(50, m50, s50), (99, m99, s99)] {
         eprintln!("{test}: p{q} program {m} ns past its timer, watch {s} ns");
+        // At p99 one stall on the way back may be the program's largest: one side.
+        let tol = m / 20 + 5_000;
+        let cut_short = q == 50 && m > s + tol;
         assert!(
-            m.abs_diff(s) <= m / 20 + 5_000,
+            s <= m + tol && !cut_short,
             "p{q}: the program saw {m} ns past its timer, the trace {s} ns"
         );
     }
