@@ -149,8 +149,9 @@ pub fn run(args: &SelftestArgs, stop: &AtomicBool) -> anyhow::Result<Ending> {
     let realtime = sched::preflight(holder_sched());
     match (&place, &realtime) {
         (Some(p), Ok(())) => {
-            checks.push(noise_check(p, len, stop, fault.as_deref()));
-            checks.push(timer_check(p, len, stop));
+            let (noise, overhead) = noise_check(p, len, stop, fault.as_deref());
+            checks.push(noise);
+            checks.push(timer_check(p, len, stop, overhead));
             checks.push(tracing_check(p, len, stop, fault.as_deref()));
         }
         (None, _) => {
@@ -412,14 +413,20 @@ fn noise_phase(
 }
 
 /// noise finds ≥ 99 % of 200 µs holds, one by one, and the median gap exceeds the hold by
-/// no more than the overhead that empty holds show.
-fn noise_check(p: &Place, len: Lengths, stop: &AtomicBool, fault: Option<&str>) -> Check {
+/// no more than the overhead that empty holds show. With the check, that overhead's p50
+/// (ns): the host's wake-up and two switches, which the timer check allows too.
+fn noise_check(
+    p: &Place,
+    len: Lengths,
+    stop: &AtomicBool,
+    fault: Option<&str>,
+) -> (Check, Option<u64>) {
     let name = "noise detection";
     let overhead = noise_phase(p, Duration::ZERO, len.overhead, stop, None);
     let held = noise_phase(p, Duration::from_micros(200), len.holds, stop, fault);
     let ((o, _), (m, preempted)) = match (overhead, held) {
         (Ok(o), Ok(m)) => (o, m),
-        (Err(e), _) | (_, Err(e)) => return Check::new(name, Outcome::Fail, e),
+        (Err(e), _) | (_, Err(e)) => return (Check::new(name, Outcome::Fail, e), None),
     };
     // An empty hold's whole gap is the overhead: the wake-up and two switches.
     let mut empty: Vec<i64> = o.excess_ns.clone();
@@ -449,7 +456,8 @@ fn noise_check(p: &Place, len: Lengths, stop: &AtomicBool, fault: Option<&str>) 
         (false, true) => Outcome::Undecided,
         (false, false) => Outcome::Fail,
     };
-    Check::new(name, outcome, undecided_words(outcome, figures))
+    let check = Check::new(name, outcome, undecided_words(outcome, figures));
+    (check, o.median_excess().map(|o| o.max(0) as u64))
 }
 
 /// A check's figures, led by "could not judge:" when it could not.
@@ -460,8 +468,12 @@ fn undecided_words(outcome: Outcome, figures: String) -> String {
     }
 }
 
-/// timer sees each 500 µs hold as a late wake-up at the hold's end.
-fn timer_check(p: &Place, len: Lengths, stop: &AtomicBool) -> Check {
+/// timer sees each 500 µs hold as a late wake-up at the hold's end, within its own
+/// wake-up latency (p90) and the host's switch overhead after it: `overhead` is the noise
+/// check's empty hold (wake-up and two switches, p50, ns), at least 20 µs. The switch
+/// from the holder takes what it takes on the host: on an AMD guest beside builds, a
+/// median of 42 µs after the hold's end against a p90 latency of 15 µs.
+fn timer_check(p: &Place, len: Lengths, stop: &AtomicBool, overhead: Option<u64>) -> Check {
     let name = "timer detection";
     let busy = Duration::from_micros(500);
     let window = len.holds;
@@ -534,7 +546,7 @@ fn timer_check(p: &Place, len: Lengths, stop: &AtomicBool) -> Check {
     let ok = !inside.is_empty()
         && within
         && inject::enough_held(inside.len(), preempted)
-        && median_after <= p90.max(20_000) + 20_000;
+        && median_after <= p90.max(20_000) + overhead.unwrap_or(0).max(20_000);
     // Wake-ups late by as much as the hold anyway: the holds cannot be told apart.
     let outcome = match (ok, p90 >= busy.as_nanos() as u64) {
         (true, _) => Outcome::Pass,
@@ -822,6 +834,12 @@ fn tracing_check(p: &Place, len: Lengths, stop: &AtomicBool, fault: Option<&str>
         held.dropped + empty.dropped
     );
     figures.push_str(&set_aside_words(held.preempted));
+    if held.unlooped > 0 {
+        figures.push_str(&format!(
+            "; {} holds set aside: no gap of the loop's own covers them",
+            held.unlooped
+        ));
+    }
     if j.unseen > 0 {
         figures.push_str(&format!(
             "; {} holds set aside: the trace lacked a task switch there, and attribution \
@@ -849,7 +867,8 @@ fn tracing_check(p: &Place, len: Lengths, stop: &AtomicBool, fault: Option<&str>
     // Holds past a gap's placed parts say nothing either way: they are counted and
     // said, and judged by the holds left, of which there must be enough.
     let enough = j.holds >= MIN_JUDGED;
-    let passed = enough && within && inject::enough_held(j.holds, held.preempted + j.unseen);
+    let aside = held.preempted + j.unseen + held.unlooped;
+    let passed = enough && within && inject::enough_held(j.holds, aside);
     // A background as large as a quarter of the hold, or events lost, and the holder's
     // time cannot be told from the host's: that says nothing about the tool.
     let noisy = bg99 * 4 > busy.as_nanos() as u64 || background.len() < 10 || !enough;
@@ -872,6 +891,11 @@ struct TracedHolds {
     holds: Vec<Injection>,
     gaps: Vec<GapBreakdown>,
     preempted: usize,
+    /// Holds set aside, not in `holds`: no gap of the loop's own covers them, so there
+    /// was nothing to attribute. Beside a build, a SCHED_OTHER loop saw no gap over 1–3
+    /// of 150 holds of 2 ms on its CPU (no migration of either thread, each on its CPU
+    /// at the hold's start and end); the noise check judges the loop, at SCHED_FIFO.
+    unlooped: usize,
     read: u64,
     /// Trace events lost (the kernel's, or pushed out of the window).
     lost: u64,
@@ -912,7 +936,12 @@ fn traced_holds(
             tracing::follow_lanes(&session, &rings, vec![lane], scale, &done)
         });
         let run = with_holder(p, period, busy, window, || {
-            let cfg = NoiseConfig::default();
+            // The loop's own gaps too (16 bytes each): a hold no gap of the loop covers
+            // is no test of attribution (`TracedHolds::unlooped`).
+            let cfg = NoiseConfig {
+                event_log: 100_000,
+                ..NoiseConfig::default()
+            };
             let omit = noise::Histograms::Omitted;
             noise::run_streaming(&cfg, &plan, &p.clock, stop, omit, &rings)
         });
@@ -942,10 +971,15 @@ fn traced_holds(
         a.top.clear();
     }
     let (holds, preempted) = inject::held_within(holds, w.start, w.deadline, scale);
+    let looped = noise_gaps(&run, scale, None);
+    let tol = scale.to_ticks(200);
+    let (holds, unlooped): (Vec<Injection>, Vec<Injection>) = (holds.into_iter())
+        .partition(|h| (looped.iter()).any(|&(s, e)| s <= h.start + tol && e + tol >= h.end));
     Ok(TracedHolds {
         holds,
         gaps: a.top,
         preempted,
+        unlooped: unlooped.len(),
         read,
         lost,
         dropped,
