@@ -93,6 +93,9 @@ pub struct ThreadFigures {
     pub starts_guessed: u64,
     /// Wake-ups whose run began with no event to date it (not in `wakeup`).
     pub starts_unseen: u64,
+    /// Preempted stretches whose end (its switch in) was not recorded: not in
+    /// `preempted`; attributed up to its next switch out.
+    pub preempted_ends_unseen: u64,
     /// The kernel's priority first seen (0–99 real-time, 100–139 normal, −1 deadline),
     /// and each change after it: (ns since the run began, the new one), the first
     /// `PRIO_CHANGES_KEPT` of `prio_changes_total`. A priority-inheritance boost is one.
@@ -140,6 +143,7 @@ impl ThreadFigures {
             involuntary: 0,
             starts_guessed: 0,
             starts_unseen: 0,
+            preempted_ends_unseen: 0,
             prio: None,
             prio_changes: Vec::new(),
             prio_changes_total: 0,
@@ -156,6 +160,7 @@ impl ThreadFigures {
         }
         (self.runs, self.migrations, self.involuntary) = (0, 0, 0);
         (self.starts_guessed, self.starts_unseen) = (0, 0);
+        self.preempted_ends_unseen = 0;
         for h in self.blocked.iter_mut().flatten() {
             h.clear();
         }
@@ -293,6 +298,18 @@ impl Walk {
                 end: start,
             };
             self.ended.push((tid, cpu, gap, ns));
+        }
+    }
+
+    /// A stretch preempted while runnable, from its switch out at `at` to `end` on
+    /// `cpu`, attributed as a delay when at or above the threshold: a throttle that held
+    /// it (its group's CFS quota, RT throttling) is seen only there, as it was switched
+    /// out runnable. One that ran again on another CPU is not: what ran on the CPU it
+    /// left after it left was not its delay.
+    fn preempted_delay(&mut self, tid: u32, cpu: usize, at: u64, end: u64) {
+        let ns = self.scale.to_ns(end.saturating_sub(at));
+        if ns >= self.threshold_ns && end > at {
+            self.ended.push((tid, cpu, Gap { start: at, end }, ns));
         }
     }
 
@@ -471,6 +488,15 @@ impl Walk {
             }
             // Woken, and now stopping: it ran with no event to date its start.
             Phase::Woken { .. } => th.figures.starts_unseen += 1,
+            // Preempted, and now stopping where it was preempted: its run began with no
+            // switch recorded (out of idle, which some kernels never record, as when
+            // its throttled group is refilled on an idle CPU). Attributed up to this
+            // switch, an upper bound of its end: the throttle's part ends at the refill
+            // the trace shows; left out of the preempted histogram, counted.
+            Phase::Preempted { at, cpu: out } if out == cpu => {
+                th.figures.preempted_ends_unseen += 1;
+                self.preempted_delay(prev.pid, cpu, at, ts);
+            }
             _ => {}
         }
         let th = self.thread(&prev, names);
@@ -507,13 +533,17 @@ impl Walk {
                 th.phase = Phase::Running { cpu, guessed: None };
                 self.record_delay(next.pid, cpu, at, ts);
             }
-            Phase::Preempted { at, .. } => {
+            Phase::Preempted { at, cpu: out } => {
                 Self::starts_on(th, cpu);
+                let ns = scale.to_ns(ts.saturating_sub(at));
                 th.figures
                     .preempted
                     .get_or_insert_with(|| LatencyHistogram::with_sigfig(sigfig))
-                    .record(scale.to_ns(ts.saturating_sub(at)));
+                    .record(ns);
                 th.phase = Phase::Running { cpu, guessed: None };
+                if out == cpu {
+                    self.preempted_delay(next.pid, cpu, at, ts);
+                }
             }
             // Its wake-up came before the trace began, or was lost.
             _ => {
@@ -721,6 +751,8 @@ impl Watcher {
                 guessed: Some((at, _)),
                 ..
             } => Some(at),
+            // Its stretch is attributed when it runs again: its switch out is needed.
+            Phase::Preempted { at, .. } => Some(at),
             _ => None,
         });
         phases.chain(self.pending.iter().map(|d| d.2.start)).min()
@@ -791,8 +823,11 @@ impl Watcher {
 fn method(threshold_ns: u64) -> String {
     format!(
         "kernel trace events on the TSC (x86-tsc): each wake-up delay at or above {} µs, \
-         from the thread's wake-up to the switch that ran it, split by what ran on that \
-         CPU instead",
+         from the thread's wake-up to the switch that ran it, and each stretch preempted \
+         while runnable as long, from its switch out to its switch in on the same CPU, \
+         split by what ran on that CPU instead; a CFS quota or RT throttling is named where \
+         the trace shows it held the thread off (switched out runnable, until the refill \
+         or while idle or lower priorities ran)",
         threshold_ns as f64 / 1e3
     )
 }
