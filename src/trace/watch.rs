@@ -890,6 +890,7 @@ pub fn comm_of(name: &str) -> Result<String, String> {
 mod tests {
     use super::*;
     use crate::stats::causes::CauseKind;
+    use crate::trace::attribute::CfsQuota;
 
     /// 1 tick = 1 ns.
     fn scale() -> Scale {
@@ -1500,6 +1501,86 @@ mod tests {
         // 10 threads a window, kept for 2 ms of idle time: about 30 at most.
         assert!(most <= 40, "{most} threads held at once");
         assert!(w.threads() <= 40, "{} threads held at the end", w.threads());
+    }
+
+    /// Issue 34: a watched thread in a group with a CFS quota, preempted at 10 µs
+    /// ("R+", `preempted` in the kernel, as 6.18's throttle switches it out) and run
+    /// again at 80 µs on the same CPU, while `other` ran there; the refill's timer fires
+    /// there at 60 µs when `refill`, in the timer's vector (59.9–60.5 µs). What `other`
+    /// ran until the refill is the quota's (49.9 µs), the vector its own, the rest
+    /// `other`'s. `end_seen` false: no switch in is recorded (out of idle),
+    /// and the thread is next seen going to sleep at 90 µs.
+    fn quota_trace(state: i64, refill: bool, end_seen: bool) -> ThreadFigures {
+        let mut t = Trace::new();
+        let app = t.task("app", 10, 120);
+        let other = t.task("other", 30, 120);
+        t.switch(1, 1_000, other, 1, app);
+        t.switch(1, 10_000, app, state, other);
+        if refill {
+            // As the kernel runs it: inside the local timer's vector.
+            let name = t.names.intern("local_timer");
+            t.at(1, 59_900, Kind::VectorEntry { name });
+            t.at(1, 60_000, Kind::HrtimerEntry { function: 0xcf5 });
+            t.at(1, 60_400, Kind::HrtimerExit);
+            t.at(1, 60_500, Kind::VectorExit { name });
+        }
+        if end_seen {
+            t.switch(1, 80_000, other, 0, app);
+        }
+        t.switch(1, 90_000, app, 1, other);
+        let symbols = HashMap::from([(0xcf5, "sched_cfs_period_timer".to_string())]);
+        let mut s = settings();
+        s.throttle.cfs_quota = Some(CfsQuota {
+            setting: "cpu.max 30000 100000".into(),
+            group: "/pod/ctr".into(),
+        });
+        watch(&t.per_cpu, &t.names, &tids(&[10]), &s, &symbols).remove(0)
+    }
+
+    fn quota_ns(f: &ThreadFigures) -> u64 {
+        let label = crate::stats::causes::quota_label("cpu.max 30000 100000", "/pod/ctr");
+        let rows = f.attribution.iter().flat_map(|a| &a.causes);
+        let quota = rows.filter(|r| r.kind == CauseKind::Throttling);
+        quota
+            .inspect(|r| assert_eq!(r.cause, label))
+            .map(|r| r.total_ns)
+            .sum()
+    }
+
+    #[test]
+    fn issue34_a_throttled_preemption_is_named_the_quota_until_the_refill() {
+        let f = quota_trace(0x100, true, true);
+        assert_eq!(f.preempted.as_ref().unwrap().max_ns(), Some(70_000));
+        let a = f
+            .attribution
+            .as_ref()
+            .expect("the 70 µs stretch attributed");
+        assert_eq!(a.gaps, 1);
+        assert_eq!(quota_ns(&f), 49_900);
+        let other = (a.causes.iter()).find(|r| r.cause.starts_with("task other:30"));
+        assert_eq!(other.map(|r| r.total_ns), Some(19_500));
+    }
+
+    /// No refill on the CPU, or a preemption at a return to user ("R"): time-sharing,
+    /// not the quota.
+    #[test]
+    fn issue34_a_preemption_without_the_refill_is_not_the_quota() {
+        for (state, refill) in [(0x100, false), (0, true)] {
+            let f = quota_trace(state, refill, true);
+            assert!(f.attribution.is_some(), "the 70 µs stretch attributed");
+            assert_eq!(quota_ns(&f), 0, "state {state:#x}, refill {refill}");
+        }
+    }
+
+    /// Run again with no switch recorded: the stretch is attributed up to the thread's
+    /// next switch out (the quota's part still ends at the refill), counted, and kept
+    /// out of the preempted histogram.
+    #[test]
+    fn issue34_a_throttled_stretch_whose_end_is_unseen_is_still_named() {
+        let f = quota_trace(0x100, true, false);
+        assert_eq!(f.preempted_ends_unseen, 1);
+        assert!(f.preempted.is_none());
+        assert_eq!(quota_ns(&f), 49_900);
     }
 
     #[test]
