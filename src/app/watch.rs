@@ -265,6 +265,7 @@ impl Measure for WatchCommand {
         // A watched cgroup's quota: its threads' stretches held off by it are named so.
         if let Target::Cgroup(_, groups) = &self.target {
             throttle.cfs_quota = quota::tightest(groups);
+            throttle.rt_group = quota::tightest_rt(groups, throttle.rt);
         }
         // Read before tracing too: it takes ~60 ms here, during which a busy CPU's
         // buffer would fill with nobody reading it.

@@ -1583,6 +1583,40 @@ mod tests {
         assert_eq!(quota_ns(&f), 49_900);
     }
 
+    /// Issue 34: a real-time watched thread preempted while runnable, and a SCHED_OTHER
+    /// task run in its place on its CPU: RT throttling, named with its group's
+    /// bandwidth beside the kernel's.
+    #[test]
+    fn issue34_a_real_time_thread_held_off_is_named_its_groups_rt_throttling() {
+        let mut t = Trace::new();
+        let app = t.task("app", 10, 94);
+        let other = t.task("other", 30, 120);
+        t.switch(1, 1_000, other, 0, app);
+        t.switch(1, 10_000, app, 0, other);
+        t.switch(1, 80_000, other, 0, app);
+        t.switch(1, 90_000, app, 1, other);
+        let mut s = settings();
+        s.throttle.rt = Some((950_000, 1_000_000));
+        s.throttle.rt_group = Some(CfsQuota {
+            setting: "cpu.rt_runtime_us 30000, cpu.rt_period_us 100000".into(),
+            group: "/pod/ctr".into(),
+        });
+        let f = watch(&t.per_cpu, &t.names, &tids(&[10]), &s, &HashMap::new()).remove(0);
+        let a = f
+            .attribution
+            .as_ref()
+            .expect("the 70 µs stretch attributed");
+        let row = (a.causes.iter()).find(|r| r.kind == CauseKind::Throttling);
+        assert_eq!(
+            row.map(|r| (r.cause.as_str(), r.total_ns)),
+            Some((
+                "real-time throttling (cpu.rt_runtime_us 30000, cpu.rt_period_us 100000 of \
+                 /pod/ctr; kernel.sched_rt_runtime_us = 950000 of 1000000)",
+                70_000
+            ))
+        );
+    }
+
     #[test]
     fn names_longer_than_the_kernel_keeps_are_refused() {
         assert!(comm_of("worker").is_ok());

@@ -44,9 +44,18 @@ fn chain(group: &Group) -> Option<cgroup::Chain> {
 /// group has the same one: the threads of a pod whose containers set their own would
 /// otherwise be named after another container's. `None` when none is set.
 pub fn tightest(groups: &[Group]) -> Option<CfsQuota> {
-    let mut each = groups
-        .iter()
-        .map(|g| chain(g).and_then(|c| crate::system::throttle::tightest_quota(&c)));
+    agreed(groups, crate::system::throttle::tightest_quota)
+}
+
+/// Likewise the real-time bandwidth a real-time thread of `groups` meets first, where
+/// it is tighter than the kernel's `kernel` (cgroup v1 with RT group scheduling).
+pub fn tightest_rt(groups: &[Group], kernel: Option<(i64, u64)>) -> Option<CfsQuota> {
+    agreed(groups, |c| crate::system::throttle::tightest_rt(c, kernel))
+}
+
+/// What `of` finds in the chain of each of `groups`, when it finds the same in all.
+fn agreed(groups: &[Group], of: impl Fn(&cgroup::Chain) -> Option<CfsQuota>) -> Option<CfsQuota> {
+    let mut each = groups.iter().map(|g| chain(g).and_then(|c| of(&c)));
     let first = each.next()??;
     each.all(|q| q.as_ref() == Some(&first)).then_some(first)
 }
