@@ -13,7 +13,10 @@
 //! Each wake-up delay above the threshold is then a "gap" on the CPU that ran the
 //! thread, attributed as a timer's late wake-ups are (`trace::attribute`, with nothing
 //! known to run at the gap's start): what ran on that CPU instead, net, summed over all
-//! of the thread's delays, and the worst few as timelines.
+//! of the thread's delays, and the worst few as timelines. So is each stretch preempted
+//! while runnable, from its switch out to its switch in on the same CPU: a throttle
+//! (its group's CFS quota, RT throttling) shows only there, as the thread switched out
+//! runnable, and attribution names it from the settings in `Settings::throttle`.
 //!
 //! Some kernels record no `sched_switch` out of idle (6.18 in a KVM guest: none is ever
 //! seen): a thread woken for an idle CPU starts running with no event saying so. Then
