@@ -600,7 +600,7 @@ fn cause_lines(r: &ResultFile, w: &WatchRecord, members: &[usize], label: &str) 
         // The time named is a thread's: said for a row of one thread only.
         let named = (traced.len() == 1).then_some(x.row.total_ns);
         let note =
-            super::cause_names::quota_count_note(&x.row.cause, named, &w.quotas, "the watch");
+            super::cause_names::quota_count_note(&x.row.cause, named, &w.quotas, "the watch", true);
         if let Some(note) = note {
             let width = Layout::current().wrap_width();
             out.push_str(&wrap(&format!("  {note}"), width, "    "));
@@ -813,6 +813,38 @@ mod tests {
         assert!(
             text.contains("5 lost;"),
             "an older result has no split: {text}"
+        );
+    }
+
+    /// Issue 34: a quota named as a thread's cause has its group's `cpu.stat` deltas
+    /// (throttled time and periods) beside it, with the time named; a result without
+    /// them says nothing more.
+    #[test]
+    fn issue34_a_named_quota_has_its_groups_counts_beside_it() {
+        let label = crate::stats::causes::quota_label("cpu.max 30000 100000", "/pod/ctr");
+        let causes = vec![cause(CauseKind::Throttling, &label, 30, 891_000_000)];
+        let mut r = result(vec![thread(10, "app", &[20_000; 10], causes)]);
+        let text = Layout::fixed(100, true).scoped(|| watch_text(&r));
+        assert!(!text.contains("cpu.stat"), "{text}");
+        r.watch.as_mut().unwrap().quotas = vec![GroupStatDelta {
+            group: "/pod/ctr".into(),
+            version: crate::system::cgroup::Version::V2,
+            quota: Some("cpu.max 30000 100000".into()),
+            cfs: None,
+            stat: crate::system::cgroup::CpuStat {
+                nr_periods: 30,
+                nr_throttled: 29,
+                throttled_ns: 904_600_000,
+                ..Default::default()
+            },
+        }];
+        let text = Layout::fixed(100, true).scoped(|| watch_text(&r));
+        assert!(
+            text.contains(
+                "cpu.stat: throttled 904.6 ms over the watch in /pod/ctr (all its CPUs' run \
+                 queues; 29 of 30 periods throttled), beside the 891.0 ms named its quota here."
+            ),
+            "{text}"
         );
     }
 

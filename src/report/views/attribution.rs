@@ -405,7 +405,7 @@ fn quota_notes(rows: &[CauseRow], c: Option<&CgroupDelta>) -> Vec<String> {
         .filter(|row| row.kind == CauseKind::Throttling)
         .filter_map(|row| {
             let over = "the run";
-            quota_count_note(&row.cause, Some(row.total_ns), &c.cpu_stat, over)
+            quota_count_note(&row.cause, Some(row.total_ns), &c.cpu_stat, over, false)
         })
         .collect()
 }
@@ -589,8 +589,7 @@ mod tests {
             quota_notes(&rows, Some(&c)),
             vec![
                 "cpu.stat: throttled 1115.5 ms over the run in /jsq (all its CPUs' run \
-                 queues; 0 of 0 periods throttled), beside the 1103.6 ms named its quota \
-                 here."
+                 queues), beside the 1103.6 ms named its quota here."
                     .to_string()
             ]
         );
