@@ -237,6 +237,8 @@ struct Walk {
     ended: Vec<Delay>,
     /// Significant digits of the threads' histograms.
     sigfig: u8,
+    /// Stretches preempted while runnable are attributed too, not only wake-up delays.
+    split_preempted: bool,
     /// The stamp of the event being walked.
     now: u64,
 }
@@ -251,6 +253,7 @@ impl Walk {
             cpus: HashMap::new(),
             ended: Vec::new(),
             sigfig: crate::stats::histogram::SIGFIG,
+            split_preempted: true,
             now: 0,
         }
     }
@@ -311,7 +314,7 @@ impl Walk {
     /// left after it left was not its delay.
     fn preempted_delay(&mut self, tid: u32, cpu: usize, at: u64, end: u64) {
         let ns = self.scale.to_ns(end.saturating_sub(at));
-        if ns >= self.threshold_ns && end > at {
+        if self.split_preempted && ns >= self.threshold_ns && end > at {
             self.ended.push((tid, cpu, Gap { start: at, end }, ns));
         }
     }
@@ -624,11 +627,13 @@ impl Watcher {
     /// without pids or policies (`Naming::Stable`, so that a counter keeps one series
     /// while kworkers come and go), no worst-delay timelines, and histograms of 2
     /// significant digits (37 KiB a thread rather than 260: they are only folded into
-    /// 1-2-5 buckets).
+    /// 1-2-5 buckets). Only wake-up delays are split: its counters are of late wake-ups
+    /// (preempted time has its own).
     pub fn streaming(mut self) -> Watcher {
         self.naming = Naming::Stable;
         self.settings.top = 0;
         self.walk.sigfig = 2;
+        self.walk.split_preempted = false;
         self
     }
 
@@ -755,7 +760,7 @@ impl Watcher {
                 ..
             } => Some(at),
             // Its stretch is attributed when it runs again: its switch out is needed.
-            Phase::Preempted { at, .. } => Some(at),
+            Phase::Preempted { at, .. } if self.walk.split_preempted => Some(at),
             _ => None,
         });
         phases.chain(self.pending.iter().map(|d| d.2.start)).min()
@@ -849,6 +854,7 @@ pub fn wakeup_delays(
         .collect();
     merged.sort_by_key(|&(ts, cpu, _)| (ts, cpu));
     let mut w = Walk::new(watched.clone(), scale, 0);
+    w.split_preempted = false;
     for (_, cpu, e) in merged {
         w.step(names, cpu, e);
     }
