@@ -421,8 +421,9 @@ fn named_quota(run: &QuotaRun, label: &str) -> (u64, u64) {
 /// group's quota must add up to at least 95 % of the throttled time the group's
 /// `cpu.stat` counted in the windows wholly inside the trace (sampled every millisecond
 /// on the trace's clock; one under way when the trace began cannot show the sleeper's
-/// switch out, nor one under way at its end the refill), and never much more than it
-/// counted. A control run with the quota at two CPUs' worth (never reached on one CPU):
+/// switch out, nor one under way at its end the refill), real-time tasks of the host
+/// aside (other tests' holders: while they ran the sleeper waited for them, named so),
+/// and never much more than it counted. A control run with the quota at two CPUs' worth (never reached on one CPU):
 /// no delay named a quota.
 #[test]
 fn issue34_watch_names_the_containers_cfs_quota_for_its_throttled_time() {
@@ -484,11 +485,37 @@ fn issue34_watch_names_the_containers_cfs_quota_for_its_throttled_time() {
         );
     }
     assert_eq!(named, any, "another throttle named");
+    let th = (w.threads.iter()).find(|t| t.tid == run.sleeper);
+    let causes: Vec<(&str, f64)> = (th.and_then(|t| t.attribution.as_ref()).iter())
+        .flat_map(|a| a.causes.iter().take(6))
+        .map(|c| (c.cause.as_str(), ms(c.total_ns)))
+        .collect();
+    // A real-time task of the host (another test's holder) that ran on the CPU while the
+    // group was throttled took that time from the sleeper whatever the quota: it is named
+    // as itself, and set beside the kernel's count with the quota's.
+    let rt: u64 = (th.and_then(|t| t.attribution.as_ref()).iter())
+        .flat_map(|a| a.causes.iter())
+        .filter(|c| c.kind == CauseKind::Task && c.cause.contains("(real-time "))
+        .map(|c| c.total_ns)
+        .sum();
+    println!(
+        "{test}: {:.1} ms of the sleeper's delays named real-time tasks",
+        ms(rt)
+    );
     assert!(
-        named as f64 >= 0.95 * inside as f64,
-        "{:.1} of {:.1} ms throttled named as the quota",
+        (named + rt) as f64 >= 0.95 * inside as f64,
+        "{:.1} of {:.1} ms throttled named as the quota; events lost {} (kernel {}, reader \
+         {}); the sleeper's wake-up max {:?} ns, preempted {:?} ns in {} stretches, {} ends \
+         unseen; its causes (ms): {causes:?}",
         ms(named),
-        ms(inside)
+        ms(inside),
+        w.events_lost,
+        w.events_lost_kernel,
+        w.events_lost_reader,
+        th.map(|t| t.wakeup.max_ns),
+        th.map(|t| t.preempted.sum_ns),
+        th.map_or(0, |t| t.preempted.count),
+        th.map_or(0, |t| t.preempted_ends_unseen),
     );
     assert!(
         named as f64 <= 1.02 * touching as f64 + 2e6,
