@@ -15,12 +15,15 @@ use std::sync::Barrier;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
+use jitterscope::engine::clock::Scale;
 use jitterscope::engine::clock::{self, ClockInfo};
 use jitterscope::report::ResultFile;
+use jitterscope::stats::causes::{CauseKind, quota_label};
+use jitterscope::system::cgroup::{CpuStat, parse_cpu_stat};
 use rustix::time::{ClockId, Timespec};
 
 use crate::injector::{Schedule, inject};
-use crate::util::{bin, measuring, skip};
+use crate::util::{bin, is_root, measuring, skip, tracefs_usable, two_cpus};
 
 const CPU_MOUNT: &str = "/sys/fs/cgroup/cpu";
 /// The hold is longer than the sleeper's period (1 ms): each hold delays a wake-up.
@@ -85,13 +88,18 @@ impl Drop for Containers {
 
 /// At SCHED_FIFO 5 on `cpu`, sleeps to deadlines 1 ms apart until `stop`.
 fn sleeper(cpu: usize, tid: std::sync::mpsc::Sender<u32>, stop: &AtomicBool) {
-    use jitterscope::engine::sched::{Policy, SchedRequest, pin_to, set_policy};
+    use jitterscope::engine::sched::{Policy, SchedRequest, set_policy};
     let fifo = SchedRequest {
         policy: Policy::Fifo,
         priority: 5,
     };
     set_policy(fifo).expect("SCHED_FIFO");
-    pin_to(cpu).expect("pinned");
+    sleep_1khz(cpu, tid, stop);
+}
+
+/// On `cpu`, at the policy it has, sleeps to deadlines 1 ms apart until `stop`.
+fn sleep_1khz(cpu: usize, tid: std::sync::mpsc::Sender<u32>, stop: &AtomicBool) {
+    jitterscope::engine::sched::pin_to(cpu).expect("pinned");
     let _ = jitterscope::engine::calls::set_timer_slack(1);
     tid.send(rustix::thread::gettid().as_raw_nonzero().get() as u32)
         .unwrap();
@@ -237,4 +245,295 @@ fn issue34_watch_refuses_targets_that_are_not_there() {
         &["watch", "--cgroup", "jitterscope/no/such/group"],
         &["watch", "--container", "ff", "--pid", "1"],
     ]);
+}
+
+/// A `libpod-<id>.scope` group under a parent of its own, with a CFS quota; its tasks
+/// moved back to the root and both removed when dropped.
+struct QuotaGroup {
+    parent: PathBuf,
+    dir: PathBuf,
+    /// Its path in the hierarchy, as `--cgroup` takes it and attribution names it.
+    path: String,
+}
+
+impl QuotaGroup {
+    fn make(tag: &str) -> Result<QuotaGroup, String> {
+        let pid = std::process::id();
+        let name = format!("jsq-issue34{tag}-{pid}");
+        let scope = format!("libpod-34{pid:062x}.scope");
+        let g = QuotaGroup {
+            parent: Path::new(CPU_MOUNT).join(&name),
+            dir: Path::new(CPU_MOUNT).join(&name).join(&scope),
+            path: format!("/{name}/{scope}"),
+        };
+        std::fs::create_dir(&g.parent).map_err(|e| format!("cannot make a cpu group: {e}"))?;
+        std::fs::create_dir(&g.dir).map_err(|e| format!("cannot make {}: {e}", g.path))?;
+        Ok(g)
+    }
+
+    fn write(&self, file: &str, value: &str) {
+        let p = self.dir.join(file);
+        std::fs::write(&p, value).unwrap_or_else(|e| panic!("{value} to {}: {e}", p.display()));
+    }
+
+    fn quota(&self, quota_us: u64, period_us: u64) {
+        self.write("cpu.cfs_period_us", &period_us.to_string());
+        self.write("cpu.cfs_quota_us", &quota_us.to_string());
+    }
+
+    fn stat(&self) -> CpuStat {
+        let text = std::fs::read_to_string(self.dir.join("cpu.stat")).unwrap_or_default();
+        parse_cpu_stat(&text).unwrap_or_default()
+    }
+}
+
+impl Drop for QuotaGroup {
+    fn drop(&mut self) {
+        for _ in 0..50 {
+            let tasks = std::fs::read_to_string(self.dir.join("tasks")).unwrap_or_default();
+            for t in tasks.split_whitespace() {
+                let _ = std::fs::write(Path::new(CPU_MOUNT).join("tasks"), t);
+            }
+            if std::fs::remove_dir(&self.dir).is_ok() || !self.dir.exists() {
+                break;
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        let _ = std::fs::remove_dir(&self.parent);
+    }
+}
+
+/// What one `watch --cgroup` of a group holding a busy thread and a 1 kHz sleeper made:
+/// the result, the sleeper's tid, and the group's throttled time as the kernel counted
+/// it, sampled every millisecond on the trace's clock: (tick, throttled ns so far).
+struct QuotaRun {
+    result: ResultFile,
+    sleeper: u32,
+    samples: Vec<(u64, u64)>,
+    delta: CpuStat,
+}
+
+/// A SCHED_OTHER busy thread and a SCHED_OTHER 1 kHz sleeper on `cpu`, both in `g`,
+/// watched for `secs` with `watch --cgroup`.
+fn watch_quota_group(g: &QuotaGroup, cpu: usize, hk: usize, secs: &str) -> QuotaRun {
+    let dir = tempfile::tempdir().unwrap();
+    let json = dir.path().join("watch.json");
+    let stop = AtomicBool::new(false);
+    let (out, sleeper, samples, delta) = std::thread::scope(|s| {
+        let stop = &stop;
+        let (tx, rx) = std::sync::mpsc::channel();
+        let sleeper = std::thread::Builder::new()
+            .name("js-q-sleeper".into())
+            .spawn_scoped(s, move || sleep_1khz(cpu, tx, stop))
+            .unwrap();
+        let (btx, brx) = std::sync::mpsc::channel();
+        let busy = std::thread::Builder::new()
+            .name("js-q-busy".into())
+            .spawn_scoped(s, move || {
+                jitterscope::engine::sched::pin_to(cpu).expect("pinned");
+                btx.send(rustix::thread::gettid().as_raw_nonzero().get() as u32)
+                    .unwrap();
+                while !stop.load(Ordering::Relaxed) {
+                    std::hint::spin_loop();
+                }
+            })
+            .unwrap();
+        let sleeper_tid = rx.recv().unwrap();
+        g.write("tasks", &sleeper_tid.to_string());
+        g.write("tasks", &brx.recv().unwrap().to_string());
+        let before = g.stat();
+        let sampler = s.spawn(move || {
+            let _ = jitterscope::engine::sched::pin_to(hk);
+            let mut v = Vec::new();
+            while !stop.load(Ordering::Relaxed) {
+                v.push((clock::now(), g.stat().throttled_ns));
+                std::thread::sleep(Duration::from_millis(1));
+            }
+            v
+        });
+        let out = Command::new(bin())
+            .args([
+                "watch", "--cgroup", &g.path, "-D", secs, "-q", "-T", "100us",
+            ])
+            .args(["--housekeeping", &hk.to_string()])
+            .arg(format!("--json={}", json.display()))
+            .output()
+            .expect("the binary runs");
+        let delta = g.stat().since(&before);
+        stop.store(true, Ordering::Relaxed);
+        sleeper.join().unwrap();
+        busy.join().unwrap();
+        (out, sleeper_tid, sampler.join().unwrap(), delta)
+    });
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let result = ResultFile::read(&json).expect("the result");
+    QuotaRun {
+        result,
+        sleeper,
+        samples,
+        delta,
+    }
+}
+
+/// The sampled throttlings ((tick seen, ns) for each growth of the counter: it grows at
+/// each unthrottle by the window just ended) that lay wholly between ticks `start` and
+/// `end`, summed; and those that overlapped it at all, summed whole.
+fn throttled_between(samples: &[(u64, u64)], scale: Scale, start: u64, end: u64) -> (u64, u64) {
+    let windows = (samples.windows(2)).filter(|w| w[1].1 > w[0].1).map(|w| {
+        (
+            w[1].0.saturating_sub(scale.to_ticks(w[1].1 - w[0].1)),
+            w[1].0,
+            w[1].1 - w[0].1,
+        )
+    });
+    windows.fold((0, 0), |(inside, touching), (from, to, ns)| {
+        let within = from >= start && to <= end;
+        let touches = to > start && from < end;
+        (inside + within as u64 * ns, touching + touches as u64 * ns)
+    })
+}
+
+/// The time of `run`'s sleeper named as a CFS quota: (named as `label`, named as any).
+fn named_quota(run: &QuotaRun, label: &str) -> (u64, u64) {
+    let w = run.result.watch.as_ref().expect("a watch section");
+    let th = (w.threads.iter()).find(|t| t.tid == run.sleeper);
+    let causes = th
+        .and_then(|t| t.attribution.as_ref())
+        .map(|a| a.causes.as_slice());
+    let quota = (causes.unwrap_or_default().iter()).filter(|c| c.kind == CauseKind::Throttling);
+    quota.fold((0, 0), |(mine, any), c| {
+        (
+            mine + (c.cause == label) as u64 * c.total_ns,
+            any + c.total_ns,
+        )
+    })
+}
+
+/// Issue 34, done-when 2: a container's CFS quota named as the cause of its sleeper's
+/// delays. A `libpod-<id>.scope` v1 `cpu` group at 30 ms per 100 ms holds a busy thread
+/// and a 1 kHz sleeper on one CPU: the kernel throttles the group each period, and the
+/// sleeper, runnable, waits for the refill. The stretches `watch --cgroup` names the
+/// group's quota must add up to at least 95 % of the throttled time the group's
+/// `cpu.stat` counted in the windows wholly inside the trace (sampled every millisecond
+/// on the trace's clock; one under way when the trace began cannot show the sleeper's
+/// switch out, nor one under way at its end the refill), real-time tasks of the host
+/// aside (other tests' holders: while they ran the sleeper waited for them, named so),
+/// and never much more than it counted. A control run with the quota at two CPUs' worth (never reached on one CPU):
+/// no delay named a quota.
+#[test]
+fn issue34_watch_names_the_containers_cfs_quota_for_its_throttled_time() {
+    let test = "issue34_watch_names_the_containers_cfs_quota_for_its_throttled_time";
+    if !is_root() {
+        return skip(test, "making a cgroup and tracing need root");
+    }
+    let Some((cpu, hk)) = two_cpus() else {
+        return skip(test, "needs two usable CPUs");
+    };
+    if !tracefs_usable() {
+        return skip(test, "tracefs cannot be mounted or used here");
+    }
+    if !Path::new(CPU_MOUNT).join("cpu.cfs_quota_us").exists() {
+        return skip(
+            test,
+            "no cgroup v1 cpu hierarchy with CFS bandwidth control",
+        );
+    }
+    let _m = measuring();
+    let g = match QuotaGroup::make("q") {
+        Ok(g) => g,
+        Err(e) => return skip(test, &e),
+    };
+    let (quota_us, period_us) = (30_000, 100_000);
+    g.quota(quota_us, period_us);
+    let run = watch_quota_group(&g, cpu, hk, "3s");
+    let setting = format!("cpu.cfs_quota_us {quota_us}, cpu.cfs_period_us {period_us}");
+    let label = quota_label(&setting, &g.path);
+    let w = run.result.watch.as_ref().expect("a watch section");
+    let [start, end] = w.traced_ticks.expect("the trace's span");
+    let scale = Scale::from_hz(run.result.host.clock.frequency_hz);
+    let (inside, touching) = throttled_between(&run.samples, scale, start, end);
+    let (named, any) = named_quota(&run, &label);
+    let ms = |ns: u64| ns as f64 / 1e6;
+    let counted = w.quotas.iter().find(|q| q.group == g.path);
+    println!(
+        "{test}: named \"{label}\" {:.1} ms of the sleeper's delays; cpu.stat: throttled \
+         {:.1} ms in windows wholly inside the trace, {:.1} ms touching it, {:.1} ms over the \
+         whole command ({} of {} periods); watch's own count over the trace: {:?}",
+        ms(named),
+        ms(inside),
+        ms(touching),
+        ms(run.delta.throttled_ns),
+        run.delta.nr_throttled,
+        run.delta.nr_periods,
+        counted.map(|q| (
+            ms(q.stat.throttled_ns),
+            q.stat.nr_throttled,
+            q.stat.nr_periods
+        )),
+    );
+    let counted = counted.expect("the group's cpu.stat deltas in the result");
+    assert_eq!(counted.quota.as_deref(), Some(setting.as_str()));
+    if inside == 0 {
+        return skip(
+            test,
+            "the kernel throttled nothing inside the trace (a host too busy?)",
+        );
+    }
+    assert_eq!(named, any, "another throttle named");
+    let th = (w.threads.iter()).find(|t| t.tid == run.sleeper);
+    let causes: Vec<(&str, f64)> = (th.and_then(|t| t.attribution.as_ref()).iter())
+        .flat_map(|a| a.causes.iter().take(6))
+        .map(|c| (c.cause.as_str(), ms(c.total_ns)))
+        .collect();
+    // A real-time task of the host (another test's holder) that ran on the CPU while the
+    // group was throttled took that time from the sleeper whatever the quota: it is named
+    // as itself, and set beside the kernel's count with the quota's.
+    let rt: u64 = (th.and_then(|t| t.attribution.as_ref()).iter())
+        .flat_map(|a| a.causes.iter())
+        .filter(|c| c.kind == CauseKind::Task && c.cause.contains("(real-time "))
+        .map(|c| c.total_ns)
+        .sum();
+    println!(
+        "{test}: {:.1} ms of the sleeper's delays named real-time tasks",
+        ms(rt)
+    );
+    assert!(
+        (named + rt) as f64 >= 0.95 * inside as f64,
+        "{:.1} of {:.1} ms throttled named as the quota; events lost {} (kernel {}, reader \
+         {}); the sleeper's wake-up max {:?} ns, preempted {:?} ns in {} stretches, {} ends \
+         unseen; its causes (ms): {causes:?}",
+        ms(named),
+        ms(inside),
+        w.events_lost,
+        w.events_lost_kernel,
+        w.events_lost_reader,
+        th.map(|t| t.wakeup.max_ns),
+        th.map(|t| t.preempted.sum_ns),
+        th.map_or(0, |t| t.preempted.count),
+        th.map_or(0, |t| t.preempted_ends_unseen),
+    );
+    assert!(
+        named as f64 <= 1.02 * touching as f64 + 2e6,
+        "named {:.1} ms, more than the {:.1} ms the kernel throttled",
+        ms(named),
+        ms(touching)
+    );
+    // The control: a quota is set (watch looks for its throttling) but never reached.
+    g.quota(2 * period_us, period_us);
+    let control = watch_quota_group(&g, cpu, hk, "2s");
+    let (_, any) = named_quota(&control, &label);
+    println!(
+        "{test}: control at two CPUs' worth: {} of {} periods throttled, {:.1} ms named a \
+         quota",
+        control.delta.nr_throttled,
+        control.delta.nr_periods,
+        ms(any)
+    );
+    assert_eq!(control.delta.nr_throttled, 0, "the control was throttled");
+    assert_eq!(any, 0, "a delay named a quota that never throttled");
 }

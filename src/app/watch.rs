@@ -261,7 +261,12 @@ impl Measure for WatchCommand {
     fn measure(&mut self, ctx: &mut Ctx<'_>) -> anyhow::Result<Measured> {
         let cpus = ctx.cpus.measured.clone();
         // Read before tracing: it may mount debugfs for the fair server's settings.
-        let throttle = crate::system::throttle::read(cpus.first().unwrap_or(0));
+        let mut throttle = crate::system::throttle::read(cpus.first().unwrap_or(0));
+        // A watched cgroup's quota: its threads' stretches held off by it are named so.
+        if let Target::Cgroup(_, groups) = &self.target {
+            throttle.cfs_quota = quota::tightest(groups);
+            throttle.rt_group = quota::tightest_rt(groups, throttle.rt);
+        }
         // Read before tracing too: it takes ~60 ms here, during which a busy CPU's
         // buffer would fill with nobody reading it.
         let kallsyms = Symbols::load();
@@ -317,7 +322,7 @@ impl Measure for WatchCommand {
         if let Some(cpu) = housekeeping {
             let _ = sched::pin_to(cpu);
         }
-        let (end, followed) = std::thread::scope(|s| {
+        let (end, followed, stopped, quotas) = std::thread::scope(|s| {
             let reader = s.spawn(|| {
                 if let Some(cpu) = housekeeping {
                     let _ = sched::pin_to(cpu);
@@ -378,8 +383,16 @@ impl Measure for WatchCommand {
                 let left = deadline.map_or(PASS, |d| d.saturating_duration_since(now));
                 std::thread::sleep(left.min(PASS));
             };
+            // Recording stops here, and the quotas' counters are read at once, so that
+            // they cover what the trace does (the reader stops it again, harmlessly).
+            session.stop_recording();
+            let stopped = crate::engine::clock::now();
+            let quotas = quotas
+                .as_ref()
+                .map(quota::Quotas::deltas)
+                .unwrap_or_default();
             done.store(true, Ordering::Relaxed);
-            (end, reader.join())
+            (end, reader.join(), stopped, quotas)
         });
         if let Some(cpus) = &affinity {
             let _ = sched::set_affinity(cpus);
@@ -408,7 +421,7 @@ impl Measure for WatchCommand {
                 elapsed.as_secs_f64()
             ));
         }
-        for note in quotas.iter().flat_map(quota::Quotas::notes) {
+        for note in quota::notes(&quotas) {
             ctx.note(note);
         }
         let mut figures = f.figures;
@@ -439,7 +452,8 @@ impl Measure for WatchCommand {
             method: "kernel trace events of every online CPU on the TSC (x86-tsc): per \
                      watched thread, sched_wakeup/sched_wakeup_new to the sched_switch that \
                      runs it, switched out runnable to switched in, and interrupt contexts \
-                     while it ran"
+                     while it ran; a CFS quota or RT throttling named where the trace shows \
+                     it held a runnable thread off"
                 .into(),
             filtering: "none in the kernel: what ran instead is other tasks' events, which \
                         a pid filter would drop"
@@ -450,6 +464,8 @@ impl Measure for WatchCommand {
             events_lost_reader: c.lost_reader,
             tool_cpu_ns: own_cpu_ns().saturating_sub(cpu_before),
             threads,
+            quotas,
+            traced_ticks: Some([run_start, stopped]),
         });
         let interrupted = end == End::Signal && deadline.is_some();
         Ok(Measured {

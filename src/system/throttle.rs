@@ -49,6 +49,28 @@ pub fn tightest_quota(chain: &Chain) -> Option<CfsQuota> {
     })
 }
 
+/// The real-time bandwidth of `chain` below its root that allows the least time per
+/// period (cgroup v1 with RT group scheduling: `cpu.rt_runtime_us` of
+/// `cpu.rt_period_us`), when it allows less than `kernel` (`sched_rt_runtime_us`,
+/// `sched_rt_period_us`) does; named as a `CfsQuota` is, by setting and group.
+pub fn tightest_rt(chain: &Chain, kernel: Option<(i64, u64)>) -> Option<CfsQuota> {
+    let kernel = kernel.map_or(1.0, |(r, p)| match r {
+        r if r < 0 || p == 0 => 1.0,
+        r => r as f64 / p as f64,
+    });
+    let levels = chain.levels.iter().skip(1);
+    let (level, rt) = (levels.filter_map(|l| Some((l, l.rt?))))
+        .filter(|(_, rt)| rt.ratio() < kernel)
+        .min_by(|a, b| a.1.ratio().total_cmp(&b.1.ratio()))?;
+    Some(CfsQuota {
+        setting: format!(
+            "cpu.rt_runtime_us {}, cpu.rt_period_us {}",
+            rt.runtime_us, rt.period_us
+        ),
+        group: level.path.clone(),
+    })
+}
+
 /// The kernel's throttle settings as they apply to `cpu` (no cgroup's quota: for threads
 /// of another process, or where none applies).
 pub fn read(cpu: usize) -> Throttle {
@@ -65,6 +87,7 @@ fn read_all(cpus: &[usize]) -> Vec<Throttle> {
             rt,
             fair_server,
             cfs_quota: None,
+            rt_group: None,
         })
         .collect()
 }

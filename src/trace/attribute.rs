@@ -88,6 +88,10 @@ pub struct Throttle {
     /// The tightest CFS quota of the measurer's cgroup chain; `None` when no group of it
     /// has one (or the chain was not read): then no window is ever named a quota.
     pub cfs_quota: Option<CfsQuota>,
+    /// The tightest real-time bandwidth of a watched cgroup's chain below the root
+    /// (cgroup v1 with RT group scheduling), when it is tighter than the kernel's: named
+    /// beside the kernel's in RT throttling's label. `None` elsewhere.
+    pub rt_group: Option<CfsQuota>,
 }
 
 /// A cgroup's CFS bandwidth limit: its tasks run at most the quota of every period
@@ -130,6 +134,7 @@ impl Throttle {
         rt: None,
         fair_server: FairServer::Off,
         cfs_quota: None,
+        rt_group: None,
     };
 
     fn rt_on(&self) -> bool {
@@ -647,6 +652,11 @@ impl Context<'_> {
         let rt = match self.throttle.rt {
             Some((r, p)) => format!("kernel.sched_rt_runtime_us = {r} of {p}"),
             None => "kernel.sched_rt_runtime_us unread".to_string(),
+        };
+        // A group's RT bandwidth, tighter than the kernel's: either may have held it.
+        let rt = match &self.throttle.rt_group {
+            Some(g) => format!("{} of {}; {rt}", g.setting, g.group),
+            None => rt,
         };
         let ms = |ns: u64| ns as f64 / 1e6;
         match (by, self.naming) {

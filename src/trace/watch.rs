@@ -13,7 +13,10 @@
 //! Each wake-up delay above the threshold is then a "gap" on the CPU that ran the
 //! thread, attributed as a timer's late wake-ups are (`trace::attribute`, with nothing
 //! known to run at the gap's start): what ran on that CPU instead, net, summed over all
-//! of the thread's delays, and the worst few as timelines.
+//! of the thread's delays, and the worst few as timelines. So is each stretch preempted
+//! while runnable, from its switch out to its switch in on the same CPU: a throttle
+//! (its group's CFS quota, RT throttling) shows only there, as the thread switched out
+//! runnable, and attribution names it from the settings in `Settings::throttle`.
 //!
 //! Some kernels record no `sched_switch` out of idle (6.18 in a KVM guest: none is ever
 //! seen): a thread woken for an idle CPU starts running with no event saying so. Then
@@ -93,6 +96,9 @@ pub struct ThreadFigures {
     pub starts_guessed: u64,
     /// Wake-ups whose run began with no event to date it (not in `wakeup`).
     pub starts_unseen: u64,
+    /// Preempted stretches whose end (its switch in) was not recorded: not in
+    /// `preempted`; attributed up to its next switch out.
+    pub preempted_ends_unseen: u64,
     /// The kernel's priority first seen (0–99 real-time, 100–139 normal, −1 deadline),
     /// and each change after it: (ns since the run began, the new one), the first
     /// `PRIO_CHANGES_KEPT` of `prio_changes_total`. A priority-inheritance boost is one.
@@ -140,6 +146,7 @@ impl ThreadFigures {
             involuntary: 0,
             starts_guessed: 0,
             starts_unseen: 0,
+            preempted_ends_unseen: 0,
             prio: None,
             prio_changes: Vec::new(),
             prio_changes_total: 0,
@@ -156,6 +163,7 @@ impl ThreadFigures {
         }
         (self.runs, self.migrations, self.involuntary) = (0, 0, 0);
         (self.starts_guessed, self.starts_unseen) = (0, 0);
+        self.preempted_ends_unseen = 0;
         for h in self.blocked.iter_mut().flatten() {
             h.clear();
         }
@@ -229,6 +237,8 @@ struct Walk {
     ended: Vec<Delay>,
     /// Significant digits of the threads' histograms.
     sigfig: u8,
+    /// Stretches preempted while runnable are attributed too, not only wake-up delays.
+    split_preempted: bool,
     /// The stamp of the event being walked.
     now: u64,
 }
@@ -243,6 +253,7 @@ impl Walk {
             cpus: HashMap::new(),
             ended: Vec::new(),
             sigfig: crate::stats::histogram::SIGFIG,
+            split_preempted: true,
             now: 0,
         }
     }
@@ -293,6 +304,18 @@ impl Walk {
                 end: start,
             };
             self.ended.push((tid, cpu, gap, ns));
+        }
+    }
+
+    /// A stretch preempted while runnable, from its switch out at `at` to `end` on
+    /// `cpu`, attributed as a delay when at or above the threshold: a throttle that held
+    /// it (its group's CFS quota, RT throttling) is seen only there, as it was switched
+    /// out runnable. One that ran again on another CPU is not: what ran on the CPU it
+    /// left after it left was not its delay.
+    fn preempted_delay(&mut self, tid: u32, cpu: usize, at: u64, end: u64) {
+        let ns = self.scale.to_ns(end.saturating_sub(at));
+        if self.split_preempted && ns >= self.threshold_ns && end > at {
+            self.ended.push((tid, cpu, Gap { start: at, end }, ns));
         }
     }
 
@@ -471,6 +494,15 @@ impl Walk {
             }
             // Woken, and now stopping: it ran with no event to date its start.
             Phase::Woken { .. } => th.figures.starts_unseen += 1,
+            // Preempted, and now stopping where it was preempted: its run began with no
+            // switch recorded (out of idle, which some kernels never record, as when
+            // its throttled group is refilled on an idle CPU). Attributed up to this
+            // switch, an upper bound of its end: the throttle's part ends at the refill
+            // the trace shows; left out of the preempted histogram, counted.
+            Phase::Preempted { at, cpu: out } if out == cpu => {
+                th.figures.preempted_ends_unseen += 1;
+                self.preempted_delay(prev.pid, cpu, at, ts);
+            }
             _ => {}
         }
         let th = self.thread(&prev, names);
@@ -507,13 +539,17 @@ impl Walk {
                 th.phase = Phase::Running { cpu, guessed: None };
                 self.record_delay(next.pid, cpu, at, ts);
             }
-            Phase::Preempted { at, .. } => {
+            Phase::Preempted { at, cpu: out } => {
                 Self::starts_on(th, cpu);
+                let ns = scale.to_ns(ts.saturating_sub(at));
                 th.figures
                     .preempted
                     .get_or_insert_with(|| LatencyHistogram::with_sigfig(sigfig))
-                    .record(scale.to_ns(ts.saturating_sub(at)));
+                    .record(ns);
                 th.phase = Phase::Running { cpu, guessed: None };
+                if out == cpu {
+                    self.preempted_delay(next.pid, cpu, at, ts);
+                }
             }
             // Its wake-up came before the trace began, or was lost.
             _ => {
@@ -591,11 +627,13 @@ impl Watcher {
     /// without pids or policies (`Naming::Stable`, so that a counter keeps one series
     /// while kworkers come and go), no worst-delay timelines, and histograms of 2
     /// significant digits (37 KiB a thread rather than 260: they are only folded into
-    /// 1-2-5 buckets).
+    /// 1-2-5 buckets). Only wake-up delays are split: its counters are of late wake-ups
+    /// (preempted time has its own).
     pub fn streaming(mut self) -> Watcher {
         self.naming = Naming::Stable;
         self.settings.top = 0;
         self.walk.sigfig = 2;
+        self.walk.split_preempted = false;
         self
     }
 
@@ -721,6 +759,8 @@ impl Watcher {
                 guessed: Some((at, _)),
                 ..
             } => Some(at),
+            // Its stretch is attributed when it runs again: its switch out is needed.
+            Phase::Preempted { at, .. } if self.walk.split_preempted => Some(at),
             _ => None,
         });
         phases.chain(self.pending.iter().map(|d| d.2.start)).min()
@@ -791,8 +831,11 @@ impl Watcher {
 fn method(threshold_ns: u64) -> String {
     format!(
         "kernel trace events on the TSC (x86-tsc): each wake-up delay at or above {} µs, \
-         from the thread's wake-up to the switch that ran it, split by what ran on that \
-         CPU instead",
+         from the thread's wake-up to the switch that ran it, and each stretch preempted \
+         while runnable as long, from its switch out to its switch in on the same CPU, \
+         split by what ran on that CPU instead; a CFS quota or RT throttling is named where \
+         the trace shows it held the thread off (switched out runnable, until the refill \
+         or while idle or lower priorities ran)",
         threshold_ns as f64 / 1e3
     )
 }
@@ -811,6 +854,7 @@ pub fn wakeup_delays(
         .collect();
     merged.sort_by_key(|&(ts, cpu, _)| (ts, cpu));
     let mut w = Walk::new(watched.clone(), scale, 0);
+    w.split_preempted = false;
     for (_, cpu, e) in merged {
         w.step(names, cpu, e);
     }
@@ -855,6 +899,7 @@ pub fn comm_of(name: &str) -> Result<String, String> {
 mod tests {
     use super::*;
     use crate::stats::causes::CauseKind;
+    use crate::trace::attribute::CfsQuota;
 
     /// 1 tick = 1 ns.
     fn scale() -> Scale {
@@ -1465,6 +1510,120 @@ mod tests {
         // 10 threads a window, kept for 2 ms of idle time: about 30 at most.
         assert!(most <= 40, "{most} threads held at once");
         assert!(w.threads() <= 40, "{} threads held at the end", w.threads());
+    }
+
+    /// Issue 34: a watched thread in a group with a CFS quota, preempted at 10 µs
+    /// ("R+", `preempted` in the kernel, as 6.18's throttle switches it out) and run
+    /// again at 80 µs on the same CPU, while `other` ran there; the refill's timer fires
+    /// there at 60 µs when `refill`, in the timer's vector (59.9–60.5 µs). What `other`
+    /// ran until the refill is the quota's (49.9 µs), the vector its own, the rest
+    /// `other`'s. `end_seen` false: no switch in is recorded (out of idle),
+    /// and the thread is next seen going to sleep at 90 µs.
+    fn quota_trace(state: i64, refill: bool, end_seen: bool) -> ThreadFigures {
+        let mut t = Trace::new();
+        let app = t.task("app", 10, 120);
+        let other = t.task("other", 30, 120);
+        t.switch(1, 1_000, other, 1, app);
+        t.switch(1, 10_000, app, state, other);
+        if refill {
+            // As the kernel runs it: inside the local timer's vector.
+            let name = t.names.intern("local_timer");
+            t.at(1, 59_900, Kind::VectorEntry { name });
+            t.at(1, 60_000, Kind::HrtimerEntry { function: 0xcf5 });
+            t.at(1, 60_400, Kind::HrtimerExit);
+            t.at(1, 60_500, Kind::VectorExit { name });
+        }
+        if end_seen {
+            t.switch(1, 80_000, other, 0, app);
+        }
+        t.switch(1, 90_000, app, 1, other);
+        let symbols = HashMap::from([(0xcf5, "sched_cfs_period_timer".to_string())]);
+        let mut s = settings();
+        s.throttle.cfs_quota = Some(CfsQuota {
+            setting: "cpu.max 30000 100000".into(),
+            group: "/pod/ctr".into(),
+        });
+        watch(&t.per_cpu, &t.names, &tids(&[10]), &s, &symbols).remove(0)
+    }
+
+    fn quota_ns(f: &ThreadFigures) -> u64 {
+        let label = crate::stats::causes::quota_label("cpu.max 30000 100000", "/pod/ctr");
+        let rows = f.attribution.iter().flat_map(|a| &a.causes);
+        let quota = rows.filter(|r| r.kind == CauseKind::Throttling);
+        quota
+            .inspect(|r| assert_eq!(r.cause, label))
+            .map(|r| r.total_ns)
+            .sum()
+    }
+
+    #[test]
+    fn issue34_a_throttled_preemption_is_named_the_quota_until_the_refill() {
+        let f = quota_trace(0x100, true, true);
+        assert_eq!(f.preempted.as_ref().unwrap().max_ns(), Some(70_000));
+        let a = f
+            .attribution
+            .as_ref()
+            .expect("the 70 µs stretch attributed");
+        assert_eq!(a.gaps, 1);
+        assert_eq!(quota_ns(&f), 49_900);
+        let other = (a.causes.iter()).find(|r| r.cause.starts_with("task other:30"));
+        assert_eq!(other.map(|r| r.total_ns), Some(19_500));
+    }
+
+    /// No refill on the CPU, or a preemption at a return to user ("R"): time-sharing,
+    /// not the quota.
+    #[test]
+    fn issue34_a_preemption_without_the_refill_is_not_the_quota() {
+        for (state, refill) in [(0x100, false), (0, true)] {
+            let f = quota_trace(state, refill, true);
+            assert!(f.attribution.is_some(), "the 70 µs stretch attributed");
+            assert_eq!(quota_ns(&f), 0, "state {state:#x}, refill {refill}");
+        }
+    }
+
+    /// Run again with no switch recorded: the stretch is attributed up to the thread's
+    /// next switch out (the quota's part still ends at the refill), counted, and kept
+    /// out of the preempted histogram.
+    #[test]
+    fn issue34_a_throttled_stretch_whose_end_is_unseen_is_still_named() {
+        let f = quota_trace(0x100, true, false);
+        assert_eq!(f.preempted_ends_unseen, 1);
+        assert!(f.preempted.is_none());
+        assert_eq!(quota_ns(&f), 49_900);
+    }
+
+    /// Issue 34: a real-time watched thread preempted while runnable, and a SCHED_OTHER
+    /// task run in its place on its CPU: RT throttling, named with its group's
+    /// bandwidth beside the kernel's.
+    #[test]
+    fn issue34_a_real_time_thread_held_off_is_named_its_groups_rt_throttling() {
+        let mut t = Trace::new();
+        let app = t.task("app", 10, 94);
+        let other = t.task("other", 30, 120);
+        t.switch(1, 1_000, other, 0, app);
+        t.switch(1, 10_000, app, 0, other);
+        t.switch(1, 80_000, other, 0, app);
+        t.switch(1, 90_000, app, 1, other);
+        let mut s = settings();
+        s.throttle.rt = Some((950_000, 1_000_000));
+        s.throttle.rt_group = Some(CfsQuota {
+            setting: "cpu.rt_runtime_us 30000, cpu.rt_period_us 100000".into(),
+            group: "/pod/ctr".into(),
+        });
+        let f = watch(&t.per_cpu, &t.names, &tids(&[10]), &s, &HashMap::new()).remove(0);
+        let a = f
+            .attribution
+            .as_ref()
+            .expect("the 70 µs stretch attributed");
+        let row = (a.causes.iter()).find(|r| r.kind == CauseKind::Throttling);
+        assert_eq!(
+            row.map(|r| (r.cause.as_str(), r.total_ns)),
+            Some((
+                "real-time throttling (cpu.rt_runtime_us 30000, cpu.rt_period_us 100000 of \
+                 /pod/ctr; kernel.sched_rt_runtime_us = 950000 of 1000000)",
+                70_000
+            ))
+        );
     }
 
     #[test]

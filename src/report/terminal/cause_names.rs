@@ -2,7 +2,41 @@
 //! per-CPU kernel thread's name holds its CPU ("kworker/3:1", "migration/3"), so that
 //! `compare` and the cross-CPU views key causes by these names instead.
 
-use crate::stats::causes::CauseKind;
+use crate::stats::causes::{CauseKind, quota_label};
+use crate::system::counters::GroupStatDelta;
+
+/// The kernel's own count beside a cause named a CFS quota (`stats::causes::quota_label`):
+/// what `cpu.stat` of that group counted over `over` ("the run", "the watch"), its
+/// throttled periods too when `periods`, and the `named_ns` named after it there, when
+/// one figure is; `None` for any other cause.
+pub fn quota_count_note(
+    cause: &str,
+    named_ns: Option<u64>,
+    groups: &[GroupStatDelta],
+    over: &str,
+    periods: bool,
+) -> Option<String> {
+    let named =
+        |g: &&GroupStatDelta| (g.quota.as_ref()).is_some_and(|q| cause == quota_label(q, &g.group));
+    let g = groups.iter().find(named)?;
+    let ms = |ns: u64| ns as f64 / 1e6;
+    let beside = match named_ns {
+        Some(n) => format!(", beside the {:.1} ms named its quota here", ms(n)),
+        None => String::new(),
+    };
+    let periods = match periods {
+        true => format!(
+            "; {} of {} periods throttled",
+            g.stat.nr_throttled, g.stat.nr_periods
+        ),
+        false => String::new(),
+    };
+    Some(format!(
+        "cpu.stat: throttled {:.1} ms over {over} in {} (all its CPUs' run queues{periods}){beside}.",
+        ms(g.stat.throttled_ns),
+        g.group,
+    ))
+}
 
 /// A task's cause without its pid: "task rustc:13225 (SCHED_OTHER nice 10)" →
 /// "task rustc (SCHED_OTHER nice 10)". The pid is the digits after the last ':' that

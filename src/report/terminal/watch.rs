@@ -10,6 +10,7 @@ use crate::probes::record::HistogramRecord;
 use crate::stats::causes::{Attribution, CauseRow};
 use crate::stats::histogram::{LatencyHistogram, Summary};
 use crate::system::audit::Finding;
+use crate::system::counters::GroupStatDelta;
 use crate::trace::event::policy_words;
 use crate::trace::watch::{SLEEP_STATES, ThreadFigures};
 
@@ -52,6 +53,15 @@ pub struct WatchRecord {
     pub task_cpus: BTreeMap<u32, String>,
     /// One per thread seen, by thread id.
     pub threads: Vec<WatchedThread>,
+    /// The CFS quotas over the watched cgroup (it and its ancestors that set one), each
+    /// with what its `cpu.stat` counted over the trace: set beside the delays named
+    /// after it. Absent for a process or a name, and in results from before.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub quotas: Vec<GroupStatDelta>,
+    /// The counter's ticks (the trace's clock) when the trace began and when it stopped
+    /// recording: to set other counts, taken on the same clock, beside the figures.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub traced_ticks: Option<[u64; 2]>,
 }
 
 /// One watched thread.
@@ -75,6 +85,10 @@ pub struct WatchedThread {
     /// of idle recorded), and wake-ups whose start no event dated (not in `wakeup`).
     pub starts_guessed: u64,
     pub starts_unseen: u64,
+    /// Preempted stretches whose end no switch recorded (it ran again out of idle):
+    /// not in `preempted`, attributed up to its next switch out.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub preempted_ends_unseen: u64,
     /// Its policy and priority as the trace first showed them (from the kernel's
     /// priority: "real-time 10", "SCHED_OTHER nice 0"), each change after it (a
     /// priority-inheritance boost is one; the first 16 of `priority_changes_total`), and
@@ -116,6 +130,10 @@ pub struct PriorityChange {
     pub priority: String,
 }
 
+fn is_zero(n: &u64) -> bool {
+    *n == 0
+}
+
 fn summary_and_record(h: Option<&LatencyHistogram>, keep: bool) -> (Summary, HistogramRecord) {
     match h {
         Some(h) if keep => (h.summary(), HistogramRecord::from_hist(h)),
@@ -144,6 +162,7 @@ impl WatchedThread {
             involuntary_switches: f.involuntary,
             starts_guessed: f.starts_guessed,
             starts_unseen: f.starts_unseen,
+            preempted_ends_unseen: f.preempted_ends_unseen,
             priority: f.prio.map(policy_words),
             priority_changes: (f.prio_changes.iter())
                 .map(|&(at_ns, p)| PriorityChange {
@@ -351,9 +370,17 @@ pub fn watch_text(r: &ResultFile) -> String {
     }
     let guessed: u64 = w.threads.iter().map(|t| t.starts_guessed).sum();
     let unseen: u64 = w.threads.iter().map(|t| t.starts_unseen).sum();
+    let ends: u64 = w.threads.iter().map(|t| t.preempted_ends_unseen).sum();
+    let ends = match ends {
+        0 => String::new(),
+        n => format!(
+            "; {n} preempted stretches ran again with no switch recorded (out of idle): \
+             attributed up to the thread's next switch out, left out of preempted"
+        ),
+    };
     let trace = format!(
         "trace: {} events read, {} lost{}; jitterscope used {:.3} s of CPU; {guessed} \
-         starts from idle dated by the CPU's next event, {unseen} undated (left out)",
+         starts from idle dated by the CPU's next event, {unseen} undated (left out){ends}",
         w.events_read,
         w.events_lost,
         lost_split(w),
@@ -568,6 +595,18 @@ fn cause_lines(r: &ResultFile, w: &WatchRecord, members: &[usize], label: &str) 
             }
         }
     }
+    // Beside a quota named as a cause, the kernel's own count of its group's throttling.
+    for x in causes.iter().take(5) {
+        // The time named is a thread's: said for a row of one thread only.
+        let named = (traced.len() == 1).then_some(x.row.total_ns);
+        let note =
+            super::cause_names::quota_count_note(&x.row.cause, named, &w.quotas, "the watch", true);
+        if let Some(note) = note {
+            let width = Layout::current().wrap_width();
+            out.push_str(&wrap(&format!("  {note}"), width, "    "));
+            out.push('\n');
+        }
+    }
     if r.host.audit.is_none() {
         out.push_str(&format!("  fixes: {NO_AUDIT}\n"));
     }
@@ -744,6 +783,8 @@ mod tests {
             tool_cpu_ns: 0,
             task_cpus: BTreeMap::new(),
             threads,
+            quotas: Vec::new(),
+            traced_ticks: None,
         });
         r
     }
@@ -772,6 +813,38 @@ mod tests {
         assert!(
             text.contains("5 lost;"),
             "an older result has no split: {text}"
+        );
+    }
+
+    /// Issue 34: a quota named as a thread's cause has its group's `cpu.stat` deltas
+    /// (throttled time and periods) beside it, with the time named; a result without
+    /// them says nothing more.
+    #[test]
+    fn issue34_a_named_quota_has_its_groups_counts_beside_it() {
+        let label = crate::stats::causes::quota_label("cpu.max 30000 100000", "/pod/ctr");
+        let causes = vec![cause(CauseKind::Throttling, &label, 30, 891_000_000)];
+        let mut r = result(vec![thread(10, "app", &[20_000; 10], causes)]);
+        let text = Layout::fixed(100, true).scoped(|| watch_text(&r));
+        assert!(!text.contains("cpu.stat"), "{text}");
+        r.watch.as_mut().unwrap().quotas = vec![GroupStatDelta {
+            group: "/pod/ctr".into(),
+            version: crate::system::cgroup::Version::V2,
+            quota: Some("cpu.max 30000 100000".into()),
+            cfs: None,
+            stat: crate::system::cgroup::CpuStat {
+                nr_periods: 30,
+                nr_throttled: 29,
+                throttled_ns: 904_600_000,
+                ..Default::default()
+            },
+        }];
+        let text = Layout::fixed(100, true).scoped(|| watch_text(&r));
+        assert!(
+            text.contains(
+                "cpu.stat: throttled 904.6 ms over the watch in /pod/ctr (all its CPUs' run \
+                 queues; 29 of 30 periods throttled), beside the 891.0 ms named its quota here."
+            ),
+            "{text}"
         );
     }
 

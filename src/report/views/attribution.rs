@@ -16,11 +16,11 @@ use crate::probes::noise::NoiseEntry;
 use crate::probes::timer::TimerEntry;
 use crate::report::ResultFile;
 use crate::report::terminal::cause_matrix::{CrossCause, by_key};
-use crate::report::terminal::cause_names::{cause_key, shown_causes};
+use crate::report::terminal::cause_names::{cause_key, quota_count_note, shown_causes};
 use crate::report::terminal::group::{self, Grouping, Row};
 use crate::report::terminal::table::{Layout, Tab, core, cut, wrap};
-use crate::stats::causes::{Attribution, CauseKind, CauseRow, GapBreakdown, quota_label};
-use crate::system::counters::{CgroupDelta, GroupStatDelta};
+use crate::stats::causes::{Attribution, CauseKind, CauseRow, GapBreakdown};
+use crate::system::counters::CgroupDelta;
 
 /// Causes the cross-CPU table shows (the unaccounted time aside); the result file holds
 /// them all, and `--per-cpu` shows each CPU's.
@@ -401,21 +401,11 @@ fn quota_notes(rows: &[CauseRow], c: Option<&CgroupDelta>) -> Vec<String> {
     let Some(c) = c else {
         return Vec::new();
     };
-    let ms = |ns: u64| ns as f64 / 1e6;
     (rows.iter())
         .filter(|row| row.kind == CauseKind::Throttling)
         .filter_map(|row| {
-            let named = |g: &&GroupStatDelta| {
-                (g.quota.as_ref()).is_some_and(|q| row.cause == quota_label(q, &g.group))
-            };
-            let g = c.cpu_stat.iter().find(named)?;
-            Some(format!(
-                "cpu.stat: throttled {:.1} ms over the run in {} (all its CPUs' run queues), \
-                 beside the {:.1} ms named its quota here.",
-                ms(g.stat.throttled_ns),
-                g.group,
-                ms(row.total_ns)
-            ))
+            let over = "the run";
+            quota_count_note(&row.cause, Some(row.total_ns), &c.cpu_stat, over, false)
         })
         .collect()
 }
@@ -507,7 +497,9 @@ fn gap_lines(on: &str, g: &GapBreakdown) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::stats::causes::quota_label;
     use crate::system::cgroup::{CpuStat, Version};
+    use crate::system::counters::GroupStatDelta;
 
     /// Review 2 of issue 29: the notes were written twice, per CPU and across CPUs, and
     /// the copies differed: "a gap held 1.6 on average" (no unit), and "Steal on CPU 1

@@ -458,6 +458,7 @@ fn throttle(fair_server: FairServer) -> Throttle {
         rt: Some((950_000, 1_000_000)),
         fair_server,
         cfs_quota: None,
+        rt_group: None,
     }
 }
 
@@ -751,6 +752,7 @@ const GUEST: Throttle = Throttle {
     rt: Some((950_000, 1_000_000)),
     fair_server: FairServer::Unreadable,
     cfs_quota: None,
+    rt_group: None,
 };
 
 fn guest_cx<'a>(names: &'a Names, symbols: &'a HashMap<u64, String>) -> Context<'a> {
