@@ -301,7 +301,13 @@ fn issue34_monitor_watch_cgroup_exports_per_container_and_drops_a_gone_one() {
         groups.remove_empty();
         return skip(test, &e);
     }
-    let parent = groups.parent.file_name().unwrap().to_str().unwrap().to_string();
+    let parent = groups
+        .parent
+        .file_name()
+        .unwrap()
+        .to_str()
+        .unwrap()
+        .to_string();
     let pattern = format!("{parent}/libpod-*.scope");
     let label = |i: usize| {
         let id = &groups.ids[i];
@@ -364,7 +370,10 @@ fn issue34_monitor_watch_cgroup_exports_per_container_and_drops_a_gone_one() {
         let (_, before) = crate::monitor::get(mon.addr, "/metrics").unwrap();
         let count_a = format!("jitterscope_watch_cgroup_wakeup_delay_seconds_count{{{a}}}");
         let queried = prom.wait_for(
-            &format!("jitterscope_watch_cgroup_late_wakeups_total{{container_id=\"{}\"}}", groups.ids[0]),
+            &format!(
+                "jitterscope_watch_cgroup_late_wakeups_total{{container_id=\"{}\"}}",
+                groups.ids[0]
+            ),
             Duration::from_secs(10),
         );
         let series = prom.query("count(jitterscope_watch_cgroup_wakeup_delay_seconds_count)");
@@ -384,7 +393,16 @@ fn issue34_monitor_watch_cgroup_exports_per_container_and_drops_a_gone_one() {
         sleeper.join().unwrap();
         let holds = hog.join().unwrap();
         let (code, err) = mon.terminate();
-        Some((before, after, queried, series, gone_in_prom, holds.len(), code, err))
+        Some((
+            before,
+            after,
+            queried,
+            series,
+            gone_in_prom,
+            holds.len(),
+            code,
+            err,
+        ))
     });
     groups.remove_empty();
     drop(groups);
@@ -392,9 +410,18 @@ fn issue34_monitor_watch_cgroup_exports_per_container_and_drops_a_gone_one() {
         return;
     };
     let s = |text: &str, q: &str| crate::monitor::sample(text, q).unwrap_or(0.0);
-    let count = s(&before, &format!("jitterscope_watch_cgroup_wakeup_delay_seconds_count{{{a}}}"));
-    let late = s(&before, &format!("jitterscope_watch_cgroup_late_wakeups_total{{{a}}}"));
-    let main = s(&before, &format!("jitterscope_watch_cgroup_cause_main_total{{{a},{hog_cause}}}"));
+    let count = s(
+        &before,
+        &format!("jitterscope_watch_cgroup_wakeup_delay_seconds_count{{{a}}}"),
+    );
+    let late = s(
+        &before,
+        &format!("jitterscope_watch_cgroup_late_wakeups_total{{{a}}}"),
+    );
+    let main = s(
+        &before,
+        &format!("jitterscope_watch_cgroup_cause_main_total{{{a},{hog_cause}}}"),
+    );
     let per_group = (before.lines())
         .filter(|l| l.starts_with("jitterscope_watch_cgroup_wakeup_delay_seconds_count{"))
         .count();
@@ -412,21 +439,30 @@ fn issue34_monitor_watch_cgroup_exports_per_container_and_drops_a_gone_one() {
     assert_eq!(code, Some(0), "{err}");
     assert!(count > 2_000.0, "A's sleeper: {count} wake-ups exported");
     assert!(late >= 200.0, "only {late} delays ≥ {THRESHOLD_US} µs in A");
-    let (ok, words) = jitterscope::stats::misses::judge((late - main) as usize, late as usize, 0.01);
+    let (ok, words) =
+        jitterscope::stats::misses::judge((late - main) as usize, late as usize, 0.01);
     println!("{test}: A's delays not named after B's task: {words}");
     assert!(ok, "{words}");
     // B has its own series set; its hog (FIFO 10) is the one holding, not held.
-    assert!(before.contains(&format!("jitterscope_watch_cgroup_wakeup_delay_seconds_count{{{b}}}")));
+    assert!(before.contains(&format!(
+        "jitterscope_watch_cgroup_wakeup_delay_seconds_count{{{b}}}"
+    )));
     // The cap: 64 groups of their own and the dropped sum, of 102 matched.
     assert_eq!(per_group, 65, "{per_group} series sets");
     assert_eq!(s(&before, "jitterscope_watch_cgroups_matched"), 102.0);
     assert_eq!(s(&before, "jitterscope_watch_cgroups_dropped"), 38.0);
     assert!(before.contains("cgroup=\"dropped\""));
     assert_eq!(crate::monitor::promtool_complaints(&before), None);
-    assert!(queried.is_some_and(|v| v > 0.0), "Prometheus has A's series");
+    assert!(
+        queried.is_some_and(|v| v > 0.0),
+        "Prometheus has A's series"
+    );
     assert_eq!(series, Some(65.0));
     // Gone at the next scrape, here and in Prometheus.
-    assert!(!after.contains(&groups_id(&a)), "A's series remain after its removal");
+    assert!(
+        !after.contains(&groups_id(&a)),
+        "A's series remain after its removal"
+    );
     assert!(after.contains(&b));
     assert!(gone_in_prom, "Prometheus still answers for A's series");
 }

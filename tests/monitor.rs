@@ -726,6 +726,8 @@ fn the_deployment_files_check() {
         "jitterscope_noise_lost_seconds_total",
         "jitterscope_cause_seconds_total",
         "jitterscope_trace_events_lost_total",
+        "jitterscope_watch_cgroup_wakeup_delay_seconds_bucket",
+        "jitterscope_watch_cgroup_cause_seconds_total",
     ] {
         assert!(exprs.contains(m), "the dashboard shows {m}");
     }
@@ -851,6 +853,8 @@ fn bad_monitor_input_is_one_line_and_exit_2() {
         &["monitor", "--log-dir", "/nonexistent/dir"],
         &["monitor", "--log-interval", "1500ms"],
         &["monitor", "--noise-every", "10m"],
+        &["monitor", "--watch-cgroup", "/"],
+        &["monitor", "--watch-cgroup", "kubepods.slice/../*"],
         &[
             "monitor",
             "-a",

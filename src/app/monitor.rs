@@ -31,6 +31,7 @@ pub mod log;
 pub mod metrics;
 mod server;
 mod sweep;
+mod watch_books;
 pub mod watched;
 
 use std::net::TcpListener;
@@ -178,8 +179,8 @@ pub fn run(
     let sweeps = sweeps(args, &plan, &universe)?;
     let watch_comms =
         watched::comms(&args.watch_comm).map_err(|e| anyhow::anyhow!("--watch-comm: {e}"))?;
-    let patterns = groups::patterns(&args.watch_cgroup)
-        .map_err(|e| anyhow::anyhow!("--watch-cgroup {e}"))?;
+    let patterns =
+        groups::patterns(&args.watch_cgroup).map_err(|e| anyhow::anyhow!("--watch-cgroup {e}"))?;
     let watch_groups = match patterns.is_empty() {
         true => None,
         false => Some(

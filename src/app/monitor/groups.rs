@@ -22,7 +22,7 @@ use crate::system::cgroup::target::{self, Group};
 use crate::system::cgroup::{self, CpuStat, Version, pattern};
 
 use super::metrics::{GroupLabels, GroupMetrics};
-use super::watched::Books;
+use super::watch_books::Books;
 
 /// Groups with series of their own; the rest are summed into `dropped`.
 pub const MAX_GROUPS: usize = 64;
@@ -329,5 +329,55 @@ mod tests {
         assert!(text.contains(&format!(
             "jitterscope_watch_cgroup_throttled_periods_total{l} 4"
         )));
+    }
+
+    /// v2: a group's threads are its `cgroup.threads` (its subgroups' too), and
+    /// throttling is `throttled_usec`.
+    #[test]
+    fn v2_groups_are_listed_from_cgroup_threads() {
+        let root = tempfile::tempdir().unwrap();
+        let uid = "7c0e1d2a-1111-2222-3333-444455556666";
+        let pod = format!(
+            "sys/fs/cgroup/kubepods.slice/kubepods-burstable.slice/kubepods-burstable-pod{}.slice",
+            uid.replace('-', "_")
+        );
+        let ctr = root
+            .path()
+            .join(&pod)
+            .join(format!("cri-containerd-{}.scope", "ab".repeat(32)));
+        std::fs::create_dir_all(&ctr).unwrap();
+        std::fs::write(root.path().join(&pod).join("cgroup.threads"), "").unwrap();
+        std::fs::write(ctr.join("cgroup.threads"), "77\n78\n").unwrap();
+        std::fs::write(
+            root.path().join(&pod).join("cpu.stat"),
+            "usage_usec 5\nnr_periods 0\nnr_throttled 0\nthrottled_usec 0\n",
+        )
+        .unwrap();
+        let mut g = Groups::at(
+            root.path(),
+            Version::V2,
+            "/sys/fs/cgroup",
+            vec!["kubepods.slice/kubepods-*.slice/kubepods-*-pod*.slice".into()],
+        );
+        let m = Metrics::new(&[1], &[100_000], config()).with_watch(&[], true, 10_000);
+        let mut b = Books::new([]);
+        g.list(&m.groups, &mut b);
+        std::fs::write(
+            root.path().join(&pod).join("cpu.stat"),
+            "usage_usec 9\nnr_periods 5\nnr_throttled 2\nthrottled_usec 1500\n",
+        )
+        .unwrap();
+        g.list(&m.groups, &mut b);
+        let l = g
+            .key(78)
+            .expect("a thread of the pod's container, listed from the pod");
+        assert_eq!(l.pod_uid, uid);
+        assert_eq!(l.container_id, "");
+        let (text, _) = m.encode(false);
+        let series = format!(
+            "jitterscope_watch_cgroup_throttled_seconds_total{{cgroup=\"/{}\",container_id=\"\",pod_uid=\"{uid}\",unit=\"\"}} 0.0015",
+            pod.trim_start_matches("sys/fs/cgroup/")
+        );
+        assert!(text.contains(&series), "{text}");
     }
 }

@@ -252,7 +252,15 @@ pub trait Key:
 {
 }
 impl<T> Key for T where
-    T: Clone + std::hash::Hash + Eq + Ord + EncodeLabelSet + std::fmt::Debug + Send + Sync + 'static
+    T: Clone
+        + std::hash::Hash
+        + Eq
+        + Ord
+        + EncodeLabelSet
+        + std::fmt::Debug
+        + Send
+        + Sync
+        + 'static
 {
 }
 
@@ -679,7 +687,12 @@ impl Metrics {
         }
         if groups {
             let g = &self.groups;
-            (g.watch).register(r, "watch_cgroup", "--watch-cgroup", "the threads of each cgroup");
+            (g.watch).register(
+                r,
+                "watch_cgroup",
+                "--watch-cgroup",
+                "the threads of each cgroup",
+            );
             r.register_with_unit(
                 "watch_cgroup_throttled",
                 "--watch-cgroup: time the group's run queues spent throttled by its CFS \

@@ -23,14 +23,20 @@ pub fn check(given: &str) -> Result<String, String> {
             "'{given}': give a path below the cgroup mount, e.g. 'kubepods.slice/*/*'"
         ));
     }
-    if rel.split('/').any(|c| c.is_empty() || c == "." || c == "..") {
+    if rel
+        .split('/')
+        .any(|c| c.is_empty() || c == "." || c == "..")
+    {
         return Err(format!(
             "'{given}': a component is empty, '.' or '..'; give a path such as \
              'system.slice/*.service'"
         ));
     }
     if rel.chars().any(char::is_control) {
-        return Err(format!("'{}' holds control characters", given.escape_debug()));
+        return Err(format!(
+            "'{}' holds control characters",
+            given.escape_debug()
+        ));
     }
     Ok(rel.to_string())
 }
@@ -147,10 +153,18 @@ mod tests {
         let root = tempfile::tempdir().unwrap();
         let id = "3f2a".repeat(16);
         let mk = |p: &str| std::fs::create_dir_all(root.path().join(p)).unwrap();
-        mk(&format!("sys/fs/cgroup/cpu/machine.slice/libpod-{id}.scope/container"));
-        mk(&format!("sys/fs/cgroup/cpu/machine.slice/libpod-conmon-{id}.scope"));
+        mk(&format!(
+            "sys/fs/cgroup/cpu/machine.slice/libpod-{id}.scope/container"
+        ));
+        mk(&format!(
+            "sys/fs/cgroup/cpu/machine.slice/libpod-conmon-{id}.scope"
+        ));
         mk("sys/fs/cgroup/cpu/system.slice/sshd.service");
-        std::fs::write(root.path().join("sys/fs/cgroup/cpu/system.slice/x.service"), "").unwrap();
+        std::fs::write(
+            root.path().join("sys/fs/cgroup/cpu/system.slice/x.service"),
+            "",
+        )
+        .unwrap();
         let m = |p| matches(root.path(), "/sys/fs/cgroup/cpu", p);
         assert_eq!(
             m("machine.slice/libpod-*.scope"),
@@ -160,7 +174,10 @@ mod tests {
             ]
         );
         // A file is no group.
-        assert_eq!(m("system.slice/*.service"), vec!["/system.slice/sshd.service"]);
+        assert_eq!(
+            m("system.slice/*.service"),
+            vec!["/system.slice/sshd.service"]
+        );
         assert_eq!(m("*/*/container").len(), 1);
         assert!(m("nothing/*").is_empty());
     }
