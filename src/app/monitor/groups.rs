@@ -28,6 +28,9 @@ use super::watch_books::Books;
 pub const MAX_GROUPS: usize = 64;
 /// How often the patterns are matched and the groups' threads listed again.
 pub const LIST_EVERY: Duration = Duration::from_millis(250);
+/// `cpu.stat` is read every this many listings (once a second): throttling is a
+/// counter, and a second is fresher than any scrape.
+const STAT_EVERY: u64 = 4;
 /// The `cgroup` label of the groups past the cap.
 pub const DROPPED: &str = "dropped";
 
@@ -51,6 +54,8 @@ pub struct Groups {
     /// Each thread in a group, and its group's labels (`dropped` past the cap).
     tids: HashMap<u32, GroupLabels>,
     dropped: GroupLabels,
+    /// Listings made.
+    lists: u64,
 }
 
 /// A group's labels, from its path.
@@ -106,6 +111,7 @@ impl Groups {
                 pod_uid: String::new(),
                 unit: String::new(),
             },
+            lists: 0,
         }
     }
 
@@ -143,8 +149,8 @@ impl Groups {
     }
 
     /// Matches the patterns again: gone groups' series removed, new ones given series
-    /// (or summed into `dropped` past the cap), the threads listed, and each group's
-    /// throttling since the last listing counted.
+    /// (or summed into `dropped` past the cap), the threads listed, and (every
+    /// [`STAT_EVERY`] listings) each group's throttling since counted.
     pub fn list(&mut self, m: &GroupMetrics, books: &mut Books<GroupLabels>) {
         let now: std::collections::BTreeSet<String> = (self.patterns.iter())
             .flat_map(|p| pattern::matches(&self.root, &self.mount, p))
@@ -185,7 +191,10 @@ impl Groups {
         }
         m.matched.set(now.len() as i64);
         m.dropped.set(self.over.len() as i64);
-        self.count_throttling(m);
+        if self.lists.is_multiple_of(STAT_EVERY) {
+            self.count_throttling(m);
+        }
+        self.lists += 1;
         self.list_threads();
     }
 
@@ -311,7 +320,9 @@ mod tests {
         )
         .unwrap();
         std::fs::remove_dir_all(dir(0)).unwrap();
-        g.list(&m.groups, &mut b);
+        for _ in 0..STAT_EVERY {
+            g.list(&m.groups, &mut b);
+        }
         let (text, _) = m.encode(false);
         assert!(!text.contains(&ids[0]), "{text}");
         assert_eq!(g.key(1000), None);
@@ -367,7 +378,9 @@ mod tests {
             "usage_usec 9\nnr_periods 5\nnr_throttled 2\nthrottled_usec 1500\n",
         )
         .unwrap();
-        g.list(&m.groups, &mut b);
+        for _ in 0..STAT_EVERY {
+            g.list(&m.groups, &mut b);
+        }
         let l = g
             .key(78)
             .expect("a thread of the pod's container, listed from the pod");
