@@ -1038,7 +1038,19 @@ pub struct MonitorArgs {
     #[arg(long, value_name = "NAME,...", value_delimiter = ',', action = clap::ArgAction::Append)]
     pub watch_comm: Vec<String>,
 
-    /// With --watch-comm: wake-up delays at or above this are split by what ran instead
+    /// Trace every thread of the cgroups whose path (relative to the cgroup mount: the
+    /// v1 cpu hierarchy, else v2) matches this glob, e.g. 'kubepods.slice/*/*',
+    /// 'system.slice/*.service', 'machine.slice/libpod-*.scope' (* and ? within a path
+    /// component; repeatable), matched again every 250 ms as containers come and go.
+    /// Per group: the wake-up delay histogram, preempted and IRQ time, cpu.stat's
+    /// throttled time and the causes of delays above --watch-threshold, the tasks that
+    /// ran instead named with their container, pod or unit (jitterscope_watch_cgroup_*,
+    /// labelled cgroup, container_id, pod_uid, unit). At most 64 groups have series of
+    /// their own; the rest are summed into cgroup="dropped". Needs root and tracefs.
+    #[arg(long, value_name = "PATTERN", action = clap::ArgAction::Append)]
+    pub watch_cgroup: Vec<String>,
+
+    /// With --watch-comm or --watch-cgroup: wake-up delays at or above this are split by what ran instead
     /// (µs when bare).
     #[arg(long, value_name = "TIME", default_value = "10us", value_parser = parse_us)]
     pub watch_threshold: u64,

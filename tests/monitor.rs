@@ -37,7 +37,7 @@ pub(crate) fn free_port() -> u16 {
 /// ending it and printing why the test skips, when this host cannot trace. Whether it
 /// can is decided by tracefs itself (a session of the test's own), not by the monitor
 /// under test: where tracefs works, a monitor that says its trace is unavailable fails.
-fn traced_or_skip(mon: Monitor, name: &str, info: &str) -> Option<Monitor> {
+pub(crate) fn traced_or_skip(mon: Monitor, name: &str, info: &str) -> Option<Monitor> {
     if !util::tracefs_usable() {
         let (_, err) = mon.terminate();
         skip(
@@ -57,9 +57,9 @@ fn traced_or_skip(mon: Monitor, name: &str, info: &str) -> Option<Monitor> {
 }
 
 /// The monitor as a child; killed (SIGKILL) if the test fails before it stops it.
-struct Monitor {
-    child: Child,
-    addr: SocketAddr,
+pub(crate) struct Monitor {
+    pub(crate) child: Child,
+    pub(crate) addr: SocketAddr,
 }
 
 impl Drop for Monitor {
@@ -70,7 +70,7 @@ impl Drop for Monitor {
 }
 
 impl Monitor {
-    fn start(extra: &[&str]) -> Monitor {
+    pub(crate) fn start(extra: &[&str]) -> Monitor {
         Monitor::start_as(Command::new(bin()), extra)
     }
 
@@ -107,7 +107,7 @@ impl Monitor {
     }
 
     /// SIGTERM, then the exit status and stderr.
-    fn terminate(mut self) -> (Option<i32>, String) {
+    pub(crate) fn terminate(mut self) -> (Option<i32>, String) {
         self.signal(rustix::process::Signal::TERM);
         let t0 = Instant::now();
         let status = loop {
@@ -169,7 +169,7 @@ fn url_encode(s: &str) -> String {
 }
 
 /// A sample's value from a scrape in text format.
-fn sample(text: &str, name_and_labels: &str) -> Option<f64> {
+pub(crate) fn sample(text: &str, name_and_labels: &str) -> Option<f64> {
     text.lines()
         .find(|l| l.starts_with(name_and_labels) && l[name_and_labels.len()..].starts_with(' '))
         .and_then(|l| l.rsplit(' ').next())
@@ -253,7 +253,7 @@ impl Prometheus {
     }
 
     /// An instant query's first value, if it has one.
-    fn query(&self, q: &str) -> Option<f64> {
+    pub(crate) fn query(&self, q: &str) -> Option<f64> {
         let (status, body) =
             get(self.addr, &format!("/api/v1/query?query={}", url_encode(q))).ok()?;
         if status != 200 {
@@ -726,6 +726,8 @@ fn the_deployment_files_check() {
         "jitterscope_noise_lost_seconds_total",
         "jitterscope_cause_seconds_total",
         "jitterscope_trace_events_lost_total",
+        "jitterscope_watch_cgroup_wakeup_delay_seconds_bucket",
+        "jitterscope_watch_cgroup_cause_seconds_total",
     ] {
         assert!(exprs.contains(m), "the dashboard shows {m}");
     }
@@ -851,6 +853,8 @@ fn bad_monitor_input_is_one_line_and_exit_2() {
         &["monitor", "--log-dir", "/nonexistent/dir"],
         &["monitor", "--log-interval", "1500ms"],
         &["monitor", "--noise-every", "10m"],
+        &["monitor", "--watch-cgroup", "/"],
+        &["monitor", "--watch-cgroup", "kubepods.slice/../*"],
         &[
             "monitor",
             "-a",
@@ -1142,7 +1146,7 @@ fn monitor_trace_without_root_warns_once_and_measures_on() {
 }
 
 /// `promtool check metrics` on an exposition: its complaints, or `None` when it passes.
-fn promtool_complaints(body: &str) -> Option<String> {
+pub(crate) fn promtool_complaints(body: &str) -> Option<String> {
     let mut check = Command::new("promtool")
         .args(["check", "metrics"])
         .stdin(Stdio::piped())

@@ -15,7 +15,9 @@
 //!
 //! With `--watch-comm NAME`, the threads of that name (someone else's) are traced as
 //! `watch --comm` traces them, by `watch`'s own reader loop on a thread pinned to the
-//! housekeeping CPU, and exported per name (`watched`).
+//! housekeeping CPU, and exported per name (`watched`). With `--watch-cgroup PATTERN`,
+//! the threads of the cgroups matching it, by the same reader, exported per group
+//! (`groups`).
 //!
 //! SIGTERM or Ctrl-C end it: the threads stop at their next wake-up, the last partial
 //! second and log interval are written, the trace's instance is removed, and it exits 0.
@@ -24,10 +26,12 @@
 mod books;
 pub mod causes;
 mod cgroups;
+mod groups;
 pub mod log;
 pub mod metrics;
 mod server;
 mod sweep;
+mod watch_books;
 pub mod watched;
 
 use std::net::TcpListener;
@@ -175,6 +179,15 @@ pub fn run(
     let sweeps = sweeps(args, &plan, &universe)?;
     let watch_comms =
         watched::comms(&args.watch_comm).map_err(|e| anyhow::anyhow!("--watch-comm: {e}"))?;
+    let patterns =
+        groups::patterns(&args.watch_cgroup).map_err(|e| anyhow::anyhow!("--watch-cgroup {e}"))?;
+    let watch_groups = match patterns.is_empty() {
+        true => None,
+        false => Some(
+            groups::Groups::new(std::path::Path::new("/"), patterns.clone())
+                .map_err(|e| anyhow::anyhow!("--watch-cgroup: {e}"))?,
+        ),
+    };
     if let Some(dir) = &args.log_dir
         && !dir.is_dir()
     {
@@ -203,7 +216,7 @@ pub fn run(
         });
     }
     // The watched threads' trace, before the threads too; it needs no `--trace`.
-    let watching = match watch_comms.is_empty() {
+    let watching = match watch_comms.is_empty() && watch_groups.is_none() {
         true => None,
         false => Some(watched::WatchComms::start(
             &universe.online,
@@ -213,7 +226,7 @@ pub fn run(
     };
     if let Some(Err(e)) = &watching {
         // Said once: with `--trace` refused for the same reason, that says it.
-        let reason = format!("--watch-comm: {e}");
+        let reason = format!("--watch-comm/--watch-cgroup: {e}");
         let same = matches!(&trace, Some(Err(t)) if t.to_string() == e.to_string());
         if !same {
             degraded.push(Degraded::TraceUnavailable { reason });
@@ -241,8 +254,8 @@ pub fn run(
             cpus: plan.measured.to_string(),
         },
     );
-    if !watch_comms.is_empty() {
-        m = m.with_watch(&watch_comms, args.watch_threshold);
+    if !watch_comms.is_empty() || watch_groups.is_some() {
+        m = m.with_watch(&watch_comms, watch_groups.is_some(), args.watch_threshold);
     }
     let m = m.with_cgroups(plan.measured.clone());
     let metrics = Arc::new(m);
@@ -250,12 +263,12 @@ pub fn run(
         None => None,
         Some(Err(e)) => {
             metrics
-                .watch
+                .reader
                 .set_state("unavailable", causes::reason_label(&e));
             None
         }
         Some(Ok(w)) => {
-            metrics.watch.set_state("on", "");
+            metrics.reader.set_state("on", "");
             Some(w)
         }
     };
@@ -343,11 +356,23 @@ pub fn run(
         );
     }
     if watching.is_some() {
+        let mut what = Vec::new();
+        if !watch_comms.is_empty() {
+            what.push(format!("the threads named {}", watch_comms.join(", ")));
+        }
+        if let Some(g) = &watch_groups {
+            what.push(format!(
+                "the threads of the cgroups matching {} under {} (at most {} with series \
+                 of their own)",
+                patterns.join(", "),
+                g.describe(),
+                groups::MAX_GROUPS
+            ));
+        }
         eprintln!(
-            "jitterscope: monitor: watching the threads named {} on every CPU, delays of \
-             {} µs or more split by what ran instead (a tracefs instance of ours, removed \
-             at exit)",
-            watch_comms.join(", "),
+            "jitterscope: monitor: watching {} on every CPU, delays of {} µs or more split \
+             by what ran instead (a tracefs instance of ours, removed at exit)",
+            what.join(" and "),
             args.watch_threshold as f64 / 1e3
         );
     }
@@ -378,9 +403,10 @@ pub fn run(
                 &metrics,
                 &watch_done,
             );
+            let g = watch_groups;
             std::thread::Builder::new()
                 .name("monitor-watch".into())
-                .spawn_scoped(scope, move || w.run(hk, scale, m, done))
+                .spawn_scoped(scope, move || w.run(hk, scale, m, g, done))
                 .context("cannot start the watch's reader thread")?;
         }
         if let Some(s) = &sweeps {

@@ -46,7 +46,7 @@ use crate::trace::session::TraceSession;
 use crate::trace::symbols::{Symbols, name_functions_with};
 use crate::trace::watch::{self, Settings, ThreadFigures, Watched, Watcher};
 
-mod owners;
+pub mod owners;
 mod quota;
 
 use super::Ending;

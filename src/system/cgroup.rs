@@ -21,6 +21,7 @@ use serde::{Deserialize, Serialize};
 use crate::engine::cpu::CpuList;
 
 mod cpuset_view;
+pub mod pattern;
 pub mod target;
 pub use cpuset_view::{CpusetView, Sharers, TasksAbove, sibling_cpusets};
 

@@ -235,6 +235,17 @@ pub enum Naming {
     /// (`task kworker vmstat_update`, its pool number dropped), `idle`, `unaccounted`.
     /// IRQs, softirqs and vectors are named as in `Full`: they are stable already.
     Stable,
+    /// As `Stable`, but a task other than a kworker keeps its pid (`task hog:812`), for
+    /// a caller that names the task's owner from it and then drops the pid
+    /// (`monitor --watch-cgroup`: `task hog (container 3f2a9c1b7d4e)`).
+    StableWithPids,
+}
+
+impl Naming {
+    /// Names that stay the same from one run to the next (pids aside).
+    pub fn is_stable(self) -> bool {
+        self != Naming::Full
+    }
 }
 
 /// The timeline of one CPU's events: who had the CPU, segment by segment. At each of
@@ -659,19 +670,19 @@ impl Context<'_> {
             None => rt,
         };
         let ms = |ns: u64| ns as f64 / 1e6;
-        match (by, self.naming) {
-            (By::CfsQuota, Naming::Stable) => "CFS quota".into(),
-            (By::CfsQuota, Naming::Full) => match &self.throttle.cfs_quota {
+        match (by, self.naming.is_stable()) {
+            (By::CfsQuota, true) => "CFS quota".into(),
+            (By::CfsQuota, false) => match &self.throttle.cfs_quota {
                 Some(q) => crate::stats::causes::quota_label(&q.setting, &q.group),
                 None => "CFS quota".into(),
             },
-            (By::Rt | By::RtGuess, Naming::Stable) => "real-time throttling".into(),
-            (By::FairServer, Naming::Stable) => "fair server".into(),
-            (By::Rt, Naming::Full) => format!("real-time throttling ({rt})"),
-            (By::RtGuess, Naming::Full) => {
+            (By::Rt | By::RtGuess, true) => "real-time throttling".into(),
+            (By::FairServer, true) => "fair server".into(),
+            (By::Rt, false) => format!("real-time throttling ({rt})"),
+            (By::RtGuess, false) => {
                 format!("real-time throttling ({rt}; fair server unreadable)")
             }
-            (By::FairServer, Naming::Full) => match self.throttle.fair_server {
+            (By::FairServer, false) => match self.throttle.fair_server {
                 FairServer::On {
                     runtime_ns,
                     period_ns,
@@ -699,14 +710,15 @@ impl Context<'_> {
             // pid 0 is the idle task: the CPU slept (on a VM, halted and left to the host).
             Cause::Task(t, _) if t.pid == 0 => match self.naming {
                 Naming::Full => format!("idle ({})", self.names.get(t.comm)),
-                Naming::Stable => "idle".to_string(),
+                _ => "idle".to_string(),
             },
-            Cause::Task(t, work) if self.naming == Naming::Stable => {
+            Cause::Task(t, work) if self.naming.is_stable() => {
                 let comm = self.names.get(t.comm);
                 let kworker = comm.starts_with("kworker/");
-                let base = match kworker {
-                    true => "task kworker".to_string(),
-                    false => format!("task {comm}"),
+                let base = match (kworker, self.naming) {
+                    (true, _) => "task kworker".to_string(),
+                    (false, Naming::StableWithPids) => format!("task {comm}:{}", t.pid),
+                    (false, _) => format!("task {comm}"),
                 };
                 match work.filter(|_| kworker).and_then(|w| self.symbols.get(&w)) {
                     Some(f) => format!("{base} {f}"),

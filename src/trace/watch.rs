@@ -43,8 +43,9 @@ pub enum Watched {
     Tids(HashSet<u32>),
     /// Every task whose name (comm, at most 15 bytes) is this, new processes included.
     Comm(String),
-    /// Every task whose name is one of these (`monitor --watch-comm a,b`).
-    Comms(BTreeSet<String>),
+    /// Every task whose name is one of these, and these thread ids (`monitor
+    /// --watch-comm a,b` and the threads of `--watch-cgroup`'s groups).
+    Comms(BTreeSet<String>, HashSet<u32>),
 }
 
 impl Watched {
@@ -52,7 +53,9 @@ impl Watched {
         match self {
             Watched::Tids(set) => set.contains(&t.pid),
             Watched::Comm(c) => t.pid != 0 && names.get(t.comm) == c,
-            Watched::Comms(set) => t.pid != 0 && set.contains(names.get(t.comm)),
+            Watched::Comms(set, tids) => {
+                t.pid != 0 && (tids.contains(&t.pid) || set.contains(names.get(t.comm)))
+            }
         }
     }
 }
@@ -681,10 +684,16 @@ impl Watcher {
     /// The threads to watch from now on, in place of those before: a process's threads
     /// as listed again, or a cgroup's, which a task that moves out leaves.
     pub fn watch_tids(&mut self, tids: impl IntoIterator<Item = u32>) {
-        if let Watched::Tids(set) = &mut self.walk.watched {
+        if let Watched::Tids(set) | Watched::Comms(_, set) = &mut self.walk.watched {
             set.clear();
             set.extend(tids);
         }
+    }
+
+    /// Names causes as `Naming::StableWithPids` does (after `streaming`).
+    pub fn with_pids(mut self) -> Watcher {
+        self.naming = Naming::StableWithPids;
+        self
     }
 
     /// Drops every event held and each CPU's task (the reader started afresh with new

@@ -102,19 +102,36 @@ pub struct TraceLabels {
 }
 
 /// A watched thread name (`--watch-comm`): every thread of that name, summed.
-#[derive(Debug, Clone, Hash, PartialEq, Eq, EncodeLabelSet)]
+#[derive(Debug, Clone, Hash, PartialEq, Eq, PartialOrd, Ord, EncodeLabelSet)]
 pub struct CommLabels {
     pub comm: String,
 }
 
-/// One cause of the delays of the threads of one watched name.
-#[derive(Debug, Clone, Hash, PartialEq, Eq, EncodeLabelSet)]
-pub struct CommCauseLabels {
-    pub comm: String,
-    /// irq, softirq, vector, nmi, task, unaccounted.
+/// A watched cgroup (`--watch-cgroup`): its path in its hierarchy, and the ids the
+/// ecosystem joins on, each empty where the path holds none. `cgroup="dropped"` (other
+/// labels empty) sums the groups past `groups::MAX_GROUPS`.
+#[derive(Debug, Clone, Hash, PartialEq, Eq, PartialOrd, Ord, EncodeLabelSet)]
+pub struct GroupLabels {
+    pub cgroup: String,
+    pub container_id: String,
+    pub pod_uid: String,
+    pub unit: String,
+}
+
+/// A cause, after the labels of whose delays it is.
+#[derive(Debug, Clone, Hash, PartialEq, Eq, PartialOrd, Ord, EncodeLabelSet)]
+pub struct KindCause {
+    /// irq, softirq, vector, nmi, task, throttling, unaccounted.
     pub kind: String,
     pub cause: String,
 }
+
+/// One cause of the delays of one watched key (a name, a cgroup): its labels, then
+/// `kind` and `cause`.
+pub type CauseOf<L> = (L, KindCause);
+
+/// One cause of the delays of the threads of one watched name.
+pub type CommCauseLabels = CauseOf<CommLabels>;
 
 /// Where watched trace events were lost: `kernel` (overwritten before they were read)
 /// or `reader` (beyond jitterscope's own bounds).
@@ -222,23 +239,196 @@ pub struct Metrics {
     trace_state: Family<TraceLabels, Gauge>,
     trace_now: Mutex<Option<TraceLabels>>,
     /// `--watch-comm` (registered by `with_watch` only).
-    pub watch: WatchMetrics,
+    pub watch: WatchMetrics<CommLabels>,
+    /// `--watch-cgroup` (registered by `with_watch` only).
+    pub groups: GroupMetrics,
+    /// The watch's reader (registered by `with_watch` only).
+    pub reader: ReaderMetrics,
 }
 
-/// What `--watch-comm` exports, per watched thread name (`comm`).
+/// What a watched key's labels must be to key series.
+pub trait Key:
+    Clone + std::hash::Hash + Eq + Ord + EncodeLabelSet + std::fmt::Debug + Send + Sync + 'static
+{
+}
+impl<T> Key for T where
+    T: Clone
+        + std::hash::Hash
+        + Eq
+        + Ord
+        + EncodeLabelSet
+        + std::fmt::Debug
+        + Send
+        + Sync
+        + 'static
+{
+}
+
+/// What the watch exports per watched key: a thread name (`--watch-comm`, `comm`) or a
+/// cgroup (`--watch-cgroup`, `GroupLabels`).
+pub struct WatchMetrics<L> {
+    pub wakeup: Family<L, FixedBuckets>,
+    pub preempted: Family<L, CounterF>,
+    pub irq: Family<L, CounterF>,
+    pub runs: Family<L, Counter>,
+    pub migrations: Family<L, Counter>,
+    pub involuntary: Family<L, Counter>,
+    pub threads: Family<L, Gauge>,
+    pub late: Family<L, Counter>,
+    pub cause_seconds: Family<CauseOf<L>, CounterF>,
+    pub cause_delays: Family<CauseOf<L>, Counter>,
+    pub cause_main: Family<CauseOf<L>, Counter>,
+}
+
+impl<L: Key> Default for WatchMetrics<L> {
+    fn default() -> Self {
+        WatchMetrics {
+            wakeup: Family::default(),
+            preempted: Family::default(),
+            irq: Family::default(),
+            runs: Family::default(),
+            migrations: Family::default(),
+            involuntary: Family::default(),
+            threads: Family::default(),
+            late: Family::default(),
+            cause_seconds: Family::default(),
+            cause_delays: Family::default(),
+            cause_main: Family::default(),
+        }
+    }
+}
+
+impl<L: Key> WatchMetrics<L> {
+    /// The key's series at 0, so that a quiet key shows zeros rather than nothing.
+    pub fn create(&self, l: &L) {
+        let _ = self.wakeup.get_or_create(l);
+        let _ = self.preempted.get_or_create(l);
+        let _ = self.irq.get_or_create(l);
+        let _ = self.runs.get_or_create(l);
+        let _ = self.migrations.get_or_create(l);
+        let _ = self.involuntary.get_or_create(l);
+        let _ = self.threads.get_or_create(l);
+        let _ = self.late.get_or_create(l);
+    }
+
+    /// Every series of the key, its causes given, removed (a group that is gone).
+    pub fn remove<'a>(&self, l: &L, causes: impl IntoIterator<Item = &'a KindCause>) {
+        self.wakeup.remove(l);
+        self.preempted.remove(l);
+        self.irq.remove(l);
+        self.runs.remove(l);
+        self.migrations.remove(l);
+        self.involuntary.remove(l);
+        self.threads.remove(l);
+        self.late.remove(l);
+        for c in causes {
+            let cl = (l.clone(), c.clone());
+            self.cause_seconds.remove(&cl);
+            self.cause_delays.remove(&cl);
+            self.cause_main.remove(&cl);
+        }
+    }
+
+    /// Registers the families as `PREFIX_…`; `flag` and `of` say whose they are in the
+    /// help (`--watch-comm`, `the threads of each name`).
+    fn register(&self, r: &mut Registry, prefix: &str, flag: &str, of: &str) {
+        let s = Unit::Seconds;
+        let n = |x: &str| format!("{prefix}_{x}");
+        r.register_with_unit(
+            n("wakeup_delay"),
+            format!(
+                "{flag}: wake-up delay of {of} (from the sched_wakeup to the sched_switch \
+                 that runs the thread), all its threads together: fixed 1-2-5 buckets \
+                 from 1 us to 100 ms"
+            ),
+            s.clone(),
+            self.wakeup.clone(),
+        );
+        r.register_with_unit(
+            n("preempted"),
+            format!(
+                "{flag}: time {of} spent runnable but preempted (switched out runnable to \
+                 switched in)"
+            ),
+            s.clone(),
+            self.preempted.clone(),
+        );
+        r.register_with_unit(
+            n("irq"),
+            format!(
+                "{flag}: time interrupt contexts (IRQ, softirq, vector, NMI) took while \
+                 {of} ran"
+            ),
+            s.clone(),
+            self.irq.clone(),
+        );
+        r.register(
+            n("runs"),
+            format!("{flag}: runs of {of} (switches out)"),
+            self.runs.clone(),
+        );
+        r.register(
+            n("migrations"),
+            format!("{flag}: runs on another CPU than the thread's previous run"),
+            self.migrations.clone(),
+        );
+        r.register(
+            n("involuntary_switches"),
+            format!("{flag}: switches out while still runnable (preemptions)"),
+            self.involuntary.clone(),
+        );
+        r.register(
+            n("threads"),
+            format!("{flag}: threads of each key followed now (seen in the last 10 s)"),
+            self.threads.clone(),
+        );
+        r.register(
+            n("late_wakeups"),
+            format!(
+                "{flag}: wake-up delays at or above the threshold \
+                 (jitterscope_watch_threshold_seconds), each split by what ran instead"
+            ),
+            self.late.clone(),
+        );
+        r.register_with_unit(
+            n("cause"),
+            format!(
+                "{flag}: time each cause took inside the late wake-ups of {of}, net of \
+                 nested causes; the unaccounted part is its own cause"
+            ),
+            s,
+            self.cause_seconds.clone(),
+        );
+        r.register(
+            n("cause_wakeups"),
+            format!("{flag}: late wake-ups each cause took time in"),
+            self.cause_delays.clone(),
+        );
+        r.register(
+            n("cause_main"),
+            format!(
+                "{flag}: late wake-ups in which each cause took more time than any other \
+                 (the main cause)"
+            ),
+            self.cause_main.clone(),
+        );
+    }
+}
+
+/// What `--watch-cgroup` exports beside the per-group watch: the groups' own throttling
+/// from `cpu.stat`, and how many groups the patterns match and how many past the cap.
 #[derive(Default)]
-pub struct WatchMetrics {
-    pub wakeup: Family<CommLabels, FixedBuckets>,
-    pub preempted: Family<CommLabels, CounterF>,
-    pub irq: Family<CommLabels, CounterF>,
-    pub runs: Family<CommLabels, Counter>,
-    pub migrations: Family<CommLabels, Counter>,
-    pub involuntary: Family<CommLabels, Counter>,
-    pub threads: Family<CommLabels, Gauge>,
-    pub late: Family<CommLabels, Counter>,
-    pub cause_seconds: Family<CommCauseLabels, CounterF>,
-    pub cause_delays: Family<CommCauseLabels, Counter>,
-    pub cause_main: Family<CommCauseLabels, Counter>,
+pub struct GroupMetrics {
+    pub watch: WatchMetrics<GroupLabels>,
+    pub throttled: Family<GroupLabels, CounterF>,
+    pub throttled_periods: Family<GroupLabels, Counter>,
+    pub matched: Gauge,
+    pub dropped: Gauge,
+}
+
+/// The watch's trace reader, one for `--watch-comm` and `--watch-cgroup`.
+#[derive(Default)]
+pub struct ReaderMetrics {
     pub events: Counter,
     pub events_lost: Family<SourceLabels, Counter>,
     pub reader_cpu: CounterF,
@@ -247,7 +437,7 @@ pub struct WatchMetrics {
     now: Mutex<Option<TraceLabels>>,
 }
 
-impl WatchMetrics {
+impl ReaderMetrics {
     /// Whether the watched threads are traced now: `on`, `unavailable` or `failed`, and
     /// why (replacing what was said before).
     pub fn set_state(&self, state: &str, reason: &str) {
@@ -313,6 +503,8 @@ impl Metrics {
             trace_state: Family::default(),
             trace_now: Mutex::new(None),
             watch: WatchMetrics::default(),
+            groups: GroupMetrics::default(),
+            reader: ReaderMetrics::default(),
         };
         let s = Unit::Seconds;
         r.register_with_unit(
@@ -481,122 +673,89 @@ impl Metrics {
         set_state(&self.trace_state, &self.trace_now, state, reason);
     }
 
-    /// Registers `--watch-comm`'s metrics, with the per-name series at 0 for `comms`
-    /// (so that a quiet thread name shows zeros rather than nothing). Their labels are
-    /// bounded by the command line: `comm` takes the names given (at most
-    /// `watched::MAX_COMMS`), never thread ids; `cause` at most `watched::MAX_CAUSES`
-    /// per name, plus `other` per kind and `unaccounted` (`watched` says why).
-    pub fn with_watch(mut self, comms: &[String], threshold_ns: u64) -> Metrics {
+    /// Registers the watch's metrics: `--watch-comm`'s with the per-name series at 0
+    /// for `comms` (so that a quiet thread name shows zeros rather than nothing), and
+    /// `--watch-cgroup`'s when `groups`. Their labels are bounded by the command line:
+    /// `comm` takes the names given (at most `watched::MAX_COMMS`), never thread ids;
+    /// `cgroup` at most `groups::MAX_GROUPS` groups and `dropped`; `cause` at most
+    /// `watched::MAX_CAUSES` per key, plus `other` per kind and `unaccounted`
+    /// (`watched` says why).
+    pub fn with_watch(mut self, comms: &[String], groups: bool, threshold_ns: u64) -> Metrics {
         let r = &mut self.registry;
-        let w = &self.watch;
+        if !comms.is_empty() {
+            (self.watch).register(r, "watch", "--watch-comm", "the threads of each name");
+        }
+        if groups {
+            let g = &self.groups;
+            (g.watch).register(
+                r,
+                "watch_cgroup",
+                "--watch-cgroup",
+                "the threads of each cgroup",
+            );
+            r.register_with_unit(
+                "watch_cgroup_throttled",
+                "--watch-cgroup: time the group's run queues spent throttled by its CFS \
+                 quota, summed over CPUs, since it was first matched (cpu.stat: v1 \
+                 throttled_time, v2 throttled_usec)",
+                Unit::Seconds,
+                g.throttled.clone(),
+            );
+            r.register(
+                "watch_cgroup_throttled_periods",
+                "--watch-cgroup: quota periods in which the group was throttled, since it \
+                 was first matched (cpu.stat nr_throttled)",
+                g.throttled_periods.clone(),
+            );
+            r.register(
+                "watch_cgroups_matched",
+                "--watch-cgroup: groups the patterns match now",
+                g.matched.clone(),
+            );
+            r.register(
+                "watch_cgroups_dropped",
+                "--watch-cgroup: groups matched past the cap of series, summed into \
+                 cgroup=\"dropped\"",
+                g.dropped.clone(),
+            );
+        }
+        let w = &self.reader;
         let s = Unit::Seconds;
-        r.register_with_unit(
-            "watch_wakeup_delay",
-            "--watch-comm: wake-up delay of the threads of each watched name (from the \
-             sched_wakeup to the sched_switch that runs the thread), all its threads \
-             together: fixed 1-2-5 buckets from 1 us to 100 ms",
-            s.clone(),
-            w.wakeup.clone(),
-        );
-        r.register_with_unit(
-            "watch_preempted",
-            "--watch-comm: time the threads of each name spent runnable but preempted \
-             (switched out runnable to switched in)",
-            s.clone(),
-            w.preempted.clone(),
-        );
-        r.register_with_unit(
-            "watch_irq",
-            "--watch-comm: time interrupt contexts (IRQ, softirq, vector, NMI) took while \
-             the threads of each name ran",
-            s.clone(),
-            w.irq.clone(),
-        );
-        r.register(
-            "watch_runs",
-            "--watch-comm: runs of the threads of each name (switches out)",
-            w.runs.clone(),
-        );
-        r.register(
-            "watch_migrations",
-            "--watch-comm: runs on another CPU than the thread's previous run",
-            w.migrations.clone(),
-        );
-        r.register(
-            "watch_involuntary_switches",
-            "--watch-comm: switches out while still runnable (preemptions)",
-            w.involuntary.clone(),
-        );
-        r.register(
-            "watch_threads",
-            "--watch-comm: threads of each name followed now (seen in the last 10 s)",
-            w.threads.clone(),
-        );
-        r.register(
-            "watch_late_wakeups",
-            "--watch-comm: wake-up delays at or above the threshold \
-             (jitterscope_watch_threshold_seconds), each split by what ran instead",
-            w.late.clone(),
-        );
-        r.register_with_unit(
-            "watch_cause",
-            "--watch-comm: time each cause took inside the late wake-ups of the threads \
-             of each name, net of nested causes; the unaccounted part is its own cause",
-            s.clone(),
-            w.cause_seconds.clone(),
-        );
-        r.register(
-            "watch_cause_wakeups",
-            "--watch-comm: late wake-ups each cause took time in",
-            w.cause_delays.clone(),
-        );
-        r.register(
-            "watch_cause_main",
-            "--watch-comm: late wake-ups in which each cause took more time than any \
-             other (the main cause)",
-            w.cause_main.clone(),
-        );
         r.register(
             "watch_events",
-            "--watch-comm: kernel trace events read (every online CPU is traced)",
+            "--watch-comm/--watch-cgroup: kernel trace events read (every online CPU is \
+             traced)",
             w.events.clone(),
         );
         r.register(
             "watch_events_lost",
-            "--watch-comm: trace events lost, source=kernel (overwritten before they \
-             were read) or reader (beyond jitterscope's bounds)",
+            "--watch-comm/--watch-cgroup: trace events lost, source=kernel (overwritten \
+             before they were read) or reader (beyond jitterscope's bounds)",
             w.events_lost.clone(),
         );
         r.register_with_unit(
             "watch_reader_cpu",
-            "--watch-comm: CPU time of the trace reader (reading, decoding, following \
-             the threads, attributing), on the housekeeping CPU",
+            "--watch-comm/--watch-cgroup: CPU time of the trace reader (reading, \
+             decoding, following the threads, attributing, listing the groups), on the \
+             housekeeping CPU",
             s.clone(),
             w.reader_cpu.clone(),
         );
         r.register_with_unit(
             "watch_threshold",
-            "--watch-comm: wake-up delays at or above this are attributed",
+            "--watch-comm/--watch-cgroup: wake-up delays at or above this are attributed",
             s,
             w.threshold.clone(),
         );
         r.register(
             "watch_info",
-            "--watch-comm: whether the watched threads are traced: state on, unavailable \
-             (and why) or failed (the trace could no longer be read)",
+            "--watch-comm/--watch-cgroup: whether the watched threads are traced: state \
+             on, unavailable (and why) or failed (the trace could no longer be read)",
             w.state.clone(),
         );
         w.threshold.set(threshold_ns as f64 / 1e9);
         for c in comms {
-            let l = CommLabels { comm: c.clone() };
-            let _ = w.wakeup.get_or_create(&l);
-            let _ = w.preempted.get_or_create(&l);
-            let _ = w.irq.get_or_create(&l);
-            let _ = w.runs.get_or_create(&l);
-            let _ = w.migrations.get_or_create(&l);
-            let _ = w.involuntary.get_or_create(&l);
-            let _ = w.threads.get_or_create(&l);
-            let _ = w.late.get_or_create(&l);
+            self.watch.create(&CommLabels { comm: c.clone() });
         }
         for source in ["kernel", "reader"] {
             let _ = w.events_lost.get_or_create(&SourceLabels {

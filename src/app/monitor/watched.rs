@@ -32,7 +32,7 @@
 //! would hold the larger window of every CPU. The cost is that the measured CPUs' events
 //! are written to two buffers.
 
-use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::collections::{BTreeSet, HashSet};
 use std::sync::atomic::AtomicBool;
 use std::time::{Duration, Instant};
 
@@ -41,23 +41,28 @@ use crate::engine::cpu::CpuList;
 use crate::engine::sched;
 use crate::trace::session::{TraceError, TraceSession};
 use crate::trace::symbols::Symbols;
-use crate::trace::watch::{Settings, ThreadFigures, Watched, Watcher};
+use crate::trace::watch::{Settings, Watched, Watcher};
 
 use super::super::output::warn;
-use super::super::watch::{TraceCounts, follow};
-use super::causes::{BUFFER_KIB, CauseNames, clean};
-use super::metrics::{CommCauseLabels, CommLabels, Metrics, SourceLabels, WatchMetrics};
+use super::super::watch::follow;
+use super::super::watch::owners::Owners;
+use super::causes::{BUFFER_KIB, clean};
+use super::groups::{Groups, LIST_EVERY};
+use super::metrics::{CommLabels, Metrics};
+pub use super::watch_books::MAX_CAUSES;
+use super::watch_books::{Books, ReaderBooks};
 
 /// Thread names one monitor watches at most: each brings about 30 series and its causes.
 pub const MAX_COMMS: usize = 16;
-/// Cause names each watched name gives out; the rest are `other`.
-pub const MAX_CAUSES: usize = 10;
 /// How often the figures are folded into the metrics.
 pub const DRAIN_EVERY: Duration = Duration::from_secs(1);
 /// A thread asleep this long (trace time) is dropped from the open state.
 pub const IDLE: Duration = Duration::from_secs(10);
 /// The instance's tag: `jitterscope-PID-watch`.
 pub const TAG: &str = "watch";
+/// Tasks whose owners are remembered (`--watch-cgroup`'s causes); past it, forgotten
+/// and read again as they run, so that a host that forks without end keeps memory flat.
+const OWNERS_KEPT: usize = 8192;
 
 /// The watch's trace, started before the timer threads.
 pub struct WatchComms {
@@ -69,7 +74,8 @@ pub struct WatchComms {
 }
 
 impl WatchComms {
-    /// Starts tracing every CPU of `online` for the threads named `comms`.
+    /// Starts tracing every CPU of `online` for the threads named `comms` (and those of
+    /// the groups `run` is given).
     pub fn start(
         online: &CpuList,
         comms: &[String],
@@ -99,20 +105,23 @@ impl WatchComms {
     }
 
     /// Follows the watched threads until `done`, folding their figures into `metrics`;
-    /// pinned to `housekeeping`. A trace that can no longer be read is said once, and
+    /// pinned to `housekeeping`. With `groups`, their threads are listed again every
+    /// [`LIST_EVERY`] and folded per group, and the tasks that ran instead are named
+    /// with their owners. A trace that can no longer be read is said once, and
     /// `watch_info` says `failed`.
     pub fn run(
         &self,
         housekeeping: Option<usize>,
         scale: Scale,
         metrics: &Metrics,
+        mut groups: Option<Groups>,
         done: &AtomicBool,
     ) {
         if let Some(cpu) = housekeeping {
             let _ = sched::pin_to(cpu);
         }
-        let watcher = Watcher::new(
-            Watched::Comms(self.comms.clone()),
+        let mut watcher = Watcher::new(
+            Watched::Comms(self.comms.clone(), HashSet::new()),
             Settings {
                 scale,
                 threshold_ns: self.threshold_ns,
@@ -122,9 +131,20 @@ impl WatchComms {
             },
         )
         .streaming();
-        let mut books = Books::new(&self.comms);
+        if groups.is_some() {
+            // Pids, to name each task's owner; dropped before they become labels.
+            watcher = watcher.with_pids();
+        }
+        let comm_key = |c: &String| CommLabels { comm: c.clone() };
+        let mut comms = Books::new(self.comms.iter().map(comm_key));
+        let mut per_group = Books::new([]);
+        let mut reader = ReaderBooks::default();
+        let owners = Owners::default();
+        let mut known = HashSet::new();
         let cpu_start = thread_cpu_ns();
         let mut next = Instant::now() + DRAIN_EVERY;
+        let mut next_list = Instant::now();
+        let with_pids = groups.is_some();
         let followed = follow(
             &self.session,
             &self.kallsyms,
@@ -133,20 +153,50 @@ impl WatchComms {
             scale,
             done,
             |p| {
+                if let Some(g) = &mut groups {
+                    owners.ran(p.fed, &mut known);
+                    if Instant::now() >= next_list {
+                        next_list = Instant::now() + LIST_EVERY;
+                        g.list(&metrics.groups, &mut per_group);
+                        p.watcher.watch_tids(g.tids());
+                    }
+                }
                 if !p.last && Instant::now() < next {
                     return;
                 }
                 next = Instant::now() + DRAIN_EVERY;
-                books.drain(p.watcher, &metrics.watch);
-                books.counts(&metrics.watch, p.counts(), thread_cpu_ns() - cpu_start);
+                owners.read_new();
+                let (cm, gm) = (&metrics.watch, &metrics.groups.watch);
+                comms.begin();
+                per_group.begin();
+                p.watcher.drain(IDLE.as_nanos() as u64, |f| {
+                    let key = comm_key(&f.comm);
+                    if comms.has(&key) {
+                        let strip = |c: &str, k| match with_pids {
+                            true => Owners::without_pid(c, k),
+                            false => c.to_string(),
+                        };
+                        comms.absorb(cm, &key, f, &strip);
+                    }
+                    if let Some(key) = groups.as_ref().and_then(|g| g.key(f.tid)) {
+                        per_group.absorb(gm, key, f, &|c, k| owners.stable(c, k));
+                    }
+                });
+                comms.end(cm);
+                per_group.end(gm);
+                reader.counts(&metrics.reader, p.counts(), thread_cpu_ns() - cpu_start);
+                if known.len() > OWNERS_KEPT {
+                    known.clear();
+                    owners.forget();
+                }
             },
             |_, _, _, _| (),
         );
         if let Err(e) = followed {
-            metrics.watch.set_state("failed", "read-error");
+            metrics.reader.set_state("failed", "read-error");
             warn(&format!(
-                "--watch-comm: the trace can no longer be read ({e}): the watched threads' \
-                 metrics stop here (said once)"
+                "--watch-comm/--watch-cgroup: the trace can no longer be read ({e}): the \
+                 watched threads' metrics stop here (said once)"
             ));
         }
     }
@@ -161,101 +211,6 @@ impl WatchComms {
 fn thread_cpu_ns() -> u64 {
     let t = rustix::time::clock_gettime(rustix::time::ClockId::ThreadCPUTime);
     t.tv_sec as u64 * 1_000_000_000 + t.tv_nsec as u64
-}
-
-/// What the folding keeps between drains: the cause names each watched name gave out,
-/// and the reader's counts as last exported. Bounded by the names given.
-pub struct Books {
-    names: BTreeMap<String, CauseNames>,
-    threads: HashMap<String, i64>,
-    seen: TraceCounts,
-    cpu_seen_ns: u64,
-}
-
-impl Books {
-    pub fn new(comms: &BTreeSet<String>) -> Books {
-        Books {
-            names: (comms.iter())
-                .map(|c| (c.clone(), CauseNames::with_cap(MAX_CAUSES)))
-                .collect(),
-            threads: HashMap::new(),
-            seen: TraceCounts::default(),
-            cpu_seen_ns: 0,
-        }
-    }
-
-    /// Folds every thread's figures since the last drain into the metrics, and sets
-    /// the threads followed per name.
-    pub fn drain(&mut self, watcher: &mut Watcher, m: &WatchMetrics) {
-        for n in self.threads.values_mut() {
-            *n = 0;
-        }
-        watcher.drain(IDLE.as_nanos() as u64, |f| self.absorb(m, f));
-        for (comm, n) in &self.threads {
-            m.threads
-                .get_or_create(&CommLabels { comm: comm.clone() })
-                .set(*n);
-        }
-    }
-
-    /// Adds one thread's figures since the last drain. A thread whose name is none of
-    /// those watched (it renamed itself since it was matched) is left out: its name
-    /// would be a series no one asked for.
-    pub fn absorb(&mut self, m: &WatchMetrics, f: &ThreadFigures) {
-        let Some(names) = self.names.get_mut(&f.comm) else {
-            return;
-        };
-        *self.threads.entry(f.comm.clone()).or_default() += 1;
-        let l = CommLabels {
-            comm: f.comm.clone(),
-        };
-        if f.wakeup.count() > 0 {
-            m.wakeup.get_or_create(&l).add(&f.wakeup);
-        }
-        let secs = |h: &Option<crate::stats::LatencyHistogram>| {
-            h.as_ref().map_or(0.0, |h| h.sum_ns() as f64 / 1e9)
-        };
-        m.preempted.get_or_create(&l).inc_by(secs(&f.preempted));
-        m.irq.get_or_create(&l).inc_by(secs(&f.irq));
-        m.runs.get_or_create(&l).inc_by(f.runs);
-        m.migrations.get_or_create(&l).inc_by(f.migrations);
-        m.involuntary.get_or_create(&l).inc_by(f.involuntary);
-        let Some(a) = &f.attribution else {
-            return;
-        };
-        m.late.get_or_create(&l).inc_by(a.gaps);
-        // Largest first: the largest causes of the first drains keep their names.
-        for r in &a.causes {
-            let cl = CommCauseLabels {
-                comm: f.comm.clone(),
-                kind: r.kind.as_str().to_string(),
-                cause: names.label(r.kind, &r.cause),
-            };
-            m.cause_seconds
-                .get_or_create(&cl)
-                .inc_by(r.total_ns as f64 / 1e9);
-            m.cause_delays.get_or_create(&cl).inc_by(r.gaps);
-            m.cause_main.get_or_create(&cl).inc_by(r.largest_in);
-        }
-    }
-
-    /// The reader's cumulative counts and CPU time, as counters.
-    pub fn counts(&mut self, m: &WatchMetrics, c: TraceCounts, cpu_ns: u64) {
-        m.events.inc_by(c.read.saturating_sub(self.seen.read));
-        let lost = |s: &str| SourceLabels { source: s.into() };
-        (m.events_lost.get_or_create(&lost("kernel")))
-            .inc_by(c.lost_kernel.saturating_sub(self.seen.lost_kernel));
-        (m.events_lost.get_or_create(&lost("reader")))
-            .inc_by(c.lost_reader.saturating_sub(self.seen.lost_reader));
-        self.seen = TraceCounts {
-            read: c.read.max(self.seen.read),
-            lost_kernel: c.lost_kernel.max(self.seen.lost_kernel),
-            lost_reader: c.lost_reader.max(self.seen.lost_reader),
-        };
-        m.reader_cpu
-            .inc_by(cpu_ns.saturating_sub(self.cpu_seen_ns) as f64 / 1e9);
-        self.cpu_seen_ns = self.cpu_seen_ns.max(cpu_ns);
-    }
 }
 
 /// The names given, checked: each a comm the kernel can hold, no repeats, at most
@@ -282,14 +237,17 @@ pub fn comms(given: &[String]) -> Result<Vec<String>, String> {
 
 #[cfg(test)]
 mod tests {
+    use super::super::super::watch::TraceCounts;
+    use super::super::metrics::WatchMetrics;
     use super::*;
     use crate::stats::LatencyHistogram;
     use crate::stats::causes::{Attribution, CauseKind, CauseRow};
+    use crate::trace::watch::ThreadFigures;
 
     fn metrics(comms: &[&str]) -> Metrics {
         let comms: Vec<String> = comms.iter().map(|s| s.to_string()).collect();
         Metrics::new(&[1], &[100_000], super::super::metrics::tests::config())
-            .with_watch(&comms, 10_000)
+            .with_watch(&comms, false, 10_000)
     }
 
     /// One thread's figures since a drain: `wakeups` of 20 µs, the last `late` of them
@@ -322,6 +280,26 @@ mod tests {
         }
     }
 
+    fn books(comms: &[&str]) -> Books<CommLabels> {
+        Books::new(comms.iter().map(|c| CommLabels {
+            comm: c.to_string(),
+        }))
+    }
+
+    /// What `Books::absorb` is given by the follower: the thread's own name as its key.
+    trait AbsorbByName {
+        fn absorb_named(&mut self, m: &WatchMetrics<CommLabels>, f: &ThreadFigures);
+    }
+
+    impl AbsorbByName for Books<CommLabels> {
+        fn absorb_named(&mut self, m: &WatchMetrics<CommLabels>, f: &ThreadFigures) {
+            let key = CommLabels {
+                comm: f.comm.clone(),
+            };
+            Books::absorb(self, m, &key, f, &|c, _| c.to_string());
+        }
+    }
+
     fn series(text: &str, prefix: &str) -> usize {
         text.lines().filter(|l| l.starts_with(prefix)).count()
     }
@@ -332,17 +310,16 @@ mod tests {
     #[test]
     fn thread_churn_keeps_the_series_bounded() {
         let m = metrics(&["gw-worker", "gw-io"]);
-        let comms: BTreeSet<String> = ["gw-worker", "gw-io"].map(String::from).into();
-        let mut b = Books::new(&comms);
+        let mut b = books(&["gw-worker", "gw-io"]);
         let (before, _) = m.encode(false);
         for i in 0..5_000u32 {
-            b.absorb(
+            b.absorb_named(
                 &m.watch,
                 &figures(10_000 + i, "gw-worker", 10, 2, &format!("task hog{i}")),
             );
         }
         // Renamed away from the watched names: no series of its own.
-        b.absorb(&m.watch, &figures(9, "renamed", 10, 2, "task x"));
+        b.absorb_named(&m.watch, &figures(9, "renamed", 10, 2, "task x"));
         let (text, _) = m.encode(false);
         assert!(!text.contains("tid="), "no thread ids in labels");
         assert!(!text.contains("renamed"));
@@ -376,9 +353,9 @@ mod tests {
     #[test]
     fn causes_accumulate_over_drains() {
         let m = metrics(&["app"]);
-        let mut b = Books::new(&["app".to_string()].into());
-        b.absorb(&m.watch, &figures(1, "app", 10, 3, "task hog"));
-        b.absorb(&m.watch, &figures(1, "app", 10, 4, "task hog"));
+        let mut b = books(&["app"]);
+        b.absorb_named(&m.watch, &figures(1, "app", 10, 3, "task hog"));
+        b.absorb_named(&m.watch, &figures(1, "app", 10, 4, "task hog"));
         let (text, _) = m.encode(false);
         let l = "{comm=\"app\",kind=\"task\",cause=\"task hog\"}";
         assert!(
@@ -396,14 +373,14 @@ mod tests {
     #[test]
     fn reader_counts_are_counted_once() {
         let m = metrics(&["app"]);
-        let mut b = Books::new(&["app".to_string()].into());
+        let mut b = ReaderBooks::default();
         let c = |read, k, r| TraceCounts {
             read,
             lost_kernel: k,
             lost_reader: r,
         };
-        b.counts(&m.watch, c(100, 1, 0), 1_000_000);
-        b.counts(&m.watch, c(250, 1, 3), 3_000_000);
+        b.counts(&m.reader, c(100, 1, 0), 1_000_000);
+        b.counts(&m.reader, c(250, 1, 3), 3_000_000);
         let (text, _) = m.encode(false);
         assert!(
             text.contains("jitterscope_watch_events_total 250"),

@@ -38,6 +38,15 @@ fn named(cause: &str, kind: CauseKind, labels: &mut HashMap<u32, String>) -> Opt
     Some(format!("{cause} ({label})"))
 }
 
+/// The pid of a task cause named `task NAME:PID` and nothing after (the idle task's
+/// excepted).
+fn pid_of(cause: &str, kind: CauseKind) -> Option<u32> {
+    if kind != CauseKind::Task || cause.contains(" (") {
+        return None;
+    }
+    crate::report::terminal::watch::task_pid(cause).filter(|&p| p != 0)
+}
+
 /// Tasks seen to run, and their owners' labels once read.
 #[derive(Default)]
 pub struct Owners {
@@ -74,6 +83,32 @@ impl Owners {
         for pid in new {
             labels.entry(pid).or_insert_with(|| owner_label(pid));
         }
+    }
+
+    /// A task cause named with its pid (`task hog:812`, `Naming::StableWithPids`) as a
+    /// counter's label: the pid dropped, its owner appended (`task hog (container
+    /// 3f2a9c1b7d4e)`), read now if the reader did not note it. Other causes as given.
+    pub fn stable(&self, cause: &str, kind: CauseKind) -> String {
+        let Some(pid) = pid_of(cause, kind) else {
+            return cause.to_string();
+        };
+        let mut labels = lock(&self.labels);
+        let label = labels.entry(pid).or_insert_with(|| owner_label(pid));
+        format!("{} ({label})", Owners::without_pid(cause, kind))
+    }
+
+    /// A task cause with its pid dropped (`task hog:812` → `task hog`).
+    pub fn without_pid(cause: &str, kind: CauseKind) -> String {
+        match pid_of(cause, kind) {
+            Some(_) => cause.rsplit_once(':').map_or(cause, |(c, _)| c).to_string(),
+            None => cause.to_string(),
+        }
+    }
+
+    /// Forgets every task noted and read (a monitor's memory, kept flat).
+    pub fn forget(&self) {
+        lock(&self.new).clear();
+        lock(&self.labels).clear();
     }
 
     /// Appends each task cause's owner, in the cause table and in the worst delays' parts.
@@ -135,6 +170,27 @@ mod tests {
             &mut labels,
         );
         assert!(gone.unwrap().ends_with(&format!("({ENDED})")));
+    }
+
+    /// `monitor --watch-cgroup`'s names: the pid goes, the owner stays; a kworker's or
+    /// an IRQ's name is left.
+    #[test]
+    fn stable_names_drop_the_pid_and_keep_the_owner() {
+        let owners = Owners::default();
+        lock(&owners.labels).insert(812, "container 3f2a9c1b7d4e".into());
+        let t = CauseKind::Task;
+        assert_eq!(
+            owners.stable("task hog:812", t),
+            "task hog (container 3f2a9c1b7d4e)"
+        );
+        assert_eq!(Owners::without_pid("task hog:812", t), "task hog");
+        assert_eq!(
+            owners.stable("task kworker vmstat_update", t),
+            "task kworker vmstat_update"
+        );
+        assert_eq!(owners.stable("irq 30 eth0", CauseKind::Irq), "irq 30 eth0");
+        owners.forget();
+        assert!(lock(&owners.labels).is_empty());
     }
 
     /// The reader notes each task switched in once (the idle task never); the

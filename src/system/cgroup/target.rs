@@ -131,7 +131,7 @@ pub fn pod_uid(name: &str) -> Option<String> {
 }
 
 /// The systemd unit a group's name is (a service or a scope), if any.
-fn unit_name(name: &str) -> Option<&str> {
+pub fn unit_name(name: &str) -> Option<&str> {
     (name.ends_with(".service") || name.ends_with(".scope")).then_some(name)
 }
 

@@ -211,7 +211,7 @@ impl Tally {
         let mut label = |c: Cause| labels.entry(c).or_insert_with(|| cx.label(c)).clone();
         let unaccounted = match cx.naming {
             Naming::Full => "unaccounted (no event: entry and exit, the hypervisor, SMIs)",
-            Naming::Stable => "unaccounted",
+            _ => "unaccounted",
         };
         for &(gap, duration_ns) in gaps {
             self.interrupted += duration_ns;
