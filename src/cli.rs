@@ -1079,7 +1079,8 @@ pub struct WatchArgs {
     #[arg(long, value_name = "ID")]
     pub container: Option<String>,
 
-    /// Watch every container of a Kubernetes pod, by its uid.
+    /// Watch every container of a pod: a Kubernetes pod by its uid, or a podman pod by its
+    /// id or a unique prefix.
     #[arg(long, value_name = "UID")]
     pub pod: Option<String>,
 
