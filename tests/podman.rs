@@ -307,6 +307,14 @@ fn issue34_watch_pod_follows_every_container_of_a_podman_pod() {
         .stderr(Stdio::piped())
         .spawn()
         .expect("the binary runs");
+    // The watch has begun once its tracefs instance is there.
+    let instance = jitterscope::trace::tracefs_root()
+        .expect("tracefs")
+        .join(format!("instances/jitterscope-{}", watch.id()));
+    let t0 = Instant::now();
+    while !instance.exists() && t0.elapsed() < Duration::from_secs(30) {
+        std::thread::sleep(Duration::from_millis(20));
+    }
     std::thread::sleep(MIDWAY);
     let started = Instant::now();
     let c3 = run("c3", true);
@@ -334,7 +342,7 @@ fn issue34_watch_pod_follows_every_container_of_a_podman_pod() {
     let seen: Vec<Option<u64>> = first.iter().chain([&late]).map(|t| wakeups(*t)).collect();
     println!(
         "{test}: {} threads watched; wake-ups seen of the pod's sleepers {seen:?} (the third \
-         started {MIDWAY:?} into 5 s, its thread there {} ms after `podman run` began)",
+         started {MIDWAY:?} after the trace began, of 5 s, its thread there {} ms after `podman run` began)",
         w.threads.len(),
         in_after.as_millis()
     );
@@ -344,6 +352,13 @@ fn issue34_watch_pod_follows_every_container_of_a_podman_pod() {
             "sleeper {tid} of the pod not watched: {seen:?}"
         );
     }
+    // Started 1.5 s into 5 s, the third's sleeper was watched for at most 70 % of what
+    // the first two were: it came in during the watch, not before it.
+    let whole = seen[..2].iter().flatten().min().copied().unwrap_or(0);
+    assert!(
+        seen[2].unwrap_or(0) * 100 < whole * 85,
+        "the third container was there before the watch: {seen:?}"
+    );
     assert_eq!(
         wakeups(outsider),
         None,
