@@ -204,12 +204,19 @@ fn issue34_watch_container_names_a_podman_neighbours_holds_by_its_container() {
         "named with B's container: {}",
         hog.cause
     );
+    // A's own timer's coordinator shares the one CPU (--cpuset-cpus holds every thread of
+    // A there): it may run a few µs inside a delay, as the sleeper's wake-up waits for the
+    // next preemption point, but no delay may be named after it.
     let own = format!("(container {a12})");
+    let own: Vec<_> = (att.causes.iter())
+        .filter(|c| c.cause.ends_with(&own))
+        .collect();
     assert!(
-        !att.causes.iter().any(|c| c.cause.ends_with(&own)),
-        "a task of A's own named: {:#?}",
-        att.causes
+        own.iter().all(|c| c.largest_in == 0),
+        "a delay named after a task of A's own: {own:#?}"
     );
+    let own_ns: u64 = own.iter().map(|c| c.total_ns).sum();
+    println!("{test}: A's own tasks ran {own_ns} ns inside its delays, the largest part of none");
     // Each delay ≥ 400 µs of a FIFO 5 sleeper is a hold's (only higher priorities and
     // interrupts hold it off, none that long here): B's task must be its largest part
     // in 99 % of them, judged as tests/containers.rs judges.
