@@ -12,6 +12,7 @@ pub mod compare;
 pub mod cpuset;
 pub mod deadline;
 pub mod fleet;
+pub mod hold;
 pub mod main_job;
 pub mod manual;
 pub mod monitor;

@@ -107,6 +107,37 @@ pub enum Command {
     /// thread's wake-up delay (run-queue latency), time preempted and time lost to IRQs,
     /// and what ran instead during its delays over -T. Needs root and tracefs.
     Watch(WatchArgs),
+    /// A test aid, hidden from --help and the manual: a SCHED_FIFO thread that takes a CPU
+    /// for --busy every --period (the holds selftest injects), for ground truth where only
+    /// this binary is at hand (an image FROM scratch). It starves that CPU's other work on
+    /// purpose.
+    #[command(hide = true)]
+    Hold(HoldArgs),
+}
+
+// `jitterscope hold` (hidden).
+#[derive(Debug, Clone, Args)]
+pub struct HoldArgs {
+    /// The CPU to hold.
+    #[arg(short = 'a', long = "cpu", value_name = "CPU")]
+    pub cpu: usize,
+
+    /// One hold every this long (a bare number is µs).
+    #[arg(long, value_name = "US", default_value = "10ms", value_parser = parse_us)]
+    pub period: u64,
+
+    /// How long each hold busy-waits (a bare number is µs); shorter than --period.
+    #[arg(long, value_name = "US", default_value = "1500us", value_parser = parse_us)]
+    pub busy: u64,
+
+    /// The holder's SCHED_FIFO priority, 1-99.
+    #[arg(short = 'p', long, value_name = "PRIO", default_value = "10",
+          value_parser = clap::value_parser!(u8).range(1..=99))]
+    pub priority: u8,
+
+    /// How long to go on holding.
+    #[arg(short = 'D', long, value_name = "DURATION", default_value = "5s", value_parser = parse_duration)]
+    pub duration: Duration,
 }
 
 /// `-a` for the commands that measure a set of CPUs.
@@ -1091,7 +1122,8 @@ pub struct WatchArgs {
     #[arg(long, value_name = "ID")]
     pub container: Option<String>,
 
-    /// Watch every container of a Kubernetes pod, by its uid.
+    /// Watch every container of a pod: a Kubernetes pod by its uid, or a podman pod by its
+    /// id or a unique prefix.
     #[arg(long, value_name = "UID")]
     pub pod: Option<String>,
 

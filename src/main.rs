@@ -52,6 +52,7 @@ fn main() -> ExitCode {
         Some(Command::Monitor(args)) => app::monitor::run(&args, &argv, &stop, &reopen),
         Some(Command::Tune(args)) => app::tune::run(&args, &argv, &stop),
         Some(Command::Watch(args)) => app::watch::run(&args, &argv, &stop),
+        Some(Command::Hold(args)) => app::hold::run(&args, &stop),
         None => app::main_job::run(&MainArgs::default(), &argv, &stop),
     };
     match outcome {

@@ -9,6 +9,7 @@
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
+use std::sync::OnceLock;
 use std::time::{Duration, Instant};
 
 use crate::monitor::{Prometheus, free_port, get, prometheus_tools};
@@ -19,13 +20,13 @@ const VERSION: &str = env!("CARGO_PKG_VERSION");
 
 /// How this host runs containers: the OCI runtime that works here (podman's own, or runc
 /// where crun cannot, as on a host with cgroup v1 and v2 mounted side by side).
-struct Podman {
+pub(crate) struct Podman {
     runtime: Option<&'static str>,
 }
 
 impl Podman {
     /// A podman that can run `image` here, or `None` with the reason printed.
-    fn find(test: &str, image: &str) -> Option<Podman> {
+    pub(crate) fn find(test: &str, image: &str) -> Option<Podman> {
         let mut first_error = None;
         for runtime in [None, Some("runc")] {
             let podman = Podman { runtime };
@@ -48,11 +49,8 @@ impl Podman {
     /// `podman run` with this host's runtime. The open-file and process limits are set
     /// below this process's own: podman's defaults (a million open files) need
     /// CAP_SYS_RESOURCE to raise, which a sandboxed root may not have.
-    fn run(&self) -> Command {
-        let mut c = Command::new("podman");
-        if let Some(r) = self.runtime {
-            c.args(["--runtime", r]);
-        }
+    pub(crate) fn run(&self) -> Command {
+        let mut c = self.podman();
         c.args([
             "run",
             "--ulimit",
@@ -60,6 +58,15 @@ impl Podman {
             "--ulimit",
             "nproc=4096:4096",
         ]);
+        c
+    }
+
+    /// `podman` with this host's runtime.
+    pub(crate) fn podman(&self) -> Command {
+        let mut c = Command::new("podman");
+        if let Some(r) = self.runtime {
+            c.args(["--runtime", r]);
+        }
         c
     }
 
@@ -84,8 +91,23 @@ impl Podman {
     }
 }
 
+/// The image `scripts/build-image --local` makes, built once per test process (minutes)
+/// and shared by every test that runs it: its name (`jitterscope:VERSION`) and its id,
+/// read at once. Tests that only need the binary run it by id, as another checkout's build
+/// may take the name meanwhile (those builds hold the measuring lock, as `build_with`
+/// does, so not while ours runs).
+pub(crate) fn built_image() -> Result<(String, String), String> {
+    static BUILT: OnceLock<Result<(String, String), String>> = OnceLock::new();
+    let build = || {
+        let name = util::build_with("build-image", &["--local"])?;
+        let id = podman_text(&["image", "inspect", "--format", "{{.Id}}", &name]);
+        Ok((name, id))
+    };
+    BUILT.get_or_init(build).clone()
+}
+
 /// A container of the test's, removed however the test ends.
-struct Container(String);
+pub(crate) struct Container(pub(crate) String);
 
 impl Drop for Container {
     fn drop(&mut self) {
@@ -101,19 +123,19 @@ impl Drop for Container {
 /// `cpu.rt_runtime_us`): a new cgroup there gets no real-time time, so SCHED_FIFO is
 /// refused in every container whatever its capabilities. Distribution kernels, and so
 /// Kubernetes nodes, are built without it; for this test the parent is lent some.
-const PODMAN_RT_PARENT: &str = "/sys/fs/cgroup/cpu/libpod_parent/cpu.rt_runtime_us";
+pub(crate) const PODMAN_RT_PARENT: &str = "/sys/fs/cgroup/cpu/libpod_parent/cpu.rt_runtime_us";
 const PARENT_RT_US: &str = "500000";
 const CONTAINER_RT_US: &str = "400000";
 
 /// The real-time time lent to podman's parent cgroup; given back on drop (after the
 /// containers, which are declared after it, are gone).
-struct RtBudget {
+pub(crate) struct RtBudget {
     file: PathBuf,
     old: String,
 }
 
 impl RtBudget {
-    fn lend(test: &str) -> Option<RtBudget> {
+    pub(crate) fn lend(test: &str) -> Option<RtBudget> {
         let file = PathBuf::from(PODMAN_RT_PARENT);
         let old = std::fs::read_to_string(&file).ok()?.trim().to_string();
         std::fs::write(&file, PARENT_RT_US).ok()?;
@@ -142,7 +164,7 @@ impl Drop for RtBudget {
     }
 }
 
-fn podman_text(args: &[&str]) -> String {
+pub(crate) fn podman_text(args: &[&str]) -> String {
     let out = Command::new("podman")
         .args(args)
         .output()
@@ -352,7 +374,7 @@ fn the_image_serves_metrics_and_passes_selftest() {
     if prometheus_tools(test).is_none() {
         return;
     }
-    let image = util::build_with("build-image", &["--local"]).unwrap();
+    let (image, _) = built_image().unwrap();
     assert_eq!(image, format!("jitterscope:{VERSION}"));
     let Some(podman) = Podman::find(test, &image) else {
         return;

@@ -35,6 +35,7 @@ mod nonroot;
 mod package;
 mod pingpong;
 mod plots;
+mod podman;
 mod ptp;
 mod queue;
 mod readme;

@@ -12,8 +12,13 @@
 //! `docker-ID.scope`, `libpod-ID.scope`, `cri-containerd-ID.scope`, `crio-ID.scope`
 //! (systemd driver), or `docker/ID`, `libpod_parent/libpod-ID`, `…/pod<uid>/ID`
 //! (cgroupfs driver). Kubernetes names a pod's group `pod<uid>` (cgroupfs) or
-//! `kubepods-<qos>-pod<uid with _ for ->.slice` (systemd). Runtimes' monitor processes
-//! (`libpod-conmon-ID.scope`, `crio-conmon-ID.scope`) are not the container.
+//! `kubepods-<qos>-pod<uid with _ for ->.slice` (systemd); podman names its pods' groups
+//! after the pod's 64-digit id, bare under `libpod_parent` (cgroupfs: seen with podman 4.3,
+//! `libpod_parent/<pod id>/libpod-<container id>` and `…/<pod id>/conmon`) or
+//! `machine-libpod_pod_<pod id>.slice` (systemd). A pod made with `--infra=false` gets no
+//! group of its own (its containers sit beside the others'), so it cannot be found by its
+//! cgroup. Runtimes' monitor processes (`libpod-conmon-ID.scope`, `crio-conmon-ID.scope`)
+//! are not the container.
 
 use std::collections::{BTreeSet, HashSet};
 use std::path::{Path, PathBuf};
@@ -27,7 +32,8 @@ pub enum Selector {
     Path(String),
     /// A container's id or a unique prefix of it.
     Container(String),
-    /// A Kubernetes pod's uid (dashes or underscores).
+    /// A Kubernetes pod's uid (dashes or underscores), or a podman pod's id or a unique
+    /// prefix of it.
     Pod(String),
     /// A systemd service, scope or slice (`.service` assumed when no suffix is given).
     Unit(String),
@@ -70,7 +76,8 @@ impl Group {
 pub enum Owner {
     /// A container, by its id (in full).
     Container(String),
-    /// A Kubernetes pod, by uid, for a task in its group but no container's.
+    /// A pod, by its Kubernetes uid or podman id (in full), for a task in its group but
+    /// no container's.
     Pod(String),
     /// A systemd service or scope.
     Unit(String),
@@ -84,6 +91,7 @@ impl Owner {
     pub fn label(&self) -> String {
         match self {
             Owner::Container(id) => format!("container {}", id.get(..12).unwrap_or(id)),
+            Owner::Pod(uid) if is_id(uid) => format!("pod {}", &uid[..12]),
             Owner::Pod(uid) => format!("pod {uid}"),
             Owner::Unit(u) => format!("unit {u}"),
             Owner::Host => "host".into(),
@@ -108,8 +116,44 @@ pub fn container_id(name: &str) -> Option<&str> {
     let id = (CONTAINER_PREFIXES.iter())
         .find_map(|p| base.strip_prefix(p))
         .unwrap_or(base);
-    let hex = id.len() == 64 && id.bytes().all(|b| b.is_ascii_hexdigit());
-    hex.then_some(id)
+    is_id(id).then_some(id)
+}
+
+/// Whether `s` is a runtime's id: 64 hex digits.
+fn is_id(s: &str) -> bool {
+    s.len() == 64 && s.bytes().all(|b| b.is_ascii_hexdigit())
+}
+
+/// The podman pod id a group's name holds, given its parent's name: bare under
+/// `libpod_parent` (cgroupfs driver; podman's containers there are `libpod-ID`, never
+/// bare), or `machine-libpod_pod_ID.slice` (systemd driver).
+pub fn podman_pod_id<'a>(parent: &str, name: &'a str) -> Option<&'a str> {
+    let id = match name.strip_prefix("machine-libpod_pod_") {
+        Some(rest) => rest.strip_suffix(".slice")?,
+        None if parent == "libpod_parent" => name,
+        None => return None,
+    };
+    is_id(id).then_some(id)
+}
+
+/// The pod the last level of a group path is, if any: a Kubernetes uid or a podman id.
+fn pod_of(path: &str) -> Option<String> {
+    let mut parts = path.rsplit('/');
+    let name = parts.next()?;
+    let parent = parts.next().unwrap_or("");
+    pod_uid(name).or_else(|| podman_pod_id(parent, name).map(str::to_string))
+}
+
+/// The container the last level of a group path is, if any (a podman pod's bare id is
+/// none).
+fn container_of(path: &str) -> Option<&str> {
+    let mut parts = path.rsplit('/');
+    let name = parts.next()?;
+    let parent = parts.next().unwrap_or("");
+    match podman_pod_id(parent, name) {
+        Some(_) => None,
+        None => container_id(name),
+    }
 }
 
 /// The pod uid a group's name holds, with dashes: `pod<uid>` (cgroupfs) or
@@ -139,13 +183,18 @@ pub fn unit_name(name: &str) -> Option<&str> {
 /// else the deepest unit, else the host.
 pub fn owner_of_path(path: &str) -> Owner {
     let parts: Vec<&str> = path.split('/').filter(|p| !p.is_empty()).collect();
+    // Each level's path from the top, deepest first.
+    let levels: Vec<String> = (1..=parts.len())
+        .rev()
+        .map(|n| parts[..n].join("/"))
+        .collect();
+    if let Some(id) = levels.iter().find_map(|l| container_of(l)) {
+        return Owner::Container(id.to_string());
+    }
+    if let Some(pod) = levels.iter().find_map(|l| pod_of(l)) {
+        return Owner::Pod(pod);
+    }
     let deepest = |f: &dyn Fn(&str) -> Option<String>| parts.iter().rev().find_map(|p| f(p));
-    if let Some(id) = deepest(&|p| container_id(p).map(str::to_string)) {
-        return Owner::Container(id);
-    }
-    if let Some(uid) = deepest(&pod_uid) {
-        return Owner::Pod(uid);
-    }
     match deepest(&|p| unit_name(p).map(str::to_string)) {
         Some(u) => Owner::Unit(u),
         None => Owner::Host,
@@ -249,14 +298,7 @@ pub fn resolve(root: &Path, mounts: &[CgroupMount], sel: &Selector) -> Result<Ve
         let all = groups_below(root, &m.mount_point, "");
         let found = match sel {
             Selector::Container(prefix) => containers(&all, prefix)?,
-            Selector::Pod(uid) => {
-                let want = uid.replace('_', "-").to_ascii_lowercase();
-                let name = |p: &String| p.rsplit('/').next().and_then(pod_uid);
-                all.iter()
-                    .filter(|p| name(p).as_deref() == Some(&want))
-                    .cloned()
-                    .collect()
-            }
+            Selector::Pod(given) => pods(&all, given)?,
             Selector::Unit(u) => units(&all, u),
             Selector::Path(_) => unreachable!("resolved above"),
         };
@@ -272,7 +314,7 @@ pub fn resolve(root: &Path, mounts: &[CgroupMount], sel: &Selector) -> Result<Ve
     let places: Vec<&str> = order.iter().map(|m| m.mount_point.as_str()).collect();
     let what = match sel {
         Selector::Container(_) => "no container's cgroup has that id",
-        Selector::Pod(_) => "no pod's cgroup has that uid",
+        Selector::Pod(_) => "no pod's cgroup has that uid or podman pod id",
         _ => "no such unit's cgroup",
     };
     Err(format!("{what} under {}", places.join(", ")))
@@ -284,16 +326,32 @@ fn containers(all: &[String], prefix: &str) -> Result<Vec<String>, String> {
     if prefix.is_empty() || !prefix.bytes().all(|b| b.is_ascii_hexdigit()) {
         return Err(format!("'{prefix}' is no container id: give hex digits"));
     }
-    let id = |p: &String| {
-        p.rsplit('/')
-            .next()
-            .and_then(container_id)
-            .map(str::to_string)
-    };
     let hits: Vec<(String, String)> = (all.iter())
-        .filter_map(|p| Some((id(p)?, p.clone())))
+        .filter_map(|p| Some((container_of(p)?.to_string(), p.clone())))
         .filter(|(i, _)| i.starts_with(&prefix))
         .collect();
+    one_owner(hits, &prefix, "containers'")
+}
+
+/// The groups of the one pod `given` names: a Kubernetes uid in full (dashes or
+/// underscores), or a unique prefix of a podman pod's id.
+fn pods(all: &[String], given: &str) -> Result<Vec<String>, String> {
+    let want = given.replace('_', "-").to_ascii_lowercase();
+    let hex = !want.is_empty() && want.bytes().all(|b| b.is_ascii_hexdigit());
+    let hits: Vec<(String, String)> = (all.iter())
+        .filter_map(|p| Some((pod_of(p)?, p.clone())))
+        .filter(|(id, _)| *id == want || (hex && is_id(id) && id.starts_with(&want)))
+        .collect();
+    one_owner(hits, &want, "pods'")
+}
+
+/// The paths of `hits` (owner id, path) when they are all one owner's; an error naming
+/// some of them when `prefix` starts several owners' ids.
+fn one_owner(
+    hits: Vec<(String, String)>,
+    prefix: &str,
+    whose: &str,
+) -> Result<Vec<String>, String> {
     let ids: BTreeSet<&str> = hits.iter().map(|(i, _)| i.as_str()).collect();
     if ids.len() > 1 {
         let some: Vec<&str> = ids
@@ -302,7 +360,7 @@ fn containers(all: &[String], prefix: &str) -> Result<Vec<String>, String> {
             .map(|i| i.get(..12).unwrap_or(i))
             .collect();
         return Err(format!(
-            "'{prefix}' starts {} containers' ids ({}…): give more of it",
+            "'{prefix}' starts {} {whose} ids ({}…): give more of it",
             ids.len(),
             some.join(", ")
         ));

@@ -246,3 +246,100 @@ fn a_tasks_owner_is_its_container_then_pod_then_unit() {
     );
     assert_eq!(owner_of("1:cpu:/\n0::/user.slice\n"), Owner::Host);
 }
+
+const POD: &str = "e36714c37922a68d5e219b91369a61e05b7f965f6d42da64d53de4e1a2996aef";
+
+#[test]
+fn podman_pod_ids_are_read_from_both_drivers() {
+    assert_eq!(podman_pod_id("libpod_parent", POD), Some(POD));
+    let slice = format!("machine-libpod_pod_{POD}.slice");
+    assert_eq!(podman_pod_id("machine.slice", &slice), Some(POD));
+    assert_eq!(
+        podman_pod_id("docker", POD),
+        None,
+        "docker's cgroupfs container"
+    );
+    assert_eq!(podman_pod_id("libpod_parent", &format!("libpod-{A}")), None);
+    assert_eq!(podman_pod_id("libpod_parent", "conmon"), None);
+}
+
+/// A podman pod as podman 4.3 lays it out here (cgroupfs: `libpod_parent/<pod>/libpod-<c>`
+/// and the pod's `conmon`), and with the systemd driver: found by its id or a prefix,
+/// every container below it, one started later too; the pod's bare id is no container.
+#[test]
+fn a_podman_pod_is_every_container_below_its_group_with_either_driver() {
+    let layouts = [
+        (
+            format!("/libpod_parent/{POD}"),
+            format!("libpod-{A}"),
+            format!("libpod-{B}"),
+        ),
+        (
+            format!("/machine.slice/machine-libpod_pod_{POD}.slice"),
+            format!("libpod-{A}.scope"),
+            format!("libpod-{B}.scope"),
+        ),
+    ];
+    for (pod, a, b) in layouts {
+        let t = tempfile::tempdir().unwrap();
+        let r = t.path();
+        let mounts = vec![mount(Version::V1, "/sys/fs/cgroup/cpu", &["cpu"])];
+        let base = format!("sys/fs/cgroup/cpu{pod}");
+        group(r, &base, "tasks", &[]);
+        group(r, &format!("{base}/conmon"), "tasks", &[19]);
+        group(r, &format!("{base}/{a}"), "tasks", &[20, 21]);
+        for sel in [POD, &POD[..12], &POD.to_uppercase()[..5]] {
+            let g = resolve(r, &mounts, &Selector::Pod(sel.into())).unwrap();
+            assert_eq!(paths(&g), vec![pod.as_str()], "{sel}");
+        }
+        let g = resolve(r, &mounts, &Selector::Pod(POD[..12].into())).unwrap();
+        assert_eq!(threads(r, &g).unwrap(), [19, 20, 21].into_iter().collect());
+        group(r, &format!("{base}/{b}"), "tasks", &[30]);
+        assert!(
+            threads(r, &g).unwrap().contains(&30),
+            "a container started later"
+        );
+        let e = resolve(r, &mounts, &Selector::Container(POD[..12].into())).unwrap_err();
+        assert!(
+            e.starts_with("no container's cgroup"),
+            "the pod is no container: {e}"
+        );
+        let c = resolve(r, &mounts, &Selector::Container(A[..12].into())).unwrap();
+        assert_eq!(paths(&c), vec![format!("{pod}/{a}").as_str()]);
+    }
+}
+
+#[test]
+fn a_prefix_two_podman_pods_share_is_refused() {
+    let t = tempfile::tempdir().unwrap();
+    let r = t.path();
+    let other = format!("{}0", &POD[..63]);
+    group(
+        r,
+        &format!("sys/fs/cgroup/cpu/libpod_parent/{POD}"),
+        "tasks",
+        &[],
+    );
+    group(
+        r,
+        &format!("sys/fs/cgroup/cpu/libpod_parent/{other}"),
+        "tasks",
+        &[],
+    );
+    let mounts = vec![mount(Version::V1, "/sys/fs/cgroup/cpu", &["cpu"])];
+    let e = resolve(r, &mounts, &Selector::Pod(POD[..12].into())).unwrap_err();
+    assert!(e.contains("starts 2 pods' ids"), "{e}");
+    let e = resolve(r, &mounts, &Selector::Pod("ffff".into())).unwrap_err();
+    assert!(e.starts_with("no pod's cgroup"), "{e}");
+}
+
+#[test]
+fn a_task_in_a_podman_pod_is_its_container_else_the_pod() {
+    let cgroupfs = format!("1:cpu:/libpod_parent/{POD}/libpod-{A}\n0::/\n");
+    assert_eq!(owner_of(&cgroupfs), Owner::Container(A.into()));
+    let conmon = format!("1:cpu:/libpod_parent/{POD}/conmon\n0::/\n");
+    assert_eq!(owner_of(&conmon), Owner::Pod(POD.into()));
+    assert_eq!(owner_of(&conmon).label(), "pod e36714c37922");
+    let systemd = format!("0::/machine.slice/machine-libpod_pod_{POD}.slice\n");
+    assert_eq!(owner_of(&systemd), Owner::Pod(POD.into()));
+}
