@@ -434,6 +434,8 @@ fn issue34_watch_names_the_containers_cfs_quota_for_its_throttled_time() {
     let Some((cpu, hk)) = two_cpus() else {
         return skip(test, "needs two usable CPUs");
     };
+    // Held before tracefs is tried: a session another test closes may unmount it.
+    let _m = measuring();
     if !tracefs_usable() {
         return skip(test, "tracefs cannot be mounted or used here");
     }
@@ -443,7 +445,6 @@ fn issue34_watch_names_the_containers_cfs_quota_for_its_throttled_time() {
             "no cgroup v1 cpu hierarchy with CFS bandwidth control",
         );
     }
-    let _m = measuring();
     let g = match QuotaGroup::make("q") {
         Ok(g) => g,
         Err(e) => return skip(test, &e),

@@ -556,10 +556,11 @@ fn issue22_rt_throttling_is_named() {
     let Some((_, cpu)) = can_trace(test) else {
         return;
     };
+    // Held before tracefs is tried: a session another test closes may unmount it.
+    let _m = measuring();
     if !crate::util::tracefs_usable() {
         return skip(test, "tracefs cannot be mounted or used here");
     }
-    let _m = measuring();
     let r: ResultFile = crate::util::json_result(&[
         "noise",
         "--trace",

@@ -97,6 +97,24 @@ impl TraceSession {
         if !rustix::process::geteuid().is_root() {
             return Err(TraceError::NotRoot);
         }
+        // Another run of ours that ends between our finding its mount and our making an
+        // instance unmounts it (it counted no instance but its own): mount again and make
+        // the instance anew, a few times at most.
+        let mut tries = 0;
+        loop {
+            match Self::start_once(cpus, buffer_kib, extra, tag) {
+                Err(_) if tries < 3 && tracefs_mount().is_none() => tries += 1,
+                got => return got,
+            }
+        }
+    }
+
+    fn start_once(
+        cpus: &CpuList,
+        buffer_kib: u64,
+        extra: &[&str],
+        tag: &str,
+    ) -> Result<TraceSession, TraceError> {
         let (root, mounted) = match tracefs_mount() {
             // Left by a run that was killed: ours to remove when done.
             Some((r, source)) => (r, source == MOUNT_SOURCE),
