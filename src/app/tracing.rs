@@ -132,6 +132,15 @@ pub const STREAM_GAPS: usize = 4_096;
 /// gaps over them counted unattributed.
 pub const STREAM_EVENTS: usize = 65_536;
 
+/// Holds each of `lanes` to its share of the readers' budget (issue 35); the budget.
+fn bound(lanes: &mut [Lane]) -> Budget {
+    let budget = budget(lanes.len());
+    for l in lanes.iter_mut() {
+        l.bound_pending(budget.pending_gaps);
+    }
+    budget
+}
+
 /// Each measured CPU's share of the readers' memory budget (`stream::BUDGET_BYTES`):
 /// its window at most [`STREAM_EVENTS`], fewer on a host of many CPUs, once the gap
 /// queues are counted.
@@ -139,6 +148,7 @@ pub fn budget(cpus: usize) -> Budget {
     let queue = STREAM_GAPS * std::mem::size_of::<crate::stats::events::Event>();
     Budget::for_cpus(cpus, queue, STREAM_EVENTS)
 }
+
 /// How often a reader drains the trace and the gap queues, at most.
 const PASS: std::time::Duration = std::time::Duration::from_millis(20);
 /// How long after a gap's end it is attributed: by then every event inside it has been
@@ -296,10 +306,7 @@ fn follow<T>(
     measure: impl FnOnce() -> T,
 ) -> (T, Option<Streamed>) {
     let n = lanes.len();
-    let budget = budget(n);
-    for l in &mut lanes {
-        l.bound_pending(budget.pending_gaps);
-    }
+    let budget = bound(&mut lanes);
     let housekeeping = ctx.cpus.housekeeping.cpus().to_vec();
     let groups = reader_groups(n, housekeeping.len());
     let coincidence = coincide.then(|| {
@@ -439,10 +446,7 @@ pub fn follow_lanes(
     done: &AtomicBool,
 ) -> Result<Vec<LaneOut>, TraceError> {
     // The same memory budget as a command's readers (issue 35).
-    let budget = budget(lanes.len());
-    for l in &mut lanes {
-        l.bound_pending(budget.pending_gaps);
-    }
+    let budget = bound(&mut lanes);
     let watch = Watch {
         session,
         rings,

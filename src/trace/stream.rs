@@ -66,8 +66,6 @@ pub const PENDING_GAPS: usize = FLOOR_EVENTS / 2;
 /// lane holds, once the queues the measuring threads fill (fixed, per CPU) are counted.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Budget {
-    /// The whole budget, bytes, all CPUs.
-    pub total_bytes: usize,
     pub window_events: usize,
     pub pending_gaps: usize,
 }
@@ -86,7 +84,6 @@ impl Budget {
         let per_event = std::mem::size_of::<Event>() + std::mem::size_of::<(Gap, u64)>() / 2;
         let events = (per_cpu / per_event).min(max_events).max(FLOOR_EVENTS);
         Budget {
-            total_bytes: BUDGET_BYTES,
             window_events: events,
             pending_gaps: events / 2,
         }
