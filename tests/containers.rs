@@ -114,6 +114,47 @@ fn sleep_1khz(cpu: usize, tid: std::sync::mpsc::Sender<u32>, stop: &AtomicBool) 
     }
 }
 
+/// A 1 kHz sleeper put in container 0 and a SCHED_FIFO 10 neighbour holding `HOLD` every
+/// `PERIOD`, put in container 1, both on `cpu`, while `during(sleeper's tid)` runs; then
+/// both stopped. The neighbour's holds, and what `during` returned.
+fn with_neighbours<T: Send>(
+    cpu: usize,
+    groups: &Containers,
+    during: impl FnOnce(u32) -> T + Send,
+) -> (Vec<crate::injector::Injection>, T) {
+    let clock = ClockInfo::detect().0;
+    let (stop, ready) = (AtomicBool::new(false), Barrier::new(2));
+    std::thread::scope(|s| {
+        let (tx, rx) = std::sync::mpsc::channel();
+        let stop = &stop;
+        let sleeper = std::thread::Builder::new()
+            .name("js-sleeper".into())
+            .spawn_scoped(s, move || sleeper(cpu, tx, stop))
+            .unwrap();
+        let sleeper_tid = rx.recv().unwrap();
+        let schedule = Schedule {
+            cpu,
+            priority: 10,
+            period: PERIOD,
+            busy: HOLD,
+            run_for: Duration::from_secs(20),
+            count: usize::MAX,
+        };
+        let (ready, clock) = (&ready, &clock);
+        let hog = std::thread::Builder::new()
+            .name("js-neighbour".into())
+            .spawn_scoped(s, move || inject(schedule, ready, stop, clock))
+            .unwrap();
+        ready.wait();
+        groups.put(0, sleeper_tid);
+        groups.put(1, thread_named("js-neighbour").expect("the hog's thread"));
+        let out = during(sleeper_tid);
+        stop.store(true, Ordering::Relaxed);
+        sleeper.join().unwrap();
+        (hog.join().unwrap(), out)
+    })
+}
+
 /// The thread of this process named `comm`.
 fn thread_named(comm: &str) -> Option<u32> {
     let tasks = std::fs::read_dir("/proc/self/task").ok()?;
@@ -144,32 +185,7 @@ fn issue34_watch_container_names_the_neighbours_holds_by_its_container() {
     );
     let dir = tempfile::tempdir().unwrap();
     let json = dir.path().join("watch.json");
-    let clock = ClockInfo::detect().0;
-    let (stop, ready) = (AtomicBool::new(false), Barrier::new(2));
-    let (holds, status, sleeper_tid) = std::thread::scope(|s| {
-        let (tx, rx) = std::sync::mpsc::channel();
-        let stop = &stop;
-        let sleeper = std::thread::Builder::new()
-            .name("js-sleeper".into())
-            .spawn_scoped(s, move || sleeper(cpu, tx, stop))
-            .unwrap();
-        let sleeper_tid = rx.recv().unwrap();
-        let schedule = Schedule {
-            cpu,
-            priority: 10,
-            period: PERIOD,
-            busy: HOLD,
-            run_for: Duration::from_secs(10),
-            count: usize::MAX,
-        };
-        let (ready, clock) = (&ready, &clock);
-        let hog = std::thread::Builder::new()
-            .name("js-neighbour".into())
-            .spawn_scoped(s, move || inject(schedule, ready, stop, clock))
-            .unwrap();
-        ready.wait();
-        groups.put(0, sleeper_tid);
-        groups.put(1, thread_named("js-neighbour").expect("the hog's thread"));
+    let (holds, (status, sleeper_tid)) = with_neighbours(cpu, &groups, |sleeper_tid| {
         let out = Command::new(bin())
             .args(["watch", "--container", &a, "-D", "3s", "-q"])
             .args(["-T", &format!("{THRESHOLD_US}us")])
@@ -177,9 +193,7 @@ fn issue34_watch_container_names_the_neighbours_holds_by_its_container() {
             .arg(format!("--json={}", json.display()))
             .output()
             .expect("the binary runs");
-        stop.store(true, Ordering::Relaxed);
-        sleeper.join().unwrap();
-        (hog.join().unwrap(), out, sleeper_tid)
+        (out, sleeper_tid)
     });
     drop(groups);
     assert_eq!(
@@ -621,32 +635,7 @@ fn issue34_monitor_watch_cgroup_exports_per_container_and_drops_a_gone_one() {
         "kind=\"task\",cause=\"task js-neighbour (container {})\"",
         &groups.ids[1][..12]
     );
-    let clock = ClockInfo::detect().0;
-    let (stop, ready) = (AtomicBool::new(false), Barrier::new(2));
-    let outcome = std::thread::scope(|s| {
-        let (tx, rx) = std::sync::mpsc::channel();
-        let stop = &stop;
-        let sleeper = std::thread::Builder::new()
-            .name("js-sleeper".into())
-            .spawn_scoped(s, move || sleeper(cpu, tx, stop))
-            .unwrap();
-        let sleeper_tid = rx.recv().unwrap();
-        let schedule = Schedule {
-            cpu,
-            priority: 10,
-            period: PERIOD,
-            busy: HOLD,
-            run_for: Duration::from_secs(20),
-            count: usize::MAX,
-        };
-        let (ready, clock) = (&ready, &clock);
-        let hog = std::thread::Builder::new()
-            .name("js-neighbour".into())
-            .spawn_scoped(s, move || inject(schedule, ready, stop, clock))
-            .unwrap();
-        ready.wait();
-        groups.put(0, sleeper_tid);
-        groups.put(1, thread_named("js-neighbour").expect("the hog's thread"));
+    let (holds, outcome) = with_neighbours(cpu, &groups, |_| {
         let (cpu_s, hk_s) = (cpu.to_string(), hk.to_string());
         let mon = crate::monitor::Monitor::start(&[
             "-a",
@@ -660,10 +649,7 @@ fn issue34_monitor_watch_cgroup_exports_per_container_and_drops_a_gone_one() {
             "-D",
             "60s",
         ]);
-        let Some(mon) = crate::monitor::traced_or_skip(mon, test, "watch") else {
-            stop.store(true, Ordering::Relaxed);
-            return None;
-        };
+        let mon = crate::monitor::traced_or_skip(mon, test, "watch")?;
         let prom = crate::monitor::Prometheus::start(mon.addr);
         // 3 s of holds, walked 300 ms behind and drained every second.
         std::thread::sleep(Duration::from_secs(4));
@@ -689,24 +675,13 @@ fn issue34_monitor_watch_cgroup_exports_per_container_and_drops_a_gone_one() {
             }
             prom.query(&q).is_none()
         };
-        stop.store(true, Ordering::Relaxed);
-        sleeper.join().unwrap();
-        let holds = hog.join().unwrap();
         let (code, err) = mon.terminate();
-        Some((
-            before,
-            after,
-            queried,
-            series,
-            gone_in_prom,
-            holds.len(),
-            code,
-            err,
-        ))
+        Some((before, after, queried, series, gone_in_prom, code, err))
     });
+    let holds = holds.len();
     groups.remove_empty();
     drop(groups);
-    let Some((before, after, queried, series, gone_in_prom, holds, code, err)) = outcome else {
+    let Some((before, after, queried, series, gone_in_prom, code, err)) = outcome else {
         return;
     };
     let s = |text: &str, q: &str| crate::monitor::sample(text, q).unwrap_or(0.0);
