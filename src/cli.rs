@@ -1124,7 +1124,7 @@ pub struct WatchArgs {
 
     /// Watch every container of a pod: a Kubernetes pod by its uid, or a podman pod by its
     /// id or a unique prefix.
-    #[arg(long, value_name = "UID")]
+    #[arg(long, value_name = "ID")]
     pub pod: Option<String>,
 
     /// Watch a systemd service, scope or slice (.service when no suffix is given).

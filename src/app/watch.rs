@@ -142,7 +142,7 @@ impl WatchCommand {
             }
             _ => bail!(
                 "give one of --pid PID, --tid TID[,TID…], --comm NAME, --cgroup PATH, \
-                 --container ID, --pod UID or --unit NAME"
+                 --container ID, --pod ID or --unit NAME"
             ),
         };
         let settings = RunSettings {
