@@ -931,7 +931,7 @@ fn issue25_watch_ends_and_saves_when_the_process_ends() {
     let json = dir.path().join("watch.json");
     let start = std::time::Instant::now();
     let out = Command::new(bin())
-        .args(["watch", "--pid", &child.0.id().to_string(), "-D", "10s"])
+        .args(["watch", "--pid", &child.0.id().to_string(), "-D", "30s"])
         .arg(format!("--json={}", json.display()))
         .output()
         .expect("the binary runs");
@@ -939,8 +939,10 @@ fn issue25_watch_ends_and_saves_when_the_process_ends() {
     let err = String::from_utf8_lossy(&out.stderr);
     eprintln!("{test}: ended after {took:?}; stderr:\n{err}");
     assert_eq!(out.status.code(), Some(0), "{err}");
-    // `sleep 1` ends about 1 s in: the watch follows within a pass, not at -D.
-    assert!(took < Duration::from_millis(2500), "{took:?}");
+    // `sleep 1` ends about 1 s in: the watch follows within a pass, not at -D. The bound
+    // is far from both, since a loaded host stretches the watch's start and end (3.2 s
+    // in all, beside three builds and a test suite).
+    assert!(took < Duration::from_secs(15), "{took:?}");
     let r = ResultFile::read(&json).expect("the result");
     assert_eq!(r.watch.expect("a watch section").ended, "process ended");
     let said = |t: &str| t.contains("ended after") && t.contains("the watch ended with it");

@@ -932,7 +932,7 @@ fn traced_holds(
     let (scale, done) = (p.clock.scale, AtomicBool::new(false));
     let got = std::thread::scope(|s| {
         let reader = s.spawn(|| {
-            let _ = sched::pin_to(p.housekeeping);
+            sched::settle_reader(Some(p.housekeeping));
             tracing::follow_lanes(&session, &rings, vec![lane], scale, &done)
         });
         let run = with_holder(p, period, busy, window, || {

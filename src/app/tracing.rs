@@ -326,10 +326,7 @@ fn follow<T>(
                 let (session, done, coincidence) = (&session, &done, coincidence.as_ref());
                 let rings = &rings[range.clone()];
                 s.spawn(move || {
-                    // Off the measured CPUs, or reading would be noise there.
-                    if let Some(cpu) = cpu {
-                        let _ = sched::pin_to(cpu);
-                    }
+                    sched::settle_reader(cpu);
                     let watch = Watch {
                         session,
                         rings,

@@ -324,9 +324,7 @@ impl Measure for WatchCommand {
         }
         let (end, followed, stopped, quotas) = std::thread::scope(|s| {
             let reader = s.spawn(|| {
-                if let Some(cpu) = housekeeping {
-                    let _ = sched::pin_to(cpu);
-                }
+                sched::settle_reader(housekeeping);
                 let end =
                     |w: Watcher, names: &Names, symbols: &HashMap<u64, String>, counts| Followed {
                         figures: w.finish(names, symbols),
