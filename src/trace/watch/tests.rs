@@ -3,8 +3,9 @@ use std::collections::VecDeque;
 use super::watcher::SETTLE_EVERY;
 use super::*;
 use crate::stats::causes::CauseKind;
-use crate::trace::attribute::CfsQuota;
-use crate::trace::event::Kind;
+use crate::stats::histogram::LatencyHistogram;
+use crate::trace::attribute::{CfsQuota, Throttle};
+use crate::trace::event::{Kind, Task};
 
 /// 1 tick = 1 ns.
 fn scale() -> Scale {

@@ -7,8 +7,9 @@ use std::collections::{BTreeMap, HashMap};
 use crate::engine::clock::Scale;
 use crate::stats::histogram::LatencyHistogram;
 
-use super::{PRIO_CHANGES_KEPT, ThreadFigures, Watched, sleep_state, still_runnable};
+use super::figures::{PRIO_CHANGES_KEPT, ThreadFigures, Watched, sleep_state};
 use crate::trace::attribute::Gap;
+use crate::trace::event::still_runnable;
 use crate::trace::event::{Event, Kind, Names, Task};
 
 /// Where a watched thread is.

@@ -3,8 +3,8 @@
 
 use std::collections::{BTreeMap, HashMap, HashSet, VecDeque};
 
+use super::figures::{Settings, ThreadFigures, Watched};
 use super::walk::{Delay, Phase, Walk};
-use super::{Settings, ThreadFigures, Watched};
 use crate::trace::attribute::{Context, Gap, MeasurerKind, Naming, Tally};
 use crate::trace::event::{Event, Kind, Names};
 
