@@ -21,6 +21,9 @@
 //! Text is measured and (in PNG) drawn with DejaVu Sans, built into the binary by the
 //! `dejavu` crate, so that plots are the same on every host, one with no font installed
 //! included; `JITTERSCOPE_FONT=FILE` names another TrueType font instead.
+//!
+//! The two drawings made in pixels rather than on a chart have files of their own: the
+//! c2c matrix (`heatmap`) and the cause-shares bar (`shares`).
 
 use std::path::{Path, PathBuf};
 use std::sync::OnceLock;
@@ -28,14 +31,18 @@ use std::sync::OnceLock;
 use anyhow::Context;
 use plotters::coord::Shift;
 use plotters::prelude::*;
-use plotters::style::text_anchor::{HPos, Pos, VPos};
 
 use crate::report::ResultFile;
 use crate::report::export::Loaded;
 use crate::report::export::describe;
 use crate::report::result::dist::Dist;
 use crate::report::result::figure::{self, Figure, bin_edge};
-use crate::stats::causes::CauseKind;
+
+mod heatmap;
+mod shares;
+
+use heatmap::{cell_px, draw_heatmap};
+use shares::{BAR_HEIGHT, BAR_TOP, LEGEND_COLUMNS, LEGEND_ROW, SHARES_TITLE, draw_shares};
 
 /// Why a plot could not be drawn.
 #[derive(Debug, thiserror::Error)]
@@ -843,323 +850,6 @@ fn chart_on<'a, 'b, DB: DrawingBackend>(
     b
 }
 
-/// Pixels per heat-map cell: room for a label up to 64 CPUs, then smaller and unlabelled.
-fn cell_px(n: usize) -> u32 {
-    match n {
-        0..=8 => 64,
-        9..=16 => 44,
-        17..=64 => 36,
-        n => (2304 / n as u32).max(4),
-    }
-}
-
-/// Where the matrix's top-left corner sits in the area below the title, in pixels:
-/// centred, with room for the row labels on its left.
-fn heat_origin<DB: DrawingBackend>(area: &Area<DB>, side: i32) -> (i32, i32) {
-    let width = area.dim_in_pixel().0 as i32;
-    (((width - side) / 2).max(80), 10)
-}
-
-/// The matrix drawn in pixels (a chart's automatic ticks would fall between CPUs). When
-/// its cells are too small for a label and `svg_cells` is given, they are left to it as
-/// paths: a rectangle element per cell took 3.3 MB at 192 CPUs (issue 35).
-fn draw_heatmap<DB: DrawingBackend>(
-    area: &Area<DB>,
-    m: &Heatmap,
-    svg_cells: Option<&mut Option<String>>,
-) -> Result<(), String> {
-    let (n, px) = (m.cpus.len(), cell_px(m.cpus.len()) as i32);
-    let (ox, oy) = heat_origin(area, n as i32 * px);
-    let values = m.cells.iter().flatten().copied();
-    let (lo, hi) = values.fold((f64::INFINITY, 0.0f64), |(a, b), v| (a.min(v), b.max(v)));
-    let t = |v: f64| if hi > lo { (v - lo) / (hi - lo) } else { 0.0 };
-    let fill = |v: &Option<f64>| v.map_or(UNMEASURED, |v| heat_colour(t(v)));
-    if let Some(out) = svg_cells.filter(|_| px < LABELLED_PX) {
-        let (bx, by) = area.get_base_pixel();
-        *out = Some(heat_paths(
-            n,
-            px,
-            (bx + ox, by + oy),
-            m.cells.iter().map(fill),
-        ));
-        return draw_cpu_labels(area, m, px);
-    }
-    for (k, v) in m.cells.iter().enumerate() {
-        let (x, y) = (ox + (k % n) as i32 * px, oy + (k / n) as i32 * px);
-        let cell = Rectangle::new([(x, y), (x + px, y + px)], fill(v).filled());
-        area.draw(&cell).map_err(de)?;
-        match v {
-            // Whole ns: sub-ns digits are below what the probe resolves.
-            Some(v) if px >= LABELLED_PX => {
-                let ink = if t(*v) > 0.55 { &WHITE } else { &BLACK };
-                let text = format!("{v:.0}");
-                let at = (x + px / 2, y + px / 2);
-                area.draw(&centred(&text, at, f64::from(px) * 0.32, ink))
-                    .map_err(de)?;
-            }
-            _ => {}
-        }
-    }
-    draw_cpu_labels(area, m, px)
-}
-
-/// CPU numbers along the top-left matrix's rows and columns, and the axes' names.
-fn draw_cpu_labels<DB: DrawingBackend>(
-    area: &Area<DB>,
-    m: &Heatmap,
-    px: i32,
-) -> Result<(), String> {
-    let side = m.cpus.len() as i32 * px;
-    let (ox, oy) = heat_origin(area, side);
-    // Every CPU when there is room, else every k-th.
-    let every = (14 / px.max(1) + 1) as usize;
-    for (i, cpu) in m.cpus.iter().enumerate().step_by(every) {
-        let mid = i as i32 * px + px / 2;
-        let text = cpu.to_string();
-        area.draw(&centred(&text, (ox + mid, oy + side + 12), 13.0, &BLACK))
-            .map_err(de)?;
-        area.draw(&centred(&text, (ox - 16, oy + mid), 13.0, &BLACK))
-            .map_err(de)?;
-    }
-    let x_desc = centred("CPU", (ox + side / 2, oy + side + 34), 14.0, &BLACK);
-    area.draw(&x_desc).map_err(de)?;
-    let y_desc = centred("CPU", (ox - 52, oy + side / 2), 14.0, &BLACK);
-    area.draw(&y_desc).map_err(de)
-}
-
-fn centred<'a>(
-    text: &'a str,
-    at: (i32, i32),
-    size: f64,
-    ink: &'static RGBColor,
-) -> Text<'a, (i32, i32), &'a str> {
-    let centre = Pos::new(HPos::Center, VPos::Center);
-    let style = TextStyle::from((FONT, size).into_font())
-        .color(ink)
-        .pos(centre);
-    Text::new(text, at, style)
-}
-
-/// Cells of at least this many pixels carry their value.
-const LABELLED_PX: i32 = 24;
-/// A pair not measured.
-const UNMEASURED: RGBColor = RGBColor(235, 235, 235);
-/// Colour steps between the fastest and the slowest cell: finer than the eye tells
-/// apart on this ramp, and few enough that neighbouring cells share one (a run).
-const HEAT_LEVELS: f64 = 63.0;
-
-/// Per colour, its path's data and where its pen is (column, row).
-type Pens = std::collections::BTreeMap<(u8, u8, u8), (String, (usize, usize))>;
-
-/// An `n` × `n` matrix of `px`-pixel cells at `origin`, row by row, as one `<path>` per
-/// colour: each row's runs of one colour one horizontal stroke on a grid of one unit a
-/// cell that a transform scales to pixels (as `time_heatmap` draws the main job's map),
-/// each run placed relative to the end of the last. A few bytes a run, where a
-/// rectangle element takes ninety.
-fn heat_paths(
-    n: usize,
-    px: i32,
-    (x0, y0): (i32, i32),
-    fills: impl Iterator<Item = RGBColor>,
-) -> String {
-    use std::fmt::Write as _;
-    let fills: Vec<RGBColor> = fills.collect();
-    let mut paths: Pens = Default::default();
-    for (r, row) in fills.chunks(n.max(1)).enumerate() {
-        let mut start = 0;
-        while start < row.len() {
-            let fill = row[start];
-            let end = (start..row.len())
-                .find(|&c| row[c] != fill)
-                .unwrap_or(row.len());
-            let RGBColor(red, green, blue) = fill;
-            let (d, pen) = paths.entry((red, green, blue)).or_default();
-            let (dx, dy) = (start as i64 - pen.0 as i64, r as i64 - pen.1 as i64);
-            let _ = write!(d, "m{dx} {dy}h{}", end - start);
-            *pen = (end, r);
-            start = end;
-        }
-    }
-    let mut svg = format!(
-        "<g transform=\"translate({x0} {}) scale({px} {px})\" stroke-width=\"1\" \
-         fill=\"none\" shape-rendering=\"crispEdges\">\n",
-        f64::from(y0) + f64::from(px) / 2.0
-    );
-    for ((r, g, b), (d, _)) in paths {
-        let _ = writeln!(
-            svg,
-            "<path stroke=\"#{r:02x}{g:02x}{b:02x}\" d=\"M0 0{d}\"/>"
-        );
-    }
-    svg.push_str("</g>\n");
-    svg
-}
-
-/// The colour of a cell whose value lies at `t` (0 fastest … 1 slowest) of the range, in
-/// [`HEAT_LEVELS`] steps.
-fn heat_colour(t: f64) -> RGBColor {
-    let t = (t * HEAT_LEVELS).round() / HEAT_LEVELS;
-    let mix = |a: u8, b: u8| (f64::from(a) + (f64::from(b) - f64::from(a)) * t).round() as u8;
-    RGBColor(mix(255, 180), mix(245, 30), mix(200, 30))
-}
-
-// ---------------------------------------------------------------------------------------
-// Cause shares
-
-/// The bar's layout in pixels: the title's band (what `titled` takes at 17 px), the bar
-/// below it, then the legend in columns of rows.
-const SHARES_TITLE: u32 = 30;
-const BAR_TOP: u32 = 8;
-const BAR_HEIGHT: u32 = 34;
-const LEGEND_ROW: u32 = 22;
-const LEGEND_COLUMNS: usize = 2;
-const SIDE: i32 = 16;
-
-/// A segment's colour: a hue per kind of cause (IRQs blue, softirqs green, vectors
-/// orange, NMIs red, tasks purple, throttling brown), a lighter or darker shade for each
-/// further cause of that kind; the unaccounted time mid grey, the grouped "other" light grey.
-fn share_colour(kind: Option<CauseKind>, nth_of_kind: usize) -> RGBColor {
-    const SHADES: usize = 3;
-    let shades: [(u8, u8, u8); SHADES] = match kind {
-        Some(CauseKind::Irq) => [(31, 119, 180), (107, 174, 214), (8, 69, 148)],
-        Some(CauseKind::Softirq) => [(44, 160, 44), (116, 196, 118), (0, 109, 44)],
-        Some(CauseKind::Vector) => [(255, 127, 14), (253, 174, 107), (166, 54, 3)],
-        Some(CauseKind::Nmi) => [(214, 39, 40), (251, 106, 74), (153, 0, 13)],
-        Some(CauseKind::Task) => [(148, 103, 189), (188, 189, 220), (84, 39, 143)],
-        // Brown: a setting took the CPU, not something that ran.
-        Some(CauseKind::Throttling) => [(140, 86, 75), (196, 156, 148), (94, 52, 44)],
-        Some(CauseKind::Unaccounted) => [(120, 120, 120); SHADES],
-        None => [(205, 205, 205); SHADES],
-    };
-    let (r, g, b) = shades[nth_of_kind % SHADES];
-    RGBColor(r, g, b)
-}
-
-/// Text that reads on `fill`: white on dark colours, black on light ones.
-fn ink_on(fill: RGBColor) -> &'static RGBColor {
-    let RGBColor(r, g, b) = fill;
-    let luma = 0.299 * f64::from(r) + 0.587 * f64::from(g) + 0.114 * f64::from(b);
-    if luma < 140.0 { &WHITE } else { &BLACK }
-}
-
-/// "12.3 %": the share as the legend and the segments say it.
-fn share_words(pct: f64) -> String {
-    format!("{pct:.1} %")
-}
-
-/// The bar: each segment as wide as its share of the whole (so the bar is full even when
-/// the stored shares add up to 99.9), its share written inside when it fits; below, the
-/// legend, two columns of a swatch, the share and the cause, the cause cut with "…" to
-/// its column.
-fn draw_shares<DB: DrawingBackend>(
-    area: &Area<DB>,
-    segments: &[figure::CauseShare],
-) -> Result<(), String> {
-    let width = area.dim_in_pixel().0 as i32;
-    let (left, right) = (SIDE, width - SIDE);
-    let total: f64 = segments.iter().map(|s| s.share_pct).sum();
-    let colours = segment_colours(segments);
-    let (top, bottom) = (BAR_TOP as i32, (BAR_TOP + BAR_HEIGHT) as i32);
-    let label_style = |ink: &'static RGBColor| {
-        TextStyle::from((FONT, 14).into_font())
-            .color(ink)
-            .pos(Pos::new(HPos::Center, VPos::Center))
-    };
-    if total > 0.0 {
-        let mut acc = 0.0;
-        for (s, &fill) in segments.iter().zip(&colours) {
-            let x0 = left + ((right - left) as f64 * acc / total).round() as i32;
-            acc += s.share_pct;
-            let x1 = left + ((right - left) as f64 * acc / total).round() as i32;
-            if x1 <= x0 {
-                continue;
-            }
-            area.draw(&Rectangle::new([(x0, top), (x1, bottom)], fill.filled()))
-                .map_err(de)?;
-            // A white rule between segments: two shades of one kind stay apart.
-            area.draw(&Rectangle::new(
-                [(x0, top), (x1, bottom)],
-                WHITE.stroke_width(1),
-            ))
-            .map_err(de)?;
-            let text = share_words(s.share_pct);
-            let style = label_style(ink_on(fill));
-            let (tw, _) = area.estimate_text_size(&text, &style).map_err(de)?;
-            if tw as i32 + 8 <= x1 - x0 {
-                let at = ((x0 + x1) / 2, (top + bottom) / 2);
-                area.draw(&Text::new(text, at, style)).map_err(de)?;
-            }
-        }
-    }
-    let column = (right - left) / LEGEND_COLUMNS as i32;
-    let swatch = 14;
-    let legend = TextStyle::from((FONT, 15).into_font())
-        .color(&BLACK)
-        .pos(Pos::new(HPos::Left, VPos::Center));
-    for (i, (s, &fill)) in segments.iter().zip(&colours).enumerate() {
-        let (row, col) = ((i / LEGEND_COLUMNS) as i32, (i % LEGEND_COLUMNS) as i32);
-        let x = left + col * column;
-        let y = bottom + 16 + row * LEGEND_ROW as i32 + LEGEND_ROW as i32 / 2;
-        let half = swatch / 2;
-        area.draw(&Rectangle::new(
-            [(x, y - half), (x + swatch, y + half)],
-            fill.filled(),
-        ))
-        .map_err(de)?;
-        let room = (column - swatch - 6 - 10).max(0) as u32;
-        let text = fit_text(
-            area,
-            &format!("{}  {}", share_words(s.share_pct), s.label),
-            &legend,
-            room,
-        )?;
-        area.draw(&Text::new(text, (x + swatch + 6, y), legend.clone()))
-            .map_err(de)?;
-    }
-    Ok(())
-}
-
-/// Each segment's colour: its kind's hue, shaded by its place among the causes of that
-/// kind.
-fn segment_colours(segments: &[figure::CauseShare]) -> Vec<RGBColor> {
-    let mut seen: Vec<Option<CauseKind>> = Vec::new();
-    (segments.iter())
-        .map(|s| {
-            let nth = seen.iter().filter(|k| **k == s.kind).count();
-            seen.push(s.kind);
-            share_colour(s.kind, nth)
-        })
-        .collect()
-}
-
-/// `text`, or as much of it as fits in `room` pixels followed by "…".
-fn fit_text<DB: DrawingBackend>(
-    area: &Area<DB>,
-    text: &str,
-    style: &TextStyle<'_>,
-    room: u32,
-) -> Result<String, String> {
-    let fits = |t: &str| -> Result<bool, String> {
-        Ok(area.estimate_text_size(t, style).map_err(de)?.0 <= room)
-    };
-    if fits(text)? {
-        return Ok(text.to_string());
-    }
-    let chars: Vec<char> = text.chars().collect();
-    // The longest prefix that fits with the ellipsis, by bisection.
-    let (mut lo, mut hi) = (0, chars.len());
-    while lo < hi {
-        let mid = (lo + hi).div_ceil(2);
-        let candidate: String = chars[..mid].iter().chain(['…'].iter()).collect();
-        if fits(&candidate)? {
-            lo = mid;
-        } else {
-            hi = mid - 1;
-        }
-    }
-    Ok(chars[..lo].iter().chain(['…'].iter()).collect())
-}
-
 // ---------------------------------------------------------------------------------------
 // Font
 
@@ -1271,6 +961,7 @@ pub(crate) fn trim_float(v: f64) -> String {
 
 #[cfg(test)]
 mod tests {
+    use super::heatmap::heat_paths;
     use super::*;
 
     /// Issue 35: a heat map's cells are a path per colour, each row's runs of one colour

@@ -1,0 +1,276 @@
+//! The streaming `Watcher`: events go in window by window, the walk follows them, and
+//! each delay that ended is attributed from the tail of its CPU's events kept for it.
+
+use std::collections::{BTreeMap, HashMap, HashSet, VecDeque};
+
+use super::figures::{Settings, ThreadFigures, Watched};
+use super::walk::{Delay, Phase, Walk};
+use crate::trace::attribute::{Context, Gap, MeasurerKind, Naming, Tally};
+use crate::trace::event::{Event, Kind, Names};
+
+/// Events kept per CPU for the delays still open (48 bytes each, 6 MiB a CPU): past it
+/// the oldest are dropped and counted as lost.
+pub const TAIL_CAP: usize = 131_072;
+/// Events walked between settlings within one batch.
+pub(super) const SETTLE_EVERY: usize = 8192;
+/// A wake-up open longer than this keeps no events for itself: one whose switch-in was
+/// lost would otherwise hold every CPU's events to the cap.
+const HORIZON_NS: u64 = 2_000_000_000;
+
+/// Follows a trace as it is read: events go in window by window, in time order, and
+/// only open state stays: each CPU's task, each thread's phase and figures, a streaming
+/// attribution per thread (bounded by its causes), and each CPU's tail of events back
+/// to the last switch before the oldest open wake-up, which is what attributing that
+/// delay needs. Memory is flat over the length of a run.
+pub struct Watcher {
+    walk: Walk,
+    settings: Settings,
+    /// Each CPU's events since the last switch before the oldest open delay.
+    pub(super) tails: BTreeMap<usize, VecDeque<Event>>,
+    tallies: BTreeMap<u32, Tally>,
+    /// Delays at or above the threshold whose CPU's events are not all fed yet.
+    pending: Vec<Delay>,
+    /// Events dropped from a full tail: delays then may be misread.
+    pub evicted: u64,
+    /// How causes are named: in full for one run, stably for counters (`streaming`).
+    naming: Naming,
+    /// The last `until` fed.
+    until: u64,
+}
+
+impl Watcher {
+    pub fn new(watched: Watched, settings: Settings) -> Watcher {
+        Watcher {
+            walk: Walk::new(watched, settings.scale, settings.threshold_ns),
+            settings,
+            tails: BTreeMap::new(),
+            tallies: BTreeMap::new(),
+            pending: Vec::new(),
+            evicted: 0,
+            naming: Naming::Full,
+            until: 0,
+        }
+    }
+
+    /// For a run without end read by `drain` (`monitor --watch-comm`): causes named
+    /// without pids or policies (`Naming::Stable`, so that a counter keeps one series
+    /// while kworkers come and go), no worst-delay timelines, and histograms of 2
+    /// significant digits (37 KiB a thread rather than 260: they are only folded into
+    /// 1-2-5 buckets). Only wake-up delays are split: its counters are of late wake-ups
+    /// (preempted time has its own).
+    pub fn streaming(mut self) -> Watcher {
+        self.naming = Naming::Stable;
+        self.settings.top = 0;
+        self.walk.sigfig = 2;
+        self.walk.split_preempted = false;
+        self
+    }
+
+    /// Threads followed now (open state).
+    pub fn threads(&self) -> usize {
+        self.walk.threads.len()
+    }
+
+    /// Hands every thread's figures since the last drain to `visit`, its delays at or
+    /// above the threshold attributed as `finish` gives them, then starts them afresh,
+    /// keeping their histograms. Nothing is lost between two drains: a delay still
+    /// open is counted by the drain after the one it ends before.
+    ///
+    /// A thread asleep with no event for `idle_ns` (of trace time) is then dropped from
+    /// the open state, its last figures handed over: threads that end (or sleep long)
+    /// hold no memory, so a process that starts threads without end keeps it flat. One
+    /// that wakes again is followed afresh; only a migration across its sleep is missed.
+    /// The number of threads dropped.
+    pub fn drain(&mut self, idle_ns: u64, mut visit: impl FnMut(&ThreadFigures)) -> usize {
+        let (scale, threshold_ns) = (self.settings.scale, self.settings.threshold_ns);
+        let cutoff = self.until.saturating_sub(scale.to_ticks(idle_ns));
+        let waiting: HashSet<u32> = self.pending.iter().map(|d| d.0).collect();
+        let mut gone = Vec::new();
+        for (&tid, th) in &mut self.walk.threads {
+            let f = &mut th.figures;
+            f.attribution = self.tallies.remove(&tid).map(|t| {
+                let mut a = t.finish(scale);
+                a.method = method(threshold_ns);
+                a
+            });
+            visit(f);
+            f.reset();
+            if th.phase == Phase::Asleep && th.last_ts < cutoff && !waiting.contains(&tid) {
+                gone.push(tid);
+            }
+        }
+        for tid in &gone {
+            self.walk.threads.remove(tid);
+        }
+        // A tally only for a thread not followed (none expected) is not kept either.
+        self.tallies.clear();
+        gone.len()
+    }
+
+    /// The threads to watch from now on, in place of those before: a process's threads
+    /// as listed again, or a cgroup's, which a task that moves out leaves.
+    pub fn watch_tids(&mut self, tids: impl IntoIterator<Item = u32>) {
+        if let Watched::Tids(set) | Watched::Comms(_, set) = &mut self.walk.watched {
+            set.clear();
+            set.extend(tids);
+        }
+    }
+
+    /// Names causes as `Naming::StableWithPids` does (after `streaming`).
+    pub fn with_pids(mut self) -> Watcher {
+        self.naming = Naming::StableWithPids;
+        self
+    }
+
+    /// Drops every event held and each CPU's task (the reader started afresh with new
+    /// names for them), counting the events as lost.
+    pub fn forget_events(&mut self) {
+        self.evicted += self.tails.values().map(|t| t.len() as u64).sum::<u64>();
+        self.tails.clear();
+        self.walk.cpus.clear();
+    }
+
+    /// Takes every CPU's events stamped before `until` (each CPU's in time order, later
+    /// than any fed before, none at or after `until`): walks them merged in time order,
+    /// attributes the delays that ended before `until`, and forgets the events no open
+    /// delay needs.
+    pub fn feed(
+        &mut self,
+        per_cpu: &BTreeMap<usize, Vec<Event>>,
+        until: u64,
+        names: &Names,
+        symbols: &HashMap<u64, String>,
+    ) {
+        let mut merged: Vec<(u64, usize, &Event)> = (per_cpu.iter())
+            .flat_map(|(&cpu, evs)| evs.iter().map(move |e| (e.ts, cpu, e)))
+            .collect();
+        // Stable: events of one CPU at one stamp keep their order.
+        merged.sort_by_key(|&(ts, cpu, _)| (ts, cpu));
+        for (i, &(ts, cpu, e)) in merged.iter().enumerate() {
+            // A reader that fell behind brings a large batch: settling on the way keeps
+            // the tails to what open delays need rather than to the batch. Every event
+            // before this one is in, so the delays that ended before it can be settled.
+            if i > 0 && i % SETTLE_EVERY == 0 {
+                self.settle(ts, names, symbols);
+            }
+            self.walk.step(names, cpu, e);
+            let tail = self.tails.entry(cpu).or_default();
+            if tail.len() >= TAIL_CAP {
+                tail.pop_front();
+                self.evicted += 1;
+            }
+            tail.push_back(*e);
+        }
+        self.settle(until, names, symbols);
+        self.until = self.until.max(until);
+    }
+
+    /// Attributes the delays whose events are all in (those that ended before
+    /// `until`), then trims the tails to what the open ones need.
+    fn settle(&mut self, until: u64, names: &Names, symbols: &HashMap<u64, String>) {
+        self.pending.append(&mut self.walk.ended);
+        let (ready, wait): (Vec<Delay>, Vec<Delay>) =
+            self.pending.drain(..).partition(|d| d.2.end < until);
+        self.pending = wait;
+        for (tid, cpu, gap, ns) in ready {
+            self.attribute(tid, cpu, gap, ns, names, symbols);
+        }
+        let horizon = until.saturating_sub(self.settings.scale.to_ticks(HORIZON_NS));
+        let need = self.oldest_open().unwrap_or(until).min(until).max(horizon);
+        for tail in self.tails.values_mut() {
+            let at = tail.partition_point(|e| e.ts < need);
+            let from = (tail.range(..at))
+                .rposition(|e| matches!(e.kind, Kind::Switch { .. }))
+                .unwrap_or(at);
+            tail.drain(..from);
+        }
+    }
+
+    /// The earliest wake-up of a delay not yet attributed.
+    fn oldest_open(&self) -> Option<u64> {
+        let phases = self.walk.threads.values().filter_map(|th| match th.phase {
+            Phase::Woken { at, .. } => Some(at),
+            Phase::Running {
+                guessed: Some((at, _)),
+                ..
+            } => Some(at),
+            // Its stretch is attributed when it runs again: its switch out is needed.
+            Phase::Preempted { at, .. } if self.walk.split_preempted => Some(at),
+            _ => None,
+        });
+        phases.chain(self.pending.iter().map(|d| d.2.start)).min()
+    }
+
+    /// One delay split by what ran on its CPU instead: that CPU's events from the last
+    /// switch before it (which says who held the CPU) to its end.
+    fn attribute(
+        &mut self,
+        tid: u32,
+        cpu: usize,
+        gap: Gap,
+        ns: u64,
+        names: &Names,
+        symbols: &HashMap<u64, String>,
+    ) {
+        let s = &self.settings;
+        let cx = Context {
+            names,
+            symbols,
+            scale: s.scale,
+            run_start: s.run_start,
+            // Its own time is no cause.
+            measurer: tid,
+            top: s.top,
+            // Nothing is known to run at a wake-up: whatever ran then is the delay's.
+            measurer_kind: MeasurerKind::Sleeps,
+            naming: self.naming,
+            throttle: &s.throttle,
+        };
+        let evs: &[Event] = match self.tails.get_mut(&cpu) {
+            Some(t) => t.make_contiguous(),
+            None => &[],
+        };
+        let at = evs.partition_point(|e| e.ts < gap.start);
+        let from = (evs[..at].iter())
+            .rposition(|e| matches!(e.kind, Kind::Switch { .. }))
+            .unwrap_or(0);
+        let to = evs.partition_point(|e| e.ts <= gap.end).max(from);
+        let tally = self.tallies.entry(tid).or_insert_with(|| Tally::new(s.top));
+        tally.add(&[(gap, ns)], &evs[from..to], &cx);
+    }
+
+    /// The figures of every thread seen, by thread id, once the trace has ended: a
+    /// guessed start still open is recorded, and every delay left is attributed.
+    pub fn finish(mut self, names: &Names, symbols: &HashMap<u64, String>) -> Vec<ThreadFigures> {
+        self.walk.finish();
+        self.settle(u64::MAX, names, symbols);
+        let s = self.settings;
+        let mut tallies = self.tallies;
+        (self.walk.threads.into_iter())
+            .map(|(tid, th)| {
+                let mut f = th.figures;
+                for (at, _) in &mut f.prio_changes {
+                    *at = s.scale.to_ns(at.saturating_sub(s.run_start));
+                }
+                f.attribution = tallies.remove(&tid).map(|t| {
+                    let mut a = t.finish(s.scale);
+                    a.method = method(s.threshold_ns);
+                    a
+                });
+                f
+            })
+            .collect()
+    }
+}
+
+fn method(threshold_ns: u64) -> String {
+    format!(
+        "kernel trace events on the TSC (x86-tsc): each wake-up delay at or above {} µs, \
+         from the thread's wake-up to the switch that ran it, and each stretch preempted \
+         while runnable as long, from its switch out to its switch in on the same CPU, \
+         split by what ran on that CPU instead; a CFS quota or RT throttling is named where \
+         the trace shows it held the thread off (switched out runnable, until the refill \
+         or while idle or lower priorities ran)",
+        threshold_ns as f64 / 1e3
+    )
+}
