@@ -150,8 +150,9 @@ fn traced_holds(
     let done = AtomicBool::new(false);
     let ready = Barrier::new(2);
     let (run, holds, collected) = std::thread::scope(|s| {
+        // As the commands' readers are: at their nice, or a build beside starves it.
         let reader = s.spawn(|| {
-            jitterscope::engine::sched::pin_to(hk).unwrap();
+            jitterscope::engine::sched::settle_reader(Some(hk));
             reader::collect(&session, &done)
         });
         let holder = std::thread::Builder::new()
@@ -177,6 +178,11 @@ fn traced_holds(
     let w = run.outcome.window.unwrap();
     let e = &run.entries[0];
     let a = attribute_noise_entry(e, &collected, clock.scale, w.start, usize::MAX).unwrap();
+    // Said, since a gap over events the kernel overwrote is broken down without them.
+    let lost: u64 = collected.lost.values().sum();
+    if lost > 0 {
+        eprintln!("{lost} events lost");
+    }
     let (inside, preempted) = held_within(holds, w.start, w.deadline, clock.scale);
     assert!(our_instances().is_empty(), "the instance is removed");
     assert_eq!(
