@@ -227,24 +227,37 @@ fn issue34_watch_container_names_the_neighbours_holds_by_its_container() {
         "a task of A's own named: {:#?}",
         att.causes
     );
-    // Each delay ≥ 400 µs is a hold's (a FIFO 5 sleeper is held off only by higher
-    // priorities and interrupts, none of them that long here): the hog must be its
-    // largest part in 99 % of them. Fail when the misses are beyond what a 99 % rate
-    // makes one time in a thousand.
+    // Each delay ≥ 400 µs is a hold's, but for those a task of the host made: a FIFO 5
+    // sleeper is held off by higher priorities and interrupts, and on a kernel that does
+    // not preempt itself (preempt=none, this guest's) by any task until it leaves the
+    // kernel (beside a build, a linker's system calls: 6 delays of 3 ms). The hog must be
+    // the largest part of 99 % of the others; the host's at most 10 % of all.
     let (n, named) = (att.gaps, hog.largest_in);
-    let missed = n - named;
+    let host = host_made(&att.causes);
+    let missed = n - named - host;
     println!(
         "{test}: {} holds made, {n} delays ≥ {THRESHOLD_US} µs, the neighbour's container \
-         the largest part of {named}",
+         the largest part of {named}, a task of the host of {host}",
         holds.len()
     );
     assert!(
         n >= 200,
         "only {n} delays over {THRESHOLD_US} µs in 3 s of holds every 10 ms"
     );
-    let (ok, words) = jitterscope::stats::misses::judge(missed as usize, n as usize, 0.01);
-    println!("{test}: delays not named after the neighbour: {words}");
+    let (ok, words) = jitterscope::stats::misses::judge(host as usize, n as usize, 0.10);
+    println!("{test}: delays a task of the host made: {words}");
     assert!(ok, "{words}; {:#?}", att.causes);
+    let (ok, words) = jitterscope::stats::misses::judge(missed as usize, (n - host) as usize, 0.01);
+    println!("{test}: the others not named after the neighbour: {words}");
+    assert!(ok, "{words}; {:#?}", att.causes);
+}
+
+/// Delays whose largest part a task of the host (outside every container) made.
+fn host_made(causes: &[jitterscope::stats::causes::CauseRow]) -> u64 {
+    (causes.iter())
+        .filter(|c| c.kind == CauseKind::Task && c.cause.ends_with("(host)"))
+        .map(|c| c.largest_in)
+        .sum()
 }
 
 /// A target that is not there, or a prefix that is no id: one line, exit 2, before any
@@ -720,9 +733,18 @@ fn issue34_monitor_watch_cgroup_exports_per_container_and_drops_a_gone_one() {
     assert_eq!(code, Some(0), "{err}");
     assert!(count > 2_000.0, "A's sleeper: {count} wake-ups exported");
     assert!(late >= 200.0, "only {late} delays ≥ {THRESHOLD_US} µs in A");
-    let (ok, words) =
-        jitterscope::stats::misses::judge((late - main) as usize, late as usize, 0.01);
-    println!("{test}: A's delays not named after B's task: {words}");
+    // As for watch: delays a task of the host made are its, at most 10 % of all; B's
+    // task the main cause of 99 % of the others.
+    let host = host_main(&before, &a);
+    let (ok, words) = jitterscope::stats::misses::judge(host as usize, late as usize, 0.10);
+    println!("{test}: A's delays a task of the host made: {words}");
+    assert!(ok, "{words}");
+    let (ok, words) = jitterscope::stats::misses::judge(
+        (late - main - host) as usize,
+        (late - host) as usize,
+        0.01,
+    );
+    println!("{test}: A's other delays not named after B's task: {words}");
     assert!(ok, "{words}");
     // B has its own series set; its hog (FIFO 10) is the one holding, not held.
     assert!(before.contains(&format!(
@@ -756,4 +778,14 @@ fn groups_id(labels: &str) -> String {
         .and_then(|r| r.split('"').next())
         .unwrap_or_default()
         .to_string()
+}
+
+/// The delays of the group labelled `labels` whose main cause a task of the host made,
+/// from the exposition's `cause_main_total` samples.
+fn host_main(exposition: &str, labels: &str) -> f64 {
+    let prefix = format!("jitterscope_watch_cgroup_cause_main_total{{{labels},kind=\"task\",");
+    (exposition.lines())
+        .filter(|l| l.starts_with(&prefix) && l.contains(" (host)\"}"))
+        .filter_map(|l| l.rsplit(' ').next()?.parse::<f64>().ok())
+        .sum()
 }
