@@ -419,7 +419,7 @@ fn read_share(
         .clone()
         .map(|i| {
             let mut l = Lane::noise(i, Throttle::default());
-            l.bound_pending(plan.budget.pending_gaps);
+            l.bound(plan.budget);
             l
         })
         .collect();
