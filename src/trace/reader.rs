@@ -509,7 +509,11 @@ mod tests {
         }
         w.set_cap(3_000);
         assert_eq!((w.len(), w.evicted, w.cap()), (3_000, 2_000, 3_000));
-        assert!(w.bytes() <= 3_000 * std::mem::size_of::<Event>(), "{}", w.bytes());
+        assert!(
+            w.bytes() <= 3_000 * std::mem::size_of::<Event>(),
+            "{}",
+            w.bytes()
+        );
         assert_eq!(w.events()[0].ts, 20_010);
         assert!(w.lost_within(100, 200) && !w.lost_within(20_010, 50_000));
         w.set_cap(4_000);
