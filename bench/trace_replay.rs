@@ -26,7 +26,9 @@
 //! CPU time), what was lost (events, per CPU; gaps left unattributed over a loss), and
 //! private memory (the process's anonymous memory grown over the run, the stand-in kernel
 //! buffers drained and the allocator's free memory given back: the readers' windows,
-//! lanes and the gap queues).
+//! lanes and the gap queues). With `TRACE_REPLAY_HEAP=1` it also counts the readers'
+//! heap apart from the stand-in kernel buffers' (`replay_heap`): their peak and their
+//! end, per CPU.
 
 use std::io::Read;
 use std::os::unix::fs::OpenOptionsExt;
@@ -52,6 +54,12 @@ use jitterscope::trace::reader::{Follower, PageQueue};
 use jitterscope::trace::ring::{mark_missed, parse_page, write_pages};
 use jitterscope::trace::session::TraceSession;
 use jitterscope::trace::stream::{Lane, Reader};
+
+mod replay_heap;
+use replay_heap::Tag;
+
+#[global_allocator]
+static HEAP: replay_heap::Counting = replay_heap::Counting;
 
 /// A recording, as saved.
 #[derive(Serialize, Deserialize)]
@@ -395,6 +403,7 @@ fn read_share(
     if let Some(cpu) = pin {
         let _ = sched::pin_to(cpu);
     }
+    replay_heap::set(Tag::Reader);
     let src = plan.src;
     let n = lanes.len();
     let sources: Vec<(usize, PageQueue)> =
@@ -410,7 +419,7 @@ fn read_share(
         .clone()
         .map(|i| {
             let mut l = Lane::noise(i, Throttle::default());
-            l.bound_pending(plan.budget.pending_gaps);
+            l.bound(plan.budget);
             l
         })
         .collect();
@@ -441,7 +450,9 @@ fn read_share(
             .zip(reader.follower.sources_mut())
             .zip(&mut producers)
         {
+            replay_heap::set(Tag::Feed);
             plan.make(feed, q, p, now);
+            replay_heap::set(Tag::Reader);
         }
         let cpu0 = thread_cpu_ns();
         tracing::read_pass(
@@ -470,8 +481,12 @@ fn read_share(
     f.events = reader.follower.windows.iter().map(|w| w.read).sum();
     f.gaps = reader.lanes.iter().map(|l| l.offered).sum();
     f.lost = feeds.iter().map(|f| f.lost).collect();
-    // The stand-in kernel buffers are drained: what is held now is the reader's.
+    // The stand-in kernel buffers are drained, and their queues given back: what is
+    // held now is the reader's.
     drop(feeds);
+    for q in reader.follower.sources_mut() {
+        q.pages = Default::default();
+    }
     trim();
     f.anon_kib = private_kib();
     (tracing::lane_outs(reader, &rings), f)
@@ -651,6 +666,9 @@ fn run_one(
 ) {
     trim();
     let before = private_kib();
+    replay_heap::reset_peak(Tag::Reader);
+    replay_heap::reset_peak(Tag::Feed);
+    let heap_before = replay_heap::live(Tag::Reader);
     let plan = Plan {
         src,
         speed: rate / src.rate,
@@ -745,6 +763,21 @@ fn run_one(
             "      lost per CPU: {}{}",
             each.join(", "),
             if lossy > 8 { ", …" } else { "" }
+        );
+    }
+    if replay_heap::on() {
+        let (peak, end) = (
+            replay_heap::peak(Tag::Reader).saturating_sub(heap_before),
+            replay_heap::live(Tag::Reader).saturating_sub(heap_before),
+        );
+        println!(
+            "      heap: the readers' {} KiB at their peak ({} KiB a CPU), {} KiB at the end \
+             ({} KiB a CPU); the stand-in kernel buffers' {} KiB at their peak",
+            peak >> 10,
+            (peak / n) >> 10,
+            end >> 10,
+            (end / n) >> 10,
+            replay_heap::peak(Tag::Feed) >> 10
         );
     }
     let attributed: u64 = outs.iter().map(|o| o.lane.attributed()).sum();

@@ -6,7 +6,9 @@
 # this host's event rate and at the 16-CPU host's (from its traced fixture), with one
 # reader on one core; then 192 CPUs with the reading spread as `noise --trace` spreads
 # it (one reader per housekeeping CPU); then an overload, to show what a
-# reader that cannot keep up says (events lost per CPU, gaps left unattributed).
+# reader that cannot keep up says (events lost per CPU, gaps left unattributed), and what
+# it holds (private memory; with TRACE_REPLAY_HEAP=1 also the readers' heap at its peak,
+# counted apart from the stand-in kernel buffers).
 #   bench/trace_replay.sh [RECORD_SECONDS] [REPLAY_SECONDS]     (defaults 5, 10)
 set -euo pipefail
 cd "$(dirname "$0")/.."

@@ -136,18 +136,26 @@ pub const STREAM_EVENTS: usize = 65_536;
 fn bound(lanes: &mut [Lane]) -> Budget {
     let budget = budget(lanes.len());
     for l in lanes.iter_mut() {
-        l.bound_pending(budget.pending_gaps);
+        l.bound(budget);
     }
     budget
 }
 
 /// Each measured CPU's share of the readers' memory budget (`stream::BUDGET_BYTES`):
-/// its window at most [`STREAM_EVENTS`], fewer on a host of many CPUs, once the gap
-/// queues are counted.
+/// its window at most [`STREAM_EVENTS`], fewer on a host of many CPUs, once the fixed
+/// per-CPU costs are counted: the gap queue; the coincidence count's held starts (8
+/// bytes a gap: a reader hands it up to a queue of each CPU's gaps a pass, and the
+/// count grows a quarter at a time); and [`REST_BYTES`].
 pub fn budget(cpus: usize) -> Budget {
     let queue = STREAM_GAPS * std::mem::size_of::<crate::stats::events::Event>();
-    Budget::for_cpus(cpus, queue, STREAM_EVENTS)
+    let held = (STREAM_GAPS + STREAM_GAPS / 4) * std::mem::size_of::<u64>();
+    Budget::for_cpus(cpus, queue + held + REST_BYTES, STREAM_EVENTS)
 }
+
+/// What else a reader holds, per CPU: the spans with events lost, the names and kernel
+/// functions its events name, a pass's buffers. A replay of 192 CPUs a queue behind
+/// held 290 KiB besides the windows, waiting gaps, queues and coincidence count (issue 35).
+pub const REST_BYTES: usize = 4 << 10;
 
 /// How often a reader drains the trace and the gap queues, at most.
 const PASS: std::time::Duration = std::time::Duration::from_millis(20);
@@ -466,7 +474,7 @@ pub fn lane_outs<R>(reader: Reader<R>, rings: &[GapRing]) -> Vec<LaneOut> {
         .map(|((lane, w), ring)| LaneOut {
             budget: ReaderBudget {
                 total_bytes: stream::BUDGET_BYTES as u64,
-                window_events: w.cap() as u64,
+                window_events: w.min_cap() as u64,
                 pending_gaps: lane.max_pending() as u64,
             },
             lane,
@@ -492,22 +500,20 @@ pub fn read_pass<R: std::io::Read>(
     last: bool,
 ) -> std::io::Result<()> {
     reader.read()?;
-    let mut handed: Vec<(usize, u64, u64)> = Vec::new();
+    // Each gap goes to the count as it is taken: gathered first, a pass of 192 CPUs a
+    // whole queue behind held 19 MB of them (issue 35).
+    let mut counting = coincidence.and_then(|c| c.lock().ok());
     for (i, (lane, ring)) in reader.lanes.iter_mut().zip(rings).enumerate() {
         take_gaps(lane, ring, scale, |s, e| {
-            if coincidence.is_some() {
-                handed.push((first + i, s, e))
+            if let Some(c) = counting.as_mut() {
+                c.add(first + i, s, e);
             }
         });
     }
-    if let Some(c) = coincidence
-        && let Ok(mut c) = c.lock()
-    {
-        for (lane, s, e) in handed {
-            c.add(lane, s, e);
-        }
+    if let Some(c) = counting.as_mut() {
         c.advance(now);
     }
+    drop(counting);
     let settle = scale.to_ticks(SETTLE.as_nanos() as u64);
     reader.settle(scale, now.saturating_sub(settle), last);
     Ok(())

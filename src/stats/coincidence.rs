@@ -83,6 +83,13 @@ impl Coincidence {
         if l.held.is_empty() {
             self.fronts.push(Reverse((start, lane)));
         }
+        // Grown by hand, a quarter at a time: a reader hands each CPU up to a queue of
+        // gaps a pass, and doubling past it took twice what the readers' memory budget
+        // counts for it (issue 35: 6 MB over 192 CPUs a queue behind).
+        if l.held.len() == l.held.capacity() {
+            let n = l.held.len();
+            l.held.reserve_exact((n / 4).max(16));
+        }
         l.held.push_back(start);
         l.known_to = l.known_to.max(end);
         if l.held.len() > MAX_HELD {

@@ -172,6 +172,7 @@ pub struct EventWindow {
     pub cpu: usize,
     events: VecDeque<Event>,
     cap: usize,
+    min_cap: usize,
     /// Records read from this CPU's buffer.
     pub read: u64,
     /// Events pushed out by the bound before the caller forgot them: lost to it.
@@ -193,6 +194,7 @@ impl EventWindow {
             cpu,
             events: VecDeque::new(),
             cap: cap.max(1),
+            min_cap: cap.max(1),
             read: 0,
             evicted: 0,
             missed: 0,
@@ -205,12 +207,8 @@ impl EventWindow {
     /// Adds the newest event, pushing the oldest out when full: its time, since the
     /// last one forgotten, is then a span with events lost.
     pub fn push(&mut self, e: Event) {
-        if self.events.len() >= self.cap
-            && let Some(old) = self.events.pop_front()
-        {
-            self.evicted += 1;
-            self.lose(self.forgotten_to, old.ts);
-            self.forgotten_to = self.forgotten_to.max(old.ts);
+        if self.events.len() >= self.cap {
+            self.evict_oldest();
         }
         // Grown by hand to at most `cap`: doubling would take a full window's memory to
         // the next power of two, past its share of the budget.
@@ -222,9 +220,38 @@ impl EventWindow {
         self.events.push_back(e);
     }
 
+    /// Pushes the oldest event out: lost to the caller, its time since the last one
+    /// forgotten a span with events lost.
+    fn evict_oldest(&mut self) {
+        if let Some(old) = self.events.pop_front() {
+            self.evicted += 1;
+            self.lose(self.forgotten_to, old.ts);
+            self.forgotten_to = self.forgotten_to.max(old.ts);
+        }
+    }
+
     /// The most events it holds.
     pub fn cap(&self) -> usize {
         self.cap
+    }
+
+    /// The fewest events it could hold at any time of the run.
+    pub fn min_cap(&self) -> usize {
+        self.min_cap
+    }
+
+    /// Holds at most `cap` events from now on (issue 35: a lane's tally grows into its
+    /// window's share): past it the oldest are pushed out, lost, and the memory given
+    /// back.
+    pub fn set_cap(&mut self, cap: usize) {
+        self.cap = cap.max(1);
+        self.min_cap = self.min_cap.min(self.cap);
+        while self.events.len() > self.cap {
+            self.evict_oldest();
+        }
+        if self.events.capacity() > self.cap {
+            self.events.shrink_to(self.cap);
+        }
     }
 
     /// The bytes its events take now (capacity, not length: what it holds from the
@@ -469,6 +496,28 @@ mod tests {
         assert_eq!(w.forgotten_to(), 70_000);
         assert!(w.lost_within(100, 200) && w.lost_within(69_990, 70_005));
         assert!(!w.lost_within(70_010, 120_000), "what it holds is whole");
+    }
+
+    /// Issue 35: a window whose cap is lowered (its lane's tally grew) pushes its
+    /// oldest events out at once, counted lost and their span marked, and gives the
+    /// memory back; it states the fewest it could hold.
+    #[test]
+    fn issue35_a_lowered_cap_pushes_the_oldest_out_counted_and_gives_memory_back() {
+        let mut w = EventWindow::new(1, 5_000);
+        for t in 1..=5_000u64 {
+            w.push(ev(t * 10));
+        }
+        w.set_cap(3_000);
+        assert_eq!((w.len(), w.evicted, w.cap()), (3_000, 2_000, 3_000));
+        assert!(
+            w.bytes() <= 3_000 * std::mem::size_of::<Event>(),
+            "{}",
+            w.bytes()
+        );
+        assert_eq!(w.events()[0].ts, 20_010);
+        assert!(w.lost_within(100, 200) && !w.lost_within(20_010, 50_000));
+        w.set_cap(4_000);
+        assert_eq!((w.cap(), w.min_cap()), (4_000, 3_000));
     }
 
     #[test]

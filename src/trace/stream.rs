@@ -49,21 +49,30 @@ pub const WARM_WAKEUPS: u64 = 1_000;
 /// day every compiler thread has a name of its own.
 pub const STREAM_NAMES: usize = 1_024;
 
-/// The memory all of a run's streaming readers hold at most for their CPUs' windows and
-/// queues (issue 35): a reader that falls behind a busy host pushes its oldest events
-/// out and counts them lost rather than hold them (a replay of 192 CPUs at 120 times a
-/// guest's rate held 689 MB before the bound).
+/// The memory all of a run's streaming readers hold at most for their CPUs (issue 35):
+/// the gap queues and the coincidence count's held starts (fixed, per CPU), each lane's
+/// tally and waiting gaps, and each window's events. A reader that falls behind a busy
+/// host pushes its oldest events out and counts them lost rather than hold them (a
+/// replay of 192 CPUs at 120 times a guest's rate held 689 MB before the bound), and a
+/// window gives up to its lane's tally what the tally grows by (a tally of 59 causes
+/// took 190 KiB: 36 MB over 192 CPUs, outside the bound until then).
 pub const BUDGET_BYTES: usize = 64 << 20;
-/// Each CPU's window holds at least this many events whatever the CPU count (192 KiB at
-/// 48 bytes), many times the 90 ms of events its waiting gaps need at 20 000 gaps a
-/// second: past 256 CPUs the floor, not the budget, bounds the memory.
-pub const FLOOR_EVENTS: usize = 4_096;
+/// Each CPU's window holds at least this many events whatever the CPU count (96 KiB at
+/// 48 bytes), nearly three times the 90 ms of events its waiting gaps need at 20 000 gaps
+/// a second (8 200 events a second at the mix issue 35 measured). At 4 096 the floor, not
+/// the budget, bounded 192 CPUs' windows, and what the tallies and the coincidence count
+/// held came on top (a replay a queue behind held 66 MiB at its peak). The floor comes
+/// first past about 280 CPUs, or sooner when the tallies name many causes (each up to
+/// about 190 KiB at [`super::attribute::MAX_CAUSES`] causes).
+pub const FLOOR_EVENTS: usize = 2_048;
 /// Gaps a lane holds waiting to settle, at most, before a budget is set
 /// ([`Lane::bound_pending`]). Past it the oldest are dropped, counted unattributed.
-pub const PENDING_GAPS: usize = FLOOR_EVENTS / 2;
+pub const PENDING_GAPS: usize = 2_048;
 
 /// One CPU's share of [`BUDGET_BYTES`]: the events its window holds and the gaps its
 /// lane holds, once the queues the measuring threads fill (fixed, per CPU) are counted.
+/// The window's share is also its tally's: each pass the window holds
+/// [`Lane::window_cap`] events, fewer as the tally grows, at least [`FLOOR_EVENTS`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Budget {
     pub window_events: usize,
@@ -138,6 +147,9 @@ pub struct Lane {
     pub in_lost_spans: u64,
     /// Gaps held waiting at most, and those dropped past it (the oldest, unattributed).
     max_pending: usize,
+    /// The events its window may hold, tally included ([`Budget::window_events`]); none
+    /// until bounded (the window keeps the cap it was made with).
+    window_share: Option<usize>,
     pub shed: u64,
     /// Events handed to the tally, all passes (a pass walks each about once).
     pub walked: u64,
@@ -176,6 +188,7 @@ impl Lane {
             offered: 0,
             in_lost_spans: 0,
             max_pending: PENDING_GAPS,
+            window_share: None,
             shed: 0,
             walked: 0,
         }
@@ -194,12 +207,34 @@ impl Lane {
             self.pending.pop_front();
             self.shed += 1;
         }
+        // Grown by hand to at most its bound: doubling would take it to the next power
+        // of two, past its share of the budget.
+        let len = self.pending.len();
+        if len == self.pending.capacity() {
+            let room = self.max_pending.saturating_sub(len).max(1);
+            self.pending.reserve_exact(len.max(16).min(room));
+        }
         self.pending.push_back((gap, ns));
     }
 
     /// Holds at most `n` gaps waiting to settle (its share of the budget).
     pub fn bound_pending(&mut self, n: usize) {
         self.max_pending = n.max(1);
+    }
+
+    /// Holds its CPU's share of the budget: at most `b.pending_gaps` gaps waiting, and
+    /// its window and tally together at most what `b.window_events` events take.
+    pub fn bound(&mut self, b: Budget) {
+        self.bound_pending(b.pending_gaps);
+        self.window_share = Some(b.window_events);
+    }
+
+    /// The events its window may hold now: its share less what its tally holds, at
+    /// least [`FLOOR_EVENTS`] (or the share, if smaller); `None` when unbounded.
+    pub fn window_cap(&self) -> Option<usize> {
+        let share = self.window_share?;
+        let tally = self.tally.bytes().div_ceil(std::mem::size_of::<Event>());
+        Some(share.saturating_sub(tally).max(FLOOR_EVENTS.min(share)))
     }
 
     /// The most gaps it holds waiting to settle.
@@ -262,6 +297,9 @@ impl Lane {
         }
         let keep = self.keep_from(w, settled, cx.scale);
         w.forget_before(keep);
+        if let Some(cap) = self.window_cap() {
+            w.set_cap(cap);
+        }
     }
 
     /// Where a pass's events end, given its last kept gap's end: later events change no
@@ -475,12 +513,12 @@ mod tests {
         Reader::new(f, vec![lane])
     }
 
-    /// Issue 35: the budget's shares of 192 CPUs (windows, waiting gaps and the fixed
-    /// gap queues) add up to at most 64 MiB; one CPU keeps the window it always had, and
-    /// past 256 CPUs the floor holds.
+    /// Issue 35: the budget's shares of 192 CPUs (windows, waiting gaps, and the fixed
+    /// costs: gap queues, coincidence starts, the rest) add up to at most 64 MiB; one CPU
+    /// keeps the window it always had, and past about 290 CPUs the floor holds.
     #[test]
     fn issue35_the_budget_shares_64_mib_over_the_cpus_above_a_floor() {
-        let queue = 4_096 * 16;
+        let queue = 4_096 * 16 + 5_120 * 8 + 4_096;
         let b = Budget::for_cpus(192, queue, 65_536);
         let gap = std::mem::size_of::<(Gap, u64)>();
         let per_cpu = b.window_events * std::mem::size_of::<Event>() + queue;
@@ -496,6 +534,53 @@ mod tests {
         );
     }
 
+    /// Issue 35: a lane's tally counts in its CPU's share of the budget: as it names
+    /// causes its window holds fewer events, never fewer than the floor.
+    #[test]
+    fn issue35_a_growing_tally_takes_its_bytes_from_its_windows_share() {
+        let scale = Scale::from_hz(1e9);
+        let mut r = reader();
+        let share = FLOOR_EVENTS + 1_000;
+        r.lanes[0].bound(Budget {
+            window_events: share,
+            pending_gaps: 1_000,
+        });
+        assert_eq!(r.lanes[0].window_cap(), Some(share), "nothing named yet");
+        let me = ("measure-cpu1", ME);
+        // 40 tasks, each taking the CPU from the loop once: 40 causes.
+        for batch in 0..4u64 {
+            let recs: Vec<(u64, Vec<u8>)> = (0..10u64)
+                .flat_map(|k| {
+                    let i = batch * 10 + k;
+                    let (t, task) = (i * 10_000 + 1_000, format!("task{i}"));
+                    let pid = 1_000 + i as u32;
+                    [
+                        (t, switch(me, (&task, pid))),
+                        (t + 2_000, switch((&task, pid), me)),
+                    ]
+                })
+                .collect();
+            feed(&mut r, pages_of(&recs));
+        }
+        for i in 0..40u64 {
+            let (g, n) = gap(i * 10_000 + 990, i * 10_000 + 3_010);
+            r.lanes[0].offer(g, n);
+        }
+        r.settle(scale, MS, true);
+        let tally = r.lanes[0].tally.bytes();
+        assert_eq!(r.lanes[0].attributed(), 40);
+        assert!(tally > 40 * 64, "{tally} bytes for 40 causes");
+        let cap = share - tally.div_ceil(std::mem::size_of::<Event>());
+        assert_eq!(r.lanes[0].window_cap(), Some(cap));
+        assert_eq!(r.follower.windows[0].cap(), cap, "the window holds to it");
+        // A share the tally outgrows leaves the window its floor.
+        r.lanes[0].bound(Budget {
+            window_events: FLOOR_EVENTS + 10,
+            pending_gaps: 1_000,
+        });
+        assert_eq!(r.lanes[0].window_cap(), Some(FLOOR_EVENTS));
+    }
+
     /// Issue 35: a lane holds at most its share of gaps waiting to settle: past it the
     /// oldest are dropped and counted unattributed, and the newest are attributed.
     #[test]
@@ -507,6 +592,8 @@ mod tests {
             let (g, n) = gap(i * 1_000 + 10, i * 1_000 + 500 + i);
             r.lanes[0].offer(g, n);
         }
+        // Grown to its bound, not to the next power of two.
+        assert_eq!(r.lanes[0].pending.capacity(), 100);
         r.settle(scale, 300 * MS, true);
         let lane = r.lanes.remove(0);
         assert_eq!(

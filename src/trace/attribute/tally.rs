@@ -43,10 +43,11 @@ const QUOTA_EVIDENCE: &str = "; \"CFS quota\": the SCHED_OTHER loop, in a cgroup
      unthrottled a group on its CPU (sched_cfs_period_timer or sched_cfs_slack_timer \
      fired there, or __cfsb_csd_unthrottle ran there from another CPU): until then";
 
-/// Per-gap values kept for a cause's median and period: 2 KiB a cause, taken when the
-/// cause is first seen, so that a run's memory is set by how many causes it names
-/// (at most [`MAX_CAUSES`]) and does not grow as they fill up (issue 29: at 4096, a
-/// 192-CPU run held 64 KiB per cause per CPU, and memory grew over the run).
+/// Per-gap values kept for a cause's median and period: at most 2 KiB a cause, so that a
+/// run's memory is set by how many causes it names (at most [`MAX_CAUSES`]) (issue 29: at
+/// 4096, a 192-CPU run held 64 KiB per cause per CPU). They grow as the cause's gaps come
+/// (issue 35: taken whole when a cause was first seen, a recording made beside a build
+/// held 59 causes a CPU, most with a few gaps: 36 MB over 192 CPUs).
 const SAMPLE: usize = 128;
 /// Causes a tally names at most (issue 29: a host that starts processes all day, a
 /// build, named a new `task rustc:PID` every few gaps, and the rows grew with the run).
@@ -93,9 +94,9 @@ impl Default for Acc {
             occurrences: 0,
             total: 0,
             max: 0,
-            sample: Vec::with_capacity(SAMPLE),
+            sample: Vec::new(),
             stride: 1,
-            starts: Vec::with_capacity(SAMPLE),
+            starts: Vec::new(),
             largest_in: 0,
             folded: false,
         }
@@ -190,6 +191,36 @@ impl Tally {
     /// Gaps attributed so far.
     pub fn gaps(&self) -> u64 {
         self.gaps
+    }
+
+    /// The heap it holds, bytes, as capacities (what it took from the allocator): a
+    /// streaming reader counts it in its CPU's share of the memory budget (issue 35).
+    pub fn bytes(&self) -> usize {
+        use std::mem::size_of;
+        let row = size_of::<((CauseKind, String), Acc)>() + 1;
+        let causes: usize = (self.causes.iter())
+            .map(|((_, label), a)| {
+                label.capacity() + (a.sample.capacity() + a.starts.capacity()) * size_of::<u64>()
+            })
+            .sum();
+        let top: usize = (self.top.iter())
+            .map(|b| {
+                let labels: usize = b.parts.iter().map(|p| p.cause.capacity()).sum();
+                b.parts.capacity() * size_of::<Part>() + labels
+            })
+            .sum();
+        let held: usize = (self.held.iter())
+            .map(|(label, tasks)| {
+                let names: usize = tasks.keys().map(String::capacity).sum();
+                label.capacity() + names + tasks.capacity() * (size_of::<(String, u64)>() + 1)
+            })
+            .sum();
+        self.causes.capacity() * row
+            + causes
+            + self.top.capacity() * size_of::<GapBreakdown>()
+            + top
+            + self.held.capacity() * (size_of::<(String, HashMap<String, u64>)>() + 1)
+            + held
     }
 
     /// Adds one batch of gaps (sorted by start, later than any added before) with the
