@@ -1,14 +1,14 @@
 //! `--policy deadline` (issue 37): refusals in one line with exit 2, a deadline miss
 //! injected with --work counted as an overrun, noise's throttled half named as the
-//! deadline's own, and a known hold inside the runtime found as noise. The measuring tests turn admission control off for their run (the
-//! kernel refuses a pinned deadline thread otherwise) and restore it.
+//! deadline's own, and a known hold inside the runtime found as noise. The measuring tests
+//! turn admission control off for their run (the kernel refuses a pinned deadline thread
+//! otherwise) and restore it.
 
-use std::fs::File;
-use std::os::unix::fs::FileExt;
 use std::sync::Barrier;
-use std::sync::atomic::{AtomicBool, AtomicU32, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
+use crate::deadline_watch::{self, HoldSignal, Look, Span};
 use crate::util::{
     as_nobody, assert_bad_input, fifo1_plan, is_root, jitterscope, json_result, measuring,
     nobody_cannot_reach, skip, stderr_lines, two_cpus,
@@ -17,7 +17,7 @@ use jitterscope::engine::clock::{ClockInfo, Scale};
 use jitterscope::engine::deadline::Deadline;
 use jitterscope::engine::inject::{self, Holder, Injection, Schedule};
 use jitterscope::engine::run::{RunPlan, Window};
-use jitterscope::engine::sched::{self, Policy, SchedRequest};
+use jitterscope::engine::sched::{Policy, SchedRequest};
 use jitterscope::probes::noise::{self, NoiseConfig, NoiseEntry};
 use jitterscope::probes::timer::TimerEntry;
 use jitterscope::stats::misses;
@@ -252,18 +252,37 @@ fn issue37_noise_names_the_throttled_half_as_the_deadlines_own() {
     );
 }
 
-/// The hold: 100 µs every 3.7 ms, a period that is a multiple of neither the loop's 1 ms
+/// The hold: 100 µs every 1.37 ms, a period that is a multiple of neither the loop's 1 ms
 /// nor the 4 ms tick, so that the holds sweep every phase of the loop's runtime and its
-/// throttled stretches.
+/// throttled stretches. Under tick enforcement a loop runs on past its runtime until the
+/// next tick or preemption: only a hold in the first (at most 500 µs) of a run after a
+/// replenishment is inside the runtime, about 2 % of holds every 3.7 ms (6 of 358 in a
+/// run). Holds this often are themselves the preemptions that throttle the loop, so about
+/// a quarter land inside (250-275 of ~1 000 in 1.5 s).
 const HOLD_NS: u64 = 100_000;
-const HOLD_PERIOD_NS: u64 = 3_700_000;
-/// From the hold's end to the loop running again: the injector's sleep and the switch
-/// back, with room for a vCPU's stall.
-const SWITCH_BACK_NS: u64 = 25_000;
-/// The share of holds inside the runtime the throttle splitter cannot see whole: with the
-/// runtime enforced at the tick the loop runs across period starts, and a gap that holds
-/// one is the deadline's own up to it (probes::deadline_gaps): a hold and its wake-up
-/// (about 120 µs) of each 1 ms period.
+const HOLD_PERIOD_NS: u64 = 1_370_000;
+/// From the hold's end to the loop running again: the injector's log and sleep and the
+/// switch back, with room for a vCPU's stall (gaps here end 26-45 µs after the hold in a
+/// debug build).
+const SWITCH_BACK_NS: u64 = 50_000;
+/// A hold inside the runtime that holds one of the loop's period starts cannot be told
+/// from a throttle that ended there: the loop sees the same gap. Under tick enforcement
+/// the kernel throttles an overrun loop at a tick and, its timer's time being past,
+/// replenishes it at once with a deadline periods on; the holder, kept waiting by the
+/// loop's older deadline, then runs first, at the tick's phase, and in some runs that
+/// phase lies just before a period start for every such hold (87-124 of ~220 missed in 4
+/// of 22 runs). Those holds are set aside, said, and not judged.
+const STRADDLE: Span = Span {
+    period: 1_000_000,
+    holder_relative: 150_000,
+    before: 50_000,
+    after: SWITCH_BACK_NS,
+};
+/// The share of the holds judged that still meet a period start: one that began in a
+/// throttled stretch and was replenished before the watcher's read (the splitter rightly
+/// counts it from the period start on), or one that met a period start the splitter
+/// predicts a little off after relearning the phase: a hold and its wake-up (about 120
+/// µs) of each 1 ms period.
 const STRADDLE_SHARE: f64 = 0.12;
 
 fn deadline(runtime_ns: u64, deadline_ns: u64, period_ns: u64) -> Deadline {
@@ -275,92 +294,12 @@ fn deadline(runtime_ns: u64, deadline_ns: u64, period_ns: u64) -> Deadline {
     }
 }
 
-/// Whether the measured deadline loop is inside its runtime, from the kernel's own
-/// account: /proc/self/task/TID/sched prints a deadline task's `dl.runtime`, above zero
-/// while it may run and at or below zero once throttled. The loop's thread is found by
-/// its policy (6, SCHED_DEADLINE) on the first holds; its file is kept open and read
-/// again from offset 0. The read costs over 100 µs, so it is made from the housekeeping
-/// CPU while the hold lasts: made by the holder, it would lengthen each gap to a
-/// throttle's length.
-struct LoopWatch {
-    file: Option<File>,
-    /// One per hold, in order: None until the loop was found, and for a hold not looked at.
-    seen: Vec<Option<bool>>,
-}
-
-impl LoopWatch {
-    fn new() -> LoopWatch {
-        LoopWatch {
-            file: None,
-            seen: Vec::new(),
-        }
-    }
-
-    fn look(&mut self, injector: u32) {
-        let seen = match &self.file {
-            Some(f) => field(f, "dl.runtime").map(|r| r > 0),
-            None => {
-                self.file = find(injector);
-                None
-            }
-        };
-        self.seen.push(seen);
-    }
-
-    /// One look per hold the injector begins (`begun` counts them; a hold begun while
-    /// the last look lasted is not looked at), until `stop`.
-    fn follow(
-        mut self,
-        cpu: usize,
-        begun: &AtomicUsize,
-        tid: &AtomicU32,
-        stop: &AtomicBool,
-    ) -> Vec<Option<bool>> {
-        sched::pin_to(cpu).expect("the watcher is on the housekeeping CPU");
-        let mut looked = 0;
-        while !stop.load(Ordering::Relaxed) {
-            let n = begun.load(Ordering::Acquire);
-            if n == looked {
-                std::hint::spin_loop();
-                continue;
-            }
-            self.seen.extend((looked + 1..n).map(|_| None));
-            self.look(tid.load(Ordering::Relaxed));
-            looked = n;
-        }
-        self.seen
-    }
-}
-
-/// The deadline thread other than the injector (itself one).
-fn find(injector: u32) -> Option<File> {
-    let tasks = std::fs::read_dir("/proc/self/task").ok()?;
-    let injector = injector.to_string();
-    let others = tasks
-        .flatten()
-        .filter(|t| t.file_name() != injector.as_str());
-    others
-        .filter_map(|t| File::open(t.path().join("sched")).ok())
-        .find(|f| field(f, "policy") == Some(6))
-}
-
-/// A numeric field of a /proc sched file ("name   :   value").
-fn field(f: &File, name: &str) -> Option<i64> {
-    let mut buf = [0u8; 4096];
-    let n = f.read_at(&mut buf, 0).ok()?;
-    let text = std::str::from_utf8(&buf[..n]).ok()?;
-    let line = text
-        .lines()
-        .find(|l| l.split_whitespace().next() == Some(name))?;
-    line.rsplit(':').next()?.trim().parse().ok()
-}
-
 /// A noise run at SCHED_DEADLINE (500 µs of each 1 ms) with the injector holding its CPU
 /// as a deadline thread: each hold with whether the loop was inside its runtime at it.
 fn deadline_noise_with_holds(
     cpus: (usize, usize),
     clock: &ClockInfo,
-) -> (NoiseEntry, Window, Vec<(Injection, bool)>) {
+) -> (NoiseEntry, Window, Vec<(Injection, Look)>) {
     let run_for = Duration::from_millis(1500);
     let plan = RunPlan {
         sched: SchedRequest {
@@ -374,8 +313,12 @@ fn deadline_noise_with_holds(
         ..NoiseConfig::default()
     };
     // Its deadline, 150 µs off, comes before the loop's, which is at least 500 µs off
-    // while the loop is inside its 500 µs runtime.
-    let holder = Holder::Deadline(deadline(150_000, 150_000, HOLD_PERIOD_NS));
+    // while the loop is inside its 500 µs runtime. Its period is shorter than the holds':
+    // a constrained deadline thread that wakes before its period's end is throttled to it
+    // (the kernel's dl_check_constrained_dl), and then the hold came apart from its timer's
+    // interrupt, during the loop's bookkeeping for the interrupt's gap, where a debug build
+    // of the loop does not see it.
+    let holder = Holder::Deadline(deadline(150_000, 150_000, 1_000_000));
     let schedule = Schedule {
         cpu: cpus.0,
         priority: 0,
@@ -385,19 +328,13 @@ fn deadline_noise_with_holds(
         count: usize::MAX,
     };
     let (ready, stop) = (Barrier::new(2), AtomicBool::new(false));
-    let (begun, tid) = (AtomicUsize::new(0), AtomicU32::new(0));
-    let (run, holds, seen) = std::thread::scope(|s| {
+    let signal = HoldSignal::default();
+    let (run, holds, looks) = std::thread::scope(|s| {
         let injector = s.spawn(|| {
-            let look = &mut || {
-                tid.store(
-                    rustix::thread::gettid().as_raw_nonzero().get() as u32,
-                    Ordering::Relaxed,
-                );
-                begun.fetch_add(1, Ordering::Release);
-            };
-            inject::inject_as(schedule, holder, &ready, &stop, clock, look)
+            let begin = &mut || signal.begin();
+            inject::inject_as(schedule, holder, &ready, &stop, clock, begin)
         });
-        let watcher = s.spawn(|| LoopWatch::new().follow(cpus.1, &begun, &tid, &stop));
+        let watcher = s.spawn(|| deadline_watch::follow(cpus.1, &signal, &stop));
         ready.wait();
         let run = noise::run(&cfg, &plan, clock, &AtomicBool::new(false));
         stop.store(true, Ordering::Relaxed);
@@ -406,8 +343,8 @@ fn deadline_noise_with_holds(
     let holds = holds.expect("the injector is a deadline thread on its CPU");
     let run = run.expect("the deadline loop ran");
     let window = run.outcome.window.expect("the run started");
-    let placed = holds.into_iter().zip(seen);
-    let known = placed.filter_map(|(h, seen)| Some((h, seen?)));
+    let placed = holds.into_iter().zip(looks);
+    let known = placed.filter_map(|(h, look)| look?.inside(&h).and(Some((h, look?))));
     (run.entries[0].clone(), window, known.collect())
 }
 
@@ -436,8 +373,8 @@ fn right_length(gap_ns: u64, h: &Injection, scale: Scale) -> bool {
     gap_ns + 200 >= held && gap_ns <= held + h.late_ns + SWITCH_BACK_NS
 }
 
-/// Ground truth (issue 37, done-when 2): 40 µs holds of a deadline injector land in the
-/// loop's runtime and in its throttled stretches alike. Each one inside the runtime is
+/// Ground truth (issue 37, done-when 2): 100 µs holds of a deadline injector land in the
+/// loop's runtime and in its throttled stretches alike (`deadline_watch` tells which). Each one inside the runtime is
 /// found, once, with its length; none in a throttled stretch is counted as noise, and the
 /// throttled half stays the deadline's own. The misses allowed are binomial at 3 % plus
 /// the share of the loop's time the background took (a hold that lands in a background
@@ -463,9 +400,13 @@ fn issue37_noise_under_deadline_finds_a_known_hold_inside_its_runtime() {
         inject::enough_held(held.len(), preempted),
         "{preempted} holds preempted"
     );
-    let in_runtime = |h: &Injection| holds.iter().any(|(x, inside)| x == h && *inside);
+    let look = |h: &Injection| holds.iter().find(|(x, _)| x == h).map(|x| x.1);
+    let in_runtime = |h: &Injection| look(h).is_some_and(|l| l.inside(h) == Some(true));
     let (inside, throttled): (Vec<Injection>, Vec<Injection>) =
         held.into_iter().partition(|h| in_runtime(h));
+    let straddles = |h: &Injection| look(h).is_some_and(|l| l.straddles(h, &STRADDLE));
+    let (aside, inside): (Vec<Injection>, Vec<Injection>) =
+        inside.into_iter().partition(|h| straddles(h));
     let gaps = gaps(&e, scale);
     let tol = scale.to_ticks(200);
     let found: Vec<Option<usize>> = inside.iter().map(|h| gap_of(&gaps, h, tol)).collect();
@@ -486,9 +427,10 @@ fn issue37_noise_under_deadline_finds_a_known_hold_inside_its_runtime() {
     let rate = 0.03 + stray_ns as f64 / loop_ns as f64 + STRADDLE_SHARE;
     let (ok, words) = misses::judge(wrong, inside.len(), rate);
     eprintln!(
-        "  {} holds inside the runtime, {} in throttled stretches; {} gaps hold one; not \
-         found or of the wrong length: {words}",
+        "  {} holds inside the runtime ({} more set aside: they hold a period start), {} in \
+         throttled stretches; {} gaps hold one; not found or of the wrong length: {words}",
         inside.len(),
+        aside.len(),
         throttled.len(),
         hit.len()
     );
