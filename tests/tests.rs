@@ -2,6 +2,7 @@
 //! measure hold `util::measuring()` so that they never disturb each other, and tests that
 //! need root, SCHED_FIFO, a second CPU or Python say plainly why they skip.
 
+mod deadline_watch;
 mod injector;
 mod util;
 

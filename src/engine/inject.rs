@@ -1,5 +1,7 @@
 //! A known disturbance: a SCHED_FIFO thread that takes a CPU for a known time, again and
-//! again. `selftest` and the ground-truth tests check the probes against it.
+//! again. `selftest` and the ground-truth tests check the probes against it. Against a
+//! loop at SCHED_DEADLINE it runs as a deadline thread itself (`Holder::Deadline`): no
+//! FIFO thread preempts a deadline one, as deadline is the higher class.
 //!
 //! It sleeps to absolute deadlines on CLOCK_MONOTONIC, every `period`, and busy-waits
 //! `busy` each time, logging each hold on the TSC and on CLOCK_MONOTONIC so that what a
@@ -13,6 +15,7 @@ use std::time::Duration;
 use rustix::time::{ClockId, Timespec};
 
 use super::clock::{self, ClockInfo};
+use super::deadline::{self, Deadline};
 use super::sched::{self, Policy, SchedError, SchedRequest};
 
 /// One hold of the CPU.
@@ -79,36 +82,87 @@ pub struct Schedule {
     pub count: usize,
 }
 
+/// The policy the injector holds its CPU at.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Holder {
+    /// SCHED_FIFO at this priority: above a FIFO or RR probe of a lower one.
+    Fifo(u8),
+    /// SCHED_DEADLINE: the only way into a deadline loop's runtime. With a runtime a little
+    /// over the hold and a deadline shorter than the loop's, each hold's absolute deadline
+    /// comes first, so EDF preempts the loop for it.
+    Deadline(Deadline),
+}
+
 /// Why the injector could not take its CPU.
 #[derive(Debug, thiserror::Error)]
 pub enum InjectError {
     /// SCHED_FIFO was refused (not root, or no real-time budget).
     #[error("the injector cannot run at SCHED_FIFO: {0}")]
     Policy(std::io::Error),
+    /// SCHED_DEADLINE was refused, with what to change (`deadline::explain_refusal`).
+    #[error("the injector cannot run at SCHED_DEADLINE: {0}")]
+    Deadline(String),
     /// It could not be pinned to its CPU.
     #[error(transparent)]
     Pin(#[from] SchedError),
 }
 
-/// Runs `s` on the calling thread until done or `stop`. `ready` is passed once the
-/// thread is real-time and on its CPU (or once it failed to be); the first hold comes one
-/// period later.
+/// Runs `s` on the calling thread at SCHED_FIFO `s.priority` until done or `stop`.
+/// `ready` is passed once the thread is real-time and on its CPU (or once it failed to
+/// be); the first hold comes one period later.
 pub fn inject(
     s: Schedule,
     ready: &Barrier,
     stop: &AtomicBool,
     clock: &ClockInfo,
 ) -> Result<Vec<Injection>, InjectError> {
-    // Real-time first, then pinned: a SCHED_OTHER thread moved onto a CPU that a
-    // real-time spinner holds would starve there until the fair server let it run.
-    let placed = sched::set_policy(SchedRequest {
-        policy: Policy::Fifo,
-        priority: s.priority,
-    })
-    .map_err(InjectError::Policy)
-    .and_then(|()| Ok(sched::pin_to(s.cpu)?));
+    let holder = Holder::Fifo(s.priority);
+    inject_as(s, holder, ready, stop, clock, &mut || {})
+}
+
+/// As `inject`, at `holder`'s policy, calling `at_hold` as each hold begins (a signal to
+/// a watcher of the measured thread, which tells which holds landed while it could run).
+/// It comes before the recorded start, so the hold keeps the length asked and any time
+/// `at_hold` takes is in `late_ns`, where a probe's gap holds it too.
+pub fn inject_as(
+    s: Schedule,
+    holder: Holder,
+    ready: &Barrier,
+    stop: &AtomicBool,
+    clock: &ClockInfo,
+    at_hold: &mut dyn FnMut(),
+) -> Result<Vec<Injection>, InjectError> {
+    let placed = place(s.cpu, holder);
     ready.wait();
     placed?;
+    Ok(holds(s, stop, clock, at_hold))
+}
+
+fn place(cpu: usize, holder: Holder) -> Result<(), InjectError> {
+    match holder {
+        // Real-time first, then pinned: a SCHED_OTHER thread moved onto a CPU that a
+        // real-time spinner holds would starve there until the fair server let it run.
+        Holder::Fifo(priority) => {
+            let policy = Policy::Fifo;
+            sched::set_policy(SchedRequest { policy, priority }).map_err(InjectError::Policy)?;
+            Ok(sched::pin_to(cpu)?)
+        }
+        // Pinned first: the kernel refuses to move a deadline thread (EBUSY). The measured
+        // loop starts only after `ready`, so nothing holds the CPU yet.
+        Holder::Deadline(d) => {
+            sched::pin_to(cpu)?;
+            deadline::set(d).map_err(|e| InjectError::Deadline(deadline::explain_refusal(&e)))
+        }
+    }
+}
+
+/// The holds themselves, on a thread already placed.
+fn holds(
+    s: Schedule,
+    stop: &AtomicBool,
+    clock: &ClockInfo,
+    at_hold: &mut dyn FnMut(),
+) -> Vec<Injection> {
     let busy_ticks = clock.scale.to_ticks(s.busy.as_nanos() as u64);
     let period = (s.period.as_nanos() as u64).max(1);
     let expected = (s.run_for.as_nanos() as u64 / period) as usize + 1;
@@ -121,6 +175,7 @@ pub fn inject(
             tv_nsec: (next % 1_000_000_000) as i64,
         };
         let _ = rustix::thread::clock_nanosleep_absolute(ClockId::Monotonic, &ts);
+        at_hold();
         let cpu_before = thread_cpu_ns();
         let start_monotonic_ns = clock::monotonic_ns();
         let start = clock::now_ordered();
@@ -143,5 +198,5 @@ pub fn inject(
             next += period; // late (throttled): skip the missed periods, as a timer would
         }
     }
-    Ok(log)
+    log
 }

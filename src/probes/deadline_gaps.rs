@@ -6,9 +6,10 @@
 //! of at least half the withheld time (period − runtime) ends at a period start, and
 //! period starts then follow every period on the counter. A gap that contains a period
 //! start is the deadline's own up to it; what comes after (the loop woke late) is noise
-//! when it passes `tolerance`, the wake-up the replenishment itself costs. A gap that
-//! ends just before a predicted start shows the estimate was late (it held a wake-up's
-//! latency) and moves it earlier, so it converges on the earliest wake-up. Three long gaps
+//! when it passes `tolerance`, the wake-up the replenishment itself costs. A long gap
+//! that ends just before a predicted start shows the estimate was late (it held a
+//! wake-up's latency) and moves it earlier, so it converges on the earliest wake-up; a
+//! short one there is noise and moves nothing. Three long gaps
 //! in a row with no period start in them mean the phase was learned from noise, and the
 //! last of them sets it again. Without HRTICK_DL the runtime is enforced at the tick, so
 //! the loop runs past period starts; a noise gap that straddles one is then counted as
@@ -75,6 +76,13 @@ impl Throttle {
             };
         }
         if end <= start {
+            // A gap shorter than a throttle (an interrupt, a hold inside the runtime)
+            // that ends just before a period start does so by chance: it is noise, and
+            // moving the phase to it would let such gaps walk the phase away, a few tens
+            // of µs each, until whole holds were taken for throttling.
+            if step < self.long {
+                return Some((at, step));
+            }
             self.misses = 0;
             self.anchor = Some(anchor - (start - end));
             self.own(step);
@@ -143,6 +151,29 @@ mod tests {
         assert_eq!(t.count, 99);
         let own = t.ticks as f64 / 99.0;
         assert!((500_000.0..=510_000.0).contains(&own), "{own}");
+    }
+
+    /// Issue 37: holds inside the runtime that end just before a period start are noise,
+    /// and do not walk the phase earlier: each moved it to its own end, and a few dozen
+    /// such holds took it hundreds of µs early, so that holds were taken for throttling.
+    #[test]
+    fn a_short_gap_ending_before_a_period_start_is_noise_and_keeps_the_phase() {
+        let mut t = throttle();
+        for k in 1..10u64 {
+            assert_eq!(t.split(k * 1_000_000 + 500_000, 505_000), None);
+        }
+        // The runtime enforced at the tick: the loop runs on past the period's end, and a
+        // 120 µs gap ends 30 µs before the next start; then a throttle.
+        let mut noise = Vec::new();
+        for k in (10..40u64).step_by(2) {
+            noise.extend(t.split(k * 1_000_000 + 850_000, 120_000));
+            noise.extend(t.split((k + 1) * 1_000_000 + 500_000, 505_000));
+        }
+        assert_eq!(noise.len(), 15, "{noise:?}");
+        assert!(noise.iter().all(|&(_, d)| d == 120_000), "{noise:?}");
+        assert_eq!(t.count, 9 + 15);
+        // A hold well inside the runtime stays noise, whole.
+        assert_eq!(t.split(70_100_000, 130_000), Some((70_100_000, 130_000)));
     }
 
     #[test]
