@@ -74,7 +74,8 @@ fn tracing_state() -> (Vec<String>, Vec<(String, String)>) {
 /// the misses the binomial bound allows over the ~130 holds (issue 36: not a share that
 /// one stray miss breaks, retried until lucky). Holds the kernel preempted the holder
 /// through, and holds whose time attribution left unaccounted for lack of a task switch
-/// in the trace, are set aside, counted; at most one in ten may be.
+/// in the trace, are set aside, counted; at most one in ten may be. Every hold lies in
+/// one gap of the loop's own log (issue 36: the loop lost ~1 in 130 beside builds).
 #[test]
 fn issue13_task_truth_the_holder_is_named_with_its_time() {
     let test = "issue13_task_truth";
@@ -184,6 +185,18 @@ fn traced_holds(
         eprintln!("{lost} events lost");
     }
     let (inside, preempted) = held_within(holds, w.start, w.deadline, clock.scale);
+    // Holds of nothing are judged by attribution only (`background_of`).
+    let unlogged = match busy.is_zero() {
+        true => Vec::new(),
+        false => unlogged_holds(&inside, e, w.start, clock.scale),
+    };
+    assert!(
+        unlogged.is_empty(),
+        "holds on the loop's CPU that no gap of its log covers (µs from the window's start, \
+         which ends at {} µs; the loop ran {} µs): {unlogged:?}",
+        clock.scale.to_ns(w.deadline - w.start) / 1000,
+        e.runtime_ns / 1000
+    );
     assert!(our_instances().is_empty(), "the instance is removed");
     assert_eq!(
         tracing_state(),
@@ -191,6 +204,28 @@ fn traced_holds(
         "tracefs mounts and global settings are as before"
     );
     (inside, a.top, preempted)
+}
+
+/// The holds no single gap of the loop's own log covers, as (start, end) µs from the
+/// window's start. Issue 36: beside builds one in ~130 began in the loop's bookkeeping of
+/// the gap before (2.6–22 µs after it ended), before its first read or after its last.
+fn unlogged_holds(
+    holds: &[jitterscope::engine::inject::Injection],
+    e: &jitterscope::probes::noise::NoiseEntry,
+    start: u64,
+    scale: jitterscope::engine::clock::Scale,
+) -> Vec<(f64, f64)> {
+    let log = e.events.as_ref().expect("the loop's log");
+    let min_step = scale.to_ticks(e.loop_period.min_ns.round() as u64);
+    let tol = scale.to_ticks(200);
+    let gaps: Vec<(u64, u64)> = (log.start_tsc.iter().zip(&log.duration_ns))
+        .map(|(&s, &d)| (s, s + scale.to_ticks(d) + min_step))
+        .collect();
+    let us = |t: u64| scale.to_ns(t.saturating_sub(start)) as f64 / 1e3;
+    (holds.iter())
+        .filter(|h| !(gaps.iter()).any(|&(s, en)| s <= h.start + tol && en + tol >= h.end))
+        .map(|h| (us(h.start), us(h.end)))
+        .collect()
 }
 
 /// Tick truth and coverage, through the command: on this kernel (no nohz_full) the local
