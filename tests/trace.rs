@@ -151,9 +151,8 @@ fn traced_holds(
     let done = AtomicBool::new(false);
     let ready = Barrier::new(2);
     let (run, holds, collected) = std::thread::scope(|s| {
-        // As the commands' readers are: at their nice, or a build beside starves it.
         let reader = s.spawn(|| {
-            jitterscope::engine::sched::settle_reader(Some(hk));
+            jitterscope::engine::sched::pin_to(hk).unwrap();
             reader::collect(&session, &done)
         });
         let holder = std::thread::Builder::new()
@@ -578,8 +577,15 @@ fn issue22_every_gap_of_a_traced_run_is_attributed() {
     let behind = (r.run.warnings.iter()).any(|w| w.starts_with("the trace reader fell"));
     if a.events_lost == 0 && !behind {
         assert_eq!(a.unattributed_gaps, 0, "every gap is attributed");
+        assert!(a.gaps > 1_000, "{} gaps attributed", a.gaps);
+    } else {
+        // A reader held off its housekeeping CPU (beside three builds and a test suite, a
+        // debug build's lost 56 591 of 173 465 events) leaves most gaps over a loss: said
+        // in the run, and only the gaps it could attribute are judged below.
+        let said = (r.run.warnings.iter()).any(|w| w.starts_with("trace events were lost"));
+        assert!(said || behind, "losses not said: {:?}", r.run.warnings);
+        assert!(a.gaps > 0, "no gap attributed");
     }
-    assert!(a.gaps > 1_000, "{} gaps attributed", a.gaps);
     assert!((shares - 100.0).abs() <= 0.5, "{shares}");
     assert!(
         a.causes[0].cause.starts_with("task js-holder"),
@@ -754,7 +760,10 @@ fn issue29_an_injected_hold_is_attributed_with_no_event_log() {
         cpu,
         Duration::from_micros(15_013),
         busy,
-        &["noise", "--trace", "-a", &cpu_s, "-D", "1500ms"],
+        // The loop at SCHED_FIFO 1, under the holder's 2: at the default policy a build
+        // beside it kept it off its CPU for up to 14 ms at a time, one gap took several
+        // holds, and the holder was named in 28 gaps for 96 holds.
+        &["noise", "--trace", "-a", &cpu_s, "-p", "1", "-D", "1500ms"],
     );
     let e = r
         .entries::<jitterscope::probes::noise::NoiseEntry>()

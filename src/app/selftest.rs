@@ -921,7 +921,7 @@ fn traced_holds(
     let (scale, done) = (p.clock.scale, AtomicBool::new(false));
     let got = std::thread::scope(|s| {
         let reader = s.spawn(|| {
-            sched::settle_reader(Some(p.housekeeping));
+            let _ = sched::pin_to(p.housekeeping);
             tracing::follow_lanes(&session, &rings, vec![lane], scale, &done)
         });
         let run = with_holder(p, period, busy, window, || {

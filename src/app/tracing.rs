@@ -334,7 +334,13 @@ fn follow<T>(
                 let (session, done, coincidence) = (&session, &done, coincidence.as_ref());
                 let rings = &rings[range.clone()];
                 s.spawn(move || {
-                    sched::settle_reader(cpu);
+                    // Off the measured CPUs, or reading would be noise there. At the
+                    // default nice: at -10, beside a build on two CPUs, it pushed the
+                    // build's tasks onto the measured CPU, where a SCHED_OTHER loop then
+                    // waited up to 14 ms at a time (trace::issue29).
+                    if let Some(cpu) = cpu {
+                        let _ = sched::pin_to(cpu);
+                    }
                     let watch = Watch {
                         session,
                         rings,

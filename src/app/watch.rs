@@ -324,7 +324,9 @@ impl Measure for WatchCommand {
         }
         let (end, followed, stopped, quotas) = std::thread::scope(|s| {
             let reader = s.spawn(|| {
-                sched::settle_reader(housekeeping);
+                if let Some(cpu) = housekeeping {
+                    let _ = sched::pin_to(cpu);
+                }
                 let end =
                     |w: Watcher, names: &Names, symbols: &HashMap<u64, String>, counts| Followed {
                         figures: w.finish(names, symbols),

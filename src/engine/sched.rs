@@ -126,24 +126,6 @@ pub fn set_affinity(cpus: &CpuList) -> std::io::Result<()> {
     Ok(())
 }
 
-/// The nice a trace reader asks for. Pinned to a housekeeping CPU beside a build (load 7
-/// on two CPUs, the loop's CPU taken whole), a reader at the default weight got about a
-/// seventh of its CPU and the kernel overwrote a third of a traced run's events (56 591
-/// of 173 465 in 2 s), leaving 19 633 of 19 661 gaps unattributed; at -10 its weight is
-/// nine times a default task's, so it gets most of the CPU while it has work and gives
-/// it back when it sleeps between passes.
-pub const READER_NICE: i32 = -10;
-
-/// Settles a trace reader: on `cpu` (off the measured CPUs, or its reading is noise
-/// there), at [`READER_NICE`] where the caller may lower its nice (CAP_SYS_NICE or
-/// RLIMIT_NICE), else at the nice it had. Linux's nice is per thread: only the reader's.
-pub fn settle_reader(cpu: Option<usize>) {
-    if let Some(cpu) = cpu {
-        let _ = pin_to(cpu);
-    }
-    let _ = rustix::process::setpriority_process(None, READER_NICE);
-}
-
 /// Pins the calling thread to one CPU and checks that it really runs there.
 pub fn pin_to(cpu: usize) -> Result<(), SchedError> {
     set_affinity(&CpuList::from_cpus(vec![cpu]))
