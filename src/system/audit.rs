@@ -269,9 +269,10 @@ impl Finding {
         )
     }
 
-    /// `echo value > path`, only when the file exists on the audited host.
+    /// `echo value > path`, only when the file exists on the audited host and opens for
+    /// writing there.
     fn echo(self, h: &Host, path: &str, value: &str) -> Finding {
-        if !h.path(path).exists() {
+        if !h.path(path).exists() || !h.opens_for_write(path) {
             return self;
         }
         self.now(
@@ -441,6 +442,15 @@ impl Host {
     /// tree's files are taken as writable).
     fn writable(&self, abs: &str) -> bool {
         self.root != Path::new("/") || rustix::fs::access(abs, rustix::fs::Access::WRITE_OK).is_ok()
+    }
+
+    /// Whether a sysfs, procfs or debugfs file opens for writing on the live host (always,
+    /// for a host read from a directory). Opening one changes nothing until a write; what
+    /// `access` cannot see is refused at the open: debugfs under kernel lockdown (EPERM for
+    /// root, where `echo full > /sys/kernel/debug/sched/preempt` was printed as a fix once
+    /// debugfs was mounted), a read-only sysfs in a container.
+    fn opens_for_write(&self, abs: &str) -> bool {
+        self.root != Path::new("/") || fs::OpenOptions::new().write(true).open(abs).is_ok()
     }
 
     fn path(&self, abs: &str) -> PathBuf {
