@@ -272,7 +272,7 @@ impl Finding {
     /// `echo value > path`, only when the file exists on the audited host and opens for
     /// writing there.
     fn echo(self, h: &Host, path: &str, value: &str) -> Finding {
-        if !h.path(path).exists() || !h.opens_for_write(path) {
+        if !h.path(path).exists() || !h.writable(path) {
             return self;
         }
         self.now(
@@ -438,18 +438,13 @@ impl Host {
         h
     }
 
-    /// Whether a file may be written from here (access W_OK on the live host; a recorded
-    /// tree's files are taken as writable).
+    /// Whether a sysfs, procfs, debugfs or cgroup file may be written from here: it opens
+    /// for writing on the live host (a recorded tree's files are taken as writable).
+    /// Opening one changes nothing until a write, and it sees what `access(W_OK)` does
+    /// not: debugfs under kernel lockdown refuses the open even to root (the audit printed
+    /// `echo full > /sys/kernel/debug/sched/preempt` once debugfs was mounted), as does a
+    /// read-only sysfs in a container.
     fn writable(&self, abs: &str) -> bool {
-        self.root != Path::new("/") || rustix::fs::access(abs, rustix::fs::Access::WRITE_OK).is_ok()
-    }
-
-    /// Whether a sysfs, procfs or debugfs file opens for writing on the live host (always,
-    /// for a host read from a directory). Opening one changes nothing until a write; what
-    /// `access` cannot see is refused at the open: debugfs under kernel lockdown (EPERM for
-    /// root, where `echo full > /sys/kernel/debug/sched/preempt` was printed as a fix once
-    /// debugfs was mounted), a read-only sysfs in a container.
-    fn opens_for_write(&self, abs: &str) -> bool {
         self.root != Path::new("/") || fs::OpenOptions::new().write(true).open(abs).is_ok()
     }
 
