@@ -75,18 +75,9 @@ impl Group {
 
 impl Drop for Group {
     fn drop(&mut self) {
-        // A thread that ends while it is moved is gone anyway: try a few times.
-        for _ in 0..50 {
-            let tasks = std::fs::read_to_string(self.dir.join("tasks")).unwrap_or_default();
-            for tid in tasks.split_whitespace() {
-                let _ = std::fs::write(self.parent.join("tasks"), tid);
-            }
-            if std::fs::remove_dir(&self.dir).is_ok() || !self.dir.exists() {
-                return;
-            }
-            std::thread::sleep(Duration::from_millis(20));
+        if !crate::util::remove_cpu_group(&self.dir, &self.parent) {
+            eprintln!("could not remove {}", self.dir.display());
         }
-        eprintln!("could not remove {}", self.dir.display());
     }
 }
 

@@ -217,16 +217,7 @@ struct RtLessGroup(std::path::PathBuf);
 
 impl Drop for RtLessGroup {
     fn drop(&mut self) {
-        for _ in 0..50 {
-            let tasks = std::fs::read_to_string(self.0.join("tasks")).unwrap_or_default();
-            for t in tasks.split_whitespace() {
-                let _ = std::fs::write("/sys/fs/cgroup/cpu/tasks", t);
-            }
-            if std::fs::remove_dir(&self.0).is_ok() || !self.0.exists() {
-                break;
-            }
-            std::thread::sleep(Duration::from_millis(20));
-        }
+        crate::util::remove_cpu_group(&self.0, std::path::Path::new("/sys/fs/cgroup/cpu"));
     }
 }
 

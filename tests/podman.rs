@@ -59,6 +59,8 @@ fn start(podman: &Podman, name: &str, args: &[String]) -> Container {
         .args(args)
         .output()
         .expect("podman runs");
+    // A refused run leaves its container created: removed with it.
+    let _refused = (!out.status.success()).then(|| Container(name.to_string()));
     assert!(
         out.status.success(),
         "podman run {name}: {}",
@@ -134,6 +136,9 @@ fn issue34_watch_container_names_a_podman_neighbours_holds_by_its_container() {
     // where the kernel groups it.
     let placed = |rt_us: &str| {
         let mut a = vec![format!("--cpuset-cpus={cpu}"), "--cap-add=SYS_NICE".into()];
+        if let Some(rt) = &rt {
+            rt.wait_for_room(rt_us.parse().unwrap_or(0));
+        }
         a.extend(rt_group.then(|| format!("--cpu-rt-runtime={rt_us}")));
         a.push(image.clone());
         a

@@ -1,6 +1,6 @@
 //! Shared helpers: the binary, the measurement lock, and skip conditions.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 use std::sync::{Mutex, MutexGuard};
 use std::time::Duration;
@@ -323,6 +323,34 @@ pub fn selftest_passes(test: &str, mut cmd: impl FnMut() -> Command) -> String {
         eprintln!("{}", String::from_utf8_lossy(&out.stderr));
     }
     panic!("{test}: selftest failed twice:\n{text}");
+}
+
+/// Removes a cgroup v1 group made by a test, its tasks moved to `parent` first. A thread
+/// that ends while it is moved is gone anyway: tries for about a second; false if the
+/// group is still there.
+pub fn remove_cpu_group(dir: &Path, parent: &Path) -> bool {
+    for _ in 0..50 {
+        let tasks = std::fs::read_to_string(dir.join("tasks")).unwrap_or_default();
+        for tid in tasks.split_whitespace() {
+            let _ = std::fs::write(parent.join("tasks"), tid);
+        }
+        if std::fs::remove_dir(dir).is_ok() || !dir.exists() {
+            return true;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    false
+}
+
+/// Whether selftest's `check` passed, or could not judge on this host's background in a
+/// run that says no check failed (exit 3): a "????" line is the host's, not the tool's.
+pub fn check_judged(text: &str, check: &str) -> bool {
+    let undecided_run = text.contains("no check failed; could not judge");
+    text.lines().filter(|l| l.contains(check)).any(|l| {
+        let l = l.trim_start();
+        l.starts_with("pass")
+            || (undecided_run && l.starts_with("????") && l.contains("could not judge: "))
+    })
 }
 
 /// A result from the 16-CPU guest (tests/fixtures/host16/NAME.json.gz), as JSON text.

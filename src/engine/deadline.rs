@@ -165,11 +165,9 @@ pub fn set(d: Deadline) -> std::io::Result<()> {
     setattr(Some(d))
 }
 
-/// Whether the calling thread holds CAP_SYS_NICE (as sched::holds, which uses this
-/// module).
+/// Whether the calling thread holds CAP_SYS_NICE.
 fn has_cap_sys_nice() -> bool {
-    let nice = rustix::thread::CapabilitySet::SYS_NICE;
-    rustix::thread::capabilities(None).is_ok_and(|c| c.effective.contains(nice))
+    super::caps::holds(rustix::thread::CapabilitySet::SYS_NICE)
 }
 
 /// Why root is refused a pinned deadline thread, and what to change.

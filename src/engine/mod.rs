@@ -2,6 +2,7 @@
 //! that starts pinned measuring threads together and stops them together.
 
 pub mod calls;
+pub mod caps;
 pub mod clock;
 pub mod cpu;
 pub mod deadline;

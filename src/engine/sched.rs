@@ -12,6 +12,7 @@ use std::str::FromStr;
 
 use rustix::thread::{CpuSet, sched_getcpu, sched_setaffinity};
 
+use super::caps::holds;
 use super::cpu::{CpuList, current_affinity};
 
 /// Errors from scheduling calls that cannot be degraded around.
@@ -339,11 +340,6 @@ impl MlockRefusal {
             )),
         }
     }
-}
-
-/// Whether this thread holds `cap` in its effective set.
-pub fn holds(cap: rustix::thread::CapabilitySet) -> bool {
-    rustix::thread::capabilities(None).is_ok_and(|c| c.effective.contains(cap))
 }
 
 /// The locked-memory limit in bytes when it can bite: `None` with CAP_IPC_LOCK or an
