@@ -126,7 +126,7 @@ impl Plot {
                 .map_err(|r| self.draw_error(r))?;
             root.present().map_err(|e| self.draw_error(e.to_string()))?;
         }
-        // A heat map's unlabelled cells, drawn last: nothing is drawn over them.
+        // A heat map's cells and their values, drawn last: nothing is drawn over them.
         if let (Some(cells), Some(end)) = (cells, s.rfind("</svg>")) {
             s.insert_str(end, &cells);
         }
@@ -176,8 +176,8 @@ impl Plot {
         }
     }
 
-    /// Draws the plot; a heat map's unlabelled cells go to `svg_cells` instead, when
-    /// given, as SVG paths (`heat_paths`).
+    /// Draws the plot; a heat map's cells and their values go to `svg_cells` instead,
+    /// when given, as SVG written by hand (`heat_paths`, `heat_labels`).
     fn draw<DB: DrawingBackend>(
         &self,
         root: &DrawingArea<DB, Shift>,
@@ -961,7 +961,7 @@ pub(crate) fn trim_float(v: f64) -> String {
 
 #[cfg(test)]
 mod tests {
-    use super::heatmap::heat_paths;
+    use super::heatmap::{heat_labels, heat_paths};
     use super::*;
 
     /// Issue 35: a heat map's cells are a path per colour, each row's runs of one colour
@@ -981,6 +981,33 @@ mod tests {
             "{svg}"
         );
         assert!(svg.contains("translate(100 55) scale(10 10)"), "{svg}");
+    }
+
+    /// Issue 35: a labelled heat map's values are bare texts at their cells' centres, in
+    /// a group per ink that carries the font, so a text is its place and its digits.
+    #[test]
+    fn issue35_heat_labels_are_short_texts_grouped_by_ink() {
+        let cells = [None, Some(150.4), Some(209.6), None];
+        let svg = heat_labels(2, 40, (100, 50), &cells, |v| v > 200.0);
+        let groups: Vec<&str> = svg.split("<g ").skip(1).collect();
+        assert_eq!(groups.len(), 2, "{svg}");
+        let head = "transform=\"translate(100 50)\" fill=\"#000000\" font-family=\"sans-serif\" \
+                    font-size=\"10.322580645161292\" text-anchor=\"middle\">";
+        assert!(groups[0].starts_with(head), "{svg}");
+        assert!(
+            groups[0].contains("\n<text x=\"60\" y=\"20\" dy=\"0.5ex\">150</text>\n</g>"),
+            "{svg}"
+        );
+        assert!(groups[1].contains("fill=\"#FFFFFF\""), "{svg}");
+        assert!(
+            groups[1].contains("\n<text x=\"20\" y=\"60\" dy=\"0.5ex\">210</text>\n</g>"),
+            "{svg}"
+        );
+        assert_eq!(
+            svg.matches("<text").count(),
+            2,
+            "unmeasured cells have none: {svg}"
+        );
     }
 
     #[test]

@@ -1,13 +1,15 @@
 //! The c2c heat map: the CPU × CPU matrix drawn in pixels, each cell's value written in
-//! it while the cells are large enough, else the cells left to the SVG as a path per
-//! colour.
+//! it while the cells are large enough. In SVG the cells are a path per colour and the
+//! values texts in two groups, written here rather than by plotters, which spends an
+//! element of ninety bytes or more on each (issue 35).
 
 use plotters::prelude::*;
 use plotters::style::text_anchor::{HPos, Pos, VPos};
 
 use super::{Area, FONT, Heatmap, de};
 
-/// Pixels per heat-map cell: room for a label up to 64 CPUs, then smaller and unlabelled.
+/// Pixels per heat-map cell: room for a label up to 96 CPUs (24 px), then smaller and
+/// unlabelled.
 pub(super) fn cell_px(n: usize) -> u32 {
     match n {
         0..=8 => 64,
@@ -25,8 +27,9 @@ fn heat_origin<DB: DrawingBackend>(area: &Area<DB>, side: i32) -> (i32, i32) {
 }
 
 /// The matrix drawn in pixels (a chart's automatic ticks would fall between CPUs). When
-/// its cells are too small for a label and `svg_cells` is given, they are left to it as
-/// paths: a rectangle element per cell took 3.3 MB at 192 CPUs (issue 35).
+/// `svg_cells` is given, the cells and their values are left to it as SVG written here
+/// (`heat_paths`, `heat_labels`): an element of plotters' per cell took 3.3 MB at 192
+/// CPUs and 2.2 MB at 96, where each cell is labelled (issue 35).
 pub(super) fn draw_heatmap<DB: DrawingBackend>(
     area: &Area<DB>,
     m: &Heatmap,
@@ -38,14 +41,16 @@ pub(super) fn draw_heatmap<DB: DrawingBackend>(
     let (lo, hi) = values.fold((f64::INFINITY, 0.0f64), |(a, b), v| (a.min(v), b.max(v)));
     let t = |v: f64| if hi > lo { (v - lo) / (hi - lo) } else { 0.0 };
     let fill = |v: &Option<f64>| v.map_or(UNMEASURED, |v| heat_colour(t(v)));
-    if let Some(out) = svg_cells.filter(|_| px < LABELLED_PX) {
+    // White on the darker half of the ramp.
+    let white = |v: f64| t(v) > 0.55;
+    if let Some(out) = svg_cells {
         let (bx, by) = area.get_base_pixel();
-        *out = Some(heat_paths(
-            n,
-            px,
-            (bx + ox, by + oy),
-            m.cells.iter().map(fill),
-        ));
+        let origin = (bx + ox, by + oy);
+        let mut svg = heat_paths(n, px, origin, m.cells.iter().map(fill));
+        if px >= LABELLED_PX {
+            svg.push_str(&heat_labels(n, px, origin, &m.cells, white));
+        }
+        *out = Some(svg);
         return draw_cpu_labels(area, m, px);
     }
     for (k, v) in m.cells.iter().enumerate() {
@@ -53,18 +58,23 @@ pub(super) fn draw_heatmap<DB: DrawingBackend>(
         let cell = Rectangle::new([(x, y), (x + px, y + px)], fill(v).filled());
         area.draw(&cell).map_err(de)?;
         match v {
-            // Whole ns: sub-ns digits are below what the probe resolves.
+            // Whole ns, as `heat_labels` writes them.
             Some(v) if px >= LABELLED_PX => {
-                let ink = if t(*v) > 0.55 { &WHITE } else { &BLACK };
+                let ink = if white(*v) { &WHITE } else { &BLACK };
                 let text = format!("{v:.0}");
                 let at = (x + px / 2, y + px / 2);
-                area.draw(&centred(&text, at, f64::from(px) * 0.32, ink))
+                area.draw(&centred(&text, at, label_size(px), ink))
                     .map_err(de)?;
             }
             _ => {}
         }
     }
     draw_cpu_labels(area, m, px)
+}
+
+/// The size of a cell's value, in pixels: a third of the cell.
+fn label_size(px: i32) -> f64 {
+    f64::from(px) * 0.32
 }
 
 /// CPU numbers along the top-left matrix's rows and columns, and the axes' names.
@@ -158,6 +168,41 @@ pub(super) fn heat_paths(
     svg.push_str("</g>\n");
     svg
 }
+
+/// Each measured cell's value (whole ns: sub-ns digits are below what the probe
+/// resolves) centred in its cell of an `n` × `n` matrix of `px`-pixel cells at
+/// `origin`, in two groups, black and (where `white`) white ink, that carry what the
+/// texts share, so that a text is its place and its digits.
+pub(super) fn heat_labels(
+    n: usize,
+    px: i32,
+    (x0, y0): (i32, i32),
+    cells: &[Option<f64>],
+    white: impl Fn(f64) -> bool,
+) -> String {
+    use std::fmt::Write as _;
+    let mut inks = [String::new(), String::new()];
+    for (k, v) in cells.iter().enumerate() {
+        let Some(v) = v else { continue };
+        let (x, y) = ((k % n) as i32 * px + px / 2, (k / n) as i32 * px + px / 2);
+        let ink = &mut inks[usize::from(white(*v))];
+        let _ = writeln!(ink, "<text x=\"{x}\" y=\"{y}\" dy=\"0.5ex\">{v:.0}</text>");
+    }
+    let mut svg = String::new();
+    for (colour, texts) in ["#000000", "#FFFFFF"].iter().zip(inks) {
+        let _ = write!(
+            svg,
+            "<g transform=\"translate({x0} {y0})\" fill=\"{colour}\" \
+             font-family=\"{FONT}\" font-size=\"{}\" text-anchor=\"middle\">\n{texts}</g>\n",
+            label_size(px) / SVG_FONT_SCALE
+        );
+    }
+    svg
+}
+
+/// What plotters' SVG backend divides a text's size by to write its `font-size`; the
+/// labels written here by hand do the same, so that they read as plotters drew them.
+const SVG_FONT_SCALE: f64 = 1.24;
 
 /// The colour of a cell whose value lies at `t` (0 fastest … 1 slowest) of the range, in
 /// [`HEAT_LEVELS`] steps.
