@@ -85,8 +85,7 @@ impl Podman {
             ])
             .args(["--security-opt", "no-new-privileges"]);
         if let Some(rt) = rt {
-            rt.wait_for_room(CONTAINER_RT_US.parse().unwrap_or(0));
-            c.arg(format!("--cpu-rt-runtime={CONTAINER_RT_US}"));
+            c.arg(rt.runtime_arg(CONTAINER_RT_US));
         }
         c
     }
@@ -125,8 +124,8 @@ impl Drop for Container {
 /// refused in every container whatever its capabilities. Distribution kernels, and so
 /// Kubernetes nodes, are built without it; for this test the parent is lent some.
 pub(crate) const PODMAN_RT_PARENT: &str = "/sys/fs/cgroup/cpu/libpod_parent/cpu.rt_runtime_us";
-const PARENT_RT_US: &str = "500000";
-const CONTAINER_RT_US: &str = "400000";
+const PARENT_RT_US: u64 = 500_000;
+const CONTAINER_RT_US: u64 = 400_000;
 
 /// The real-time time lent to podman's parent cgroup, shared by the tests of this process
 /// that run real-time containers: lent by the first, given back by the last (after its
@@ -142,7 +141,7 @@ impl RtBudget {
         let mut lent = LENT.lock().unwrap_or_else(|e| e.into_inner());
         if lent.0 == 0 {
             let old = std::fs::read_to_string(PODMAN_RT_PARENT).ok()?;
-            std::fs::write(PODMAN_RT_PARENT, PARENT_RT_US).ok()?;
+            std::fs::write(PODMAN_RT_PARENT, PARENT_RT_US.to_string()).ok()?;
             eprintln!(
                 "{test}: RT group scheduling here: {PARENT_RT_US} µs/s lent to podman's \
                  cgroups (was {})",
@@ -154,12 +153,17 @@ impl RtBudget {
         Some(RtBudget)
     }
 
-    /// Waits (10 s at most) until podman's cgroups leave `us` of the lent time free: a
-    /// `--rm` container's cgroup, and its share, outlive the container a little, and a
-    /// container asking for more than is left is refused.
-    pub(crate) fn wait_for_room(&self, us: u64) {
+    /// `--cpu-rt-runtime=US` for a container, once podman's cgroups leave `us` of the
+    /// lent time free (10 s at most): a `--rm` container's cgroup, and its share, outlive
+    /// the container a little, and a container asking for more than is left is refused.
+    pub(crate) fn runtime_arg(&self, us: u64) -> String {
+        self.wait_for_room(us);
+        format!("--cpu-rt-runtime={us}")
+    }
+
+    fn wait_for_room(&self, us: u64) {
         let t0 = Instant::now();
-        while rt_taken_us() + us > PARENT_RT_US.parse::<u64>().unwrap_or(0) {
+        while rt_taken_us() + us > PARENT_RT_US {
             if t0.elapsed() > Duration::from_secs(10) {
                 // Said, for the failure that follows: a group left behind by a run that
                 // was killed holds its share until it is removed (rmdir).

@@ -25,8 +25,8 @@ const HOLD: &str = "1500us";
 const PERIOD: &str = "10ms";
 const THRESHOLD_US: u64 = 400;
 /// Each container's share of the 500 ms/s lent to podman's parent group.
-const A_RT_US: &str = "100000";
-const B_RT_US: &str = "250000";
+const A_RT_US: u64 = 100_000;
+const B_RT_US: u64 = 250_000;
 /// When the pod's third container is started, into the pod test's 5 s watch.
 const MIDWAY: Duration = Duration::from_millis(1500);
 
@@ -134,12 +134,9 @@ fn issue34_watch_container_names_a_podman_neighbours_holds_by_its_container() {
     let pid = std::process::id();
     // Held to the one CPU, allowed SCHED_FIFO, and given their share of real-time time
     // where the kernel groups it.
-    let placed = |rt_us: &str| {
+    let placed = |rt_us: u64| {
         let mut a = vec![format!("--cpuset-cpus={cpu}"), "--cap-add=SYS_NICE".into()];
-        if let Some(rt) = &rt {
-            rt.wait_for_room(rt_us.parse().unwrap_or(0));
-        }
-        a.extend(rt_group.then(|| format!("--cpu-rt-runtime={rt_us}")));
+        a.extend(rt.as_ref().map(|rt| rt.runtime_arg(rt_us)));
         a.push(image.clone());
         a
     };

@@ -165,11 +165,6 @@ pub fn set(d: Deadline) -> std::io::Result<()> {
     setattr(Some(d))
 }
 
-/// Whether the calling thread holds CAP_SYS_NICE.
-fn has_cap_sys_nice() -> bool {
-    super::caps::holds(rustix::thread::CapabilitySet::SYS_NICE)
-}
-
 /// Why root is refused a pinned deadline thread, and what to change.
 pub const PINNED_WHY: &str = "EPERM with CAP_SYS_NICE: while admission control is on, the \
      kernel admits a deadline thread only with an affinity spanning its root domain, and a \
@@ -186,10 +181,12 @@ pub fn explain_refusal(err: &std::io::Error) -> String {
              sched_rt_runtime_us/sched_rt_period_us of each; lower --runtime, lengthen \
              --period, or end other SCHED_DEADLINE tasks (`ps -eo pid,cls,comm | grep DLN`)"
             .to_string(),
-        Some(libc::EPERM) if !has_cap_sys_nice() => "EPERM: SCHED_DEADLINE \
+        Some(libc::EPERM) if !super::caps::holds(rustix::thread::CapabilitySet::SYS_NICE) => {
+            "EPERM: SCHED_DEADLINE \
              needs CAP_SYS_NICE (no rlimit grants it): run as root, `setcap cap_sys_nice+ep` \
              the binary, or --cap-add SYS_NICE in a container"
-            .to_string(),
+                .to_string()
+        }
         Some(libc::EPERM) => PINNED_WHY.to_string(),
         Some(libc::EINVAL) => "EINVAL: the kernel refused the runtime, deadline or period \
              (see /proc/sys/kernel/sched_deadline_period_{min,max}_us)"
