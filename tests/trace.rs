@@ -910,7 +910,7 @@ fn issue29_timer_trace_picks_the_late_wakeups_as_they_come() {
     };
     let _m = measuring();
     let cpu_s = cpu.to_string();
-    let (r, _) = with_holds(
+    let (r, holds) = with_holds(
         cpu,
         Duration::from_micros(20_011),
         Duration::from_micros(1_500),
@@ -950,8 +950,40 @@ fn issue29_timer_trace_picks_the_late_wakeups_as_they_come() {
         a.method
     );
     assert!(a.gaps >= 10, "{} wake-ups", a.gaps);
-    let holder = (a.causes.iter())
-        .find(|c| c.cause.starts_with("task js-holder:"))
-        .expect("the holder is named");
-    assert!(holder.gaps * 2 >= a.gaps, "{} of {}", holder.gaps, a.gaps);
+    assert!(
+        (a.causes.iter()).any(|c| c.cause.starts_with("task js-holder:")),
+        "the holder is named"
+    );
+    // Judged by the holds, not by the background: a wake-up a hold made late is the
+    // holder's, however many of the host's own late wake-ups compete for the p99 (beside
+    // a build they once outnumbered the held ones among those picked).
+    let scale = ClockInfo::detect().0.scale;
+    let held: Vec<_> = (a.top.iter())
+        .filter(|g| {
+            let end = g.start_tsc + scale.to_ticks(g.duration_ns);
+            holds.iter().any(|h| g.start_tsc <= h.end && end >= h.start)
+        })
+        .collect();
+    let named = (held.iter())
+        .filter(|g| top_cause(g).starts_with("task js-holder:"))
+        .count();
+    assert!(!held.is_empty(), "no held wake-up among those picked");
+    assert!(
+        named * 10 >= held.len() * 9,
+        "{named} of {} held wake-ups named after the holder; the others' top causes: {:?}",
+        held.len(),
+        (held.iter()).map(|g| top_cause(g)).collect::<Vec<_>>()
+    );
+}
+
+/// The cause that took most of a gap.
+fn top_cause(g: &jitterscope::stats::causes::GapBreakdown) -> String {
+    let mut by: Vec<(&str, u64)> = Vec::new();
+    for p in &g.parts {
+        match by.iter_mut().find(|c| c.0 == p.cause) {
+            Some(c) => c.1 += p.duration_ns,
+            None => by.push((&p.cause, p.duration_ns)),
+        }
+    }
+    (by.iter().max_by_key(|c| c.1)).map_or(String::new(), |c| c.0.to_string())
 }
