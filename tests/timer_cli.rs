@@ -447,18 +447,31 @@ fn sleep_modes_clocks_warmup_and_priorities_do_what_they_say() {
     // Each deadline's phase in the interval, against the phase of all of them: the
     // deadlines are on CLOCK_MONOTONIC and the events placed on the counter from the
     // window's (counter, clock) pair, so a pair read across a preemption, or NTP slewing
-    // the clock, shifts every phase alike; threads apart would differ by their distance.
+    // the clock, shifts every phase alike; and a thread preempted between its clock read
+    // and its counter read (it runs at SCHED_OTHER here) places that one deadline late
+    // (20.8 µs once beside a build). Threads apart would differ by their distance: the
+    // second's deadlines at every other half interval.
     let phase = |ns: u64| ((ns + 500_000) % 1_000_000) as i64 - 500_000;
-    let mut phases: Vec<(usize, u64, i64)> = (entries.iter())
-        .flat_map(|e| (e.largest.iter()).map(|ev| (e.cpu, ev.start_ns, phase(ev.start_ns))))
+    let mut phases: Vec<i64> = (entries.iter())
+        .flat_map(|e| (e.largest.iter()).map(|ev| phase(ev.start_ns)))
         .collect();
-    phases.sort_by_key(|p| p.2);
-    let median = phases[phases.len() / 2].2;
-    for (cpu, start_ns, p) in &phases {
-        let off = phase((p - median).rem_euclid(1_000_000) as u64);
+    phases.sort_unstable();
+    let median = phases[phases.len() / 2];
+    for e in &entries {
+        let offs: Vec<i64> = (e.largest.iter())
+            .map(|ev| phase((phase(ev.start_ns) - median).rem_euclid(1_000_000) as u64))
+            .collect();
+        let near = offs.iter().filter(|o| o.abs() < 20_000).count();
         assert!(
-            off.abs() < 20_000,
-            "cpu {cpu} deadline at {start_ns} ns, {off} ns off the median phase {median} ns"
+            near * 10 >= offs.len() * 9,
+            "cpu {}: {near} of {} deadlines within 20 µs of the median phase {median} ns; \
+             the others' offsets (ns): {:?}",
+            e.cpu,
+            offs.len(),
+            (offs.iter())
+                .filter(|o| o.abs() >= 20_000)
+                .take(20)
+                .collect::<Vec<_>>()
         );
     }
 }
