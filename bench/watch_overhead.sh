@@ -3,7 +3,8 @@
 # `stress-ng --switch 1` (over 50 000 context switches a second, from /proc/stat), a
 # sleeper of our own (bench/watch_sleeper.c: clock_nanosleep to deadlines every 1 ms,
 # SCHED_FIFO 1, pinned) runs once unwatched and once under `watch --comm js-sleeper`, in
-# pairs. Prints per run the sleeper's own p50/p99/max lateness and the switch rate; for the
+# pairs (odd pairs unwatched first, even pairs watched first). Prints per run the sleeper's
+# own p50/p99/max lateness, the host's switch rate and that of the sleeper's CPU; for the
 # watched runs the events read and lost and the tool's CPU time per second; last, the p99
 # watched / unwatched (goal: at most 1.10). Lost events read "Nk+Mr": N overwritten in the
 # kernel's buffers (the reader was too slow), M dropped by watch's own bounds. The measuring lock is held around each pair,
@@ -25,13 +26,21 @@ if [ -n "${KEEP:-}" ]; then trap 'echo "kept in $dir"' EXIT; else trap 'rm -rf "
 cc -O2 -o "$dir/js-sleeper" bench/watch_sleeper.c
 
 ctxt() { awk '/^ctxt/ {print $2}' /proc/stat; }
-# The sleeper for $secs on $cpu: "n p50 p99 max switches/s" into $1.
+# The sleeper for $secs on $cpu: "n p50 p99 max switches/s on-cpu/s" into $1: the host's
+# switches a second (/proc/stat), and those on the sleeper's own CPU (perf's software
+# counter, 0 without perf): the load that meets the sleeper is the second.
 sleeper() {
-  local c0 c1 t0 t1
+  local c0 c1 t0 t1 on=0 pf=$dir/perf-$$
   c0=$(ctxt); t0=$(date +%s%N)
-  taskset -c "$cpu" "$dir/js-sleeper" "$secs" 1000 "$policy" | tr -d '\n' >"$1"
+  if command -v perf >/dev/null; then
+    perf stat -x, -e context-switches -C "$cpu" -o "$pf" -- \
+      taskset -c "$cpu" "$dir/js-sleeper" "$secs" 1000 "$policy" | tr -d '\n' >"$1"
+  else
+    taskset -c "$cpu" "$dir/js-sleeper" "$secs" 1000 "$policy" | tr -d '\n' >"$1"
+  fi
   c1=$(ctxt); t1=$(date +%s%N)
-  echo " $(( (c1 - c0) * 1000000000 / (t1 - t0) ))" >>"$1"
+  [ -s "$pf" ] && on=$(awk -F, '/context-switches/ {print $1}' "$pf")
+  echo " $(( (c1 - c0) * 1000000000 / (t1 - t0) )) $(( on * 1000000000 / (t1 - t0) ))" >>"$1"
 }
 # watch --comm js-sleeper around one sleeper run; waits until its trace has begun.
 watched() {
@@ -52,8 +61,10 @@ for i in $(seq 1 "$pairs"); do
     stress-ng --switch 1 ${SWITCH_FREQ:+--switch-freq "$SWITCH_FREQ"} --timeout $((secs * 2 + 10))s -q &
     s=$!
     sleep 1
-    sleeper "$dir/plain-$i"
-    watched "$i"
+    # Odd pairs unwatched first, even pairs watched first: a load that drifts over a
+    # pair (stress-ng settling) weighs on both sides alike.
+    if [ $((i % 2)) -eq 1 ]; then sleeper "$dir/plain-$i"; watched "$i"
+    else watched "$i"; sleeper "$dir/plain-$i"; fi
     kill "$s"; wait "$s" || true
   ) 9>/tmp/jitterscope-measuring.lock
 done
@@ -62,8 +73,8 @@ python3 - "$dir" "$pairs" <<'PY'
 import json, sys, statistics
 d, n = sys.argv[1], int(sys.argv[2])
 def own(kind, i):
-    c, p50, p99, mx, rate = map(int, open(f"{d}/{kind}-{i}").read().split())
-    return dict(n=c, p50=p50, p99=p99, max=mx, rate=rate)
+    c, p50, p99, mx, rate, on = map(int, open(f"{d}/{kind}-{i}").read().split())
+    return dict(n=c, p50=p50, p99=p99, max=mx, rate=rate, on=on)
 def tool(i):
     r = json.load(open(f"{d}/watch-{i}.json"))
     w, secs = r["watch"], r["run"]["actual_duration_ns"] / 1e9
@@ -73,7 +84,7 @@ def tool(i):
                 cpu=w["tool_cpu_ns"] / secs / 1e6, threads=len(th),
                 wakeups=sum(t["wakeup"]["count"] for t in th),
                 unseen=sum(t["starts_unseen"] for t in th))
-print(f"{'run':<10}{'wakes':>7}{'p50 µs':>8}{'p99 µs':>8}{'max µs':>9}{'switch/s':>10}"
+print(f"{'run':<10}{'wakes':>7}{'p50 µs':>8}{'p99 µs':>8}{'max µs':>9}{'switch/s':>10}{'on CPU/s':>9}"
       f"{'events':>10}{'lost':>14}{'tool ms/s':>10}{'traced wakes':>13}{'undated':>8}")
 rows = {"plain": [], "watched": []}
 for i in range(1, n + 1):
@@ -81,7 +92,7 @@ for i in range(1, n + 1):
         x = own(k, i)
         rows[k].append(x)
         line = (f"{k + ' ' + str(i):<10}{x['n']:>7}{x['p50'] / 1e3:>8.1f}{x['p99'] / 1e3:>8.1f}"
-                f"{x['max'] / 1e3:>9.1f}{x['rate']:>10}")
+                f"{x['max'] / 1e3:>9.1f}{x['rate']:>10}{x['on']:>9}")
         if k == "watched":
             t = tool(i)
             line += f"{t['read']:>10}{t['lost']:>14}{t['cpu']:>10.2f}{t['wakeups']:>13}{t['unseen']:>8}"
