@@ -30,14 +30,11 @@ ctxt() { awk '/^ctxt/ {print $2}' /proc/stat; }
 # switches a second (/proc/stat), and those on the sleeper's own CPU (perf's software
 # counter, 0 without perf): the load that meets the sleeper is the second.
 sleeper() {
-  local c0 c1 t0 t1 on=0 pf=$dir/perf-$$
+  local c0 c1 t0 t1 on=0 pf=$dir/perf-cs count=()
+  rm -f "$pf"
+  command -v perf >/dev/null && count=(perf stat -x, -e context-switches -C "$cpu" -o "$pf" --)
   c0=$(ctxt); t0=$(date +%s%N)
-  if command -v perf >/dev/null; then
-    perf stat -x, -e context-switches -C "$cpu" -o "$pf" -- \
-      taskset -c "$cpu" "$dir/js-sleeper" "$secs" 1000 "$policy" | tr -d '\n' >"$1"
-  else
-    taskset -c "$cpu" "$dir/js-sleeper" "$secs" 1000 "$policy" | tr -d '\n' >"$1"
-  fi
+  "${count[@]}" taskset -c "$cpu" "$dir/js-sleeper" "$secs" 1000 "$policy" | tr -d '\n' >"$1"
   c1=$(ctxt); t1=$(date +%s%N)
   [ -s "$pf" ] && on=$(awk -F, '/context-switches/ {print $1}' "$pf")
   echo " $(( (c1 - c0) * 1000000000 / (t1 - t0) )) $(( on * 1000000000 / (t1 - t0) ))" >>"$1"

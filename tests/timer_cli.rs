@@ -451,15 +451,16 @@ fn sleep_modes_clocks_warmup_and_priorities_do_what_they_say() {
     // and its counter read (it runs at SCHED_OTHER here) places that one deadline late
     // (20.8 µs once beside a build). Threads apart would differ by their distance: the
     // second's deadlines at every other half interval.
-    let phase = |ns: u64| ((ns + 500_000) % 1_000_000) as i64 - 500_000;
+    // A time's place in the interval, in [-500 µs, 500 µs).
+    let phase = |ns: i64| (ns + 500_000).rem_euclid(1_000_000) - 500_000;
     let mut phases: Vec<i64> = (entries.iter())
-        .flat_map(|e| (e.largest.iter()).map(|ev| phase(ev.start_ns)))
+        .flat_map(|e| (e.largest.iter()).map(|ev| phase(ev.start_ns as i64)))
         .collect();
     phases.sort_unstable();
     let median = phases[phases.len() / 2];
     for e in &entries {
         let offs: Vec<i64> = (e.largest.iter())
-            .map(|ev| phase((phase(ev.start_ns) - median).rem_euclid(1_000_000) as u64))
+            .map(|ev| phase(ev.start_ns as i64 - median))
             .collect();
         let near = offs.iter().filter(|o| o.abs() < 20_000).count();
         assert!(

@@ -588,6 +588,9 @@ pub struct HoldsNamed {
     /// Holds set aside, not counted in `holds`: their stretch reaches into a gap's parts
     /// summed per cause, which say how long, not when (`placed_parts`).
     pub unplaced: usize,
+    /// Misses no attributed gap covered at all (cause NO_GAP): a background cannot
+    /// explain them, only gaps the pipeline dropped can (`tracing_outcome`).
+    pub uncovered: usize,
     /// What ran over the first miss's stretch, in words (empty when none missed).
     pub first_miss: String,
 }
@@ -662,8 +665,10 @@ pub fn judge_holds(
             }
         }
     }
+    let uncovered = misses.iter().filter(|m| m.0 == NO_GAP).count();
     HoldsNamed {
         holds: holds.len() - unseen - unplaced,
+        uncovered,
         named,
         misses,
         unseen,
@@ -878,9 +883,8 @@ fn tracing_check(p: &Place, len: Lengths, stop: &AtomicBool, fault: Option<&str>
     // time cannot be told from the host's: that says nothing about the tool.
     let noisy = bg99 * 4 > busy.as_nanos() as u64 || background.len() < 10 || !enough;
     let lost = held.lost + empty.lost + held.dropped + empty.dropped > 0;
-    let no_gap = j.misses.iter().filter(|m| m.0 == NO_GAP).count();
     let (covered_ok, _) = misses::judge(
-        no_gap.saturating_sub(held.dropped as usize),
+        j.uncovered.saturating_sub(held.dropped as usize),
         j.holds,
         MISS_RATE,
     );
