@@ -290,7 +290,7 @@ impl Measure for WatchCommand {
         };
         let watched = match &self.target {
             Target::Comm(name) => Watched::Comm(name.clone()),
-            _ => Watched::Tids(tids.clone()),
+            _ => Watched::Tids(tids.iter().copied().collect()),
         };
         let tids = Mutex::new(tids);
         let quotas = match &self.target {
@@ -621,11 +621,7 @@ pub fn follow<T>(
         }
         let mut batch = BTreeMap::new();
         for w in &mut follower.windows {
-            let cpu = w.cpu;
-            let evs = w.events();
-            let n = evs.partition_point(|e| e.ts < until);
-            batch.insert(cpu, evs[..n].to_vec());
-            w.forget_before(until);
+            batch.insert(w.cpu, w.take_before(until));
         }
         // Named from the table read before tracing.
         let events = batch.values().flatten();

@@ -301,7 +301,7 @@ fn timeline(
     let mut work: Option<u64> = None;
     let (mut instances, mut slice) = (0u64, 0u64);
     // Where each task's last wake-up fell in the timeline.
-    let mut woken_at: HashMap<u32, usize> = HashMap::new();
+    let mut woken_at: rustc_hash::FxHashMap<u32, usize> = Default::default();
     // Where the current task's segments begin.
     let mut switched_at = 0;
     // A runnable measurer held off its CPU: since where, and its priority.

@@ -4,9 +4,9 @@
 //! Strings (task names, IRQ names, vector names) are interned once per run in `Names`,
 //! so an event stays a few dozen bytes.
 
-use std::collections::HashMap;
+use rustc_hash::FxHashMap;
 
-use super::format::{EventFormat, Field, read_i64, read_str, read_u64};
+use super::format::{EventFormat, Field, read_bytes, read_i64, read_u64};
 
 /// The events enabled, as "system:event" names: only those attribution reads, since
 /// each is written while the CPU is away from the loop and lengthens the gap it
@@ -41,17 +41,24 @@ pub type NameId = u32;
 #[derive(Debug, Default, Clone)]
 pub struct Names {
     list: Vec<String>,
-    index: HashMap<String, NameId>,
+    /// By the bytes the trace gives: a name seen before costs no UTF-8 check.
+    index: FxHashMap<Box<[u8]>, NameId>,
 }
 
 impl Names {
     pub fn intern(&mut self, s: &str) -> NameId {
-        if let Some(&id) = self.index.get(s) {
+        self.intern_bytes(s.as_bytes())
+    }
+
+    /// As `intern`, from a trace's bytes; a name that is not UTF-8 is kept with its bad
+    /// bytes replaced, not dropped.
+    pub fn intern_bytes(&mut self, b: &[u8]) -> NameId {
+        if let Some(&id) = self.index.get(b) {
             return id;
         }
         let id = self.list.len() as NameId;
-        self.list.push(s.to_string());
-        self.index.insert(s.to_string(), id);
+        self.list.push(String::from_utf8_lossy(b).into_owned());
+        self.index.insert(b.into(), id);
         id
     }
 
@@ -255,7 +262,7 @@ struct SwitchFields {
 /// Decodes raw records of the formats it was built from.
 #[derive(Debug, Default)]
 pub struct Decoder {
-    shapes: HashMap<u16, Shape>,
+    shapes: FxHashMap<u16, Shape>,
     pub names: Names,
 }
 
@@ -343,10 +350,10 @@ impl Decoder {
         let i = |f: &Field| read_i64(data, f);
         let kind = match shape {
             Shape::IrqEntry { irq, name } => {
-                let (irq, name) = (u(irq)? as u32, read_str(data, name)?);
+                let (irq, name) = (u(irq)? as u32, read_bytes(data, name)?);
                 Kind::IrqEntry {
                     irq,
-                    name: names.intern(name),
+                    name: names.intern_bytes(name),
                 }
             }
             Shape::IrqExit { irq } => Kind::IrqExit {
@@ -365,17 +372,20 @@ impl Decoder {
                 handler: u(handler)?,
             },
             Shape::Switch(s) => {
-                let (pc, nc) = (read_str(data, &s.prev_comm)?, read_str(data, &s.next_comm)?);
+                let (pc, nc) = (
+                    read_bytes(data, &s.prev_comm)?,
+                    read_bytes(data, &s.next_comm)?,
+                );
                 Kind::Switch {
                     prev: Task {
                         pid: i(&s.prev_pid)? as u32,
-                        comm: names.intern(pc),
+                        comm: names.intern_bytes(pc),
                         prio: i(&s.prev_prio)? as i32,
                     },
                     prev_state: i(&s.prev_state)?,
                     next: Task {
                         pid: i(&s.next_pid)? as u32,
-                        comm: names.intern(nc),
+                        comm: names.intern_bytes(nc),
                         prio: i(&s.next_prio)? as i32,
                     },
                 }
@@ -388,7 +398,7 @@ impl Decoder {
                 common_pid,
             } => {
                 let (comm, pid, prio, target, waker) = (
-                    read_str(data, comm)?,
+                    read_bytes(data, comm)?,
                     i(pid)? as u32,
                     i(prio)? as i32,
                     i(target)? as i32,
@@ -397,7 +407,7 @@ impl Decoder {
                 Kind::Wakeup {
                     task: Task {
                         pid,
-                        comm: names.intern(comm),
+                        comm: names.intern_bytes(comm),
                         prio,
                     },
                     target_cpu: target,

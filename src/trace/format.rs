@@ -127,6 +127,11 @@ pub fn read_i64(data: &[u8], f: &Field) -> Option<i64> {
 
 /// Reads a char array or a `__data_loc` string, up to its first NUL.
 pub fn read_str<'a>(data: &'a [u8], f: &Field) -> Option<&'a str> {
+    std::str::from_utf8(read_bytes(data, f)?).ok()
+}
+
+/// A string field's bytes, up to its NUL.
+pub fn read_bytes<'a>(data: &'a [u8], f: &Field) -> Option<&'a [u8]> {
     let bytes = match f.data_loc {
         true => {
             let loc = read_u64(data, f.offset, 4)? as u32;
@@ -136,7 +141,7 @@ pub fn read_str<'a>(data: &'a [u8], f: &Field) -> Option<&'a str> {
         false => data.get(f.offset..f.offset.checked_add(f.size)?)?,
     };
     let end = bytes.iter().position(|&b| b == 0).unwrap_or(bytes.len());
-    std::str::from_utf8(&bytes[..end]).ok()
+    Some(&bytes[..end])
 }
 
 #[cfg(test)]

@@ -284,6 +284,21 @@ impl EventWindow {
     pub fn forget_before(&mut self, ts: u64) {
         let n = self.events.partition_point(|e| e.ts < ts);
         self.events.drain(..n);
+        self.forgot(ts);
+    }
+
+    /// As `forget_before`, handing the events forgotten over, oldest first: for a caller
+    /// that walks each event once (`watch`), without making the window one slice first
+    /// (`events`), which moved its wrapped halves on every pass: a sixth of watch's CPU
+    /// time under `stress-ng --switch`.
+    pub fn take_before(&mut self, ts: u64) -> Vec<Event> {
+        let n = self.events.partition_point(|e| e.ts < ts);
+        let taken = self.events.drain(..n).collect();
+        self.forgot(ts);
+        taken
+    }
+
+    fn forgot(&mut self, ts: u64) {
         self.forgotten_to = self.forgotten_to.max(ts);
         while self.lost.front().is_some_and(|l| l.1 < ts) {
             self.lost.pop_front();
@@ -518,6 +533,26 @@ mod tests {
         assert!(w.lost_within(100, 200) && !w.lost_within(20_010, 50_000));
         w.set_cap(4_000);
         assert_eq!((w.cap(), w.min_cap()), (4_000, 3_000));
+    }
+
+    #[test]
+    fn taking_a_wrapped_window_hands_over_what_forgetting_drops_in_order() {
+        let (mut taken, mut kept) = (EventWindow::new(1, 8), EventWindow::new(1, 8));
+        // Pushed, half forgotten, pushed again: the deque wraps around its end.
+        for w in [&mut taken, &mut kept] {
+            (1..=6).for_each(|t| w.push(ev(t * 10)));
+            w.forget_before(45);
+            (7..=11).for_each(|t| w.push(ev(t * 10)));
+        }
+        let before: Vec<u64> = kept.events().iter().map(|e| e.ts).collect();
+        let got: Vec<u64> = taken.take_before(95).iter().map(|e| e.ts).collect();
+        kept.forget_before(95);
+        assert_eq!(got, vec![50, 60, 70, 80, 90]);
+        assert_eq!(before[..5], got[..]);
+        let left = |w: &mut EventWindow| w.events().iter().map(|e| e.ts).collect::<Vec<_>>();
+        assert_eq!(left(&mut taken), vec![100, 110]);
+        assert_eq!(left(&mut taken), left(&mut kept));
+        assert_eq!(taken.forgotten_to(), kept.forgotten_to());
     }
 
     #[test]

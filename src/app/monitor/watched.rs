@@ -121,7 +121,7 @@ impl WatchComms {
             let _ = sched::pin_to(cpu);
         }
         let mut watcher = Watcher::new(
-            Watched::Comms(self.comms.clone(), HashSet::new()),
+            Watched::Comms(self.comms.clone(), Default::default()),
             Settings {
                 scale,
                 threshold_ns: self.threshold_ns,

@@ -1,7 +1,7 @@
 //! Attribution summed over the batches of one CPU's gaps, in memory bounded by the causes
 //! seen rather than by the gaps.
 
-use std::collections::HashMap;
+use rustc_hash::{FxHashMap, FxHashSet};
 
 use crate::stats::causes::{
     Attribution, CauseKind, CauseRow, GapBreakdown, Part, TaskTime, TraceCost,
@@ -17,7 +17,7 @@ use super::*;
 /// of them, and its period over its first `SAMPLE` gaps.
 #[derive(Debug)]
 pub struct Tally {
-    causes: HashMap<(CauseKind, String), Acc>,
+    causes: FxHashMap<(CauseKind, String), Acc>,
     gaps: u64,
     interrupted: u64,
     /// The largest gaps broken down, at most `top`, in no order.
@@ -28,7 +28,7 @@ pub struct Tally {
     min_spacing_ns: Option<u64>,
     /// What ran inside each throttle's windows (by the throttle's label), and for how
     /// long (ns), by the task's label.
-    held: HashMap<String, HashMap<String, u64>>,
+    held: FxHashMap<String, FxHashMap<String, u64>>,
     /// The measuring thread as the trace last showed it, across batches.
     me: Option<Task>,
     /// Some time was named a CFS quota: the method says on what evidence.
@@ -175,14 +175,14 @@ impl Tally {
     /// Nothing yet; `top` of the largest gaps will be broken down.
     pub fn new(top: usize) -> Tally {
         Tally {
-            causes: HashMap::new(),
+            causes: FxHashMap::default(),
             gaps: 0,
             interrupted: 0,
             top: Vec::new(),
             top_n: top,
             events_in_gaps: 0,
             min_spacing_ns: None,
-            held: HashMap::new(),
+            held: FxHashMap::default(),
             me: None,
             quota_named: false,
         }
@@ -219,7 +219,7 @@ impl Tally {
             + causes
             + self.top.capacity() * size_of::<GapBreakdown>()
             + top
-            + self.held.capacity() * (size_of::<(String, HashMap<String, u64>)>() + 1)
+            + self.held.capacity() * (size_of::<(String, FxHashMap<String, u64>)>() + 1)
             + held
     }
 
@@ -235,10 +235,10 @@ impl Tally {
             (segments.iter()).any(|s| matches!(s.cause, Cause::Throttled(By::CfsQuota, _)));
         self.count_trace_cost(gaps, events, cx.scale);
         // One interrupt or time slice is one occurrence, however many gaps it spans.
-        let mut runs: HashMap<Cause, std::collections::HashSet<u64>> = HashMap::new();
+        let mut runs: FxHashMap<Cause, FxHashSet<u64>> = FxHashMap::default();
         // Each cause's label made once a batch: formatting one per part per gap was much
         // of a busy host's attribution time (issue 35). The names do not change in a batch.
-        let mut labels: HashMap<Cause, String> = HashMap::new();
+        let mut labels: FxHashMap<Cause, String> = FxHashMap::default();
         let mut label = |c: Cause| labels.entry(c).or_insert_with(|| cx.label(c)).clone();
         let unaccounted = match cx.naming {
             Naming::Full => "unaccounted (no event: entry and exit, the hypervisor, SMIs)",
@@ -249,7 +249,7 @@ impl Tally {
             self.gaps += 1;
             let parts = split(gap, &segments);
             let mut covered = 0u64;
-            let mut per_gap: HashMap<Cause, u64> = HashMap::new();
+            let mut per_gap: FxHashMap<Cause, u64> = FxHashMap::default();
             for &(cause, instance, _, ticks) in &parts {
                 // A throttle is one row, whichever task ran in it.
                 let key = match cause {

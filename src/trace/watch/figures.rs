@@ -1,7 +1,9 @@
 //! What a watch is asked (which threads, how the figures are made) and what it gives
 //! back for each thread: the types the walk, the watcher and callers share.
 
-use std::collections::{BTreeSet, HashSet};
+use std::collections::BTreeSet;
+
+use rustc_hash::FxHashSet;
 
 use crate::engine::clock::Scale;
 use crate::stats::causes::Attribution;
@@ -14,12 +16,12 @@ use crate::trace::event::{Names, Task};
 pub enum Watched {
     /// These thread ids (a process's threads, as its `/proc/PID/task` listed them over
     /// the run).
-    Tids(HashSet<u32>),
+    Tids(FxHashSet<u32>),
     /// Every task whose name (comm, at most 15 bytes) is this, new processes included.
     Comm(String),
     /// Every task whose name is one of these, and these thread ids (`monitor
     /// --watch-comm a,b` and the threads of `--watch-cgroup`'s groups).
-    Comms(BTreeSet<String>, HashSet<u32>),
+    Comms(BTreeSet<String>, FxHashSet<u32>),
 }
 
 impl Watched {

@@ -2,7 +2,9 @@
 //! phase (asleep, woken, running, preempted) and figures, each CPU's task and interrupt
 //! depth, and the delays that ended, until the watcher takes them.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::BTreeMap;
+
+use rustc_hash::FxHashMap;
 
 use crate::engine::clock::Scale;
 use crate::stats::histogram::LatencyHistogram;
@@ -70,7 +72,7 @@ pub(super) struct Walk {
     scale: Scale,
     threshold_ns: u64,
     pub(super) threads: BTreeMap<u32, Thread>,
-    pub(super) cpus: HashMap<usize, Cpu>,
+    pub(super) cpus: FxHashMap<usize, Cpu>,
     /// Delays at or above the threshold, in the order they ended, until taken.
     pub(super) ended: Vec<Delay>,
     /// Significant digits of the threads' histograms.
@@ -88,7 +90,7 @@ impl Walk {
             scale,
             threshold_ns,
             threads: BTreeMap::new(),
-            cpus: HashMap::new(),
+            cpus: FxHashMap::default(),
             ended: Vec::new(),
             sigfig: crate::stats::histogram::SIGFIG,
             split_preempted: true,
