@@ -16,7 +16,8 @@
 //!   reader too slow for its CPUs falls behind; each CPU's buffer holds what the kernel's
 //!   does (`BUFFER_KIB`), and the pages it cannot hold are lost as the kernel loses them
 //!   (the next page says how many). `host` is the recording's own rate, `host*K` K times
-//!   it, `gaps=N` N gaps a second (the events re-timed alike), `host16` the 16-CPU
+//!   it, `gaps=N` N gaps a second (the events re-timed alike), `gaps=N@R` N gaps a
+//!   second of R events each (gaps without events added: `gaps_rate`), `host16` the 16-CPU
 //!   host's (its fixture's `events_read` per CPU over its run). `--fixed yes` ignores the readers' work on the simulated clock, so
 //!   that each run reads alike; `--dump FILE` then writes every CPU's attribution, to
 //!   diff two builds'.
@@ -595,20 +596,17 @@ fn replay(file: &Path, flag: &dyn Fn(&str) -> Option<String>) -> Result<(), Stri
     let mut rates = Vec::new();
     for r in list(flag("--rates").unwrap_or("host,host16".into())) {
         rates.push(match r.as_str() {
-            "host" => ("this host", src.rate),
-            "host16" => ("16-CPU host", host16_rate(Path::new(&fixture))?),
+            "host" => ("this host", src.rate, 0.0),
+            "host16" => ("16-CPU host", host16_rate(Path::new(&fixture))?, 0.0),
             x => match x.strip_prefix("host*").map(str::parse::<f64>) {
-                Some(Ok(k)) => ("given", k * src.rate),
-                // So many gaps a second, the events re-timed alike.
-                _ if x.starts_with("gaps=") => {
-                    let g: f64 = x[5..].parse().map_err(|_| format!("--rates {x}"))?;
-                    ("given", g * src.rate / recorded_gaps)
-                }
+                Some(Ok(k)) => ("given", k * src.rate, 0.0),
+                _ if x.starts_with("gaps=") => gaps_rate(x, src.rate, recorded_gaps)?,
                 _ => (
                     "given",
                     x.parse::<f64>().map_err(|_| {
-                        format!("--rates {x}: a number, host, host*K, gaps=N or host16")
+                        format!("--rates {x}: a number, host, host*K, gaps=N[@R] or host16")
                     })?,
+                    0.0,
                 ),
             },
         });
@@ -633,7 +631,14 @@ fn replay(file: &Path, flag: &dyn Fn(&str) -> Option<String>) -> Result<(), Stri
         "memory",
         "per CPU"
     );
-    for &(what, rate) in &rates {
+    for &(what, rate, filler) in &rates {
+        // Event-less gaps added, in the recording's own time (a replayed second is
+        // `speed` recorded ones).
+        let added = (filler > 0.0).then(|| src.with_filler(filler * src.rate / rate));
+        let src = match &added {
+            Some(a) => a.as_ref()?,
+            None => &src,
+        };
         for &n in &cpus {
             let groups = match readers.as_str() {
                 "auto" => tracing::reader_groups(n, pins.len()),
@@ -646,10 +651,112 @@ fn replay(file: &Path, flag: &dyn Fn(&str) -> Option<String>) -> Result<(), Stri
                         .collect()
                 }
             };
-            run_one(&src, n, (what, rate), seconds, &groups, &pins, &opts);
+            run_one(src, n, (what, rate), seconds, &groups, &pins, &opts);
         }
     }
     Ok(())
+}
+
+/// `gaps=N`: N gaps a second, the events re-timed alike. `gaps=N@R`: N gaps a second
+/// with R events a gap, as a host whose gaps are mostly the hypervisor's has them (the
+/// issue-35 host: 932 events and 2 264 gaps a second, 0.41): the events re-timed to N×R a
+/// second, and the gaps the recording lacks at that rate added without events. Gives
+/// (label, events a second, event-less gaps a second added).
+fn gaps_rate(x: &str, events: f64, gaps: f64) -> Result<(&'static str, f64, f64), String> {
+    let bad = || format!("--rates {x}: gaps=N or gaps=N@R (R events a gap)");
+    let (n, r) = match x[5..].split_once('@') {
+        Some((n, r)) => (n, Some(r)),
+        None => (&x[5..], None),
+    };
+    let n: f64 = n.parse().map_err(|_| bad())?;
+    let Some(r) = r else {
+        return Ok(("given", n * events / gaps, 0.0));
+    };
+    let r: f64 = r.parse().map_err(|_| bad())?;
+    let rate = n * r;
+    // The recording's own gaps, re-timed to that event rate.
+    let own = gaps * rate / events;
+    if !(r > 0.0 && n > 0.0) || own > n {
+        return Err(format!(
+            "--rates {x}: the recording has {:.2} events a gap; it can be given fewer \
+             events a gap (gaps added without events), not more",
+            events / gaps
+        ));
+    }
+    Ok(("given", rate, n - own))
+}
+
+impl Source {
+    /// The recording with `per_s` gaps a second (of its own time) added where no event
+    /// and no recorded gap falls, each as long as one of the recorded gaps that holds no
+    /// event (cycled): what a vCPU stopped by its hypervisor shows the loop.
+    fn with_filler(&self, per_s: f64) -> Result<Source, String> {
+        let ticks = |ns: u64| self.scale.to_ticks(ns);
+        let stamps: Vec<u64> = self.records.iter().map(|r| r.0).collect();
+        let holds_event = |t: u64, d: u64| {
+            let i = stamps.partition_point(|&s| s < t);
+            stamps.get(i).filter(|&&s| s <= t + d).copied()
+        };
+        let span = self.span.1 - self.span.0;
+        let n = (per_s * self.scale.to_ns(span) as f64 / 1e9) as u64;
+        let step = span / n.max(1);
+        // Those short enough to find room in their step: the hypervisor's blips, not
+        // its long stops.
+        let lens: Vec<u64> = (self.gaps.iter())
+            .filter(|g| ticks(g.1) <= step / 4 && holds_event(g.0, ticks(g.1)).is_none())
+            .map(|g| g.1)
+            .collect();
+        if lens.is_empty() {
+            return Err("the recording has no gap without events short enough to copy".into());
+        }
+        let mut gaps = self.gaps.clone();
+        let mut no_room = 0;
+        for k in 0..n {
+            let len = lens[k as usize % lens.len()];
+            let d = ticks(len);
+            let (mut t, limit) = (self.span.0 + k * step, self.span.0 + (k + 1) * step);
+            loop {
+                if t + d >= limit {
+                    no_room += 1;
+                    break;
+                }
+                if let Some(s) = holds_event(t, d) {
+                    t = s + 1;
+                    continue;
+                }
+                // The recorded gaps are in time order and apart.
+                let j = self.gaps.partition_point(|g| g.0 + ticks(g.1) < t);
+                match self.gaps.get(j) {
+                    Some(g) if g.0 <= t + d => t = g.0 + ticks(g.1) + 1,
+                    _ => {
+                        gaps.push((t, len));
+                        break;
+                    }
+                }
+            }
+        }
+        gaps.sort_unstable();
+        println!(
+            "added {} gaps without events, each as long as one of the {} of {} recorded gaps \
+             that hold none and are at most {} ns ({no_room} found no room)",
+            n - no_room,
+            lens.len(),
+            self.gaps.len(),
+            self.scale.to_ns(step / 4)
+        );
+        Ok(Source {
+            layout: self.layout,
+            page_size: self.page_size,
+            formats: self.formats.clone(),
+            records: self.records.clone(),
+            gaps,
+            span: self.span,
+            scale: self.scale,
+            loop_min: self.loop_min,
+            tid: self.tid,
+            rate: self.rate,
+        })
+    }
 }
 
 /// Appends each CPU's attribution, whole but for the reader's budget, to `file`: what

@@ -6,11 +6,16 @@
 # pairs (odd pairs unwatched first, even pairs watched first). Prints per run the sleeper's
 # own p50/p99/max lateness, the host's switch rate and that of the sleeper's CPU; for the
 # watched runs the events read and lost and the tool's CPU time per second; last, the p99
-# watched / unwatched (goal: at most 1.10). Lost events read "Nk+Mr": N overwritten in the
+# watched / unwatched (goal: at most 1.10), and beside it a control's: the same events
+# enabled in an instance nobody reads, the tracepoints' own cost. Lost events read "Nk+Mr": N overwritten in the
 # kernel's buffers (the reader was too slow), M dropped by watch's own bounds. The measuring lock is held around each pair,
 # stress-ng included. Needs root (tracefs, SCHED_FIFO), cc and stress-ng. Usage:
 #   [SWITCH_FREQ=N] bench/watch_overhead.sh [CPU] [PAIRS] [SECONDS] [fifo|other]
 # SWITCH_FREQ asks stress-ng for that many switches a second (default: as fast as it can).
+# CONTAINERS=N (issue 34, done-when 5): N cgroup v1 `cpu` groups named as podman names
+# its containers (libpod-<64 hex>.scope) under one parent, the sleeper in the first and
+# one `stress-ng --switch 1` in each, followed by `watch --cgroup PARENT` (every thread of
+# every container: stress-ng's too).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 cpu=${1:-1}; pairs=${2:-3}; secs=${3:-10}; policy=${4:-fifo}
@@ -21,7 +26,41 @@ cargo build --release -q
 bin=$PWD/target/release/jitterscope
 # KEEP=1 keeps the sleeper's figures and watch's results, and says where.
 dir=$(mktemp -d)
-if [ -n "${KEEP:-}" ]; then trap 'echo "kept in $dir"' EXIT; else trap 'rm -rf "$dir"' EXIT; fi
+control=/sys/kernel/tracing/instances/js-bench-control-$$
+# The containers' groups (CONTAINERS=N), under one parent given real-time runtime: with
+# RT group scheduling a group without it refuses the sleeper SCHED_FIFO.
+cpu_root=/sys/fs/cgroup/cpu
+parent=$cpu_root/js-bench-$$
+groups=()
+if [ -n "${CONTAINERS:-}" ]; then
+  [ -e "$cpu_root/cpu.rt_runtime_us" ] || { echo "CONTAINERS needs cgroup v1 cpu" >&2; exit 2; }
+  mkdir "$parent"
+  echo 400000 >"$parent/cpu.rt_runtime_us"
+  for k in $(seq 1 "$CONTAINERS"); do
+    g=$parent/libpod-$(printf '%064x' $((0xc0a7a1 * 1000 + k))).scope
+    mkdir "$g"
+    [ "$k" -gt 1 ] || echo 200000 >"$g/cpu.rt_runtime_us"
+    groups+=("$g")
+  done
+fi
+# Becomes "$@" in container $1 (1…N), or as it is without CONTAINERS: called in a
+# subshell (a pipeline's part, or with &), whose pid is then the command's.
+in_group() {
+  local k=$1; shift
+  [ ${#groups[@]} -eq 0 ] || echo "$BASHPID" >"${groups[k - 1]}/cgroup.procs"
+  exec "$@"
+}
+cleanup() {
+  if [ -d "$control" ]; then echo >"$control/set_event"; rmdir "$control"; fi
+  if [ -d "$parent" ]; then
+    for g in "${groups[@]}" "$parent"; do
+      for t in $(cat "$g/tasks" 2>/dev/null); do echo "$t" >"$cpu_root/tasks" 2>/dev/null || true; done
+    done
+    rmdir "${groups[@]}" "$parent" 2>/dev/null || true
+  fi
+  if [ -n "${KEEP:-}" ]; then echo "kept in $dir"; else rm -rf "$dir"; fi
+}
+trap cleanup EXIT
 # The name is the comm watched.
 cc -O2 -o "$dir/js-sleeper" bench/watch_sleeper.c
 
@@ -34,20 +73,42 @@ sleeper() {
   rm -f "$pf"
   command -v perf >/dev/null && count=(perf stat -x, -e context-switches -C "$cpu" -o "$pf" --)
   c0=$(ctxt); t0=$(date +%s%N)
-  "${count[@]}" taskset -c "$cpu" "$dir/js-sleeper" "$secs" 1000 "$policy" | tr -d '\n' >"$1"
+  in_group 1 "${count[@]}" taskset -c "$cpu" "$dir/js-sleeper" "$secs" 1000 "$policy" \
+    | tr -d '\n' >"$1"
   c1=$(ctxt); t1=$(date +%s%N)
   [ -s "$pf" ] && on=$(awk -F, '/context-switches/ {print $1}' "$pf")
   echo " $(( (c1 - c0) * 1000000000 / (t1 - t0) )) $(( on * 1000000000 / (t1 - t0) ))" >>"$1"
 }
+# The control (CONTROL=0 leaves it out): the kernel writing the very events watch enables,
+# into an instance nobody reads (the kernel overwrites its oldest pages). What it costs
+# the sleeper is the tracepoints' own; what watched costs beyond it is the reader's.
+tracefs=/sys/kernel/tracing
+mountpoint -q "$tracefs" || mount -t tracefs nodev "$tracefs"
+events=""
+kernel_only() {
+  local inst=$control
+  mkdir "$inst"
+  echo x86-tsc >"$inst/trace_clock"
+  echo 4096 >"$inst/buffer_size_kb"
+  echo "$events" >"$inst/set_event"
+  [ "$(wc -l <"$inst/set_event")" -gt 2 ] || { echo "the control enabled no events" >&2; exit 1; }
+  sleep 0.3
+  sleeper "$dir/kernel-$1"
+  echo >"$inst/set_event"
+  rmdir "$inst"
+}
 # watch --comm js-sleeper around one sleeper run; waits until its trace has begun.
 watched() {
-  "$bin" watch --comm js-sleeper -D "$((secs + 2))s" -q --json="$dir/watch-$1.json" \
+  local target=(--comm js-sleeper)
+  [ ${#groups[@]} -eq 0 ] || target=(--cgroup "$parent")
+  "$bin" watch "${target[@]}" -D "$((secs + 2))s" -q --json="$dir/watch-$1.json" \
     2>"$dir/watch-$1.err" &
   local w=$! t=0
   until [ -d "/sys/kernel/tracing/instances/jitterscope-$w" ]; do
     sleep 0.05; t=$((t + 1)); [ "$t" -lt 200 ] || { echo "watch never began" >&2; exit 1; }
   done
   sleep 0.3
+  [ -n "$events" ] || events=$(cat "/sys/kernel/tracing/instances/jitterscope-$w/set_event")
   sleeper "$dir/watched-$1"
   wait "$w" || { cat "$dir/watch-$1.err" >&2; exit 1; }
 }
@@ -55,14 +116,20 @@ watched() {
 for i in $(seq 1 "$pairs"); do
   (
     flock 9
-    stress-ng --switch 1 ${SWITCH_FREQ:+--switch-freq "$SWITCH_FREQ"} --timeout $((secs * 2 + 10))s -q &
-    s=$!
+    load=()
+    for k in $(seq 1 "${CONTAINERS:-1}"); do
+      in_group "$k" stress-ng --switch 1 ${SWITCH_FREQ:+--switch-freq "$SWITCH_FREQ"} \
+        --timeout $((secs * 3 + 10))s -q &
+      load+=($!)
+    done
     sleep 1
-    # Odd pairs unwatched first, even pairs watched first: a load that drifts over a
-    # pair (stress-ng settling) weighs on both sides alike.
+    # The order turns pair by pair (unwatched first in odd pairs, watched first in even
+    # ones), so that a load that drifts over a pair (stress-ng settling) weighs on each
+    # side alike. The control comes last: it copies the events the first watch enabled.
     if [ $((i % 2)) -eq 1 ]; then sleeper "$dir/plain-$i"; watched "$i"
     else watched "$i"; sleeper "$dir/plain-$i"; fi
-    kill "$s"; wait "$s" || true
+    [ "${CONTROL:-1}" = 0 ] || kernel_only "$i"
+    kill "${load[@]}"; wait "${load[@]}" || true
   ) 9>/tmp/jitterscope-measuring.lock
 done
 
@@ -83,7 +150,10 @@ def tool(i):
                 unseen=sum(t["starts_unseen"] for t in th))
 print(f"{'run':<10}{'wakes':>7}{'p50 µs':>8}{'p99 µs':>8}{'max µs':>9}{'switch/s':>10}{'on CPU/s':>9}"
       f"{'events':>10}{'lost':>14}{'tool ms/s':>10}{'traced wakes':>13}{'undated':>8}")
+import os
 rows = {"plain": [], "watched": []}
+if os.path.exists(f"{d}/kernel-1"):
+    rows["kernel"] = []
 for i in range(1, n + 1):
     for k in rows:
         x = own(k, i)
@@ -99,9 +169,15 @@ if slow:
     print(f"WARNING: {len(slow)} runs at or below 50 000 context switches/s: {slow}")
 # Each pair ran back to back; on a shared host one noisy run can swing a mean, so the
 # median of the pairs' ratios is given beside the ratio of the means.
-pair = [w["p99"] / p["p99"] for p, w in zip(rows["plain"], rows["watched"])]
-print("p99 watched / unwatched per pair: " + ", ".join(f"{r:.3f}" for r in pair)
-      + f"; median {statistics.median(pair):.3f}")
+def per_pair(side, q):
+    r = [w[q] / p[q] for p, w in zip(rows["plain"], rows[side])]
+    return ", ".join(f"{x:.3f}" for x in r) + f"; median {statistics.median(r):.3f}"
+print(f"p99 watched / unwatched per pair: {per_pair('watched', 'p99')}")
+if "kernel" in rows:
+    # The same events written, nobody reading: the tracepoints' cost alone.
+    print(f"p99 control (events on, not read) / unwatched per pair: {per_pair('kernel', 'p99')}")
+    print(f"p50 watched / unwatched per pair: {per_pair('watched', 'p50')}")
+    print(f"p50 control / unwatched per pair: {per_pair('kernel', 'p50')}")
 # The p50 moves by what tracing adds to each wake-up's path; the p99 by the host's spread.
 m50 = {k: statistics.mean(x["p50"] for x in rows[k]) for k in rows}
 print(f"p50 lateness: unwatched {m50['plain'] / 1e3:.2f} µs, watched {m50['watched'] / 1e3:.2f} µs, "
