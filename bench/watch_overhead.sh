@@ -13,9 +13,9 @@
 #   [SWITCH_FREQ=N] bench/watch_overhead.sh [CPU] [PAIRS] [SECONDS] [fifo|other]
 # SWITCH_FREQ asks stress-ng for that many switches a second (default: as fast as it can).
 # CONTAINERS=N (issue 34, done-when 5): N cgroup v1 `cpu` groups named as podman names
-# its containers (libpod-<64 hex>.scope) under one parent, the sleeper in the first and
-# one `stress-ng --switch 1` in each, followed by `watch --cgroup PARENT` (every thread of
-# every container: stress-ng's too).
+# its containers (libpod-<64 hex>.scope) under one parent, the sleeper in the first and a
+# 1 kHz sleeper at SCHED_OTHER in each other one, all followed by `watch --cgroup PARENT`;
+# stress-ng runs outside them, on the host.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 cpu=${1:-1}; pairs=${2:-3}; secs=${3:-10}; policy=${4:-fifo}
@@ -116,10 +116,12 @@ watched() {
 for i in $(seq 1 "$pairs"); do
   (
     flock 9
-    load=()
-    for k in $(seq 1 "${CONTAINERS:-1}"); do
-      in_group "$k" stress-ng --switch 1 ${SWITCH_FREQ:+--switch-freq "$SWITCH_FREQ"} \
-        --timeout $((secs * 3 + 10))s -q &
+    stress-ng --switch 1 ${SWITCH_FREQ:+--switch-freq "$SWITCH_FREQ"} \
+      --timeout $((secs * 3 + 10))s -q &
+    load=($!)
+    # The other containers' apps: a 1 kHz sleeper each, at SCHED_OTHER, not pinned.
+    for k in $(seq 2 "${CONTAINERS:-1}"); do
+      in_group "$k" "$dir/js-sleeper" $((secs * 3 + 10)) 1000 other >/dev/null &
       load+=($!)
     done
     sleep 1
