@@ -488,6 +488,26 @@ mod tests {
         assert!(d.decode(5, &rec).is_none());
     }
 
+    #[test]
+    fn a_task_whose_name_is_not_utf8_keeps_its_switch() {
+        let f = parse_event_format("sched:sched_switch", SWITCH_FORMAT).unwrap();
+        let mut d = Decoder::new(&[f]);
+        let mut rec = vec![0u8; 64];
+        rec[0..2].copy_from_slice(&7u16.to_le_bytes());
+        rec[8..12].copy_from_slice(b"ok-1");
+        // prctl(PR_SET_NAME) takes any bytes: a name cut inside a character, say.
+        rec[40..45].copy_from_slice(b"app\xe2\x82");
+        rec[56..60].copy_from_slice(&43i32.to_le_bytes());
+        let e = d.decode(5, &rec).expect("the switch is kept");
+        let Kind::Switch { next, .. } = e.kind else {
+            panic!("{e:?}")
+        };
+        assert_eq!((next.pid, d.names.get(next.comm)), (43, "app\u{fffd}"));
+        // The same bytes are the same name; text interned as such meets them.
+        assert_eq!(d.names.intern_bytes(b"app\xe2\x82"), next.comm);
+        assert_eq!(d.names.intern("ok-1"), d.names.intern_bytes(b"ok-1"));
+    }
+
     /// Issue 30: a cross-CPU call's function, as 6.18 formats `csd_function_entry`.
     #[test]
     fn a_cross_cpu_call_decodes_with_its_function() {
