@@ -3,13 +3,15 @@
 # `stress-ng --switch 1` (over 50 000 context switches a second, from /proc/stat), a
 # sleeper of our own (bench/watch_sleeper.c: clock_nanosleep to deadlines every 1 ms,
 # SCHED_FIFO 1, pinned) runs once unwatched and once under `watch --comm js-sleeper`, in
-# pairs (odd pairs unwatched first, even pairs watched first). Prints per run the sleeper's
-# own p50/p99/max lateness, the host's switch rate and that of the sleeper's CPU; for the
-# watched runs the events read and lost and the tool's CPU time per second; last, the p99
-# watched / unwatched (goal: at most 1.10), and beside it a control's: the same events
-# enabled in an instance nobody reads, the tracepoints' own cost. Lost events read "Nk+Mr": N overwritten in the
-# kernel's buffers (the reader was too slow), M dropped by watch's own bounds. The measuring lock is held around each pair,
-# stress-ng included. Needs root (tracefs, SCHED_FIFO), cc and stress-ng. Usage:
+# pairs (odd pairs unwatched first, even pairs watched first), with a control last: the
+# same events enabled in an instance nobody reads, the tracepoints' own cost. Prints per
+# run the sleeper's own p50/p99/max lateness, the host's switch rate and that of the
+# sleeper's CPU; for the watched runs the events read and lost and the tool's CPU time
+# per second; last, the p99 and p50 over unwatched of watched and of the control, per
+# pair (goal for the p99 watched: at most 1.10 on the pairs' median). Lost events read
+# "Nk+Mr": N overwritten in the kernel's buffers (the reader was too slow), M dropped by
+# watch's own bounds. The measuring lock is held around each pair, stress-ng included.
+# Needs root (tracefs, SCHED_FIFO), cc and stress-ng. Usage:
 #   [SWITCH_FREQ=N] bench/watch_overhead.sh [CPU] [PAIRS] [SECONDS] [fifo|other]
 # SWITCH_FREQ asks stress-ng for that many switches a second (default: as fast as it can).
 # CONTAINERS=N (issue 34, done-when 5): N cgroup v1 `cpu` groups named as podman names
