@@ -232,6 +232,7 @@ fn layout_of(rec: &Recording) -> PageLayout {
 // Replay
 
 /// The recording decoded once: its records (stamp, payload) and gaps, in time order.
+#[derive(Clone)]
 struct Source {
     layout: PageLayout,
     page_size: usize,
@@ -692,10 +693,10 @@ impl Source {
     /// event (cycled): what a vCPU stopped by its hypervisor shows the loop.
     fn with_filler(&self, per_s: f64) -> Result<Source, String> {
         let ticks = |ns: u64| self.scale.to_ticks(ns);
-        let stamps: Vec<u64> = self.records.iter().map(|r| r.0).collect();
+        // The first event stamped in [t, t + d], if any.
         let holds_event = |t: u64, d: u64| {
-            let i = stamps.partition_point(|&s| s < t);
-            stamps.get(i).filter(|&&s| s <= t + d).copied()
+            let i = self.records.partition_point(|r| r.0 < t);
+            self.records.get(i).map(|r| r.0).filter(|&s| s <= t + d)
         };
         let span = self.span.1 - self.span.0;
         let n = (per_s * self.scale.to_ns(span) as f64 / 1e9) as u64;
@@ -745,16 +746,8 @@ impl Source {
             self.scale.to_ns(step / 4)
         );
         Ok(Source {
-            layout: self.layout,
-            page_size: self.page_size,
-            formats: self.formats.clone(),
-            records: self.records.clone(),
             gaps,
-            span: self.span,
-            scale: self.scale,
-            loop_min: self.loop_min,
-            tid: self.tid,
-            rate: self.rate,
+            ..self.clone()
         })
     }
 }

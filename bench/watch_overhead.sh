@@ -86,12 +86,18 @@ sleeper() {
 # the sleeper is the tracepoints' own; what watched costs beyond it is the reader's.
 tracefs=/sys/kernel/tracing
 mountpoint -q "$tracefs" || mount -t tracefs nodev "$tracefs"
-events=""
+# The first watch's instance as it set itself up: its events, trace clock and buffer.
+events="" clock="" kib=""
+copy_setup() {
+  events=$(cat "$1/set_event")
+  clock=$(grep -o '\[[^]]*\]' "$1/trace_clock" | tr -d '[]')
+  kib=$(awk '{print $1; exit}' "$1/buffer_size_kb")
+}
 kernel_only() {
   local inst=$control
   mkdir "$inst"
-  echo x86-tsc >"$inst/trace_clock"
-  echo 4096 >"$inst/buffer_size_kb"
+  echo "$clock" >"$inst/trace_clock"
+  echo "$kib" >"$inst/buffer_size_kb"
   echo "$events" >"$inst/set_event"
   [ "$(wc -l <"$inst/set_event")" -gt 2 ] || { echo "the control enabled no events" >&2; exit 1; }
   sleep 0.3
@@ -110,7 +116,7 @@ watched() {
     sleep 0.05; t=$((t + 1)); [ "$t" -lt 200 ] || { echo "watch never began" >&2; exit 1; }
   done
   sleep 0.3
-  [ -n "$events" ] || events=$(cat "/sys/kernel/tracing/instances/jitterscope-$w/set_event")
+  [ -n "$events" ] || copy_setup "$tracefs/instances/jitterscope-$w"
   sleeper "$dir/watched-$1"
   wait "$w" || { cat "$dir/watch-$1.err" >&2; exit 1; }
 }

@@ -463,18 +463,24 @@ mod tests {
     use super::*;
     use crate::trace::format::parse_event_format;
 
-    #[test]
-    fn a_switch_record_decodes_with_its_tasks() {
+    /// A decoder of `sched_switch` and one of its records: `prev` (pid 42, prio 98) gives
+    /// way to `next` (pid 43, prio 97).
+    fn switch_record(prev: &[u8], next: &[u8]) -> (Decoder, Vec<u8>) {
         let f = parse_event_format("sched:sched_switch", SWITCH_FORMAT).unwrap();
-        let mut d = Decoder::new(&[f]);
         let mut rec = vec![0u8; 64];
         rec[0..2].copy_from_slice(&7u16.to_le_bytes());
-        rec[8..20].copy_from_slice(b"measure-cpu1");
+        rec[8..8 + prev.len()].copy_from_slice(prev);
         rec[24..28].copy_from_slice(&42i32.to_le_bytes());
         rec[28..32].copy_from_slice(&98i32.to_le_bytes());
-        rec[40..49].copy_from_slice(b"js-holder");
+        rec[40..40 + next.len()].copy_from_slice(next);
         rec[56..60].copy_from_slice(&43i32.to_le_bytes());
         rec[60..64].copy_from_slice(&97i32.to_le_bytes());
+        (Decoder::new(&[f]), rec)
+    }
+
+    #[test]
+    fn a_switch_record_decodes_with_its_tasks() {
+        let (mut d, mut rec) = switch_record(b"measure-cpu1", b"js-holder");
         let e = d.decode(5, &rec).unwrap();
         let Kind::Switch { prev, next, .. } = e.kind else {
             panic!("{e:?}")
@@ -490,14 +496,8 @@ mod tests {
 
     #[test]
     fn a_task_whose_name_is_not_utf8_keeps_its_switch() {
-        let f = parse_event_format("sched:sched_switch", SWITCH_FORMAT).unwrap();
-        let mut d = Decoder::new(&[f]);
-        let mut rec = vec![0u8; 64];
-        rec[0..2].copy_from_slice(&7u16.to_le_bytes());
-        rec[8..12].copy_from_slice(b"ok-1");
         // prctl(PR_SET_NAME) takes any bytes: a name cut inside a character, say.
-        rec[40..45].copy_from_slice(b"app\xe2\x82");
-        rec[56..60].copy_from_slice(&43i32.to_le_bytes());
+        let (mut d, rec) = switch_record(b"ok-1", b"app\xe2\x82");
         let e = d.decode(5, &rec).expect("the switch is kept");
         let Kind::Switch { next, .. } = e.kind else {
             panic!("{e:?}")

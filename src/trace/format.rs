@@ -125,12 +125,8 @@ pub fn read_i64(data: &[u8], f: &Field) -> Option<i64> {
     })
 }
 
-/// Reads a char array or a `__data_loc` string, up to its first NUL.
-pub fn read_str<'a>(data: &'a [u8], f: &Field) -> Option<&'a str> {
-    std::str::from_utf8(read_bytes(data, f)?).ok()
-}
-
-/// A string field's bytes, up to its NUL.
+/// A char array's or a `__data_loc` string's bytes, up to its first NUL (a task's name is
+/// any bytes: `Names::intern_bytes` makes it text).
 pub fn read_bytes<'a>(data: &'a [u8], f: &Field) -> Option<&'a [u8]> {
     let bytes = match f.data_loc {
         true => {
@@ -186,9 +182,10 @@ mod tests {
         rec[40..44].copy_from_slice(&((3u32 << 16) | 44).to_le_bytes());
         rec[44..47].copy_from_slice(b"eth");
         let f = parse_event_format("sched:sched_switch", SWITCH).unwrap();
-        assert_eq!(read_str(&rec, f.field("prev_comm").unwrap()), Some("ksoft"));
+        let text = |name| read_bytes(&rec, f.field(name).unwrap());
+        assert_eq!(text("prev_comm"), Some(&b"ksoft"[..]));
         assert_eq!(read_i64(&rec, f.field("prev_pid").unwrap()), Some(-5));
-        assert_eq!(read_str(&rec, f.field("name").unwrap()), Some("eth"));
+        assert_eq!(text("name"), Some(&b"eth"[..]));
     }
 
     /// Fields whose offset and size pass the address space, as a damaged format file
@@ -205,7 +202,7 @@ mod tests {
             signed: false,
             data_loc: false,
         };
-        assert_eq!(read_str(&rec, &f), None);
+        assert_eq!(read_bytes(&rec, &f), None);
         assert_eq!(read_i64(&rec, &f), None);
     }
 }
