@@ -15,6 +15,7 @@ use std::time::{Duration, Instant};
 
 use jitterscope::engine::clock::ClockInfo;
 use jitterscope::engine::cpu::CpuList;
+use jitterscope::engine::inject::held_within;
 use jitterscope::engine::run::ThreadSpec;
 use jitterscope::engine::sched::{Policy, SchedRequest};
 use jitterscope::probes::queue::{self, QueueConfig, QueueEntry, Role};
@@ -112,12 +113,33 @@ fn holds_on_the_accumulators_cpu_show_up_as_transit_times() {
     if let Err(why) = fifo_available() {
         return skip(TEST, &format!("SCHED_FIFO is not available: {why}"));
     }
-    let Some((acc_cpu, producer_cpu)) = two_cpus() else {
+    let Some(cpus) = two_cpus() else {
         return skip(
             TEST,
             "needs two CPUs: one for the producer, one for the accumulator",
         );
     };
+    // The ground truth is the injector's holds. A stall of the VM's host can take whole
+    // periods from it (CI once saw a 384 ms one: 58 holds inside the second, not ~96):
+    // then there was too little truth to judge by, which is the host's doing, so up to
+    // three printed attempts. A check of the probe against holds that did happen fails
+    // at once.
+    let mut spoiled = Vec::new();
+    for _ in 0..3 {
+        match holds_attempt(cpus) {
+            Ok(()) => return,
+            Err(why) => {
+                eprintln!("{TEST}: attempt spoiled: {why}");
+                spoiled.push(why);
+            }
+        }
+    }
+    panic!("{TEST}: three attempts had too few holds: {spoiled:#?}");
+}
+
+/// One run against the injector: `Err` when the host kept the injector from making
+/// enough holds to judge by; a failed check of the probe panics.
+fn holds_attempt((acc_cpu, producer_cpu): (usize, usize)) -> Result<(), String> {
     let (clock, _) = ClockInfo::detect();
     let fifo1 = SchedRequest {
         policy: Policy::Fifo,
@@ -162,10 +184,8 @@ fn holds_on_the_accumulators_cpu_show_up_as_transit_times() {
     let ticks = |ms: u64| clock.scale.to_ticks(ms * 1_000_000);
     let from = window.start + ticks(20 + 20);
     let to = window.start + ticks(20 + 1_000 - 20);
-    let inside = holds
-        .iter()
-        .filter(|h| h.start >= from && h.end <= to)
-        .count();
+    let (held, preempted) = held_within(holds, from, to, clock.scale);
+    let inside = held.len();
     let hist = jitterscope::stats::LatencyHistogram::decode_base64(&acc.transit.histogram.data)
         .expect("the stored histogram decodes");
     let at_least = busy.as_nanos() as u64 - cfg.interval_ns;
@@ -183,10 +203,13 @@ fn holds_on_the_accumulators_cpu_show_up_as_transit_times() {
         acc.producer.late,
         acc.producer.published
     );
-    assert!(
-        inside >= 80,
-        "only {inside} holds inside the measured second"
-    );
+    if inside < 80 {
+        return Err(format!(
+            "{inside} holds inside the measured second ({preempted} preempted), max \
+             transit {:.1} µs",
+            max as f64 / 1e3
+        ));
+    }
     // The producer runs SCHED_OTHER beside whatever else the machine runs, and publishes
     // only while it is on its CPU (a late one starts a new schedule): its share of the
     // CPU is what it published of a message every interval, and it publishes into about
@@ -213,6 +236,7 @@ fn holds_on_the_accumulators_cpu_show_up_as_transit_times() {
         max >= floor,
         "transit max {max} ns under {floor} ns ({expected:.0} holds published into)"
     );
+    Ok(())
 }
 
 /// Item 3: `-l N` ends by itself, every consumer read exactly N measured messages, and the
