@@ -632,19 +632,6 @@ fn apply(step: Step, stack: &mut Vec<Cause>, task: &mut Option<Task>, work: &mut
     }
 }
 
-/// Each gap's parts: (cause, instance, start tick, ticks), in time order.
-fn split(gap: Gap, segments: &[Segment]) -> Vec<(Cause, u64, u64, u64)> {
-    let first = segments.partition_point(|s| s.end <= gap.start);
-    segments[first..]
-        .iter()
-        .take_while(|s| s.start < gap.end)
-        .filter_map(|s| {
-            let (a, b) = (s.start.max(gap.start), s.end.min(gap.end));
-            (b > a).then_some((s.cause, s.instance, a, b - a))
-        })
-        .collect()
-}
-
 impl Context<'_> {
     fn kind(&self, c: Cause) -> CauseKind {
         match c {

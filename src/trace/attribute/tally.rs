@@ -1,7 +1,8 @@
 //! Attribution summed over the batches of one CPU's gaps, in memory bounded by the causes
 //! seen rather than by the gaps.
 
-use rustc_hash::{FxHashMap, FxHashSet};
+use indexmap::IndexMap;
+use rustc_hash::{FxBuildHasher, FxHashMap, FxHashSet};
 
 use crate::stats::causes::{
     Attribution, CauseKind, CauseRow, GapBreakdown, Part, TaskTime, TraceCost,
@@ -17,12 +18,15 @@ use super::*;
 /// of them, and its period over its first `SAMPLE` gaps.
 #[derive(Debug)]
 pub struct Tally {
-    causes: FxHashMap<(CauseKind, String), Acc>,
+    /// Each cause's sums, by kind and label; reached by index from a batch's [`Seen`].
+    causes: IndexMap<(CauseKind, String), Acc, FxBuildHasher>,
     gaps: u64,
     interrupted: u64,
     /// The largest gaps broken down, at most `top`, in no order.
     top: Vec<GapBreakdown>,
     top_n: usize,
+    /// Once `top` is full, the index of its smallest gap (the first of equals).
+    top_min: Option<usize>,
     /// Events stamped inside the gaps, and the shortest spacing of two successive events.
     events_in_gaps: u64,
     min_spacing_ns: Option<u64>,
@@ -175,11 +179,12 @@ impl Tally {
     /// Nothing yet; `top` of the largest gaps will be broken down.
     pub fn new(top: usize) -> Tally {
         Tally {
-            causes: FxHashMap::default(),
+            causes: IndexMap::default(),
             gaps: 0,
             interrupted: 0,
             top: Vec::new(),
             top_n: top,
+            top_min: None,
             events_in_gaps: 0,
             min_spacing_ns: None,
             held: FxHashMap::default(),
@@ -197,7 +202,8 @@ impl Tally {
     /// streaming reader counts it in its CPU's share of the memory budget (issue 35).
     pub fn bytes(&self) -> usize {
         use std::mem::size_of;
-        let row = size_of::<((CauseKind, String), Acc)>() + 1;
+        // An entry, and its slot in the index table (an index and a control byte).
+        let row = size_of::<((CauseKind, String), Acc)>() + 2 * size_of::<usize>() + 1;
         let causes: usize = (self.causes.iter())
             .map(|((_, label), a)| {
                 label.capacity() + (a.sample.capacity() + a.starts.capacity()) * size_of::<u64>()
@@ -236,20 +242,17 @@ impl Tally {
         self.count_trace_cost(gaps, events, cx.scale);
         // One interrupt or time slice is one occurrence, however many gaps it spans.
         let mut runs: FxHashMap<Cause, FxHashSet<u64>> = FxHashMap::default();
-        // Each cause's label made once a batch: formatting one per part per gap was much
-        // of a busy host's attribution time (issue 35). The names do not change in a batch.
-        let mut labels: FxHashMap<Cause, String> = FxHashMap::default();
-        let mut label = |c: Cause| labels.entry(c).or_insert_with(|| cx.label(c)).clone();
-        let unaccounted = match cx.naming {
-            Naming::Full => "unaccounted (no event: entry and exit, the hypervisor, SMIs)",
-            _ => "unaccounted",
-        };
+        let mut seen = Seen::default();
+        // Reused from gap to gap: most gaps have a part or two, and allocating for them
+        // was a tenth of a busy host's attribution time (issue 35).
+        let (mut parts, mut per_gap) = (Vec::new(), Vec::new());
+        let mut cursor = Cursor::default();
         for &(gap, duration_ns) in gaps {
             self.interrupted += duration_ns;
             self.gaps += 1;
-            let parts = split(gap, &segments);
+            cursor.split(gap, &segments, &mut parts);
+            per_gap.clear();
             let mut covered = 0u64;
-            let mut per_gap: FxHashMap<Cause, u64> = FxHashMap::default();
             for &(cause, instance, _, ticks) in &parts {
                 // A throttle is one row, whichever task ran in it.
                 let key = match cause {
@@ -260,34 +263,34 @@ impl Tally {
                 // Never more than the gap's own interrupted time.
                 let ns = cx.scale.to_ns(ticks).min(duration_ns - covered);
                 covered += ns;
-                *per_gap.entry(key).or_default() += ns;
+                match per_gap.iter_mut().find(|(c, _)| *c == Some(key)) {
+                    Some((_, sum)) => *sum += ns,
+                    None => per_gap.push((Some(key), ns)),
+                }
                 if let Cause::Throttled(_, t) = cause {
-                    let ran = label(Cause::Task(t, None));
-                    let row = self.held.entry(label(key)).or_default();
-                    let ran = match row.len() < MAX_HELD_TASKS || row.contains_key(&ran) {
-                        true => ran,
-                        false => "other tasks".to_string(),
-                    };
-                    *row.entry(ran).or_default() += ns;
+                    self.hold(&mut seen, cx, key, Cause::Task(t, None), ns);
                 }
             }
             let rest = duration_ns - covered;
+            if rest > 0 {
+                per_gap.push((None, rest));
+            }
             // The gap's main cause: the largest part, the unaccounted rest included;
             // ties go to the cause first by label, so that the count is reproducible.
-            let mut labelled: Vec<(CauseKind, String, u64)> = (per_gap.into_iter())
-                .map(|(cause, ns)| (cx.kind(cause), label(cause), ns))
-                .collect();
-            if rest > 0 {
-                labelled.push((CauseKind::Unaccounted, unaccounted.into(), rest));
+            for &(c, _) in &per_gap {
+                seen.label(cx, c);
             }
-            let main = (labelled.iter().enumerate())
-                .max_by(|(_, a), (_, b)| a.2.cmp(&b.2).then(b.1.cmp(&a.1)))
+            let main = (per_gap.iter().enumerate())
+                .max_by(|(_, a), (_, b)| {
+                    let label = |c| seen.labels[&c].1.as_str();
+                    a.1.cmp(&b.1).then(label(b.0).cmp(label(a.0)))
+                })
                 .map(|(i, _)| i);
-            for (i, (kind, label, ns)) in labelled.into_iter().enumerate() {
-                let is_rest = kind == CauseKind::Unaccounted;
-                let acc = self.acc(kind, label);
+            for (i, &(cause, ns)) in per_gap.iter().enumerate() {
+                let row = self.row(&mut seen, cx, cause);
+                let acc = &mut self.causes[row];
                 acc.add(gap.start, ns);
-                acc.occurrences += u64::from(is_rest);
+                acc.occurrences += u64::from(cause.is_none());
                 acc.largest_in += u64::from(main == Some(i));
             }
             self.offer_top(duration_ns, || {
@@ -295,16 +298,52 @@ impl Tally {
             });
         }
         for (cause, set) in runs {
-            self.acc(cx.kind(cause), label(cause)).occurrences += set.len() as u64;
+            let row = self.row(&mut seen, cx, Some(cause));
+            self.causes[row].occurrences += set.len() as u64;
         }
+    }
+
+    /// Adds `ns` to what `task` ran inside the windows of throttle `by`.
+    fn hold(&mut self, seen: &mut Seen, cx: &Context<'_>, by: Cause, task: Cause, ns: u64) {
+        let ran = seen.label(cx, Some(task)).1.clone();
+        let row = self
+            .held
+            .entry(seen.label(cx, Some(by)).1.clone())
+            .or_default();
+        let ran = match row.len() < MAX_HELD_TASKS || row.contains_key(&ran) {
+            true => ran,
+            false => "other tasks".to_string(),
+        };
+        *row.entry(ran).or_default() += ns;
+    }
+
+    /// The index of the row of `cause` (`None`: the unaccounted rest), found once a
+    /// batch; a new row may fold another, which moves rows, so the batch finds them anew.
+    fn row(&mut self, seen: &mut Seen, cx: &Context<'_>, cause: Option<Cause>) -> usize {
+        if let Some(&i) = seen.rows.get(&cause) {
+            return i;
+        }
+        let (kind, label) = seen.label(cx, cause).clone();
+        let (i, folded) = self.acc(kind, label);
+        if folded {
+            seen.rows.clear();
+        }
+        seen.rows.insert(cause, i);
+        i
     }
 
     /// Counts the events inside the gaps and the shortest spacing of two events.
     fn count_trace_cost(&mut self, gaps: &[(Gap, u64)], events: &[Event], scale: Scale) {
+        // Walked once, gap by gap (in start order, none overlapping): a search per gap
+        // over the whole batch was a tenth of the attribution (issue 35).
+        let mut from = 0;
         for (g, _) in gaps {
-            let from = events.partition_point(|e| e.ts < g.start);
-            let to = events.partition_point(|e| e.ts < g.end);
-            self.events_in_gaps += (to - from) as u64;
+            from = match from > 0 && events[from - 1].ts >= g.start {
+                true => events.partition_point(|e| e.ts < g.start),
+                false => from + events[from..].iter().take_while(|e| e.ts < g.start).count(),
+            };
+            let inside = events[from..].iter().take_while(|e| e.ts < g.end).count();
+            self.events_in_gaps += inside as u64;
         }
         let spacing = (events.windows(2))
             .map(|w| w[1].ts.saturating_sub(w[0].ts))
@@ -315,23 +354,29 @@ impl Tally {
         }
     }
 
-    /// The row of a cause; a new one past [`MAX_CAUSES`] first folds the cause with the
-    /// least time (never `unaccounted`, never an `other` row) into its kind's `other`.
-    fn acc(&mut self, kind: CauseKind, label: String) -> &mut Acc {
+    /// The index of a cause's row, and whether rows moved: a new one past [`MAX_CAUSES`]
+    /// first folds the cause with the least time (never `unaccounted`, never an `other`
+    /// row) into its kind's `other`.
+    fn acc(&mut self, kind: CauseKind, label: String) -> (usize, bool) {
         let key = (kind, label);
+        let mut folded = false;
         if self.causes.len() >= MAX_CAUSES && !self.causes.contains_key(&key) {
             let smallest = (self.causes.iter())
                 .filter(|(k, a)| k.0 != CauseKind::Unaccounted && !a.folded)
                 .min_by(|a, b| (a.1.total, &a.0.1).cmp(&(b.1.total, &b.0.1)))
                 .map(|(k, _)| k.clone());
             if let Some(k) = smallest
-                && let Some(acc) = self.causes.remove(&k)
+                && let Some(acc) = self.causes.swap_remove(&k)
             {
                 let other = self.causes.entry((k.0, other_label(k.0))).or_default();
                 other.fold(acc);
+                folded = true;
             }
         }
-        self.causes.entry(key).or_default()
+        let entry = self.causes.entry(key);
+        let i = entry.index();
+        entry.or_default();
+        (i, folded)
     }
 
     /// Keeps the gap's breakdown if it is among the `top_n` largest so far.
@@ -341,11 +386,16 @@ impl Tally {
         }
         if self.top.len() < self.top_n {
             self.top.push(breakdown());
+        } else if let Some(i) = self
+            .top_min
+            .filter(|&i| self.top[i].duration_ns < duration_ns)
+        {
+            self.top[i] = breakdown();
+        } else {
             return;
         }
-        let smallest = (0..self.top.len()).min_by_key(|&i| self.top[i].duration_ns);
-        if let Some(i) = smallest.filter(|&i| self.top[i].duration_ns < duration_ns) {
-            self.top[i] = breakdown();
+        if self.top.len() == self.top_n {
+            self.top_min = (0..self.top.len()).min_by_key(|&i| self.top[i].duration_ns);
         }
     }
 
@@ -402,6 +452,64 @@ impl Tally {
             events_per_gap,
             per_gap_ns: event_ns as f64 * events_per_gap,
         })
+    }
+}
+
+/// What a batch knows of each cause it met (`None`: the unaccounted rest): its kind and
+/// label, made once (formatting one per part of every gap was much of a busy host's
+/// attribution time, issue 35; names do not change within a batch), and its row.
+#[derive(Default)]
+struct Seen {
+    labels: FxHashMap<Option<Cause>, (CauseKind, String)>,
+    rows: FxHashMap<Option<Cause>, usize>,
+}
+
+impl Seen {
+    fn label(&mut self, cx: &Context<'_>, c: Option<Cause>) -> &(CauseKind, String) {
+        self.labels.entry(c).or_insert_with(|| match c {
+            Some(c) => (cx.kind(c), cx.label(c)),
+            None => (CauseKind::Unaccounted, unaccounted(cx.naming).into()),
+        })
+    }
+}
+
+/// The row of time no event covered.
+fn unaccounted(naming: Naming) -> &'static str {
+    match naming {
+        Naming::Full => "unaccounted (no event: entry and exit, the hypervisor, SMIs)",
+        _ => "unaccounted",
+    }
+}
+
+/// Each gap's parts, found walking the timeline on from the last gap's: a search of the
+/// whole batch's timeline for each gap was a tenth of a busy host's attribution time
+/// (issue 35). Segments come in time order, none overlapping, as do the gaps.
+#[derive(Default)]
+struct Cursor {
+    first: usize,
+    last_start: u64,
+}
+
+impl Cursor {
+    /// `gap`'s parts into `out`: (cause, instance, start tick, ticks), in time order.
+    fn split(&mut self, gap: Gap, segments: &[Segment], out: &mut Vec<(Cause, u64, u64, u64)>) {
+        if gap.start < self.last_start {
+            self.first = 0;
+        }
+        self.last_start = gap.start;
+        let past = segments[self.first..]
+            .iter()
+            .take_while(|s| s.end <= gap.start);
+        self.first += past.count();
+        out.clear();
+        out.extend(
+            (segments[self.first..].iter())
+                .take_while(|s| s.start < gap.end)
+                .filter_map(|s| {
+                    let (a, b) = (s.start.max(gap.start), s.end.min(gap.end));
+                    (b > a).then_some((s.cause, s.instance, a, b - a))
+                }),
+        );
     }
 }
 
