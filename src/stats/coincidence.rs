@@ -16,6 +16,7 @@
 //! the run says so, since the count may then be low.
 
 use std::cmp::Reverse;
+use std::collections::binary_heap::PeekMut;
 use std::collections::{BinaryHeap, VecDeque};
 
 /// Starts held per CPU at most: past it, the oldest are decided with what is known (a
@@ -42,6 +43,8 @@ pub struct Coincidence {
     fronts: BinaryHeap<Reverse<(u64, usize)>>,
     /// Starts decided within the window of the next to decide: (start, lane).
     recent: VecDeque<(u64, usize)>,
+    /// How many of `recent` each lane has.
+    in_recent: Vec<usize>,
     counts: Vec<u64>,
     /// Gaps that came after their neighbours were decided.
     late: u64,
@@ -66,6 +69,7 @@ impl Coincidence {
             lanes: (0..cpus).map(|_| Lane::default()).collect(),
             fronts: BinaryHeap::new(),
             recent: VecDeque::new(),
+            in_recent: vec![0; cpus],
             counts: vec![0; cpus],
             late: 0,
             decided_to: 0,
@@ -117,30 +121,55 @@ impl Coincidence {
     /// Decides the held starts `x` with `x + window < frontier`: no gap to come starts
     /// at or before `x + window`.
     fn decide_through(&mut self, frontier: u64) {
-        while let Some(&Reverse((x, lane))) = self.fronts.peek() {
-            if x.saturating_add(self.window) >= frontier {
+        let window = self.window;
+        loop {
+            let Some(mut top) = self.fronts.peek_mut() else {
+                break;
+            };
+            let Reverse((x, lane)) = *top;
+            if x.saturating_add(window) >= frontier {
                 break;
             }
-            self.fronts.pop();
+            // The lane's next start takes its place at the top and sinks to where it
+            // belongs: one pass down the heap, where a pop and a push took two (issue 35:
+            // the heap was a sixth of the replay's attribution at 192 CPUs).
             let l = &mut self.lanes[lane];
             l.held.pop_front();
-            // The oldest held start of every other lane (this one's next is not back in).
-            let ahead =
-                (self.fronts.peek()).is_some_and(|r| r.0.0 <= x.saturating_add(self.window));
-            while self
-                .recent
-                .front()
-                .is_some_and(|r| r.0.saturating_add(self.window) < x)
+            match l.held.front() {
+                Some(&next) => {
+                    *top = Reverse((next, lane));
+                    drop(top);
+                }
+                None => drop(PeekMut::pop(top)),
+            }
+            // The oldest held start of every other lane.
+            let ahead = self
+                .other_front(lane)
+                .is_some_and(|y| y <= x.saturating_add(window));
+            while let Some(&(_, l)) =
+                (self.recent.front()).filter(|r| r.0.saturating_add(window) < x)
             {
                 self.recent.pop_front();
+                self.in_recent[l] -= 1;
             }
-            let behind = self.recent.iter().any(|r| r.1 != lane);
+            let behind = self.recent.len() > self.in_recent[lane];
             self.counts[lane] += u64::from(ahead || behind);
             self.recent.push_back((x, lane));
-            if let Some(&next) = l.held.front() {
-                self.fronts.push(Reverse((next, lane)));
-            }
+            self.in_recent[lane] += 1;
             self.decided_to = self.decided_to.max(x);
+        }
+    }
+
+    /// The smallest held start of the lanes other than `lane`: the heap's top, or when
+    /// that is `lane`'s own, the smaller of its two children.
+    fn other_front(&self, lane: usize) -> Option<u64> {
+        let heap = self.fronts.as_slice();
+        match heap.first() {
+            Some(Reverse((y, l))) if *l != lane => Some(*y),
+            Some(_) => heap
+                .get(1..3.min(heap.len()))
+                .and_then(|c| c.iter().map(|r| r.0.0).min()),
+            None => None,
         }
     }
 }
