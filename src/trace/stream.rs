@@ -71,26 +71,36 @@ pub const PENDING_GAPS: usize = 2_048;
 
 /// One CPU's share of [`BUDGET_BYTES`]: the events its window holds and the gaps its
 /// lane holds, once the queues the measuring threads fill (fixed, per CPU) are counted.
-/// The window's share is also its tally's: each pass the window holds
-/// [`Lane::window_cap`] events, fewer as the tally grows, at least [`FLOOR_EVENTS`].
+/// These are where it starts: each pass the lane splits their bytes, less its tally's,
+/// by the mix of events and gaps it has seen ([`Lane::caps`]).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Budget {
     pub window_events: usize,
     pub pending_gaps: usize,
 }
 
+/// What a window's event and a waiting gap take.
+const EVENT_BYTES: usize = std::mem::size_of::<Event>();
+const GAP_BYTES: usize = std::mem::size_of::<(Gap, u64)>();
+
 impl Budget {
+    /// The bytes its window's events and its waiting gaps take at most, its tally
+    /// included: what its lane splits by the mix ([`Lane::caps`]).
+    pub fn lane_bytes(&self) -> usize {
+        self.window_events * EVENT_BYTES + self.pending_gaps * GAP_BYTES
+    }
+
     /// The share of each of `cpus` CPUs whose gap queue takes `queue_bytes`, its window
     /// at most `max_events` (what a window needs on a quiet host) and at least
     /// [`FLOOR_EVENTS`].
     pub fn for_cpus(cpus: usize, queue_bytes: usize, max_events: usize) -> Budget {
         let fixed = cpus.max(1) * queue_bytes;
         let per_cpu = BUDGET_BYTES.saturating_sub(fixed) / cpus.max(1);
-        // A gap waits for at least two events of its window (its start and its end), so a
-        // lane may hold half as many gaps as its window holds events: a reader held off its
-        // CPU then loses gaps only where its window loses their events. A fixed 2 048 shed
-        // 12 872 of 18 616 gaps of a 10 kHz holder beside a build, with 644 events lost.
-        let per_event = std::mem::size_of::<Event>() + std::mem::size_of::<(Gap, u64)>() / 2;
+        // Two events a gap to start with (a holder's gap has its start and its end), so
+        // that a reader held off its CPU loses gaps only where its window loses their
+        // events: a fixed 2 048 shed 12 872 of 18 616 gaps of a 10 kHz holder beside a
+        // build, with 644 events lost. The lane then follows the mix it sees.
+        let per_event = EVENT_BYTES + GAP_BYTES / 2;
         let events = (per_cpu / per_event).min(max_events).max(FLOOR_EVENTS);
         Budget {
             window_events: events,
@@ -147,9 +157,13 @@ pub struct Lane {
     pub in_lost_spans: u64,
     /// Gaps held waiting at most, and those dropped past it (the oldest, unattributed).
     max_pending: usize,
-    /// The events its window may hold, tally included ([`Budget::window_events`]); none
-    /// until bounded (the window keeps the cap it was made with).
-    window_share: Option<usize>,
+    /// The bytes its window's events, its waiting gaps and its tally may hold together
+    /// ([`Budget::lane_bytes`]); none until bounded (the window keeps the cap it was made
+    /// with).
+    share: Option<usize>,
+    /// Gaps put in `pending`, all passes: with the events its window read, the mix that
+    /// splits the share.
+    queued: u64,
     pub shed: u64,
     /// Events handed to the tally, all passes (a pass walks each about once).
     pub walked: u64,
@@ -188,7 +202,8 @@ impl Lane {
             offered: 0,
             in_lost_spans: 0,
             max_pending: PENDING_GAPS,
-            window_share: None,
+            share: None,
+            queued: 0,
             shed: 0,
             walked: 0,
         }
@@ -215,6 +230,7 @@ impl Lane {
             self.pending.reserve_exact(len.max(16).min(room));
         }
         self.pending.push_back((gap, ns));
+        self.queued += 1;
     }
 
     /// Holds at most `n` gaps waiting to settle (its share of the budget).
@@ -222,19 +238,42 @@ impl Lane {
         self.max_pending = n.max(1);
     }
 
-    /// Holds its CPU's share of the budget: at most `b.pending_gaps` gaps waiting, and
-    /// its window and tally together at most what `b.window_events` events take.
-    pub fn bound(&mut self, b: Budget) {
-        self.bound_pending(b.pending_gaps);
-        self.window_share = Some(b.window_events);
+    /// As `bound_pending`, from now on: past it the oldest waiting are dropped, counted
+    /// unattributed, and the memory of a bound much larger given back.
+    fn rebound_pending(&mut self, n: usize) {
+        self.bound_pending(n);
+        let over = self.pending.len().saturating_sub(self.max_pending);
+        self.pending.drain(..over);
+        self.shed += over as u64;
+        if self.pending.capacity() > self.max_pending + self.max_pending / 4 {
+            self.pending.shrink_to(self.max_pending);
+        }
     }
 
-    /// The events its window may hold now: its share less what its tally holds, at
-    /// least [`FLOOR_EVENTS`] (or the share, if smaller); `None` when unbounded.
-    pub fn window_cap(&self) -> Option<usize> {
-        let share = self.window_share?;
-        let tally = self.tally.bytes().div_ceil(std::mem::size_of::<Event>());
-        Some(share.saturating_sub(tally).max(FLOOR_EVENTS.min(share)))
+    /// Holds its CPU's share of the budget: its window, waiting gaps and tally together
+    /// at most [`Budget::lane_bytes`], split as [`Lane::caps`] says; until it has read
+    /// anything, `b.pending_gaps` gaps waiting.
+    pub fn bound(&mut self, b: Budget) {
+        self.bound_pending(b.pending_gaps);
+        self.share = Some(b.lane_bytes());
+    }
+
+    /// The events its window may hold and the gaps it may hold waiting, given the
+    /// events its window has `read`: its share less what its tally holds, split so that
+    /// both hold the same span of time at the mix seen so far (issue 35: a fixed two
+    /// events a gap shed a tenth of the gaps of a host that has fewer events than gaps,
+    /// most gaps holding none). At least [`FLOOR_EVENTS`] events (or the share, if
+    /// smaller) and half as many gaps; `None` when unbounded.
+    pub fn caps(&self, read: u64) -> Option<(usize, usize)> {
+        let share = self.share?;
+        let avail = share.saturating_sub(self.tally.bytes()) as u128;
+        // One gap and two events as the prior: the split the budget starts from.
+        let (e, g) = (read as u128 + 2, self.queued as u128 + 1);
+        let per = (EVENT_BYTES as u128 * e + GAP_BYTES as u128 * g).max(1);
+        let floor = FLOOR_EVENTS.min(share / EVENT_BYTES);
+        let events = ((avail * e / per) as usize).max(floor);
+        let gaps = ((avail * g / per) as usize).max(floor / 2);
+        Some((events, gaps))
     }
 
     /// The most gaps it holds waiting to settle.
@@ -280,7 +319,6 @@ impl Lane {
                 let last = kept.iter().map(|g| g.0.end).max().unwrap_or(first);
                 let events = &events[from..self.slice_end(events, last, cx.scale).max(from)];
                 self.walked += events.len() as u64;
-                super::symbols::name_functions(cx.known, events);
                 let c = Context {
                     names: cx.names,
                     symbols: cx.known,
@@ -297,8 +335,9 @@ impl Lane {
         }
         let keep = self.keep_from(w, settled, cx.scale);
         w.forget_before(keep);
-        if let Some(cap) = self.window_cap() {
-            w.set_cap(cap);
+        if let Some((events, gaps)) = self.caps(w.read) {
+            w.set_cap(events);
+            self.rebound_pending(gaps);
         }
     }
 
@@ -423,6 +462,8 @@ pub struct Reader<R = std::fs::File> {
     pub follower: Follower<R>,
     pub lanes: Vec<Lane>,
     known: HashMap<u64, String>,
+    /// Each window's events read by the last pass: the newer ones are named next pass.
+    named: Vec<u64>,
 }
 
 impl<R: Read> Reader<R> {
@@ -434,15 +475,28 @@ impl<R: Read> Reader<R> {
             "one lane per window, in order"
         );
         Reader {
+            named: vec![0; lanes.len()],
             follower,
             lanes,
             known: Default::default(),
         }
     }
 
-    /// Drains the trace into the windows.
+    /// Drains the trace into the windows, and names the kernel functions the new events
+    /// carry, all the windows' at once: kallsyms is read at most once a pass, and a read
+    /// takes 75–110 ms on a 2-vCPU guest (issue 35: a reader that read it lane by lane,
+    /// as each lane's gaps settled, took passes of up to 200 ms in its first second and
+    /// shed gaps while it caught up).
     pub fn read(&mut self) -> std::io::Result<()> {
-        self.follower.pass()
+        self.follower.pass()?;
+        let windows = &self.follower.windows;
+        let new = (windows.iter().zip(&mut self.named)).flat_map(|(w, named)| {
+            let n = w.read.saturating_sub(*named) as usize;
+            *named = w.read;
+            w.newest(n)
+        });
+        super::symbols::name_functions(&mut self.known, new);
+        Ok(())
     }
 
     /// Attributes each lane's settled gaps (all of them when `last`).
@@ -451,6 +505,7 @@ impl<R: Read> Reader<R> {
             follower,
             lanes,
             known,
+            ..
         } = self;
         let mut cx = Shared {
             names: &follower.decoder.names,
@@ -541,11 +596,13 @@ mod tests {
         let scale = Scale::from_hz(1e9);
         let mut r = reader();
         let share = FLOOR_EVENTS + 1_000;
-        r.lanes[0].bound(Budget {
+        let budget = Budget {
             window_events: share,
-            pending_gaps: 1_000,
-        });
-        assert_eq!(r.lanes[0].window_cap(), Some(share), "nothing named yet");
+            pending_gaps: share / 2,
+        };
+        r.lanes[0].bound(budget);
+        // Before anything is read, the split is the budget's own (a gap to two events).
+        assert_eq!(r.lanes[0].caps(0), Some((share, share / 2)));
         let me = ("measure-cpu1", ME);
         // 40 tasks, each taking the CPU from the loop once: 40 causes.
         for batch in 0..4u64 {
@@ -570,15 +627,51 @@ mod tests {
         let tally = r.lanes[0].tally.bytes();
         assert_eq!(r.lanes[0].attributed(), 40);
         assert!(tally > 40 * 64, "{tally} bytes for 40 causes");
-        let cap = share - tally.div_ceil(std::mem::size_of::<Event>());
-        assert_eq!(r.lanes[0].window_cap(), Some(cap));
-        assert_eq!(r.follower.windows[0].cap(), cap, "the window holds to it");
+        let read = r.follower.windows[0].read;
+        let (events, gaps) = r.lanes[0].caps(read).unwrap();
+        let held = events * EVENT_BYTES + gaps * GAP_BYTES;
+        assert!(
+            held + tally <= budget.lane_bytes() && held + tally + 100 > budget.lane_bytes(),
+            "{events} events and {gaps} gaps with a {tally}-byte tally"
+        );
+        assert_eq!(
+            r.follower.windows[0].cap(),
+            events,
+            "the window holds to it"
+        );
+        assert_eq!(r.lanes[0].max_pending(), gaps, "and the lane");
         // A share the tally outgrows leaves the window its floor.
         r.lanes[0].bound(Budget {
             window_events: FLOOR_EVENTS + 10,
             pending_gaps: 1_000,
         });
-        assert_eq!(r.lanes[0].window_cap(), Some(FLOOR_EVENTS));
+        let floor = (FLOOR_EVENTS, FLOOR_EVENTS / 2);
+        assert_eq!(r.lanes[0].caps(read), Some(floor));
+    }
+
+    /// Issue 35: a lane splits its share by the mix it sees, so that its window and its
+    /// waiting gaps hold the same span of time: at half an event a gap (a quiet host
+    /// whose gaps mostly hold none) it holds twice as many gaps as the budget's start.
+    #[test]
+    fn issue35_a_lane_splits_its_share_by_the_mix_it_sees() {
+        let mut lane = Lane::noise(1, Throttle::default());
+        let share = 40 * FLOOR_EVENTS;
+        let budget = Budget {
+            window_events: share,
+            pending_gaps: share / 2,
+        };
+        lane.bound(budget);
+        for i in 0..10_000u64 {
+            let (g, n) = gap(i * 1_000 + 10, i * 1_000 + 500);
+            lane.offer(g, n);
+        }
+        let (events, gaps) = lane.caps(5_000).unwrap();
+        let bytes = events * EVENT_BYTES + gaps * GAP_BYTES;
+        assert!(bytes <= budget.lane_bytes(), "{events} events, {gaps} gaps");
+        // The same span of time: events over the events read, gaps over the gaps queued.
+        let (e_span, g_span) = (events as f64 / 5_002.0, gaps as f64 / 10_001.0);
+        assert!((e_span / g_span - 1.0).abs() < 0.01, "{e_span} vs {g_span}");
+        assert!(gaps >= 2 * budget.pending_gaps * 9 / 10, "{gaps} gaps");
     }
 
     /// Issue 35: a lane holds at most its share of gaps waiting to settle: past it the
