@@ -220,6 +220,12 @@ impl EventWindow {
         self.events.push_back(e);
     }
 
+    /// Its newest `n` events (all it holds, if fewer), oldest first.
+    pub fn newest(&self, n: usize) -> impl Iterator<Item = &Event> {
+        let len = self.events.len();
+        self.events.range(len - n.min(len)..)
+    }
+
     /// Pushes the oldest event out: lost to the caller, its time since the last one
     /// forgotten a span with events lost.
     fn evict_oldest(&mut self) {

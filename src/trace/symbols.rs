@@ -55,17 +55,27 @@ impl Symbols {
     /// As `resolve`, from kallsyms text read from `text`: what `names` gives, holding
     /// only the best symbol so far for each address.
     pub fn resolve_from(
-        text: impl std::io::BufRead,
+        mut text: impl std::io::BufRead,
         addrs: impl Iterator<Item = u64>,
     ) -> HashMap<u64, String> {
         let mut wanted: Vec<u64> = addrs.collect();
         wanted.sort_unstable();
         wanted.dedup();
+        let last = wanted.last().copied().unwrap_or(0);
         let mut best: Vec<Option<(u64, String)>> = vec![None; wanted.len()];
-        for line in text.lines().map_while(Result::ok) {
+        let mut line = String::new();
+        while !wanted.is_empty() && matches!(text.read_line(&mut line), Ok(n) if n > 0) {
             let Some((addr, name)) = text_symbol(&line) else {
+                line.clear();
                 continue;
             };
+            // The kernel's own symbols come first, in address order (its lookups search
+            // them so), then the modules', tagged and above the kernel's text: past the
+            // last address wanted, no later line names one. Most of a read's 75–110 ms
+            // is the kernel writing the lines (issue 35).
+            if addr > last && !line.contains('[') {
+                break;
+            }
             let from = wanted.partition_point(|&w| w < addr);
             for (w, b) in wanted[from..].iter().zip(&mut best[from..]) {
                 if w - addr >= 1 << 16 {
@@ -80,6 +90,7 @@ impl Symbols {
                     *b = Some((addr, name.to_string()));
                 }
             }
+            line.clear();
         }
         let sorted = best.into_iter().flatten().collect();
         let found = Symbols { sorted };
@@ -90,7 +101,10 @@ impl Symbols {
 /// Names the kernel functions of `events` (work, hrtimer callbacks, cross-CPU calls) not
 /// in `symbols` yet, reading kallsyms (line by line) only when one is new: a handful of
 /// times a run, the kernel's set being fixed.
-pub fn name_functions(symbols: &mut HashMap<u64, String>, events: &[super::event::Event]) {
+pub fn name_functions<'e>(
+    symbols: &mut HashMap<u64, String>,
+    events: impl IntoIterator<Item = &'e super::event::Event>,
+) {
     name_functions_with(symbols, events, |new| Symbols::resolve(new.into_iter()));
 }
 
@@ -152,6 +166,24 @@ mod tests {
         let streamed = Symbols::resolve_from(text.as_bytes(), addrs.into_iter());
         assert_eq!(streamed, table);
         assert_eq!(streamed[&0xffffffffc0001004], "mod_fn+0x4");
+    }
+
+    /// Issue 35: reading stops at the kernel's first symbol past the last address
+    /// wanted (the kernel's come in address order); a module's address reads on into
+    /// the modules, which come after the kernel's and are tagged.
+    #[test]
+    fn resolving_reads_no_further_than_the_last_address_wanted() {
+        // A line out of order after the stop shows where reading stopped: a real table
+        // has none.
+        let text = "ffffffff81000000 t tick_nohz_handler\nffffffff81000200 T vmstat_update\n\
+                    ffffffff81000100 t out_of_order\nffffffffc0001000 t mod_fn\t[kvm]\n";
+        let low = 0xffffffff81000150;
+        let names = Symbols::resolve_from(text.as_bytes(), [low].into_iter());
+        assert_eq!(names[&low], "tick_nohz_handler+0x150");
+        let module = 0xffffffffc0001004;
+        let names = Symbols::resolve_from(text.as_bytes(), [low, module].into_iter());
+        assert_eq!(names[&module], "mod_fn+0x4");
+        assert_eq!(names[&low], "out_of_order+0x50", "read to the end");
     }
 
     /// Issue 30: the streaming lanes name every function an event carries, the
