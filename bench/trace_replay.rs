@@ -306,6 +306,9 @@ struct ReaderFigures {
     events: u64,
     gaps: u64,
     peak_held: usize,
+    /// Its longest pass, and how many took longer than a pass's pause (ns of CPU time).
+    longest_ns: u64,
+    long_passes: u64,
     /// Events each of its CPUs lost (the buffer full).
     lost: Vec<u64>,
     /// The process's anonymous memory at its end, KiB.
@@ -471,6 +474,8 @@ fn read_share(
         let busy = thread_cpu_ns() - cpu0;
         f.busy_ns += busy;
         f.peak_held = f.peak_held.max(reader.held());
+        f.longest_ns = f.longest_ns.max(busy);
+        f.long_passes += u64::from(tracing::pause_after(Duration::from_nanos(busy)).is_zero());
         if last {
             f.elapsed_ns = scale.to_ns(now - plan.base) + busy;
             break;
@@ -829,11 +834,14 @@ fn run_one(
     let mut outs: Vec<LaneOut> = Vec::new();
     let (mut busy, mut events, mut gaps, mut load, mut anon) = (0u64, 0u64, 0u64, 0f64, 0u64);
     let (mut lost_per_cpu, mut held) = (Vec::new(), 0);
+    let (mut longest, mut long_passes) = (0u64, 0u64);
     let mut elapsed = 0u64;
     for (o, f) in results {
         anon = anon.max(f.anon_kib);
         lost_per_cpu.extend(f.lost);
         held += f.peak_held;
+        longest = longest.max(f.longest_ns);
+        long_passes += f.long_passes;
         outs.extend(o);
         busy += f.busy_ns;
         events += f.events;
@@ -845,9 +853,15 @@ fn run_one(
     for (l, o) in lost_per_cpu.iter_mut().zip(&outs) {
         *l += o.lost;
     }
-    let unattributed: u64 = (outs.iter())
-        .map(|o| o.lane.in_lost_spans + o.lane.shed + o.dropped)
-        .sum();
+    // Why gaps went unattributed: over lost events, past a lane's waiting gaps (shed),
+    // past a whole gap queue (dropped).
+    let sum = |f: fn(&tracing::LaneOut) -> u64| outs.iter().map(f).sum::<u64>();
+    let why = (
+        sum(|o| o.lane.in_lost_spans),
+        sum(|o| o.lane.shed),
+        sum(|o| o.dropped),
+    );
+    let unattributed = why.0 + why.1 + why.2;
     let coincident = coincidence
         .into_inner()
         .map(|c| c.finish().per_lane)
@@ -917,8 +931,13 @@ fn run_one(
     let c: u64 = coincident.iter().sum();
     let rings = n * tracing::STREAM_GAPS * 16 / 1024;
     println!(
-        "      {attributed} gaps attributed, {unattributed} unattributed (over a loss, or a \
-         full queue), {c} coincident; at most {held} events held in the windows; memory: \
-         {rings} KiB of it the gap queues (16 B a slot)"
+        "      {attributed} gaps attributed, {unattributed} unattributed ({} over a loss, {} \
+         past the gaps a lane holds waiting, {} past a full queue), {c} coincident; at most \
+         {held} events held in the windows; the longest pass {:.1} ms, {long_passes} passes \
+         with no pause; memory: {rings} KiB of it the gap queues (16 B a slot)",
+        why.0,
+        why.1,
+        why.2,
+        longest as f64 / 1e6
     );
 }
