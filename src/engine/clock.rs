@@ -141,7 +141,14 @@ impl Scale {
 
     /// The inverse, for deadlines and thresholds given in ns.
     pub fn to_ticks(&self, ns: u64) -> u64 {
-        (((ns as u128) << self.shift) / self.mult.max(1) as u128).min(u64::MAX as u128) as u64
+        let m = self.mult.max(1);
+        // In 64 bits when the shifted value fits (any ns under about 4 s at a shift of
+        // 32), the same quotient without a 128-bit division: the trace readers convert
+        // every gap (issue 35).
+        match ns.checked_shl(self.shift).filter(|s| s >> self.shift == ns) {
+            Some(shifted) => shifted / m,
+            None => (((ns as u128) << self.shift) / m as u128).min(u64::MAX as u128) as u64,
+        }
     }
 
     /// `to_ticks` rounded up: `to_ns(to_ticks_ceil(ns)) >= ns`.
@@ -603,6 +610,28 @@ mod tests {
         // An hour of ticks does not overflow.
         assert!(s.to_ns(2_596_138_000 * 3600).abs_diff(3_600_000_000_000) <= 3600);
         assert_eq!(Scale::NS.to_ns(12345), 12345);
+    }
+
+    /// The 64-bit path gives the 128-bit quotient, on both sides of where it stops fitting.
+    #[test]
+    fn to_ticks_is_the_wide_quotient_at_any_ns() {
+        for hz in [1e9, 2_596_138_000.0, 3.7e9] {
+            let s = Scale::from_hz(hz);
+            let limit = u64::MAX >> s.shift;
+            for ns in [
+                0,
+                1,
+                999,
+                1_000_000_007,
+                limit - 1,
+                limit,
+                limit + 1,
+                u64::MAX,
+            ] {
+                let wide = (((ns as u128) << s.shift) / s.mult as u128).min(u64::MAX as u128);
+                assert_eq!(s.to_ticks(ns) as u128, wide, "{hz} Hz, {ns} ns");
+            }
+        }
     }
 
     #[test]

@@ -275,17 +275,7 @@ impl Tally {
             if rest > 0 {
                 per_gap.push((None, rest));
             }
-            // The gap's main cause: the largest part, the unaccounted rest included;
-            // ties go to the cause first by label, so that the count is reproducible.
-            for &(c, _) in &per_gap {
-                seen.label(cx, c);
-            }
-            let main = (per_gap.iter().enumerate())
-                .max_by(|(_, a), (_, b)| {
-                    let label = |c| seen.labels[&c].1.as_str();
-                    a.1.cmp(&b.1).then(label(b.0).cmp(label(a.0)))
-                })
-                .map(|(i, _)| i);
+            let main = main_part(&per_gap, &mut seen, cx);
             for (i, &(cause, ns)) in per_gap.iter().enumerate() {
                 let row = self.row(&mut seen, cx, cause);
                 let acc = &mut self.causes[row];
@@ -453,6 +443,27 @@ impl Tally {
             per_gap_ns: event_ns as f64 * events_per_gap,
         })
     }
+}
+
+/// The gap's main cause, by index: the largest part, the unaccounted rest included; ties
+/// go to the cause first by label, so that the count is reproducible (labels are looked
+/// up only for a tie: most gaps have one part).
+fn main_part(per_gap: &[(Option<Cause>, u64)], seen: &mut Seen, cx: &Context<'_>) -> Option<usize> {
+    let most = per_gap.iter().map(|p| p.1).max()?;
+    let tied = || (per_gap.iter().enumerate()).filter(move |(_, p)| p.1 == most);
+    if tied().count() == 1 {
+        return tied().next().map(|(i, _)| i);
+    }
+    for (_, p) in tied() {
+        seen.label(cx, p.0);
+    }
+    // The first label; of equal labels the last part, as a `max_by` over them gives.
+    let label = |c: &Option<Cause>| seen.labels[c].1.as_str();
+    (tied().fold(None, |best, (i, p)| match best {
+        Some((j, q)) if label(q) < label(&p.0) => Some((j, q)),
+        _ => Some((i, &p.0)),
+    }))
+    .map(|(i, _)| i)
 }
 
 /// What a batch knows of each cause it met (`None`: the unaccounted rest): its kind and
