@@ -26,12 +26,15 @@ pub enum Watched {
 
 impl Watched {
     pub(super) fn wants(&self, t: &Task, names: &Names) -> bool {
+        self.wants_by(t.pid, || names.get(t.comm))
+    }
+
+    /// Thread `pid` named `comm`, which is looked up only where names matter.
+    pub(super) fn wants_by<'a>(&self, pid: u32, comm: impl FnOnce() -> &'a str) -> bool {
         match self {
-            Watched::Tids(set) => set.contains(&t.pid),
-            Watched::Comm(c) => t.pid != 0 && names.get(t.comm) == c,
-            Watched::Comms(set, tids) => {
-                t.pid != 0 && (tids.contains(&t.pid) || set.contains(names.get(t.comm)))
-            }
+            Watched::Tids(set) => set.contains(&pid),
+            Watched::Comm(c) => pid != 0 && comm() == c,
+            Watched::Comms(set, tids) => pid != 0 && (tids.contains(&pid) || set.contains(comm())),
         }
     }
 }

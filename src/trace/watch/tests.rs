@@ -740,3 +740,51 @@ fn names_longer_than_the_kernel_keeps_are_refused() {
     assert!(e.contains("'a-very-long-thr'"), "{e}");
     assert!(still_runnable(0) && still_runnable(0x100) && !still_runnable(1));
 }
+
+/// Issue 34: a thread of a watched cgroup is woken, then leaves the listing (it ended,
+/// or moved out) before its switch in is fed: that delay never ends for the watcher.
+/// Left open, it held every CPU's events back to its wake-up for 2 s, past the tail's
+/// bound (3.65 M events dropped in one bench pair at 250 000 switches a second). Given
+/// up when the thread stops being watched, it holds nothing.
+#[test]
+fn issue34_a_delay_left_open_by_a_thread_no_longer_watched_holds_no_events() {
+    let mut t = Trace::new();
+    let (a, b) = (t.task("ping", 30, 120), t.task("pong", 31, 120));
+    let gone = t.task("app", 10, 120);
+    t.wake(0, 500, gone, 0);
+    // 1.2 s at one switch every 4 µs: more than a tail holds.
+    let n = TAIL_CAP as u64 * 2 + 10_000;
+    for i in 0..n {
+        let (prev, next) = if i % 2 == 0 { (a, b) } else { (b, a) };
+        t.switch(0, 1_000 + i * 4_000, prev, 1, next);
+    }
+    let symbols = HashMap::new();
+    let mut w = Watcher::new(tids(&[10]), settings());
+    let step = 20_000_000u64;
+    let mut most = 0;
+    for from in (0..n * 4_000 + step).step_by(step as usize) {
+        let until = from + step;
+        let window: BTreeMap<usize, Vec<Event>> = (t.per_cpu.iter())
+            .map(|(&c, evs)| {
+                let part = evs.iter().filter(|e| from <= e.ts && e.ts < until);
+                (c, part.copied().collect())
+            })
+            .collect();
+        w.feed(&window, until, &t.names, &symbols);
+        if from == 0 {
+            // Listed again: thread 10 is gone.
+            w.watch_tids([]);
+        }
+        most = most.max(w.tails.values().map(VecDeque::len).max().unwrap_or(0));
+    }
+    assert_eq!(w.evicted, 0, "no event dropped");
+    // A window's events (5 000) and the last switch before them, not 1.2 s of them.
+    assert!(most <= 10_000, "{most} events held");
+    let f = w.finish(&t.names, &symbols);
+    assert_eq!(f.len(), 1);
+    assert_eq!(
+        f[0].wakeup.count(),
+        0,
+        "the delay whose end went unseen is not made up"
+    );
+}

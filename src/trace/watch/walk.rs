@@ -399,6 +399,21 @@ impl Walk {
         }
     }
 
+    /// Threads no longer watched (ended, or moved out of a watched cgroup) have their
+    /// open phase closed, their figures kept. Their last events may go unseen: the
+    /// listing that leaves them out is read before events up to `SETTLE` older are fed.
+    /// A wake-up left open would never end, and would hold every CPU's events back to it
+    /// until the tails overflow.
+    pub(super) fn close_unwatched(&mut self) {
+        for (&tid, th) in &mut self.threads {
+            let open = !matches!(th.phase, Phase::Asleep);
+            if open && !self.watched.wants_by(tid, || &th.figures.comm) {
+                th.phase = Phase::Asleep;
+                th.slept = None;
+            }
+        }
+    }
+
     /// A guessed start still open when the trace ends is recorded.
     pub(super) fn finish(&mut self) {
         let open: Vec<(u32, usize, u64, u64)> = (self.threads.iter())

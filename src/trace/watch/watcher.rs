@@ -108,12 +108,14 @@ impl Watcher {
     }
 
     /// The threads to watch from now on, in place of those before: a process's threads
-    /// as listed again, or a cgroup's, which a task that moves out leaves.
+    /// as listed again, or a cgroup's, which a task that moves out leaves. A delay left
+    /// open by one no longer watched is given up.
     pub fn watch_tids(&mut self, tids: impl IntoIterator<Item = u32>) {
         if let Watched::Tids(set) | Watched::Comms(_, set) = &mut self.walk.watched {
             set.clear();
             set.extend(tids);
         }
+        self.walk.close_unwatched();
     }
 
     /// Names causes as `Naming::StableWithPids` does (after `streaming`).
