@@ -574,6 +574,13 @@ fn cause_lines(r: &ResultFile, w: &WatchRecord, members: &[usize], label: &str) 
     };
     out.push_str(&wrap(&head, Layout::current().wrap_width(), "  "));
     out.push('\n');
+    let unsplit: u64 = traced.iter().map(|(_, a)| a.unattributed_gaps).sum();
+    if unsplit > 0 {
+        out.push_str(&format!(
+            "  {unsplit} more delays not split: events they needed were dropped by \
+             jitterscope's bounds\n"
+        ));
+    }
     for x in causes.iter().take(5) {
         let c = x.row;
         let name = if traced.len() == 1 { &c.cause } else { &x.key };
@@ -813,6 +820,23 @@ mod tests {
         assert!(
             text.contains("5 lost;"),
             "an older result has no split: {text}"
+        );
+    }
+
+    /// Issue 35: delays whose events the bounds dropped are said, not left out unsaid.
+    #[test]
+    fn issue35_delays_not_split_are_counted() {
+        let causes = vec![cause(CauseKind::Task, "task hog:20", 10, 200_000)];
+        let mut r = result(vec![thread(10, "app", &[20_000; 13], causes)]);
+        let text = watch_text(&r);
+        assert!(!text.contains("not split"), "{text}");
+        let w = r.watch.as_mut().unwrap();
+        w.threads[0].attribution.as_mut().unwrap().unattributed_gaps = 3;
+        let text =
+            crate::report::terminal::table::Layout::fixed(100, true).scoped(|| watch_text(&r));
+        assert!(
+            text.contains("3 more delays not split: events they needed were dropped"),
+            "{text}"
         );
     }
 

@@ -788,3 +788,37 @@ fn issue34_a_delay_left_open_by_a_thread_no_longer_watched_holds_no_events() {
         "the delay whose end went unseen is not made up"
     );
 }
+
+/// Issue 35: a delay longer than a tail holds (a thread woken while ping and pong switch
+/// 1.2 s on its CPU) loses its first events to the bound: it is counted unattributed,
+/// not named from the events after the hole. A later delay is split as ever.
+#[test]
+fn issue35_a_delay_whose_events_were_dropped_is_left_unattributed() {
+    let mut t = Trace::new();
+    let (a, b) = (t.task("ping", 30, 120), t.task("pong", 31, 120));
+    let app = t.task("app", 10, 120);
+    t.switch(0, 100, app, 1, a);
+    t.wake(0, 500, app, 0);
+    let n = TAIL_CAP as u64 + 10_000;
+    for i in 0..n {
+        let (prev, next) = if i % 2 == 0 { (a, b) } else { (b, a) };
+        t.switch(0, 1_000 + i * 1_000, prev, 1, next);
+    }
+    let end = 1_000 + n * 1_000;
+    let last = if n % 2 == 0 { a } else { b };
+    t.switch(0, end, last, 1, app);
+    // Asleep, woken again, and 20 µs behind ping.
+    t.switch(0, end + 1_000, app, 1, a);
+    t.wake(0, end + 2_000, app, 0);
+    t.switch(0, end + 22_000, a, 1, app);
+    let symbols = HashMap::new();
+    let mut w = Watcher::new(tids(&[10]), settings());
+    w.feed(&t.per_cpu, u64::MAX, &t.names, &symbols);
+    assert!(w.evicted > 0, "the bound was reached");
+    let f = w.finish(&t.names, &symbols);
+    assert_eq!(f[0].wakeup.count(), 2, "both delays are in the histogram");
+    let attr = f[0].attribution.as_ref().expect("an attribution");
+    assert_eq!((attr.gaps, attr.unattributed_gaps), (1, 1), "{attr:?}");
+    assert!(attr.causes[0].cause.starts_with("task ping:30"), "{attr:?}");
+    assert_eq!(attr.interrupted_ns, 20_000, "only the later delay is split");
+}

@@ -5,6 +5,7 @@ use std::collections::{BTreeMap, HashMap, HashSet, VecDeque};
 
 use super::figures::{Settings, ThreadFigures, Watched};
 use super::walk::{Delay, Phase, Walk};
+use crate::stats::causes::Attribution;
 use crate::trace::attribute::{Context, Gap, MeasurerKind, Naming, Tally};
 use crate::trace::event::{Event, Kind, Names};
 
@@ -27,11 +28,14 @@ pub struct Watcher {
     settings: Settings,
     /// Each CPU's events since the last switch before the oldest open delay.
     pub(super) tails: BTreeMap<usize, VecDeque<Event>>,
-    tallies: BTreeMap<u32, Tally>,
+    tallies: BTreeMap<u32, Split>,
     /// Delays at or above the threshold whose CPU's events are not all fed yet.
     pending: Vec<Delay>,
-    /// Events dropped from a full tail: delays then may be misread.
+    /// Events dropped from a full tail, and per CPU the stamp of the newest: a delay
+    /// that began by then is left unattributed, never named from the events after the
+    /// hole.
     pub evicted: u64,
+    dropped_to: BTreeMap<usize, u64>,
     /// How causes are named: in full for one run, stably for counters (`streaming`).
     naming: Naming,
     /// The last `until` fed.
@@ -47,6 +51,7 @@ impl Watcher {
             tallies: BTreeMap::new(),
             pending: Vec::new(),
             evicted: 0,
+            dropped_to: BTreeMap::new(),
             naming: Naming::Full,
             until: 0,
         }
@@ -88,11 +93,7 @@ impl Watcher {
         let mut gone = Vec::new();
         for (&tid, th) in &mut self.walk.threads {
             let f = &mut th.figures;
-            f.attribution = self.tallies.remove(&tid).map(|t| {
-                let mut a = t.finish(scale);
-                a.method = method(threshold_ns);
-                a
-            });
+            f.attribution = (self.tallies.remove(&tid)).map(|t| t.finish(scale, threshold_ns));
             visit(f);
             f.reset();
             if th.phase == Phase::Asleep && th.last_ts < cutoff && !waiting.contains(&tid) {
@@ -127,7 +128,12 @@ impl Watcher {
     /// Drops every event held and each CPU's task (the reader started afresh with new
     /// names for them), counting the events as lost.
     pub fn forget_events(&mut self) {
-        self.evicted += self.tails.values().map(|t| t.len() as u64).sum::<u64>();
+        for (&cpu, tail) in &self.tails {
+            self.evicted += tail.len() as u64;
+            if let Some(e) = tail.back() {
+                self.dropped_to.insert(cpu, e.ts);
+            }
+        }
         self.tails.clear();
         self.walk.cpus.clear();
     }
@@ -157,9 +163,11 @@ impl Watcher {
             }
             self.walk.step(names, cpu, e);
             let tail = self.tails.entry(cpu).or_default();
-            if tail.len() >= TAIL_CAP {
-                tail.pop_front();
+            if tail.len() >= TAIL_CAP
+                && let Some(gone) = tail.pop_front()
+            {
                 self.evicted += 1;
+                self.dropped_to.insert(cpu, gone.ts);
             }
             tail.push_back(*e);
         }
@@ -228,6 +236,11 @@ impl Watcher {
             naming: self.naming,
             throttle: &s.throttle,
         };
+        let split = (self.tallies.entry(tid)).or_insert_with(|| Split::new(s.top));
+        if self.dropped_to.get(&cpu).is_some_and(|&t| gap.start <= t) {
+            split.unattributed += 1;
+            return;
+        }
         let evs: &[Event] = match self.tails.get_mut(&cpu) {
             Some(t) => t.make_contiguous(),
             None => &[],
@@ -237,8 +250,7 @@ impl Watcher {
             .rposition(|e| matches!(e.kind, Kind::Switch { .. }))
             .unwrap_or(0);
         let to = evs.partition_point(|e| e.ts <= gap.end).max(from);
-        let tally = self.tallies.entry(tid).or_insert_with(|| Tally::new(s.top));
-        tally.add(&[(gap, ns)], &evs[from..to], &cx);
+        split.tally.add(&[(gap, ns)], &evs[from..to], &cx);
     }
 
     /// The figures of every thread seen, by thread id, once the trace has ended: a
@@ -254,14 +266,33 @@ impl Watcher {
                 for (at, _) in &mut f.prio_changes {
                     *at = s.scale.to_ns(at.saturating_sub(s.run_start));
                 }
-                f.attribution = tallies.remove(&tid).map(|t| {
-                    let mut a = t.finish(s.scale);
-                    a.method = method(s.threshold_ns);
-                    a
-                });
+                f.attribution = (tallies.remove(&tid)).map(|t| t.finish(s.scale, s.threshold_ns));
                 f
             })
             .collect()
+    }
+}
+
+/// One thread's delays split by cause, and those that could not be (their events were
+/// dropped).
+struct Split {
+    tally: Tally,
+    unattributed: u64,
+}
+
+impl Split {
+    fn new(top: usize) -> Split {
+        Split {
+            tally: Tally::new(top),
+            unattributed: 0,
+        }
+    }
+
+    fn finish(self, scale: crate::engine::clock::Scale, threshold_ns: u64) -> Attribution {
+        let mut a = self.tally.finish(scale);
+        a.method = method(threshold_ns);
+        a.unattributed_gaps = self.unattributed;
+        a
     }
 }
 
