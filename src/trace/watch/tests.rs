@@ -805,7 +805,7 @@ fn issue35_a_delay_whose_events_were_dropped_is_left_unattributed() {
         t.switch(0, 1_000 + i * 1_000, prev, 1, next);
     }
     let end = 1_000 + n * 1_000;
-    let last = if n % 2 == 0 { a } else { b };
+    let last = if n.is_multiple_of(2) { a } else { b };
     t.switch(0, end, last, 1, app);
     // Asleep, woken again, and 20 µs behind ping.
     t.switch(0, end + 1_000, app, 1, a);
