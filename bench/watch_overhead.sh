@@ -6,9 +6,10 @@
 # pairs (odd pairs unwatched first, even pairs watched first), with a control last: the
 # same events enabled in an instance nobody reads, the tracepoints' own cost. Prints per
 # run the sleeper's own p50/p99/max lateness, the host's switch rate and that of the
-# sleeper's CPU; for the watched runs the events read and lost and the tool's CPU time
-# per second; last, the p99 and p50 over unwatched of watched and of the control, per
-# pair (goal for the p99 watched: at most 1.10 on the pairs' median). Lost events read
+# sleeper's CPU, and the hypervisor's steal there; for the watched runs the events read
+# and lost and the tool's CPU time per second; last, the p99 and p50 over unwatched of
+# watched and of the control, per pair (goal for the p99 watched: at most 1.10 on the
+# pairs' median), and the steal each side met. Lost events read
 # "Nk+Mr": N overwritten in the kernel's buffers (the reader was too slow), M dropped by
 # watch's own bounds. The measuring lock is held around each pair, stress-ng included.
 # Needs root (tracefs, SCHED_FIFO), cc and stress-ng. Usage:
@@ -67,19 +68,25 @@ trap cleanup EXIT
 cc -O2 -o "$dir/js-sleeper" bench/watch_sleeper.c
 
 ctxt() { awk '/^ctxt/ {print $2}' /proc/stat; }
-# The sleeper for $secs on $cpu: "n p50 p99 max switches/s on-cpu/s" into $1: the host's
-# switches a second (/proc/stat), and those on the sleeper's own CPU (perf's software
-# counter, 0 without perf): the load that meets the sleeper is the second.
+# The hypervisor's steal on the sleeper's CPU, in USER_HZ ticks: time its vCPU was
+# runnable but not run. On a guest it sets the sleeper's p99 more than anything traced.
+steal() { awk -v c="cpu$cpu" '$1 == c {print $9}' /proc/stat; }
+hz=$(getconf CLK_TCK)
+# The sleeper for $secs on $cpu: "n p50 p99 max switches/s on-cpu/s steal-µs/s" into $1:
+# the host's switches a second (/proc/stat), those on the sleeper's own CPU (perf's
+# software counter, 0 without perf): the load that meets the sleeper is the second; and
+# the hypervisor's steal there.
 sleeper() {
-  local c0 c1 t0 t1 on=0 pf=$dir/perf-cs count=()
+  local c0 c1 t0 t1 s0 s1 on=0 pf=$dir/perf-cs count=()
   rm -f "$pf"
   command -v perf >/dev/null && count=(perf stat -x, -e context-switches -C "$cpu" -o "$pf" --)
-  c0=$(ctxt); t0=$(date +%s%N)
+  c0=$(ctxt); s0=$(steal); t0=$(date +%s%N)
   in_group 1 "${count[@]}" taskset -c "$cpu" "$dir/js-sleeper" "$secs" 1000 "$policy" \
     | tr -d '\n' >"$1"
-  c1=$(ctxt); t1=$(date +%s%N)
+  c1=$(ctxt); s1=$(steal); t1=$(date +%s%N)
   [ -s "$pf" ] && on=$(awk -F, '/context-switches/ {print $1}' "$pf")
-  echo " $(( (c1 - c0) * 1000000000 / (t1 - t0) )) $(( on * 1000000000 / (t1 - t0) ))" >>"$1"
+  echo " $(( (c1 - c0) * 1000000000 / (t1 - t0) )) $(( on * 1000000000 / (t1 - t0) ))" \
+    "$(( (s1 - s0) * 1000000 / hz * 1000000000 / (t1 - t0) ))" >>"$1"
 }
 # The control (CONTROL=0 leaves it out): the kernel writing the very events watch enables,
 # into an instance nobody reads (the kernel overwrites its oldest pages). What it costs
@@ -143,12 +150,12 @@ for i in $(seq 1 "$pairs"); do
   ) 9>/tmp/jitterscope-measuring.lock
 done
 
-python3 - "$dir" "$pairs" <<'PY'
+python3 - "$dir" "$pairs" "$cpu" <<'PY'
 import json, sys, statistics
 d, n = sys.argv[1], int(sys.argv[2])
 def own(kind, i):
-    c, p50, p99, mx, rate, on = map(int, open(f"{d}/{kind}-{i}").read().split())
-    return dict(n=c, p50=p50, p99=p99, max=mx, rate=rate, on=on)
+    c, p50, p99, mx, rate, on, steal = map(int, open(f"{d}/{kind}-{i}").read().split())
+    return dict(n=c, p50=p50, p99=p99, max=mx, rate=rate, on=on, steal=steal)
 def tool(i):
     r = json.load(open(f"{d}/watch-{i}.json"))
     w, secs = r["watch"], r["run"]["actual_duration_ns"] / 1e9
@@ -159,6 +166,7 @@ def tool(i):
                 wakeups=sum(t["wakeup"]["count"] for t in th),
                 unseen=sum(t["starts_unseen"] for t in th))
 print(f"{'run':<10}{'wakes':>7}{'p50 µs':>8}{'p99 µs':>8}{'max µs':>9}{'switch/s':>10}{'on CPU/s':>9}"
+      f"{'steal ms/s':>11}"
       f"{'events':>10}{'lost':>14}{'tool ms/s':>10}{'traced wakes':>13}{'undated':>8}")
 import os
 rows = {"plain": [], "watched": []}
@@ -169,7 +177,7 @@ for i in range(1, n + 1):
         x = own(k, i)
         rows[k].append(x)
         line = (f"{k + ' ' + str(i):<10}{x['n']:>7}{x['p50'] / 1e3:>8.1f}{x['p99'] / 1e3:>8.1f}"
-                f"{x['max'] / 1e3:>9.1f}{x['rate']:>10}{x['on']:>9}")
+                f"{x['max'] / 1e3:>9.1f}{x['rate']:>10}{x['on']:>9}{x['steal'] / 1e3:>11.1f}")
         if k == "watched":
             t = tool(i)
             line += f"{t['read']:>10}{t['lost']:>14}{t['cpu']:>10.2f}{t['wakeups']:>13}{t['unseen']:>8}"
@@ -195,6 +203,12 @@ print(f"p50 lateness: unwatched {m50['plain'] / 1e3:.2f} µs, watched {m50['watc
 m = {k: statistics.mean(x["p99"] for x in rows[k]) for k in rows}
 print(f"p99 lateness: unwatched {m['plain'] / 1e3:.1f} µs, watched {m['watched'] / 1e3:.1f} µs, "
       f"ratio {m['watched'] / m['plain']:.3f} (goal: at most 1.10)")
+# A guest's vCPU stopped by the hypervisor while the sleeper waits adds the stop to its
+# lateness, whoever runs: the steal each side met, beside its p99.
+for k in rows:
+    st = [x["steal"] / 1e3 for x in rows[k]]
+    print(f"steal on CPU {sys.argv[3]} ({k}): median {statistics.median(st):.1f} ms/s, "
+          f"{min(st):.1f}–{max(st):.1f}")
 print(f"max lateness: unwatched {max(x['max'] for x in rows['plain']) / 1e3:.1f} µs, "
       f"watched {max(x['max'] for x in rows['watched']) / 1e3:.1f} µs")
 PY
