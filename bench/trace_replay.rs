@@ -812,11 +812,7 @@ fn run_one(
         fixed: opts.fixed,
     };
     let scale = src.scale;
-    let coincidence = Mutex::new(Coincidence::new(
-        n,
-        scale.to_ticks(tracing::COINCIDENCE_NS),
-        scale.to_ticks(tracing::COINCIDENCE_HORIZON_NS),
-    ));
+    let coincidence = Mutex::new(tracing::coincidence(n, scale));
     let measured = Measured::new(groups.len());
     let results: Vec<_> = std::thread::scope(|s| {
         let handles: Vec<_> = (groups.iter().enumerate())

@@ -143,13 +143,23 @@ fn bound(lanes: &mut [Lane]) -> Budget {
 
 /// Each measured CPU's share of the readers' memory budget (`stream::BUDGET_BYTES`):
 /// its window at most [`STREAM_EVENTS`], fewer on a host of many CPUs, once the fixed
-/// per-CPU costs are counted: the gap queue; the coincidence count's held starts (8
-/// bytes a gap: a reader hands it up to a queue of each CPU's gaps a pass, and the
-/// count grows a quarter at a time); and [`REST_BYTES`].
+/// per-CPU costs are counted: the gap queue; the coincidence count's held starts
+/// ([`COINCIDENCE_HELD`], 8 bytes each); and [`REST_BYTES`].
 pub fn budget(cpus: usize) -> Budget {
     let queue = STREAM_GAPS * std::mem::size_of::<crate::stats::events::Event>();
-    let held = (STREAM_GAPS + STREAM_GAPS / 4) * std::mem::size_of::<u64>();
+    let held = COINCIDENCE_HELD * std::mem::size_of::<u64>();
     Budget::for_cpus(cpus, queue + held + REST_BYTES, STREAM_EVENTS)
+}
+
+/// Starts the coincidence count holds per CPU at most: a reader hands it up to a queue of
+/// each CPU's gaps a pass, and a quarter more. Past it the oldest are decided with what
+/// is known: a CPU whose reader is behind holds the others' back only this far.
+pub const COINCIDENCE_HELD: usize = STREAM_GAPS + STREAM_GAPS / 4;
+
+/// The streaming coincidence count of `cpus` CPUs, its held starts within the budget.
+pub fn coincidence(cpus: usize, scale: Scale) -> Coincidence {
+    let (w, h) = (COINCIDENCE_NS, COINCIDENCE_HORIZON_NS);
+    Coincidence::new(cpus, scale.to_ticks(w), scale.to_ticks(h)).held_at_most(COINCIDENCE_HELD)
 }
 
 /// What else a reader holds, per CPU: the spans with events lost, the names and kernel
@@ -317,10 +327,7 @@ fn follow<T>(
     let budget = bound(&mut lanes);
     let housekeeping = ctx.cpus.housekeeping.cpus().to_vec();
     let groups = reader_groups(n, housekeeping.len());
-    let coincidence = coincide.then(|| {
-        let (w, h) = (COINCIDENCE_NS, COINCIDENCE_HORIZON_NS);
-        Mutex::new(Coincidence::new(n, scale.to_ticks(w), scale.to_ticks(h)))
-    });
+    let coincidence = coincide.then(|| Mutex::new(coincidence(n, scale)));
     let done = AtomicBool::new(false);
     let mut shares: Vec<(std::ops::Range<usize>, Vec<Lane>)> = Vec::new();
     for g in groups.iter().rev() {

@@ -19,8 +19,9 @@ use std::cmp::Reverse;
 use std::collections::binary_heap::PeekMut;
 use std::collections::{BinaryHeap, VecDeque};
 
-/// Starts held per CPU at most: past it, the oldest are decided with what is known (a
-/// CPU that hands over no gap for a while holds every other CPU's back only this far).
+/// Starts held per CPU at most unless set (`held_at_most`): past it, the oldest are
+/// decided with what is known (a CPU that hands over no gap for a while holds every other
+/// CPU's back only this far).
 pub const MAX_HELD: usize = 1 << 16;
 
 /// What the count came to once every gap was decided.
@@ -50,6 +51,7 @@ pub struct Coincidence {
     late: u64,
     /// Where deciding has got to: every start before it is decided.
     decided_to: u64,
+    max_held: usize,
 }
 
 #[derive(Debug, Default)]
@@ -73,7 +75,17 @@ impl Coincidence {
             counts: vec![0; cpus],
             late: 0,
             decided_to: 0,
+            max_held: MAX_HELD,
         }
+    }
+
+    /// At most `n` starts held per lane (8 bytes each, at least one): what a memory
+    /// budget counts for them. With two readers, one a pass behind the other under
+    /// overload, the other's lanes each held 65 536 starts, 96 MiB over 192 CPUs
+    /// (issue 35).
+    pub fn held_at_most(mut self, n: usize) -> Coincidence {
+        self.max_held = n.max(1);
+        self
     }
 
     /// A gap of lane `lane` from `start` to `end`; each lane's come in start order.
@@ -84,22 +96,25 @@ impl Coincidence {
         if start < self.decided_to {
             self.late += 1;
         }
-        if l.held.is_empty() {
-            self.fronts.push(Reverse((start, lane)));
-        }
-        // Grown by hand, a quarter at a time: a reader hands each CPU up to a queue of
-        // gaps a pass, and doubling past it took twice what the readers' memory budget
-        // counts for it (issue 35: 6 MB over 192 CPUs a queue behind).
-        if l.held.len() == l.held.capacity() {
-            let n = l.held.len();
-            l.held.reserve_exact((n / 4).max(16));
-        }
-        l.held.push_back(start);
-        l.known_to = l.known_to.max(end);
-        if l.held.len() > MAX_HELD {
+        // Full: the oldest is decided first (and every start of other lanes before it).
+        if l.held.len() >= self.max_held {
             let bound = l.held.front().copied().unwrap_or(start);
             self.decide_through(bound.saturating_add(self.window).saturating_add(1));
         }
+        let l = &mut self.lanes[lane];
+        if l.held.is_empty() {
+            self.fronts.push(Reverse((start, lane)));
+        }
+        // Grown by hand, a quarter at a time and never past the bound: a reader hands
+        // each CPU up to a queue of gaps a pass, and doubling past it took twice what the
+        // readers' memory budget counts for it (issue 35: 6 MB over 192 CPUs a queue
+        // behind).
+        if l.held.len() == l.held.capacity() {
+            let n = l.held.len();
+            l.held.reserve_exact((n / 4).max(16).min(self.max_held - n));
+        }
+        l.held.push_back(start);
+        l.known_to = l.known_to.max(end);
     }
 
     /// Decides every gap no later one can coincide with, `now` on the gaps' clock.
@@ -152,11 +167,18 @@ impl Coincidence {
                 self.recent.pop_front();
                 self.in_recent[l] -= 1;
             }
+            // A late start (its neighbours decided before it came) is judged on those
+            // of them still recent, and kept out of them: they are in start order.
+            if x < self.decided_to {
+                let near = |&(r, l): &(u64, usize)| l != lane && r.abs_diff(x) <= window;
+                self.counts[lane] += u64::from(ahead || self.recent.iter().any(near));
+                continue;
+            }
             let behind = self.recent.len() > self.in_recent[lane];
             self.counts[lane] += u64::from(ahead || behind);
             self.recent.push_back((x, lane));
             self.in_recent[lane] += 1;
-            self.decided_to = self.decided_to.max(x);
+            self.decided_to = x;
         }
     }
 
@@ -297,6 +319,30 @@ mod tests {
         let counts = c.finish();
         assert_eq!(counts.per_lane[2], 0);
         assert_eq!(counts.late, 1, "finish gives the late count");
+    }
+
+    /// Issue 35: a lane holds no more starts than it is allowed, its room included,
+    /// however far behind the others are; the oldest are decided first, and a gap that
+    /// then comes before them is counted late.
+    #[test]
+    fn a_lane_holds_at_most_its_bound() {
+        let mut c = Coincidence::new(2, 10, u64::MAX).held_at_most(5_120);
+        // Lane 1 hands over nothing: lane 0's starts wait for it.
+        for i in 0..20_000u64 {
+            c.add(0, i * 100, i * 100 + 5);
+            assert!(c.lanes[0].held.len() <= 5_120);
+        }
+        assert!(
+            c.lanes[0].held.capacity() <= 5_120,
+            "{}",
+            c.lanes[0].held.capacity()
+        );
+        // Lane 1's gap beside one already decided is judged late; beside one held, not.
+        c.add(1, 100 * 100 + 3, 100 * 100 + 8);
+        c.add(1, 19_990 * 100 + 3, 19_990 * 100 + 8);
+        let counts = c.finish();
+        assert_eq!(counts.late, 1);
+        assert_eq!(counts.per_lane[1], 1, "only the held neighbour is seen");
     }
 
     #[test]
