@@ -58,6 +58,16 @@ impl Trace {
         self.at(cpu, ts, kind);
     }
 
+    /// Each CPU's events stamped in [from, until): one window a reader hands over.
+    fn window(&self, from: u64, until: u64) -> BTreeMap<usize, Vec<Event>> {
+        (self.per_cpu.iter())
+            .map(|(&c, evs)| {
+                let part = evs.iter().filter(|e| from <= e.ts && e.ts < until);
+                (c, part.copied().collect())
+            })
+            .collect()
+    }
+
     fn run(&self, watched: &Watched, threshold_ns: u64) -> Vec<ThreadFigures> {
         let symbols = HashMap::new();
         let s = Settings {
@@ -439,12 +449,7 @@ fn windows_give_the_figures_the_whole_trace_gives() {
         let mut most = 0;
         for from in (0..200_000_000u64).step_by(step as usize) {
             let until = from + step;
-            let window: BTreeMap<usize, Vec<Event>> = (t.per_cpu.iter())
-                .map(|(&c, evs)| {
-                    let part = evs.iter().filter(|e| from <= e.ts && e.ts < until);
-                    (c, part.copied().collect())
-                })
-                .collect();
+            let window = t.window(from, until);
             w.feed(&window, until, &t.names, &symbols);
             most = most.max(w.tails.values().map(VecDeque::len).max().unwrap_or(0));
         }
@@ -531,12 +536,7 @@ fn drains_add_up_to_the_whole_run() {
     let step = 2_500_000u64;
     for from in (0..200_000_000u64).step_by(step as usize) {
         let until = from + step;
-        let window: BTreeMap<usize, Vec<Event>> = (t.per_cpu.iter())
-            .map(|(&c, evs)| {
-                let part = evs.iter().filter(|e| from <= e.ts && e.ts < until);
-                (c, part.copied().collect())
-            })
-            .collect();
+        let window = t.window(from, until);
         w.feed(&window, until, &t.names, &symbols);
         // A long idle time: no thread is dropped, so the migrations stay counted.
         w.drain(u64::MAX, &mut add);
@@ -594,12 +594,7 @@ fn threads_that_end_are_dropped_after_their_last_drain() {
     let step = 1_000_000u64;
     for from in (0..n * 100_000 + step).step_by(step as usize) {
         let until = from + step;
-        let window: BTreeMap<usize, Vec<Event>> = (t.per_cpu.iter())
-            .map(|(&c, evs)| {
-                let part = evs.iter().filter(|e| from <= e.ts && e.ts < until);
-                (c, part.copied().collect())
-            })
-            .collect();
+        let window = t.window(from, until);
         w.feed(&window, until, &t.names, &symbols);
         most = most.max(w.threads());
         w.drain(2_000_000, |f| {
@@ -764,12 +759,7 @@ fn issue34_a_delay_left_open_by_a_thread_no_longer_watched_holds_no_events() {
     let mut most = 0;
     for from in (0..n * 4_000 + step).step_by(step as usize) {
         let until = from + step;
-        let window: BTreeMap<usize, Vec<Event>> = (t.per_cpu.iter())
-            .map(|(&c, evs)| {
-                let part = evs.iter().filter(|e| from <= e.ts && e.ts < until);
-                (c, part.copied().collect())
-            })
-            .collect();
+        let window = t.window(from, until);
         w.feed(&window, until, &t.names, &symbols);
         if from == 0 {
             // Listed again: thread 10 is gone.
