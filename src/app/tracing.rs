@@ -159,7 +159,7 @@ pub const COINCIDENCE_HELD: usize = STREAM_GAPS + STREAM_GAPS / 4;
 /// The streaming coincidence count of `cpus` CPUs, its held starts within the budget.
 pub fn coincidence(cpus: usize, scale: Scale) -> Coincidence {
     let (w, h) = (COINCIDENCE_NS, COINCIDENCE_HORIZON_NS);
-    Coincidence::new(cpus, scale.to_ticks(w), scale.to_ticks(h)).held_at_most(COINCIDENCE_HELD)
+    Coincidence::new(cpus, scale.to_ticks(w), scale.to_ticks(h), COINCIDENCE_HELD)
 }
 
 /// What else a reader holds, per CPU: the spans with events lost, the names and kernel

@@ -19,18 +19,13 @@ use std::cmp::Reverse;
 use std::collections::binary_heap::PeekMut;
 use std::collections::{BinaryHeap, VecDeque};
 
-/// Starts held per CPU at most unless set (`held_at_most`): past it, the oldest are
-/// decided with what is known (a CPU that hands over no gap for a while holds every other
-/// CPU's back only this far).
-pub const MAX_HELD: usize = 1 << 16;
-
 /// What the count came to once every gap was decided.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Counted {
     /// Each lane's gaps that began within the window of a gap on another lane.
     pub per_lane: Vec<u64>,
     /// Gaps that came after their neighbours were decided (longer than the horizon, or
-    /// past `MAX_HELD` behind): judged against part of their neighbours only.
+    /// past the held starts' bound behind): judged against part of their neighbours only.
     pub late: u64,
 }
 
@@ -63,8 +58,13 @@ struct Lane {
 
 impl Coincidence {
     /// Gaps within `window` of each other (inclusive) coincide; a start is decided at the
-    /// latest `horizon` after it (both in the gaps' unit: counter ticks).
-    pub fn new(cpus: usize, window: u64, horizon: u64) -> Coincidence {
+    /// latest `horizon` after it (both in the gaps' unit: counter ticks). Each lane holds
+    /// at most `held` starts (8 bytes each, at least one): past it, the oldest are decided
+    /// with what is known, so a CPU that hands over no gap for a while (or whose reader is
+    /// behind) holds every other CPU's back only this far. Unbounded, two readers one a
+    /// pass behind the other under overload held 65 536 starts a lane, 96 MiB over 192
+    /// CPUs (issue 35).
+    pub fn new(cpus: usize, window: u64, horizon: u64, held: usize) -> Coincidence {
         Coincidence {
             window,
             horizon,
@@ -75,17 +75,8 @@ impl Coincidence {
             counts: vec![0; cpus],
             late: 0,
             decided_to: 0,
-            max_held: MAX_HELD,
+            max_held: held.max(1),
         }
-    }
-
-    /// At most `n` starts held per lane (8 bytes each, at least one): what a memory
-    /// budget counts for them. With two readers, one a pass behind the other under
-    /// overload, the other's lanes each held 65 536 starts, 96 MiB over 192 CPUs
-    /// (issue 35).
-    pub fn held_at_most(mut self, n: usize) -> Coincidence {
-        self.max_held = n.max(1);
-        self
     }
 
     /// A gap of lane `lane` from `start` to `end`; each lane's come in start order.
@@ -244,7 +235,7 @@ mod tests {
     /// The gaps handed over as a reader sees them: each lane's once it has ended, every
     /// 20 ms, lanes in `order`; then the count so made.
     fn streamed(lanes: &[Vec<(u64, u64)>], order: &[usize], horizon: u64) -> (Vec<u64>, u64) {
-        let mut c = Coincidence::new(lanes.len(), 5_000, horizon);
+        let mut c = Coincidence::new(lanes.len(), 5_000, horizon, 1 << 16);
         let mut next = vec![0; lanes.len()];
         let end = lanes.iter().flatten().map(|g| g.0 + g.1).max().unwrap_or(0);
         let mut now = 0;
@@ -305,7 +296,7 @@ mod tests {
     /// than the horizon, which comes after its neighbours were decided, is counted late.
     #[test]
     fn a_quiet_cpu_holds_back_only_for_the_horizon() {
-        let mut c = Coincidence::new(3, 10, 1_000);
+        let mut c = Coincidence::new(3, 10, 1_000, 1 << 16);
         for i in 0..100u64 {
             c.add(0, i * 100, i * 100 + 5);
         }
@@ -326,7 +317,7 @@ mod tests {
     /// then comes before them is counted late.
     #[test]
     fn a_lane_holds_at_most_its_bound() {
-        let mut c = Coincidence::new(2, 10, u64::MAX).held_at_most(5_120);
+        let mut c = Coincidence::new(2, 10, u64::MAX, 5_120);
         // Lane 1 hands over nothing: lane 0's starts wait for it.
         for i in 0..20_000u64 {
             c.add(0, i * 100, i * 100 + 5);
@@ -352,7 +343,7 @@ mod tests {
             vec![(100, 1), (1_010, 1), (2_011, 1)],
             vec![(5_000, 1)],
         ];
-        let mut c = Coincidence::new(3, 10, u64::MAX);
+        let mut c = Coincidence::new(3, 10, u64::MAX, 1 << 16);
         for (i, l) in lanes.iter().enumerate() {
             for &(s, d) in l {
                 c.add(i, s, s + d);
