@@ -1202,7 +1202,7 @@ fn issue25_monitor_watch_comm_exports_the_sleepers_wakeups_and_the_hog_as_cause(
     };
     let instance = format!("jitterscope-{}-watch", mon.child.id());
     assert!(our_instances().contains(&instance), "{:?}", our_instances());
-    let (late, _holds, ()) = crate::watch::with_sleeper_and_hog(cpu, |_tid, recording| {
+    let (late, holds, ()) = crate::watch::with_sleeper_and_hog(cpu, |_tid, recording| {
         recording.store(true, std::sync::atomic::Ordering::Relaxed);
         std::thread::sleep(Duration::from_secs(3));
     });
@@ -1220,18 +1220,31 @@ fn issue25_monitor_watch_comm_exports_the_sleepers_wakeups_and_the_hog_as_cause(
     let hog_main = s(&format!("jitterscope_watch_cause_main_total{hog}"));
     let hog_secs = s(&format!("jitterscope_watch_cause_seconds_total{hog}"));
     // The sleeper's lateness is its wake-up delay plus the timer's own way to the
-    // wake-up (~10 µs, more when the hypervisor holds the interrupt): a delay of 100 µs
-    // or more was at least that late, and one 200 µs late was a delay of 100 µs or more
-    // unless the timer's way took 100 µs.
+    // wake-up: a delay of 100 µs or more was at least that late. The converse does not
+    // hold on a VM, where the hypervisor can hold the timer's interrupt 100 µs and more.
+    // The ground truth is the holds: a deadline inside a hold the hog ran through, with
+    // 200 µs of it still to go, woke the sleeper to wait 100 µs or more unless the
+    // timer's way took 100 µs.
     let late_over = |ns: u64| late.iter().filter(|l| l.1 >= ns).count() as f64;
     let (sleeper_late, surely_late) = (late_over(100_000), late_over(200_000));
+    let clock = jitterscope::engine::clock::ClockInfo::detect().0;
+    let held: Vec<(u64, u64)> = (holds.iter())
+        .filter(|h| h.held(clock.scale))
+        .map(|h| (h.start_monotonic_ns, h.end_monotonic_ns))
+        .collect();
+    let in_hold = (late.iter())
+        .filter(|&&(deadline, _)| {
+            (held.iter()).any(|&(from, to)| deadline >= from && deadline + 200_000 <= to)
+        })
+        .count();
     let watch_lines: Vec<&str> = (body.lines())
         .filter(|l| l.starts_with("jitterscope_watch_") && !l.contains("_bucket{"))
         .collect();
     eprintln!(
         "js-sleeper: {} wake-ups recorded by itself, {count} exported; {sleeper_late} of \
-         its own ≥ 100 µs late ({surely_late} ≥ 200 µs), {above} delays ≥ 100 µs exported, js-hog main cause of \
-         {hog_main} ({:.3} ms)\n{}",
+         its own ≥ 100 µs late ({surely_late} ≥ 200 µs), {in_hold} deadlines inside \
+         holds, {above} delays ≥ 100 µs exported, js-hog main cause of {hog_main} \
+         ({:.3} ms)\n{}",
         late.len(),
         hog_secs * 1e3,
         watch_lines.join("\n")
@@ -1249,12 +1262,17 @@ fn issue25_monitor_watch_comm_exports_the_sleepers_wakeups_and_the_hog_as_cause(
         (count - n).abs() <= n * 0.05 + 20.0,
         "{count} exported for {n} wake-ups"
     );
-    // About 29 % of 300 holds catch a deadline; delays ≥ 100 µs are the hog's.
-    assert!(surely_late > 10.0, "{surely_late} wake-ups ≥ 200 µs late");
+    // About 10 % of 300 holds catch a deadline in their first 100 µs; each is a delay
+    // of 100 µs or more with js-hog its main cause, and every delay of 100 µs or more
+    // made the sleeper at least that late.
+    assert!(in_hold >= 10, "{in_hold} deadlines inside holds");
+    let unseen = in_hold.saturating_sub(hog_main as usize);
+    let (ok, words) = jitterscope::stats::misses::judge(unseen, in_hold, 0.05);
+    eprintln!("{name}: deadlines inside holds not exported as js-hog's delays: {words}");
     assert!(
-        above >= surely_late * 0.95 - 2.0 && above <= sleeper_late * 1.05 + 5.0,
-        "{above} delays ≥ 100 µs exported, where the sleeper saw {surely_late} wake-ups \
-         ≥ 200 µs late and {sleeper_late} ≥ 100 µs"
+        ok && above <= sleeper_late * 1.05 + 5.0,
+        "{above} delays ≥ 100 µs exported, where {in_hold} deadlines fell inside holds \
+         ({words}) and the sleeper saw {sleeper_late} wake-ups ≥ 100 µs late"
     );
     // At a miss rate of at most 30 %: the misses the binomial bound allows.
     let missed = (above - hog_main).max(0.0) as usize;
