@@ -1253,3 +1253,53 @@ fn issue36_a_task_switched_out_held_the_cpu_since_the_event_before() {
         );
     }
 }
+
+/// Issue 35: labels are kept from batch to batch, but not past the names they were made
+/// from: a reader that starts its names afresh may give an id to another name.
+#[test]
+fn labels_kept_from_batch_to_batch_follow_the_names() {
+    let batch = |names: &mut Names, comm: &str, at: u64| {
+        let (me, t) = (
+            task(names, "measure-cpu1", ME, 120),
+            task(names, comm, 7, 120),
+        );
+        let switch = |prev, next| Kind::Switch {
+            prev,
+            prev_state: 0,
+            next,
+        };
+        let events = vec![ev(at + 5, switch(me, t)), ev(at + 500, switch(t, me))];
+        (
+            events,
+            [(
+                Gap {
+                    start: at,
+                    end: at + 510,
+                },
+                510,
+            )],
+        )
+    };
+    let symbols = HashMap::new();
+    let (mut first, mut second) = (Names::default(), Names::default());
+    let (one, gaps_one) = batch(&mut first, "hog", 1_000);
+    let (two, gaps_two) = batch(&mut second, "other", 5_000);
+    assert_ne!(first.epoch(), second.epoch());
+    let mut tally = Tally::new(0);
+    tally.add(&gaps_one, &one, &cx(&first, &symbols));
+    tally.add(&gaps_two, &two, &cx(&second, &symbols));
+    let a = tally.finish(Scale::from_hz(1e9));
+    let tasks: Vec<&str> = (a.causes.iter())
+        .filter(|c| c.kind == CauseKind::Task)
+        .map(|c| c.cause.as_str())
+        .collect();
+    assert_eq!(tasks.len(), 2, "{tasks:?}");
+    assert!(
+        tasks.iter().any(|c| c.starts_with("task hog:7")),
+        "{tasks:?}"
+    );
+    assert!(
+        tasks.iter().any(|c| c.starts_with("task other:7")),
+        "{tasks:?}"
+    );
+}
