@@ -67,9 +67,9 @@ pub const MAX_CAUSES: usize = 64;
 pub const MAX_PARTS: usize = 48;
 /// Tasks listed under one throttle at most; the rest are summed as `other tasks`.
 const MAX_HELD_TASKS: usize = 32;
-/// Labels a tally keeps from batch to batch at most: past it they are made afresh (a
-/// build names a new task every few gaps).
-const LABELS_KEPT: usize = 256;
+/// Labels a tally keeps from batch to batch at most (about 6 KiB): past it they are
+/// made afresh (a build names a new task every few gaps), their memory given back.
+const LABELS_KEPT: usize = MAX_CAUSES;
 
 /// The row the causes of `kind` folded past [`MAX_CAUSES`] are summed in.
 fn other_label(kind: CauseKind) -> String {
@@ -262,7 +262,7 @@ impl Tally {
         let made_from = (cx.names.epoch(), cx.symbols.len());
         let mut seen = std::mem::take(&mut self.seen);
         if self.labels_for != made_from || seen.labels.len() > LABELS_KEPT {
-            seen.labels.clear();
+            seen.labels = FxHashMap::default();
             self.labels_for = made_from;
         }
         seen.rows.clear();
