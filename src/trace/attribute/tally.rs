@@ -257,8 +257,8 @@ impl Tally {
         // One interrupt or time slice is one occurrence, however many gaps it spans.
         let mut runs: FxHashMap<Cause, FxHashSet<u64>> = FxHashMap::default();
         // Labels made in earlier batches stand while their names and functions do:
-        // made afresh each batch, they were a tenth of a busy host's reading (issue 35),
-        // and for `watch` (a batch a delay) most of its attribution.
+        // made afresh each batch, they were 12 % of a replay of a recording made beside
+        // a build (issue 35); `watch` attributes a batch a delay.
         let made_from = (cx.names.epoch(), cx.symbols.len());
         let mut seen = std::mem::take(&mut self.seen);
         if self.labels_for != made_from || seen.labels.len() > LABELS_KEPT {
