@@ -38,46 +38,14 @@ pub const SOFTIRQS: [&str; 10] = [
 pub type NameId = u32;
 
 /// Interned strings of one run.
-#[derive(Debug)]
+#[derive(Debug, Default, Clone)]
 pub struct Names {
     list: Vec<String>,
     /// By the bytes the trace gives: a name seen before costs no UTF-8 check.
     index: FxHashMap<Box<[u8]>, NameId>,
-    /// This table's own: an id means the same name for as long as the epoch is the same.
-    epoch: u64,
-}
-
-/// The next table's epoch.
-static EPOCHS: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(1);
-
-impl Default for Names {
-    fn default() -> Names {
-        Names {
-            list: Vec::new(),
-            index: FxHashMap::default(),
-            epoch: EPOCHS.fetch_add(1, std::sync::atomic::Ordering::Relaxed),
-        }
-    }
-}
-
-/// A copy may intern other names under the same ids: it has an epoch of its own.
-impl Clone for Names {
-    fn clone(&self) -> Names {
-        Names {
-            list: self.list.clone(),
-            index: self.index.clone(),
-            ..Names::default()
-        }
-    }
 }
 
 impl Names {
-    /// Ids of two tables with the same epoch name the same strings (what a cache of
-    /// labels made from them checks).
-    pub fn epoch(&self) -> u64 {
-        self.epoch
-    }
-
     pub fn intern(&mut self, s: &str) -> NameId {
         self.intern_bytes(s.as_bytes())
     }

@@ -37,10 +37,6 @@ pub struct Tally {
     me: Option<Task>,
     /// Some time was named a CFS quota: the method says on what evidence.
     quota_named: bool,
-    /// The causes' labels made so far, kept from batch to batch while the names and
-    /// functions they were made from stand (`labels_for`), at most [`LABELS_KEPT`].
-    seen: Seen,
-    labels_for: (u64, usize),
 }
 
 /// What a "CFS quota" row rests on: no trace event marks CFS throttling.
@@ -67,9 +63,6 @@ pub const MAX_CAUSES: usize = 64;
 pub const MAX_PARTS: usize = 48;
 /// Tasks listed under one throttle at most; the rest are summed as `other tasks`.
 const MAX_HELD_TASKS: usize = 32;
-/// Labels a tally keeps from batch to batch at most (about 6 KiB): past it they are
-/// made afresh (a build names a new task every few gaps), their memory given back.
-const LABELS_KEPT: usize = MAX_CAUSES;
 
 /// The row the causes of `kind` folded past [`MAX_CAUSES`] are summed in.
 fn other_label(kind: CauseKind) -> String {
@@ -197,8 +190,6 @@ impl Tally {
             held: FxHashMap::default(),
             me: None,
             quota_named: false,
-            seen: Seen::default(),
-            labels_for: (0, 0),
         }
     }
 
@@ -230,13 +221,8 @@ impl Tally {
                 label.capacity() + names + tasks.capacity() * (size_of::<(String, u64)>() + 1)
             })
             .sum();
-        let labels: usize = (self.seen.labels.values()).map(|l| l.1.capacity()).sum();
-        let label = size_of::<(Option<Cause>, (CauseKind, String))>() + 1;
         self.causes.capacity() * row
             + causes
-            + self.seen.labels.capacity() * label
-            + labels
-            + self.seen.rows.capacity() * (size_of::<(Option<Cause>, usize)>() + 1)
             + self.top.capacity() * size_of::<GapBreakdown>()
             + top
             + self.held.capacity() * (size_of::<(String, FxHashMap<String, u64>)>() + 1)
@@ -256,16 +242,7 @@ impl Tally {
         self.count_trace_cost(gaps, events, cx.scale);
         // One interrupt or time slice is one occurrence, however many gaps it spans.
         let mut runs: FxHashMap<Cause, FxHashSet<u64>> = FxHashMap::default();
-        // Labels made in earlier batches stand while their names and functions do:
-        // made afresh each batch, they were 12 % of a replay of a recording made beside
-        // a build (issue 35); `watch` attributes a batch a delay.
-        let made_from = (cx.names.epoch(), cx.symbols.len());
-        let mut seen = std::mem::take(&mut self.seen);
-        if self.labels_for != made_from || seen.labels.len() > LABELS_KEPT {
-            seen.labels = FxHashMap::default();
-            self.labels_for = made_from;
-        }
-        seen.rows.clear();
+        let mut seen = Seen::default();
         // Reused from gap to gap: most gaps have a part or two, and allocating for them
         // was a tenth of a busy host's attribution time (issue 35).
         let (mut parts, mut per_gap) = (Vec::new(), Vec::new());
@@ -314,7 +291,6 @@ impl Tally {
             let row = self.row(&mut seen, cx, Some(cause));
             self.causes[row].occurrences += set.len() as u64;
         }
-        self.seen = seen;
     }
 
     /// Adds `ns` to what `task` ran inside the windows of throttle `by`.
@@ -487,10 +463,10 @@ fn main_part(per_gap: &[(Option<Cause>, u64)], seen: &mut Seen, cx: &Context<'_>
     .map(|(i, _)| i)
 }
 
-/// What a tally knows of each cause it met (`None`: the unaccounted rest): its kind and
+/// What a batch knows of each cause it met (`None`: the unaccounted rest): its kind and
 /// label, made once (formatting one per part of every gap was much of a busy host's
-/// attribution time, issue 35), and in this batch its row (a fold moves rows).
-#[derive(Debug, Default)]
+/// attribution time, issue 35; names do not change within a batch), and its row.
+#[derive(Default)]
 struct Seen {
     labels: FxHashMap<Option<Cause>, (CauseKind, String)>,
     rows: FxHashMap<Option<Cause>, usize>,
