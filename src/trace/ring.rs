@@ -51,7 +51,7 @@ pub fn parse_page<'a>(page: &'a [u8], layout: &PageLayout) -> Page<'a> {
         return out;
     };
     // Room for the most records the data can hold (8 bytes each at least): grown by
-    // doubling, a page of a hundred records took seven allocations (issue 35).
+    // doubling, a page of a hundred records took six allocations (issue 35).
     out.records.reserve_exact(len / 8);
     if commit & MISSED_EVENTS != 0 {
         let stored = (commit & MISSED_STORED != 0)
