@@ -27,8 +27,11 @@ const THRESHOLD_US: u64 = 400;
 /// Each container's share of the 500 ms/s lent to podman's parent group.
 const A_RT_US: u64 = 100_000;
 const B_RT_US: u64 = 250_000;
-/// When the pod's third container is started, into the pod test's 5 s watch.
+/// The pod test's watch (`-D 5s`), and when into it the pod's third container is started.
+const WATCH: Duration = Duration::from_secs(5);
 const MIDWAY: Duration = Duration::from_millis(1500);
+/// The sleepers' period (`timer -i`).
+const SLEEPER_PERIOD_US: u64 = 1000;
 
 /// Root, podman, the image built, then (under the measuring lock, which the build takes
 /// itself, and which keeps two tests from tracing at once) SCHED_FIFO, two CPUs and
@@ -105,7 +108,8 @@ fn stop_and_read(c: &Container) -> String {
 /// `jitterscope timer` at 1 kHz on `cpu`, in a container: the real-time one with
 /// `--cpu-rt-runtime` and SYS_NICE, the others at SCHED_OTHER without privileges.
 fn sleeper(cpu: usize, fifo: bool) -> Vec<String> {
-    let mut a: Vec<String> = ["timer", "-a", &cpu.to_string(), "-i", "1000"]
+    let period = SLEEPER_PERIOD_US.to_string();
+    let mut a: Vec<String> = ["timer", "-a", &cpu.to_string(), "-i", &period]
         .into_iter()
         .map(String::from)
         .collect();
@@ -330,6 +334,9 @@ fn issue34_watch_pod_follows_every_container_of_a_podman_pod() {
     let late = thread_of(&c3, &measure);
     let in_after = started.elapsed();
     let out = watch.wait_with_output().unwrap();
+    // The third was there for at most this much of the watch: from before its `podman run`
+    // to after the watch had ended.
+    let there = started.elapsed();
     drop((c1, c2, c3, outside));
     drop(pod);
     assert_eq!(
@@ -349,11 +356,20 @@ fn issue34_watch_pod_follows_every_container_of_a_podman_pod() {
             .map(|t| t.wakeup.count)
     };
     let seen: Vec<Option<u64>> = first.iter().chain([&late]).map(|t| wakeups(*t)).collect();
+    // A 1 ms sleeper wakes at most once a period it was there, and one more: the third can
+    // have been seen at most this often had it come in during the watch.
+    let most = there.as_micros() as u64 / SLEEPER_PERIOD_US + 1;
+    let whole = WATCH.as_micros() as u64 / SLEEPER_PERIOD_US;
     println!(
         "{test}: {} threads watched; wake-ups seen of the pod's sleepers {seen:?} (the third \
-         started {MIDWAY:?} after the trace began, of 5 s, its thread there {} ms after `podman run` began)",
+         started {MIDWAY:?} after the trace began, of {WATCH:?}, its thread there {} ms after \
+         `podman run` began; there for at most {} ms of the watch: at most {most} wake-ups, \
+         where {whole} are a whole watch's); {} events read, {} lost",
         w.threads.len(),
-        in_after.as_millis()
+        in_after.as_millis(),
+        there.as_millis(),
+        w.events_read,
+        w.events_lost
     );
     for (tid, n) in first.iter().chain([&late]).zip(&seen) {
         assert!(
@@ -361,12 +377,16 @@ fn issue34_watch_pod_follows_every_container_of_a_podman_pod() {
             "sleeper {tid} of the pod not watched: {seen:?}"
         );
     }
-    // Started 1.5 s into 5 s, the third's sleeper was watched for at most 70 % of what
-    // the first two were: it came in during the watch, not before it.
-    let whole = seen[..2].iter().flatten().min().copied().unwrap_or(0);
+    // The bound tells a late-comer from one there all along only while it is below a whole
+    // watch's wake-ups.
     assert!(
-        seen[2].unwrap_or(0) * 100 < whole * 85,
-        "the third container was there before the watch: {seen:?}"
+        most < whole,
+        "the third container came in too late to tell: {} ms before the end",
+        there.as_millis()
+    );
+    assert!(
+        seen[2].unwrap_or(0) <= most,
+        "the third container was watched before it came in: {seen:?}, at most {most} possible"
     );
     assert_eq!(
         wakeups(outsider),
