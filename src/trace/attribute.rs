@@ -344,12 +344,18 @@ fn timeline(
                 work = None;
             }
             Step::Event(Kind::CsdEntry { function }) => {
-                if let Some(w) = window.as_mut().filter(|_| is_refill(function)) {
+                if let Some(w) = window
+                    .as_mut()
+                    .filter(|w| w.unthrottles(is_refill(function)))
+                {
                     w.unthrottled = Some(out.len());
                 }
             }
             Step::Event(Kind::HrtimerEntry { function }) => {
-                if let Some(w) = window.as_mut().filter(|_| is_refill(function)) {
+                if let Some(w) = window
+                    .as_mut()
+                    .filter(|w| w.unthrottles(is_refill(function)))
+                {
                     w.unthrottled = Some(out.len());
                 }
                 let top = stack.last().copied().zip(opened.last().map(|o| o.0));
@@ -527,9 +533,11 @@ struct Window {
     /// in user space meets when its CFS throttle dequeues it on its way back to user
     /// (6.18+); time-sharing preempts it on that way back, and reads "R".
     in_kernel: bool,
-    /// Where (the segments before it) the group was last unthrottled on the CPU inside
+    /// Where (the segments before it) the group was first unthrottled on the CPU inside
     /// the window: its quota refilled there (a CFS bandwidth timer fired), or from
-    /// another CPU (a cross-CPU call). Past it, the loop waited its turn like any task.
+    /// another CPU (a cross-CPU call). Past it, the loop waited its turn like any task;
+    /// a later refill is a later period's, which comes throttled or not, and taken as
+    /// the end it named whole periods of a busy CPU's turns the quota (issue 36).
     unthrottled: Option<usize>,
     /// One throttling, however many tasks ran in it.
     instance: u64,
@@ -544,6 +552,11 @@ impl Window {
             100.. if throttle.cfs_quota.is_some() => Some(WindowKind::Cfs),
             _ => None,
         }
+    }
+
+    /// Whether a refill (`refill`) here is the group's unthrottle: the first in the window.
+    fn unthrottles(&self, refill: bool) -> bool {
+        refill && self.unthrottled.is_none()
     }
 
     /// Gives the window's task time (idle's and lower-priority tasks') to the throttle

@@ -1080,6 +1080,42 @@ fn issue30_a_window_the_cfs_quota_made_is_named_with_its_setting() {
     );
 }
 
+/// Issue 36: the quota's window ends at the first refill after the loop was dequeued.
+/// Beside a build the loop, unthrottled, can wait its turn past the next period's timer,
+/// which fires throttled or not: that wait is the tasks'. (A fresh-clone run named 810.7 ms
+/// the quota where the kernel counted 617.9 ms throttled, the loop getting 185 ms of 2 s.)
+#[test]
+fn issue36_a_quota_window_ends_at_its_first_refill_not_a_later_period() {
+    let mut s = Script::default();
+    quota_window(&mut s);
+    let mut events = s.take();
+    // The same window, the loop not back until after the next period's timer, 100 ms on.
+    let me = s.task("measure-cpu1", ME, 120);
+    let rustc = s.task("rustc", 29358, 120);
+    let back = events.pop().unwrap();
+    assert!(matches!(back.kind, Kind::Switch { next, .. } if next == me));
+    s.tick(72_140_078, 72_170_498);
+    s.timer(161_247_706, "sched_cfs_period_timer", 161_326_174);
+    s.switch(162_189_114, rustc, 0, me);
+    events.extend(s.take());
+    let gap = Gap {
+        start: 0,
+        end: 162_191_000,
+    };
+    let (names, symbols) = (&s.names, &s.symbols);
+    let cx = quota_cx(names, symbols);
+    let a = attribute(&[(gap, cx.scale.to_ns(162_191_000))], &events, &cx);
+    let quota = a.top_of(CauseKind::Throttling).expect("the quota named");
+    let ticks = [48_672, 52_676, 49_712, 46_046, 52_520].iter().sum::<u64>();
+    let want = cx.scale.to_ns(61_247_706 - ticks);
+    assert!(
+        quota.total_ns.abs_diff(want) < 5,
+        "{} ns named the quota, {want} ns before its first refill: {:?}",
+        quota.total_ns,
+        rows(&a)
+    );
+}
+
 /// Issue 30: a 13.5 ms wait of the loop in a run whose group's period timer was on
 /// the other CPU (recorded on the guest beside a build; the loop's switch out at 0,
 /// "R"): a group was unthrottled here by a cross-CPU call 1.76 ms in, and the loop
