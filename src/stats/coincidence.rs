@@ -281,12 +281,13 @@ mod tests {
         (done.per_lane, done.late)
     }
 
-    fn whole(lanes: &[Vec<(u64, u64)>]) -> Vec<u64> {
+    /// The whole logs' count of gaps given as (start, duration).
+    fn whole(lanes: &[Vec<(u64, u64)>], window: u64) -> Vec<u64> {
         let starts: Vec<Vec<u64>> = lanes
             .iter()
             .map(|l| l.iter().map(|g| g.0).collect())
             .collect();
-        coincident(&starts, 5_000)
+        coincident(&starts, window)
     }
 
     /// Issue 29: counted as the gaps stream in, in bounded memory, the count is the one
@@ -296,7 +297,7 @@ mod tests {
     fn issue29_the_streamed_count_is_the_whole_logs_count() {
         let lanes = recorded();
         assert_eq!(lanes.len(), 4);
-        let want = whole(&lanes);
+        let want = whole(&lanes, 5_000);
         let all: usize = lanes.iter().map(Vec::len).sum();
         // Most of that host's gaps coincide, not all: the count tells them apart.
         assert!(
@@ -387,7 +388,7 @@ mod tests {
                     .collect()
             })
             .collect();
-        let want = whole_within(&lanes, 10_000);
+        let want = whole(&lanes, 10_000);
         for order in [[0, 1, 2, 3, 4, 5, 6, 7, 8], [8, 7, 6, 5, 4, 3, 2, 1, 0]] {
             let mut c = Coincidence::new(lanes.len(), 10_000, u64::MAX, 1 << 16);
             // Handed over in slices of 500 gaps a lane, then advanced.
@@ -409,14 +410,6 @@ mod tests {
         }
     }
 
-    fn whole_within(lanes: &[Vec<(u64, u64)>], window: u64) -> Vec<u64> {
-        let starts: Vec<Vec<u64>> = lanes
-            .iter()
-            .map(|l| l.iter().map(|g| g.0).collect())
-            .collect();
-        coincident(&starts, window)
-    }
-
     #[test]
     fn equal_and_edge_starts_coincide_and_one_past_the_window_does_not() {
         let lanes = [
@@ -431,10 +424,6 @@ mod tests {
             }
         }
         assert_eq!(c.finish().per_lane, vec![2, 2, 0]);
-        let starts: Vec<Vec<u64>> = lanes
-            .iter()
-            .map(|l| l.iter().map(|g| g.0).collect())
-            .collect();
-        assert_eq!(coincident(&starts, 10), vec![2, 2, 0]);
+        assert_eq!(whole(&lanes, 10), vec![2, 2, 0]);
     }
 }

@@ -344,19 +344,13 @@ fn timeline(
                 work = None;
             }
             Step::Event(Kind::CsdEntry { function }) => {
-                if let Some(w) = window
-                    .as_mut()
-                    .filter(|w| w.unthrottles(is_refill(function)))
-                {
-                    w.unthrottled = Some(out.len());
+                if let Some(w) = window.as_mut().filter(|_| is_refill(function)) {
+                    w.unthrottled.get_or_insert(out.len());
                 }
             }
             Step::Event(Kind::HrtimerEntry { function }) => {
-                if let Some(w) = window
-                    .as_mut()
-                    .filter(|w| w.unthrottles(is_refill(function)))
-                {
-                    w.unthrottled = Some(out.len());
+                if let Some(w) = window.as_mut().filter(|_| is_refill(function)) {
+                    w.unthrottled.get_or_insert(out.len());
                 }
                 let top = stack.last().copied().zip(opened.last().map(|o| o.0));
                 if let Some((Cause::Vector(name, was), from)) = top
@@ -552,11 +546,6 @@ impl Window {
             100.. if throttle.cfs_quota.is_some() => Some(WindowKind::Cfs),
             _ => None,
         }
-    }
-
-    /// Whether a refill (`refill`) here is the group's unthrottle: the first in the window.
-    fn unthrottles(&self, refill: bool) -> bool {
-        refill && self.unthrottled.is_none()
     }
 
     /// Gives the window's task time (idle's and lower-priority tasks') to the throttle
