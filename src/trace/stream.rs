@@ -340,7 +340,7 @@ impl Lane {
         let keep = self.keep_from(w, settled, cx.scale);
         w.forget_before(keep);
         if let Some((events, gaps)) = self.caps(w.read) {
-            w.set_cap(events);
+            w.set_cap(stepped(w.cap(), events));
             self.rebound_pending(gaps);
         }
     }
@@ -435,6 +435,18 @@ impl Lane {
         }
         a.unattributed_gaps = self.in_lost_spans + self.shed;
         a
+    }
+}
+
+/// A window's cap moved to `wanted` in steps: lowered a thirty-second past it, raised
+/// only once it is a sixteenth above. The split follows the mix and the tally's growth
+/// by a few events a pass, and a window at its cap gives its memory back (moving what it
+/// holds) each time the cap is lowered (issue 35).
+fn stepped(cap: usize, wanted: usize) -> usize {
+    match wanted {
+        w if w < cap => w - w / 32,
+        w if w > cap + cap / 16 => w,
+        _ => cap,
     }
 }
 
