@@ -513,34 +513,54 @@ pub fn read_pass<R: std::io::Read>(
     now: u64,
     last: bool,
 ) -> std::io::Result<()> {
-    reader.read()?;
-    // Each gap goes to the count as it is taken: gathered first, a pass of 192 CPUs a
-    // whole queue behind held 19 MB of them (issue 35).
-    let mut counting = coincidence.and_then(|c| c.lock().ok());
-    for (i, (lane, ring)) in reader.lanes.iter_mut().zip(rings).enumerate() {
-        take_gaps(lane, ring, scale, |s, e| {
-            if let Some(c) = counting.as_mut() {
-                c.add(first + i, s, e);
-            }
-        });
-    }
-    if let Some(c) = counting.as_mut() {
-        c.advance(now);
-    }
-    drop(counting);
     let settle = scale.to_ticks(SETTLE.as_nanos() as u64);
-    reader.settle(scale, now.saturating_sub(settle), last);
-    Ok(())
+    // A backlog (a pass held up, the reader held off its CPU) is taken a window's room
+    // at a time: what is read is settled and forgotten before more is read, the rest
+    // waiting in the kernel's buffers and the gap queues, none of it pushed out
+    // (issue 35). Once a round frees nothing, the rest is read whole, as it comes.
+    let mut bounded = true;
+    loop {
+        reader.read_within(bounded)?;
+        let mut left = false;
+        // Each gap goes to the count as it is taken: gathered first, a pass of 192 CPUs
+        // a whole queue behind held 19 MB of them (issue 35).
+        let mut counting = coincidence.and_then(|c| c.lock().ok());
+        for (i, (lane, ring)) in reader.lanes.iter_mut().zip(rings).enumerate() {
+            let room = if bounded { lane.room() } else { usize::MAX };
+            left |= take_gaps(lane, ring, scale, room, |s, e| {
+                if let Some(c) = counting.as_mut() {
+                    c.add(first + i, s, e);
+                }
+            });
+        }
+        if let Some(c) = counting.as_mut() {
+            c.advance(now);
+        }
+        drop(counting);
+        let holding = reader.holding();
+        reader.settle_read(scale, now.saturating_sub(settle), settle, last);
+        if !(reader.behind() || left) {
+            return Ok(());
+        }
+        bounded &= reader.holding() < holding;
+    }
 }
 
-/// Hands the gaps queued on `ring` to `lane`, each from its start to its end on the
-/// counter (a noise loop's gap ends with the loop's own step), and to `also`.
-fn take_gaps(lane: &mut Lane, ring: &GapRing, scale: Scale, mut also: impl FnMut(u64, u64)) {
+/// Hands at most `n` of the gaps queued on `ring` to `lane`, each from its start to its
+/// end on the counter (a noise loop's gap ends with the loop's own step), and to `also`;
+/// whether any were left queued.
+fn take_gaps(
+    lane: &mut Lane,
+    ring: &GapRing,
+    scale: Scale,
+    n: usize,
+    mut also: impl FnMut(u64, u64),
+) -> bool {
     if lane.measurer == 0 {
         lane.measurer = ring.tid();
     }
     let min_step = ring.loop_min();
-    ring.drain(|e| {
+    ring.drain_at_most(n, |e| {
         let end = e.start_ticks + scale.to_ticks(e.duration_ns) + min_step;
         lane.offer(
             Gap {
@@ -550,7 +570,7 @@ fn take_gaps(lane: &mut Lane, ring: &GapRing, scale: Scale, mut also: impl FnMut
             e.duration_ns,
         );
         also(e.start_ticks, end);
-    });
+    })
 }
 
 /// One line saying on which CPUs trace events were lost, and how many gaps that left
@@ -642,6 +662,79 @@ mod tests {
                 pending_gaps: 0,
             },
         }
+    }
+
+    /// One CPU's reader, its window holding `window` events and its lane `pending` gaps,
+    /// handed a backlog all at once: `gaps` tasks taking the CPU from its loop for 2 µs,
+    /// one every 10 µs, their switches in the kernel's buffer and their gaps queued.
+    /// What one pass long after made of it: the lane, and its window's events pushed out.
+    fn backlog(window: usize, pending: usize, gaps: u64) -> (Lane, u64) {
+        use crate::trace::format::PageLayout;
+        use crate::trace::reader::PageQueue;
+        use crate::trace::stream::tests::{switch, switch_format};
+        const ME: u32 = 100;
+        let scale = Scale::from_hz(1e9);
+        let me = ("measure-cpu1", ME);
+        let records: Vec<(u64, Vec<u8>)> = (0..gaps)
+            .flat_map(|i| {
+                let t = 1_000 + i * 10_000;
+                let task = (["kworker", "ksoftirqd", "rcu_sched"][i as usize % 3], 7);
+                [(t, switch(me, task)), (t + 2_000, switch(task, me))]
+            })
+            .collect();
+        let refs: Vec<(u64, &[u8])> = records.iter().map(|(t, d)| (*t, &d[..])).collect();
+        let pages = crate::trace::ring::write_pages(&refs, 4096, &PageLayout::DEFAULT);
+        let queue = PageQueue {
+            pages: pages.into(),
+        };
+        let f = Follower::from_sources(
+            vec![(1, queue)],
+            4096,
+            PageLayout::DEFAULT,
+            &[switch_format()],
+            window,
+        );
+        let mut lane = Lane::noise(1, Throttle::default());
+        lane.bound_pending(pending);
+        let mut reader = Reader::new(f, vec![lane]);
+        let rings = [GapRing::new(STREAM_GAPS)];
+        let mut p = rings[0].producer(ME, 0);
+        for i in 0..gaps {
+            let start = 1_000 + i * 10_000 - 10;
+            p.push(crate::stats::events::Event {
+                start_ticks: start,
+                duration_ns: 2_020,
+            });
+        }
+        let now = gaps * 10_000 + 200_000_000;
+        read_pass(&mut reader, &rings, 0, None, scale, now, false).unwrap();
+        let evicted = reader.follower.windows[0].evicted;
+        (reader.lanes.remove(0), evicted)
+    }
+
+    /// Issue 35: a backlog five times what a window holds (a pass held up by a kallsyms
+    /// read, a reader held off its CPU) is read a window's room at a time, each round
+    /// settled before the next is read: no event pushed out, no gap dropped, every gap
+    /// named as a window that held the whole backlog names it.
+    #[test]
+    fn issue35_a_backlog_past_a_window_is_read_in_rounds_and_nothing_is_pushed_out() {
+        let gaps = 2_500;
+        let (small, evicted) = backlog(1_024, 256, gaps);
+        assert_eq!(evicted, 0, "events pushed out of the window");
+        assert_eq!((small.shed, small.in_lost_spans), (0, 0));
+        assert_eq!(small.attributed(), gaps);
+        let (whole, _) = backlog(65_536, 8_192, gaps);
+        let scale = Scale::from_hz(1e9);
+        let (small, whole) = (small.finish(scale, 0), whole.finish(scale, 0));
+        assert_eq!(small.causes, whole.causes);
+        let tasks =
+            (small.causes.iter()).filter(|c| c.kind == crate::stats::causes::CauseKind::Task);
+        assert_eq!(
+            tasks.map(|c| c.gaps).sum::<u64>(),
+            gaps,
+            "{:?}",
+            small.causes
+        );
     }
 
     /// A reader that fell a whole gap queue behind says on which CPUs and how many gaps

@@ -267,9 +267,16 @@ impl GapRing {
     }
 
     /// Hands every gap queued so far to `f`, oldest first (the consumer's side).
-    pub fn drain(&self, mut f: impl FnMut(Event)) {
+    pub fn drain(&self, f: impl FnMut(Event)) {
+        self.drain_at_most(usize::MAX, f);
+    }
+
+    /// Hands at most `n` of the gaps queued so far to `f`, oldest first, leaving the rest
+    /// queued; whether any were left.
+    pub fn drain_at_most(&self, n: usize, mut f: impl FnMut(Event)) -> bool {
         let tail = self.tail.load(Ordering::Relaxed);
-        let head = self.head.load(Ordering::Acquire);
+        let queued = self.head.load(Ordering::Acquire);
+        let head = queued.min(tail.saturating_add(n as u64));
         let cap = self.slots.len() as u64;
         for i in tail..head {
             let (s, d) = &self.slots[(i % cap) as usize];
@@ -279,6 +286,7 @@ impl GapRing {
             });
         }
         self.tail.store(head, Ordering::Release);
+        head < queued
     }
 }
 

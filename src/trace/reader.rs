@@ -95,6 +95,8 @@ struct Drained {
     read: u64,
     missed: u64,
     malformed_pages: u64,
+    /// Pages were left unread.
+    stopped: bool,
 }
 
 /// What a page hands over: an event, or the stamp of the first record after events the
@@ -114,9 +116,26 @@ fn drain_into(
     decoder: &mut Decoder,
     keep: &mut dyn FnMut(Item),
 ) -> std::io::Result<Drained> {
+    drain_while(f, page, layout, decoder, keep, &mut || true)
+}
+
+/// As `drain_into`, reading a page only while `more` says so: the rest stays in the
+/// kernel's buffer (`Drained::stopped`).
+fn drain_while(
+    f: &mut impl Read,
+    page: &mut [u8],
+    layout: &PageLayout,
+    decoder: &mut Decoder,
+    keep: &mut dyn FnMut(Item),
+    more: &mut dyn FnMut() -> bool,
+) -> std::io::Result<Drained> {
     use std::io::ErrorKind::{Interrupted, WouldBlock};
     let mut d = Drained::default();
     loop {
+        if !more() {
+            d.stopped = true;
+            return Ok(d);
+        }
         let n = match f.read(page) {
             Ok(0) => return Ok(d),
             Err(e) if matches!(e.kind(), WouldBlock | Interrupted) => return Ok(d),
@@ -346,6 +365,11 @@ impl EventWindow {
         }
     }
 
+    /// The newest event's stamp: every event before it has been read.
+    pub fn newest_ts(&self) -> u64 {
+        self.last_ts
+    }
+
     /// Events stamped before this were forgotten or pushed out: a gap that began before
     /// it lacks some of its events.
     pub fn forgotten_to(&self) -> u64 {
@@ -405,6 +429,8 @@ pub struct Follower<R = File> {
     pub malformed_pages: u64,
     /// Interned names held before starting afresh.
     max_names: usize,
+    /// Per window: the last pass left pages in its buffer (`pass_within`).
+    pub behind: Vec<bool>,
 }
 
 impl Follower {
@@ -441,6 +467,7 @@ impl<R: Read> Follower<R> {
         formats: &[super::format::EventFormat],
         cap: usize,
     ) -> Follower<R> {
+        let n = sources.len();
         Follower {
             windows: (sources.iter())
                 .map(|(c, _)| EventWindow::new(*c, cap))
@@ -452,6 +479,7 @@ impl<R: Read> Follower<R> {
             decoder: Decoder::new(formats),
             malformed_pages: 0,
             max_names: MAX_NAMES,
+            behind: vec![false; n],
         }
     }
 
@@ -470,6 +498,15 @@ impl<R: Read> Follower<R> {
     /// afresh: a new decoder, holding only the names of the events the windows hold
     /// (their names move to it). A buffer that cannot be read is an error.
     pub fn pass(&mut self) -> std::io::Result<()> {
+        self.pass_within(false)
+    }
+
+    /// As `pass`; when `bounded`, a buffer is read only while its window has room for
+    /// a page's events without pushing any out: the rest waits in the
+    /// kernel's buffer, the window's CPU marked `behind`, for its caller to settle what
+    /// the window holds and read on (issue 35: a pass held up by a kallsyms read, or a
+    /// reader held off its CPU, read the backlog whole and pushed events out).
+    pub fn pass_within(&mut self, bounded: bool) -> std::io::Result<()> {
         if self.decoder.names.len() > self.max_names {
             let old = std::mem::replace(&mut self.decoder, Decoder::new(&self.formats));
             let names = &mut self.decoder.names;
@@ -484,17 +521,28 @@ impl<R: Read> Follower<R> {
                 self.max_names *= 2;
             }
         }
-        for ((_, f), w) in self.pipes.iter_mut().zip(&mut self.windows) {
-            let d = drain_into(
+        // A record takes at least an 8-byte header and payload.
+        let page_events = self.page.len() / 8;
+        let pipes = self.pipes.iter_mut().zip(&mut self.windows);
+        for (((_, f), w), behind) in pipes.zip(&mut self.behind) {
+            // What the window has room for, as `keep` leaves it (it holds the window).
+            let room = std::cell::Cell::new(w.cap().saturating_sub(w.len()));
+            let page = page_events.min(w.cap() / 2);
+            let d = drain_while(
                 f,
                 &mut self.page,
                 &self.layout,
                 &mut self.decoder,
                 &mut |i| match i {
-                    Item::Event(e) => w.push(e),
+                    Item::Event(e) => {
+                        w.push(e);
+                        room.set(w.cap().saturating_sub(w.len()));
+                    }
                     Item::LostBefore(ts) => w.lost_before(ts),
                 },
+                &mut || !bounded || room.get() >= page,
             )?;
+            *behind = d.stopped;
             w.read += d.read;
             w.missed += d.missed;
             self.malformed_pages += d.malformed_pages;

@@ -280,6 +280,29 @@ impl Lane {
         Some((events, gaps))
     }
 
+    /// Gaps it may take before the oldest waiting is dropped.
+    pub fn room(&self) -> usize {
+        self.max_pending.saturating_sub(self.pending.len())
+    }
+
+    /// Gaps held waiting to settle.
+    pub fn waiting(&self) -> usize {
+        self.pending.len()
+    }
+
+    /// Where its gaps may settle when its window's buffer was left with pages unread:
+    /// those that ended far enough before the newest event read that every event they
+    /// need has been read. A spinning loop's gap needs an NMI stamped up to [`NMI_NS`]
+    /// after its end; a sleeper's, the events up to its next switch out, so it waits
+    /// `lag`, as long as a pass waits for the kernel's writing.
+    pub fn settled_behind(&self, newest: u64, lag: u64, scale: Scale) -> u64 {
+        let after = match self.kind {
+            MeasurerKind::Spins => scale.to_ticks(NMI_NS) + 1,
+            MeasurerKind::Sleeps => lag,
+        };
+        newest.saturating_sub(after)
+    }
+
     /// The most gaps it holds waiting to settle.
     pub fn max_pending(&self) -> usize {
         self.max_pending
@@ -504,7 +527,13 @@ impl<R: Read> Reader<R> {
     /// as each lane's gaps settled, took passes of up to 200 ms in its first second and
     /// shed gaps while it caught up).
     pub fn read(&mut self) -> std::io::Result<()> {
-        self.follower.pass()?;
+        self.read_within(false)
+    }
+
+    /// As `read`; when `bounded`, each window only as far as it has room for
+    /// ([`Follower::pass_within`]).
+    pub fn read_within(&mut self, bounded: bool) -> std::io::Result<()> {
+        self.follower.pass_within(bounded)?;
         let windows = &self.follower.windows;
         let new = (windows.iter().zip(&mut self.named)).flat_map(|(w, named)| {
             let n = w.read.saturating_sub(*named) as usize;
@@ -517,6 +546,13 @@ impl<R: Read> Reader<R> {
 
     /// Attributes each lane's settled gaps (all of them when `last`).
     pub fn settle(&mut self, scale: Scale, settled: u64, last: bool) {
+        self.settle_read(scale, settled, 0, last);
+    }
+
+    /// As `settle`; a lane whose window's buffer was left with pages unread settles
+    /// only what its window has read far enough past ([`Lane::settled_behind`], `lag`
+    /// for a sleeper), and not all even when `last`.
+    pub fn settle_read(&mut self, scale: Scale, settled: u64, lag: u64, last: bool) {
         let Reader {
             follower,
             lanes,
@@ -528,9 +564,26 @@ impl<R: Read> Reader<R> {
             scale,
             known,
         };
-        for (lane, w) in lanes.iter_mut().zip(&mut follower.windows) {
-            lane.settle(w, &mut cx, settled, last);
+        let windows = follower.windows.iter_mut().zip(&follower.behind);
+        for (lane, (w, &behind)) in lanes.iter_mut().zip(windows) {
+            match behind {
+                false => lane.settle(w, &mut cx, settled, last),
+                true => {
+                    let read_to = lane.settled_behind(w.newest_ts(), lag, scale);
+                    lane.settle(w, &mut cx, settled.min(read_to), false)
+                }
+            }
         }
+    }
+
+    /// Whether a window's buffer was left with pages unread by the last read.
+    pub fn behind(&self) -> bool {
+        self.follower.behind.iter().any(|&b| b)
+    }
+
+    /// Events held in the windows and gaps waiting, all lanes: what settling frees.
+    pub fn holding(&self) -> usize {
+        self.held() + self.lanes.iter().map(Lane::waiting).sum::<usize>()
     }
 
     /// Events held in the windows now, all lanes.
@@ -540,7 +593,7 @@ impl<R: Read> Reader<R> {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
     use crate::stats::causes::CauseKind;
     use crate::trace::format::{PageLayout, parse_event_format};
@@ -550,12 +603,12 @@ mod tests {
     const ME: u32 = 100;
     const MS: u64 = 1_000_000;
 
-    fn switch_format() -> crate::trace::format::EventFormat {
+    pub(crate) fn switch_format() -> crate::trace::format::EventFormat {
         parse_event_format("sched:sched_switch", crate::trace::event::SWITCH_FORMAT).unwrap()
     }
 
     /// A sched_switch record from (comm, pid) to (comm, pid), the first still runnable.
-    fn switch(prev: (&str, u32), next: (&str, u32)) -> Vec<u8> {
+    pub(crate) fn switch(prev: (&str, u32), next: (&str, u32)) -> Vec<u8> {
         let mut rec = vec![0u8; 64];
         rec[0..2].copy_from_slice(&7u16.to_le_bytes());
         rec[8..8 + prev.0.len()].copy_from_slice(prev.0.as_bytes());
