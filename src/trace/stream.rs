@@ -501,8 +501,6 @@ pub struct Reader<R = std::fs::File> {
     pub follower: Follower<R>,
     pub lanes: Vec<Lane>,
     known: HashMap<u64, String>,
-    /// Each window's events read by the last pass: the newer ones are named next pass.
-    named: Vec<u64>,
 }
 
 impl<R: Read> Reader<R> {
@@ -514,7 +512,6 @@ impl<R: Read> Reader<R> {
             "one lane per window, in order"
         );
         Reader {
-            named: vec![0; lanes.len()],
             follower,
             lanes,
             known: Default::default(),
@@ -534,13 +531,8 @@ impl<R: Read> Reader<R> {
     /// ([`Follower::pass_within`]).
     pub fn read_within(&mut self, bounded: bool) -> std::io::Result<()> {
         self.follower.pass_within(bounded)?;
-        let windows = &self.follower.windows;
-        let new = (windows.iter().zip(&mut self.named)).flat_map(|(w, named)| {
-            let n = w.read.saturating_sub(*named) as usize;
-            *named = w.read;
-            w.newest(n)
-        });
-        super::symbols::name_functions(&mut self.known, new);
+        let new = std::mem::take(&mut self.follower.new_functions);
+        super::symbols::name_addresses(&mut self.known, new);
         Ok(())
     }
 

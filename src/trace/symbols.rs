@@ -108,6 +108,17 @@ pub fn name_functions<'e>(
     name_functions_with(symbols, events, |new| Symbols::resolve(new.into_iter()));
 }
 
+/// As `name_functions`, of function addresses rather than the events that carry them
+/// (a follower's `new_functions`, found as it read).
+pub fn name_addresses(symbols: &mut HashMap<u64, String>, addrs: Vec<u64>) {
+    let new: std::collections::HashSet<u64> = (addrs.into_iter())
+        .filter(|f| !symbols.contains_key(f))
+        .collect();
+    if !new.is_empty() {
+        symbols.extend(Symbols::resolve(new.into_iter()));
+    }
+}
+
 /// As `name_functions`, with the names of new addresses from `resolve` (a table held
 /// whole, for `watch` and `monitor`).
 pub fn name_functions_with<'e>(
