@@ -124,7 +124,7 @@ pub fn attribute_noise_entry(
 /// 150 000 gaps a second at the 27 ms a pass of 192 CPUs took in the replay bench, eight
 /// times the busiest host seen (18 000 a second).
 pub const STREAM_GAPS: usize = 4_096;
-/// Events a CPU's window holds at most (48 bytes each, 3 MiB). A window holds only what
+/// Events a CPU's window holds at most (40 bytes each, 2.5 MiB). A window holds only what
 /// waiting gaps need, about 90 ms of events (kilobytes at the rates seen here and on the
 /// 16-CPU host), and gives a burst's memory back; the bound is for a reader held off
 /// its CPU: a full test run beside builds starved one of 16 384 for long enough to push

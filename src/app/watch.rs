@@ -61,7 +61,7 @@ const READ_PASS: Duration = Duration::from_millis(20);
 /// How old an event is when it is walked: by then every CPU's events before it have
 /// been read, and a thread the process started then has been listed (a pass is 100 ms).
 const SETTLE: Duration = Duration::from_millis(300);
-/// Events read but not yet walked, per CPU (48 bytes each): far above SETTLE's worth
+/// Events read but not yet walked, per CPU (40 bytes each): far above SETTLE's worth
 /// on a busy CPU; beyond it they are counted as lost.
 const WINDOW_EVENTS: usize = 262_144;
 /// How often the watched process is checked and its threads listed again.

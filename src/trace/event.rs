@@ -116,7 +116,7 @@ pub enum Kind {
     },
     Switch {
         prev: Task,
-        prev_state: i64,
+        prev_state: i32,
         next: Task,
     },
     Wakeup {
@@ -195,13 +195,13 @@ pub struct Event {
 /// A `sched_switch`'s `prev_state` says the task could still run: no sleep bit among
 /// the kernel's reported states (the low byte). A preempted task reports 0, or
 /// TASK_REPORT_MAX (0x100, "R+") on kernels that mark preemption.
-pub fn still_runnable(prev_state: i64) -> bool {
+pub fn still_runnable(prev_state: i32) -> bool {
     prev_state & 0xff == 0
 }
 
 /// A `sched_switch`'s `prev_state` says the task was preempted inside the kernel
 /// (TASK_REPORT_MAX, printed "R+"), not at a return to user space or by sleeping.
-pub fn preempted_in_kernel(prev_state: i64) -> bool {
+pub fn preempted_in_kernel(prev_state: i32) -> bool {
     prev_state & 0x100 != 0
 }
 
@@ -382,7 +382,8 @@ impl Decoder {
                         comm: names.intern_bytes(pc),
                         prio: i(&s.prev_prio)? as i32,
                     },
-                    prev_state: i(&s.prev_state)?,
+                    // The reported states fit the low bits: an event 8 bytes smaller.
+                    prev_state: i(&s.prev_state)? as i32,
                     next: Task {
                         pid: i(&s.next_pid)? as u32,
                         comm: names.intern_bytes(nc),
@@ -461,6 +462,13 @@ pub(crate) const SWITCH_FORMAT: &str = "ID: 7\n\
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Issue 35: an event is 40 bytes (a `prev_state` of 32 bits, not 64): what every
+    /// window's share of the readers' budget is counted in.
+    #[test]
+    fn an_event_is_40_bytes() {
+        assert_eq!(std::mem::size_of::<Event>(), 40);
+    }
     use crate::trace::format::parse_event_format;
 
     /// A decoder of `sched_switch` and one of its records: `prev` (pid 42, prio 98) gives

@@ -2,8 +2,8 @@
 //! caller pins to the housekeeping CPU, so that nothing is overwritten on long runs and
 //! no reading happens on a measured CPU. Pages are parsed and decoded as they come.
 //!
-//! Memory is bounded: at most `MAX_EVENTS_PER_CPU` events are kept per CPU (48 bytes
-//! each, about 48 MiB at most); later ones are counted as lost, as are events the kernel
+//! Memory is bounded: at most `MAX_EVENTS_PER_CPU` events are kept per CPU (40 bytes
+//! each, about 40 MB at most); later ones are counted as lost, as are events the kernel
 //! overwrote before they were read.
 //!
 //! A run that attributes as it goes (`noise --trace`, `timer --trace`, `monitor --trace`,

@@ -61,8 +61,8 @@ pub const BUDGET_BYTES: usize = 64 << 20;
 /// and the freed memory it keeps. Shared out whole, 192 CPUs' readers under overload held
 /// 65–66 MiB of heap at their peak and grew the process's private memory by 67–69 MiB.
 pub const SLACK_BYTES: usize = BUDGET_BYTES / 16;
-/// Each CPU's window holds at least this many events whatever the CPU count (96 KiB at
-/// 48 bytes), nearly three times the 90 ms of events its waiting gaps need at 20 000 gaps
+/// Each CPU's window holds at least this many events whatever the CPU count (80 KiB at
+/// 40 bytes), nearly three times the 90 ms of events its waiting gaps need at 20 000 gaps
 /// a second (8 200 events a second at the mix issue 35 measured). At 4 096 the floor, not
 /// the budget, bounded 192 CPUs' windows, and what the tallies and the coincidence count
 /// held came on top (a replay a queue behind held 66 MiB at its peak). The floor comes

@@ -35,7 +35,7 @@ use super::metrics::{CauseLabels, CpuLabels, Metrics};
 pub const MAX_CAUSES: usize = 20;
 /// The name the causes beyond [`MAX_CAUSES`] share.
 pub const OTHER: &str = "other";
-/// Events kept per CPU: 48 bytes each, at most 6 MiB a CPU; a quiet measured CPU makes
+/// Events kept per CPU: 40 bytes each, at most 5 MiB a CPU; a quiet measured CPU makes
 /// about 10 000 a second (its own timer's), a busy one 100 000, and the window must
 /// span about a second and a quarter (a second handed over, and the tick's lag).
 pub const WINDOW_EVENTS: usize = 131_072;

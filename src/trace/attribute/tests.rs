@@ -560,7 +560,7 @@ fn issue22_a_normal_task_running_instead_is_the_fair_server_where_there_is_one()
     }
 }
 
-fn a_normal_task_running_instead(state: i64) {
+fn a_normal_task_running_instead(state: i32) {
     let mut names = Names::default();
     let me = task(&mut names, "measure-cpu1", ME, 89);
     let py = task(&mut names, "python3", 812, 120);
@@ -690,7 +690,7 @@ impl Script {
         e
     }
 
-    fn switch(&mut self, ts: u64, prev: Task, prev_state: i64, next: Task) {
+    fn switch(&mut self, ts: u64, prev: Task, prev_state: i32, next: Task) {
         let kind = Kind::Switch {
             prev,
             prev_state,

@@ -99,7 +99,7 @@ pub struct ThreadFigures {
 pub const SLEEP_STATES: [&str; 3] = ["S", "D", "other"];
 
 /// Which of `SLEEP_STATES` a switch out's `prev_state` is.
-pub(super) fn sleep_state(state: i64) -> usize {
+pub(super) fn sleep_state(state: i32) -> usize {
     match state {
         s if s & 0x1 != 0 => 0,
         // TASK_UNINTERRUPTIBLE, or TASK_REPORT_IDLE (6.x: an idle kernel thread).

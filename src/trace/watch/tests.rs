@@ -49,7 +49,7 @@ impl Trace {
         self.at(cpu, ts, kind);
     }
 
-    fn switch(&mut self, cpu: usize, ts: u64, prev: Task, state: i64, next: Task) {
+    fn switch(&mut self, cpu: usize, ts: u64, prev: Task, state: i32, next: Task) {
         let kind = Kind::Switch {
             prev,
             prev_state: state,
@@ -620,7 +620,7 @@ fn threads_that_end_are_dropped_after_their_last_drain() {
 /// ran until the refill is the quota's (49.9 µs), the vector its own, the rest
 /// `other`'s. `end_seen` false: no switch in is recorded (out of idle),
 /// and the thread is next seen going to sleep at 90 µs.
-fn quota_trace(state: i64, refill: bool, end_seen: bool) -> ThreadFigures {
+fn quota_trace(state: i32, refill: bool, end_seen: bool) -> ThreadFigures {
     let mut t = Trace::new();
     let app = t.task("app", 10, 120);
     let other = t.task("other", 30, 120);

@@ -45,7 +45,7 @@ pub(super) struct Thread {
     /// The priority last seen.
     prio: Option<i32>,
     /// When it was switched out asleep, and the state it slept in.
-    slept: Option<(u64, i64)>,
+    slept: Option<(u64, i32)>,
     /// The stamp of its last event.
     pub(super) last_ts: u64,
 }
@@ -306,7 +306,7 @@ impl Walk {
         cpu: usize,
         ts: u64,
         prev: Task,
-        prev_state: i64,
+        prev_state: i32,
         next: Task,
     ) {
         // Interrupt contexts end before a switch: one still open lost its exit.
@@ -322,7 +322,7 @@ impl Walk {
         }
     }
 
-    fn switched_out(&mut self, names: &Names, cpu: usize, ts: u64, prev: Task, prev_state: i64) {
+    fn switched_out(&mut self, names: &Names, cpu: usize, ts: u64, prev: Task, prev_state: i32) {
         let th = self.thread(&prev, names);
         match th.phase {
             Phase::Running {

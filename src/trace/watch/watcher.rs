@@ -9,7 +9,7 @@ use crate::stats::causes::Attribution;
 use crate::trace::attribute::{Context, Gap, MeasurerKind, Naming, Tally};
 use crate::trace::event::{Event, Kind, Names};
 
-/// Events kept per CPU for the delays still open (48 bytes each, 6 MiB a CPU): past it
+/// Events kept per CPU for the delays still open (40 bytes each, 5 MiB a CPU): past it
 /// the oldest are dropped and counted as lost.
 pub const TAIL_CAP: usize = 131_072;
 /// Events walked between settlings within one batch.
