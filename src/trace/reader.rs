@@ -514,7 +514,8 @@ impl<R: Read> Follower<R> {
             let names = &mut self.decoder.names;
             let mut moved = |id| names.intern(old.names.get(id));
             for w in &mut self.windows {
-                for e in w.events.iter_mut() {
+                // What it holds, not its forgotten front: those names are not carried over.
+                for e in w.events[w.head..].iter_mut() {
                     e.kind = e.kind.map_names(&mut moved);
                 }
             }

@@ -1157,6 +1157,31 @@ pub(crate) mod tests {
         }
     }
 
+    /// Names start afresh with the events a window holds, not with those it forgot but
+    /// keeps at its front until that front is as long as what it holds.
+    #[test]
+    fn names_start_afresh_without_a_windows_forgotten_front() {
+        let mut r = reader();
+        r.follower.set_max_names(10);
+        let me = ("measure-cpu1", ME);
+        let opt = |i: u64| format!("opt {i:08x}");
+        let recs: Vec<(u64, Vec<u8>)> = (0..40u64)
+            .map(|i| ((i + 1) * 1_000, switch(me, (&opt(i), 1_000 + i as u32))))
+            .collect();
+        feed(&mut r, pages_of(&recs));
+        // The first ten forgotten, thirty held: the front stays where it is.
+        r.follower.windows[0].forget_before(10_500);
+        assert_eq!(r.held(), 30);
+        feed(&mut r, pages_of(&[(50_000, switch(me, ("opt last", 7)))]));
+        let names = &r.follower.decoder.names;
+        let all: Vec<&str> = (0..names.len() as u32).map(|id| names.get(id)).collect();
+        assert!(all.len() <= 33, "{all:?}");
+        for i in 0..10 {
+            assert!(!all.contains(&opt(i).as_str()), "{} carried over", opt(i));
+        }
+        assert!(all.contains(&opt(10).as_str()) && all.contains(&"opt last"));
+    }
+
     /// Issue 29: past its limit of names a reader starts afresh with only the names its
     /// windows' events use, and those events keep their names.
     #[test]
