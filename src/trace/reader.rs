@@ -106,22 +106,12 @@ pub enum Item {
     LostBefore(u64),
 }
 
-/// Reads one CPU's pages until none is ready, handing each decoded event to `keep`. A
-/// read that fails otherwise than "nothing ready" (the instance removed under us, an I/O
-/// error) is an error: a trace that stops must not look like a quiet CPU.
+/// Reads one CPU's pages until none is ready, handing each decoded event to `keep`, and
+/// reading a page only while `more` says so: the rest stays in the kernel's buffer
+/// (`Drained::stopped`). A read that fails otherwise than "nothing ready" (the instance
+/// removed under us, an I/O error) is an error: a trace that stops must not look like a
+/// quiet CPU.
 fn drain_into(
-    f: &mut impl Read,
-    page: &mut [u8],
-    layout: &PageLayout,
-    decoder: &mut Decoder,
-    keep: &mut dyn FnMut(Item),
-) -> std::io::Result<Drained> {
-    drain_while(f, page, layout, decoder, keep, &mut || true)
-}
-
-/// As `drain_into`, reading a page only while `more` says so: the rest stays in the
-/// kernel's buffer (`Drained::stopped`).
-fn drain_while(
     f: &mut impl Read,
     page: &mut [u8],
     layout: &PageLayout,
@@ -169,10 +159,13 @@ fn drain(
 ) -> Result<(), TraceError> {
     let events = out.per_cpu.entry(cpu).or_default();
     let mut beyond = 0u64;
-    let d = drain_into(f, page, &s.layout, &mut out.decoder, &mut |i| match i {
+    let mut keep = |i| match i {
         Item::LostBefore(_) => {}
         Item::Event(_) if events.len() >= MAX_EVENTS_PER_CPU => beyond += 1,
         Item::Event(e) => events.push(e),
+    };
+    let d = drain_into(f, page, &s.layout, &mut out.decoder, &mut keep, &mut || {
+        true
     })
     .map_err(|source| TraceError::Io {
         path: s.pipe(cpu),
@@ -375,6 +368,10 @@ impl EventWindow {
         &self.events[self.head..]
     }
 
+    fn events_mut(&mut self) -> &mut [Event] {
+        &mut self.events[self.head..]
+    }
+
     pub fn len(&self) -> usize {
         self.events.len() - self.head
     }
@@ -515,7 +512,7 @@ impl<R: Read> Follower<R> {
             let mut moved = |id| names.intern(old.names.get(id));
             for w in &mut self.windows {
                 // What it holds, not its forgotten front: those names are not carried over.
-                for e in w.events[w.head..].iter_mut() {
+                for e in w.events_mut() {
                     e.kind = e.kind.map_names(&mut moved);
                 }
             }
@@ -531,7 +528,7 @@ impl<R: Read> Follower<R> {
             // What the window has room for, as `keep` leaves it (it holds the window).
             let room = std::cell::Cell::new(w.cap().saturating_sub(w.len()));
             let page = page_events.min(w.cap() / 2);
-            let d = drain_while(
+            let d = drain_into(
                 f,
                 &mut self.page,
                 &self.layout,
@@ -579,10 +576,24 @@ mod tests {
         let mut decoder = Decoder::new(&[]);
         // A directory reads as EISDIR.
         let mut dir = File::open("/").unwrap();
-        let got = drain_into(&mut dir, &mut page, &layout, &mut decoder, &mut |_| {});
+        let got = drain_into(
+            &mut dir,
+            &mut page,
+            &layout,
+            &mut decoder,
+            &mut |_| {},
+            &mut || true,
+        );
         assert!(got.is_err());
         let mut empty = tempfile::tempfile().unwrap();
-        let got = drain_into(&mut empty, &mut page, &layout, &mut decoder, &mut |_| {});
+        let got = drain_into(
+            &mut empty,
+            &mut page,
+            &layout,
+            &mut decoder,
+            &mut |_| {},
+            &mut || true,
+        );
         assert_eq!(got.unwrap().read, 0);
     }
 

@@ -111,12 +111,7 @@ pub fn name_functions<'e>(
 /// As `name_functions`, of function addresses rather than the events that carry them
 /// (a follower's `new_functions`, found as it read).
 pub fn name_addresses(symbols: &mut HashMap<u64, String>, addrs: Vec<u64>) {
-    let new: std::collections::HashSet<u64> = (addrs.into_iter())
-        .filter(|f| !symbols.contains_key(f))
-        .collect();
-    if !new.is_empty() {
-        symbols.extend(Symbols::resolve(new.into_iter()));
-    }
+    name_new(symbols, addrs, |new| Symbols::resolve(new.into_iter()));
 }
 
 /// As `name_functions`, with the names of new addresses from `resolve` (a table held
@@ -126,8 +121,17 @@ pub fn name_functions_with<'e>(
     events: impl IntoIterator<Item = &'e super::event::Event>,
     resolve: impl FnOnce(std::collections::HashSet<u64>) -> HashMap<u64, String>,
 ) {
-    let new: std::collections::HashSet<u64> = (events.into_iter())
-        .filter_map(|e| e.kind.function())
+    let addrs = events.into_iter().filter_map(|e| e.kind.function());
+    name_new(symbols, addrs, resolve);
+}
+
+/// Names those of `addrs` not in `symbols` yet, by `resolve`, called only if one is new.
+fn name_new(
+    symbols: &mut HashMap<u64, String>,
+    addrs: impl IntoIterator<Item = u64>,
+    resolve: impl FnOnce(std::collections::HashSet<u64>) -> HashMap<u64, String>,
+) {
+    let new: std::collections::HashSet<u64> = (addrs.into_iter())
         .filter(|f| !symbols.contains_key(f))
         .collect();
     if !new.is_empty() {
