@@ -1180,10 +1180,12 @@ pub(crate) fn promtool_complaints(body: &str) -> Option<String> {
 #[test]
 fn issue25_monitor_watch_comm_exports_the_sleepers_wakeups_and_the_hog_as_cause() {
     let name = "issue25_monitor_watch_comm_exports_the_sleepers_wakeups_and_the_hog_as_cause";
+    // Held before tracefs is tried: a session another test closes may unmount it, and
+    // the trial's own instance would be counted in another test's checks.
+    let _m = util::measuring();
     let Some((cpu, hk)) = crate::watch::can_watch(name) else {
         return;
     };
-    let _m = util::measuring();
     let (cpu_s, hk_s) = (cpu.to_string(), hk.to_string());
     let mon = Monitor::start(&[
         "-a",

@@ -244,10 +244,11 @@ fn issue23_tune_judges_with_the_timer_probe() {
 /// and after. Two sysctl steps at SCHED_OTHER, in short blocks; both are reverted.
 #[test]
 fn issue23_traced_tune_shows_each_steps_cause_share() {
+    // Held before tracefs is tried (as in tests/trace.rs).
+    let _m = measuring();
     if !is_root() || !util::tracefs_usable() {
         return skip("issue23 traced tune", "needs root and tracefs");
     }
-    let _m = measuring();
     let steps = "stat-interval-short,timer-migration-on";
     let o = jitterscope(&[
         "tune", "--yes", "-a", "1", "--policy", "other", "--trace", "--step", steps, "--block",
