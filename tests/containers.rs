@@ -44,7 +44,12 @@ impl Containers {
     fn make() -> Result<Containers, String> {
         let pid = std::process::id();
         let parent = Path::new(CPU_MOUNT).join(format!("jsq-issue34-{pid}"));
-        let ids = [format!("34a{pid:061x}"), format!("34b{pid:061x}")];
+        // The pid first: the 12 characters the tests give as the id are then this run's
+        // alone, not shared with a group a killed run left.
+        let ids = [
+            format!("34a{pid:08x}{:053}", 0),
+            format!("34b{pid:08x}{:053}", 0),
+        ];
         let c = Containers { parent, ids };
         std::fs::create_dir(&c.parent).map_err(|e| format!("cannot make a cpu group: {e}"))?;
         c.write(&c.parent, "cpu.rt_runtime_us", "400000")?;
