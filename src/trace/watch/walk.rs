@@ -75,6 +75,11 @@ pub(super) struct Walk {
     pub(super) cpus: FxHashMap<usize, Cpu>,
     /// Delays at or above the threshold, in the order they ended, until taken.
     pub(super) ended: Vec<Delay>,
+    /// The threads put in `Phase::Woken`, some of which may have left it since: a
+    /// CPU's event looks for a woken thread to start among these, not among every
+    /// thread followed (issue 34: ten containers' threads, each scanned at every
+    /// interrupt on every CPU).
+    woken: Vec<u32>,
     /// Significant digits of the threads' histograms.
     pub(super) sigfig: u8,
     /// Stretches preempted while runnable are attributed too, not only wake-up delays.
@@ -92,6 +97,7 @@ impl Walk {
             threads: BTreeMap::new(),
             cpus: FxHashMap::default(),
             ended: Vec::new(),
+            woken: Vec::new(),
             sigfig: crate::stats::histogram::SIGFIG,
             split_preempted: true,
             now: 0,
@@ -189,6 +195,9 @@ impl Walk {
                         cpu: target,
                         prio: task.prio,
                     };
+                    if !self.woken.contains(&task.pid) {
+                        self.woken.push(task.pid);
+                    }
                 }
             }
             // Another task woken for an idle CPU runs there next, switch recorded or not
@@ -231,10 +240,14 @@ impl Walk {
             Some(t) if t.pid != 0 => !c.waiting || t.prio <= prio,
             _ => false,
         };
+        // Those no longer woken leave the list.
+        let threads = &self.threads;
+        let phase = |tid: &u32| threads.get(tid).map(|th| th.phase);
+        (self.woken).retain(|tid| matches!(phase(tid), Some(Phase::Woken { .. })));
         // Of the woken, the highest priority first, then the earliest: it would run first.
-        let woken = (self.threads.iter())
-            .filter_map(|(&tid, th)| match th.phase {
-                Phase::Woken { at, cpu: w, prio } if w == cpu && at < ts => Some((prio, at, tid)),
+        let woken = (self.woken.iter())
+            .filter_map(|tid| match phase(tid)? {
+                Phase::Woken { at, cpu: w, prio } if w == cpu && at < ts => Some((prio, at, *tid)),
                 _ => None,
             })
             .min();
