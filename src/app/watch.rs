@@ -332,7 +332,7 @@ impl Measure for WatchCommand {
                         figures: w.finish(names, symbols),
                         counts,
                     };
-                let mut known = HashSet::new();
+                let mut known = rustc_hash::FxHashSet::default();
                 let ran = |p: Pass<'_>| {
                     if let Some(owners) = &owners {
                         owners.ran(p.fed, &mut known);
@@ -546,7 +546,7 @@ pub struct Pass<'a> {
     /// The trace has stopped and every event was fed: the last pass.
     pub last: bool,
     /// The events just fed, by CPU.
-    pub fed: &'a BTreeMap<usize, Vec<Event>>,
+    pub fed: &'a [(usize, &'a [Event])],
     session: &'a TraceSession,
     follower: &'a reader::Follower,
 }
@@ -619,12 +619,13 @@ pub fn follow<T>(
         if let Some(tids) = tids {
             watcher.watch_tids(lock(tids).iter().copied());
         }
-        let mut batch = BTreeMap::new();
-        for w in &mut follower.windows {
-            batch.insert(w.cpu, w.take_before(until));
-        }
+        // Fed from the windows where they lie, then forgotten: copied out first, they
+        // were a twentieth of the reader's time (issue 34).
+        let batch: Vec<(usize, &[Event])> = (follower.windows.iter())
+            .map(|w| (w.cpu, w.before(until)))
+            .collect();
         // Named from the table read before tracing.
-        let events = batch.values().flatten();
+        let events = batch.iter().flat_map(|(_, evs)| evs.iter());
         name_functions_with(&mut symbols, events, |new| kallsyms.names(new.into_iter()));
         watcher.feed(&batch, until, &follower.decoder.names, &symbols);
         each(Pass {
@@ -634,6 +635,9 @@ pub fn follow<T>(
             session,
             follower: &follower,
         });
+        for w in &mut follower.windows {
+            w.forget_before(until);
+        }
         if last {
             break;
         }
@@ -642,7 +646,7 @@ pub fn follow<T>(
     let counts = Pass {
         watcher: &mut watcher,
         last: true,
-        fed: &BTreeMap::new(),
+        fed: &[],
         session,
         follower: &follower,
     }

@@ -329,14 +329,11 @@ impl EventWindow {
         self.forgot(ts);
     }
 
-    /// As `forget_before`, handing the events forgotten over, oldest first: for a caller
-    /// that walks each event once (`watch`).
-    pub fn take_before(&mut self, ts: u64) -> Vec<Event> {
-        let n = self.events().partition_point(|e| e.ts < ts);
-        let taken = self.events()[..n].to_vec();
-        self.head += n;
-        self.forgot(ts);
-        taken
+    /// The events stamped before `ts`, oldest first: for a caller that walks each event
+    /// once (`watch`), then forgets them.
+    pub fn before(&self, ts: u64) -> &[Event] {
+        let events = self.events();
+        &events[..events.partition_point(|e| e.ts < ts)]
     }
 
     fn forgot(&mut self, ts: u64) {
@@ -674,16 +671,17 @@ mod tests {
     }
 
     #[test]
-    fn taking_a_wrapped_window_hands_over_what_forgetting_drops_in_order() {
+    fn a_forgotten_and_refilled_window_hands_over_what_forgetting_drops_in_order() {
         let (mut taken, mut kept) = (EventWindow::new(1, 8), EventWindow::new(1, 8));
-        // Pushed, half forgotten, pushed again: the deque wraps around its end.
+        // Pushed, half forgotten, pushed again: its start has moved.
         for w in [&mut taken, &mut kept] {
             (1..=6).for_each(|t| w.push(ev(t * 10)));
             w.forget_before(45);
             (7..=11).for_each(|t| w.push(ev(t * 10)));
         }
         let before: Vec<u64> = kept.events().iter().map(|e| e.ts).collect();
-        let got: Vec<u64> = taken.take_before(95).iter().map(|e| e.ts).collect();
+        let got: Vec<u64> = taken.before(95).iter().map(|e| e.ts).collect();
+        taken.forget_before(95);
         kept.forget_before(95);
         assert_eq!(got, vec![50, 60, 70, 80, 90]);
         assert_eq!(before[..5], got[..]);

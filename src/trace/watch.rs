@@ -46,6 +46,7 @@ mod watcher;
 pub use super::event::still_runnable;
 pub use figures::{PRIO_CHANGES_KEPT, SLEEP_STATES, Settings, ThreadFigures, Watched};
 use walk::Walk;
+use watcher::Merge;
 pub use watcher::{TAIL_CAP, Watcher};
 
 /// Every wake-up delay of each watched thread, by thread id: (the CPU that ran it,
@@ -57,14 +58,14 @@ pub fn wakeup_delays(
     watched: &Watched,
     scale: Scale,
 ) -> BTreeMap<u32, Vec<(usize, Gap, u64)>> {
-    let mut merged: Vec<(u64, usize, &Event)> = (per_cpu.iter())
-        .flat_map(|(&cpu, evs)| evs.iter().map(move |e| (e.ts, cpu, e)))
-        .collect();
-    merged.sort_by_key(|&(ts, cpu, _)| (ts, cpu));
     let mut w = Walk::new(watched.clone(), scale, 0);
     w.split_preempted = false;
-    for (_, cpu, e) in merged {
-        w.step(names, cpu, e);
+    let per_cpu = slices(per_cpu);
+    let mut merged = Merge::new(&per_cpu);
+    while let Some((cpu, run)) = merged.next_run(usize::MAX) {
+        for e in run {
+            w.step(names, cpu, e);
+        }
     }
     w.finish();
     let mut out: BTreeMap<u32, Vec<(usize, Gap, u64)>> = BTreeMap::new();
@@ -84,8 +85,15 @@ pub fn watch(
     symbols: &HashMap<u64, String>,
 ) -> Vec<ThreadFigures> {
     let mut w = Watcher::new(watched.clone(), s.clone());
-    w.feed(per_cpu, u64::MAX, names, symbols);
+    w.feed(&slices(per_cpu), u64::MAX, names, symbols);
     w.finish(names, symbols)
+}
+
+/// Each CPU's events as `Watcher::feed` takes them.
+pub fn slices(per_cpu: &BTreeMap<usize, Vec<Event>>) -> Vec<(usize, &[Event])> {
+    (per_cpu.iter())
+        .map(|(&cpu, evs)| (cpu, evs.as_slice()))
+        .collect()
 }
 
 /// A task's name as the kernel keeps it: at most 15 bytes.

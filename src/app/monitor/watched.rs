@@ -32,7 +32,7 @@
 //! would hold the larger window of every CPU. The cost is that the measured CPUs' events
 //! are written to two buffers.
 
-use std::collections::{BTreeSet, HashSet};
+use std::collections::BTreeSet;
 use std::sync::atomic::AtomicBool;
 use std::time::{Duration, Instant};
 
@@ -140,7 +140,7 @@ impl WatchComms {
         let mut per_group = Books::new([]);
         let mut reader = ReaderBooks::default();
         let owners = Owners::default();
-        let mut known = HashSet::new();
+        let mut known = rustc_hash::FxHashSet::default();
         let cpu_start = thread_cpu_ns();
         let mut next = Instant::now() + DRAIN_EVERY;
         let mut next_list = Instant::now();

@@ -9,7 +9,7 @@
 //! happen: a task that ended before its owner was read has no cgroup left to read, and
 //! is said so, never guessed.
 
-use std::collections::{HashMap, HashSet};
+use std::collections::HashMap;
 use std::sync::Mutex;
 
 use crate::stats::causes::{Attribution, CauseKind};
@@ -57,13 +57,9 @@ pub struct Owners {
 
 impl Owners {
     /// The reader's part: notes the tasks switched in among `fed` not seen before.
-    pub fn ran(
-        &self,
-        fed: &std::collections::BTreeMap<usize, Vec<Event>>,
-        known: &mut HashSet<u32>,
-    ) {
+    pub fn ran(&self, fed: &[(usize, &[Event])], known: &mut rustc_hash::FxHashSet<u32>) {
         let mut new = Vec::new();
-        for e in fed.values().flatten() {
+        for e in fed.iter().flat_map(|(_, evs)| evs.iter()) {
             if let Kind::Switch { next, .. } = e.kind
                 && next.pid != 0
                 && known.insert(next.pid)
@@ -218,15 +214,13 @@ mod tests {
                 next,
             },
         };
-        let fed = std::collections::BTreeMap::from([
-            (
-                0,
-                vec![switch(1, idle, a), switch(2, a, idle), switch(3, idle, a)],
-            ),
-            (1, vec![switch(4, idle, b)]),
-        ]);
+        let (cpu0, cpu1) = (
+            [switch(1, idle, a), switch(2, a, idle), switch(3, idle, a)],
+            [switch(4, idle, b)],
+        );
+        let fed: [(usize, &[Event]); 2] = [(0, &cpu0), (1, &cpu1)];
         let owners = Owners::default();
-        let mut known = HashSet::new();
+        let mut known = rustc_hash::FxHashSet::default();
         owners.ran(&fed, &mut known);
         owners.ran(&fed, &mut known);
         assert_eq!(

@@ -450,7 +450,7 @@ fn windows_give_the_figures_the_whole_trace_gives() {
         for from in (0..200_000_000u64).step_by(step as usize) {
             let until = from + step;
             let window = t.window(from, until);
-            w.feed(&window, until, &t.names, &symbols);
+            w.feed(&super::slices(&window), until, &t.names, &symbols);
             most = most.max(w.tails.values().map(VecDeque::len).max().unwrap_or(0));
         }
         let got = w.finish(&t.names, &symbols);
@@ -485,7 +485,7 @@ fn a_batch_larger_than_a_tail_loses_nothing() {
     t.switch(1, late + 50_000, a, 1, app);
     let symbols = HashMap::new();
     let mut w = Watcher::new(Watched::Comm("app".into()), settings());
-    w.feed(&t.per_cpu, u64::MAX, &t.names, &symbols);
+    w.feed(&super::slices(&t.per_cpu), u64::MAX, &t.names, &symbols);
     assert_eq!(w.evicted, 0, "nothing dropped");
     assert!(w.tails.values().all(|t| t.len() < SETTLE_EVERY * 2));
     let f = w.finish(&t.names, &symbols);
@@ -537,12 +537,12 @@ fn drains_add_up_to_the_whole_run() {
     for from in (0..200_000_000u64).step_by(step as usize) {
         let until = from + step;
         let window = t.window(from, until);
-        w.feed(&window, until, &t.names, &symbols);
+        w.feed(&super::slices(&window), until, &t.names, &symbols);
         // A long idle time: no thread is dropped, so the migrations stay counted.
         w.drain(u64::MAX, &mut add);
     }
     // What the last window left open.
-    w.feed(&BTreeMap::new(), u64::MAX, &t.names, &symbols);
+    w.feed(&[], u64::MAX, &t.names, &symbols);
     w.drain(u64::MAX, &mut add);
     let mut want: BTreeMap<u32, Sums> = BTreeMap::new();
     for f in &whole {
@@ -595,7 +595,7 @@ fn threads_that_end_are_dropped_after_their_last_drain() {
     for from in (0..n * 100_000 + step).step_by(step as usize) {
         let until = from + step;
         let window = t.window(from, until);
-        w.feed(&window, until, &t.names, &symbols);
+        w.feed(&super::slices(&window), until, &t.names, &symbols);
         most = most.max(w.threads());
         w.drain(2_000_000, |f| {
             handed += f.wakeup.count();
@@ -760,7 +760,7 @@ fn issue34_a_delay_left_open_by_a_thread_no_longer_watched_holds_no_events() {
     for from in (0..n * 4_000 + step).step_by(step as usize) {
         let until = from + step;
         let window = t.window(from, until);
-        w.feed(&window, until, &t.names, &symbols);
+        w.feed(&super::slices(&window), until, &t.names, &symbols);
         if from == 0 {
             // Listed again: thread 10 is gone.
             w.watch_tids([]);
@@ -803,7 +803,7 @@ fn issue35_a_delay_whose_events_were_dropped_is_left_unattributed() {
     t.switch(0, end + 22_000, a, 1, app);
     let symbols = HashMap::new();
     let mut w = Watcher::new(tids(&[10]), settings());
-    w.feed(&t.per_cpu, u64::MAX, &t.names, &symbols);
+    w.feed(&super::slices(&t.per_cpu), u64::MAX, &t.names, &symbols);
     assert!(w.evicted > 0, "the bound was reached");
     let f = w.finish(&t.names, &symbols);
     assert_eq!(f[0].wakeup.count(), 2, "both delays are in the histogram");
@@ -811,4 +811,39 @@ fn issue35_a_delay_whose_events_were_dropped_is_left_unattributed() {
     assert_eq!((attr.gaps, attr.unattributed_gaps), (1, 1), "{attr:?}");
     assert!(attr.causes[0].cause.starts_with("task ping:30"), "{attr:?}");
     assert_eq!(attr.interrupted_ns, 20_000, "only the later delay is split");
+}
+
+/// Issue 34: the merge walks every CPU's events once, in (stamp, CPU) order with each
+/// CPU's events at one stamp in their order, and no run longer than it is allowed.
+#[test]
+fn the_merge_is_in_time_then_cpu_order_run_by_run() {
+    use super::watcher::Merge;
+    let ev = |ts: u64, tag: u32| Event {
+        ts,
+        kind: Kind::IrqExit { irq: tag },
+    };
+    let tag = |e: &Event| match e.kind {
+        Kind::IrqExit { irq } => irq,
+        _ => unreachable!(),
+    };
+    let (a, b, c) = (
+        [ev(1, 10), ev(5, 11), ev(5, 12), ev(9, 13)],
+        [ev(2, 20), ev(5, 21), ev(6, 22)],
+        [ev(5, 30), ev(7, 31), ev(8, 32), ev(10, 33)],
+    );
+    let per_cpu: [(usize, &[Event]); 3] = [(0, &a), (3, &b), (7, &c)];
+    let mut merge = Merge::new(&per_cpu);
+    let (mut order, mut runs) = (Vec::new(), Vec::new());
+    while let Some((cpu, run)) = merge.next_run(2) {
+        runs.push((cpu, run.len()));
+        order.extend(run.iter().map(|e| (e.ts, cpu, tag(e))));
+    }
+    let mut want: Vec<(u64, usize, u32)> = (per_cpu.iter())
+        .flat_map(|(cpu, evs)| evs.iter().map(|e| (e.ts, *cpu, tag(e))))
+        .collect();
+    want.sort_by_key(|&(ts, cpu, _)| (ts, cpu));
+    assert_eq!(order, want);
+    assert!(runs.iter().all(|&(_, n)| (1..=2).contains(&n)), "{runs:?}");
+    // CPU 7's 7 and 8 come as one run: nothing of another CPU lies between.
+    assert!(runs.contains(&(7, 2)), "{runs:?}");
 }
