@@ -37,6 +37,9 @@ pub const SOFTIRQS: [&str; 10] = [
 /// An interned string.
 pub type NameId = u32;
 
+/// Task name fields `Names` keeps at most, past which it starts the cache afresh.
+const FIELDS_CACHED: usize = 1 << 16;
+
 /// Interned strings of one run.
 #[derive(Debug, Default, Clone)]
 pub struct Names {
@@ -74,6 +77,11 @@ impl Names {
         }
         let end = field.iter().position(|&b| b == 0).unwrap_or(16);
         let id = self.intern_bytes(&field[..end]);
+        // Only a cache: a kernel that leaves an old name's tail after the NUL (a thread
+        // renamed shorter) gives one name many fields, which must not grow it unbounded.
+        if self.fields.len() >= FIELDS_CACHED {
+            self.fields.clear();
+        }
         self.fields.insert(key, id);
         id
     }
@@ -389,8 +397,8 @@ impl Decoder {
             },
             Shape::Switch(s) => {
                 let (pc, nc) = (
-                    comm(names, data, &s.prev_comm)?,
-                    comm(names, data, &s.next_comm)?,
+                    task_name(names, data, &s.prev_comm)?,
+                    task_name(names, data, &s.next_comm)?,
                 );
                 Kind::Switch {
                     prev: Task {
@@ -415,7 +423,7 @@ impl Decoder {
                 common_pid,
             } => {
                 let (comm, pid, prio, target, waker) = (
-                    self::comm(names, data, comm)?,
+                    task_name(names, data, comm)?,
                     i(pid)? as u32,
                     i(prio)? as i32,
                     i(target)? as i32,
@@ -443,18 +451,17 @@ impl Decoder {
     }
 }
 
-/// A task's policy and priority in words, from the kernel's priority.
 /// A task's name field interned: a fixed 16-byte one whole, any other by its bytes.
-fn comm(names: &mut Names, data: &[u8], f: &crate::trace::format::Field) -> Option<NameId> {
-    let fixed = (!f.data_loc && f.size == 16)
-        .then(|| data.get(f.offset..f.offset + 16)?.try_into().ok())
-        .flatten();
-    match fixed {
-        Some(field) => Some(names.intern_field(field)),
-        None => Some(names.intern_bytes(read_bytes(data, f)?)),
+fn task_name(names: &mut Names, data: &[u8], f: &crate::trace::format::Field) -> Option<NameId> {
+    if !f.data_loc && f.size == 16 {
+        // Offsets come from format files: a damaged one may point past the address space.
+        let field = data.get(f.offset..f.offset.checked_add(16)?)?;
+        return Some(names.intern_field(field.try_into().ok()?));
     }
+    Some(names.intern_bytes(read_bytes(data, f)?))
 }
 
+/// A task's policy and priority in words, from the kernel's priority.
 pub fn policy_words(prio: i32) -> String {
     match prio {
         p if p < 0 => "SCHED_DEADLINE".into(),
@@ -486,8 +493,6 @@ pub(crate) const SWITCH_FORMAT: &str = "ID: 7\n\
 mod tests {
     use super::*;
 
-    /// Issue 35: an event is 40 bytes (a `prev_state` of 32 bits, not 64): what every
-    /// window's share of the readers' budget is counted in.
     #[test]
     fn names_are_told_apart_by_every_byte_and_their_length() {
         let mut n = Names::default();
@@ -511,6 +516,23 @@ mod tests {
         assert_eq!((n.get(5), n.len()), ("new", 6));
     }
 
+    /// One name under many fields (an old name's tail after its NUL): one id, and the
+    /// cache of fields stays bounded.
+    #[test]
+    fn a_name_under_many_fields_is_one_name_in_bounded_memory() {
+        let mut n = Names::default();
+        for tail in 0..FIELDS_CACHED as u32 + 10 {
+            let mut f = [0u8; 16];
+            f[..3].copy_from_slice(b"ab\0");
+            f[4..8].copy_from_slice(&tail.to_le_bytes());
+            assert_eq!(n.intern_field(f), 0);
+        }
+        assert_eq!((n.len(), n.get(0)), (1, "ab"));
+        assert!(n.fields.len() <= FIELDS_CACHED, "{}", n.fields.len());
+    }
+
+    /// Issue 35: an event is 40 bytes (a `prev_state` of 32 bits, not 64): what every
+    /// window's share of the readers' budget is counted in.
     #[test]
     fn an_event_is_40_bytes() {
         assert_eq!(std::mem::size_of::<Event>(), 40);

@@ -111,12 +111,11 @@ pub fn read_u64(data: &[u8], offset: usize, size: usize) -> Option<u64> {
     let bytes = data.get(offset..offset.checked_add(size)?)?;
     // Each common width a load of its own: copied by a length known only at run time,
     // every field of every event was a call to memcpy (issue 34).
-    let word = |n: usize| bytes.get(..n);
     Some(match size {
-        8 => u64::from_le_bytes(word(8)?.try_into().ok()?),
-        4 => u64::from(u32::from_le_bytes(word(4)?.try_into().ok()?)),
-        2 => u64::from(u16::from_le_bytes(word(2)?.try_into().ok()?)),
-        1 => u64::from(bytes[0]),
+        8 => u64::from_le_bytes(bytes.try_into().ok()?),
+        4 => u32::from_le_bytes(bytes.try_into().ok()?).into(),
+        2 => u16::from_le_bytes(bytes.try_into().ok()?).into(),
+        1 => bytes[0].into(),
         _ => {
             let mut buf = [0u8; 8];
             buf[..size.min(8)].copy_from_slice(&bytes[..size.min(8)]);

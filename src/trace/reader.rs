@@ -571,27 +571,19 @@ mod tests {
         let mut page = vec![0u8; 4096];
         let layout = PageLayout::DEFAULT;
         let mut decoder = Decoder::new(&[]);
+        let mut read = |mut f: File| {
+            drain_into(
+                &mut f,
+                &mut page,
+                &layout,
+                &mut decoder,
+                &mut |_| {},
+                &mut || true,
+            )
+        };
         // A directory reads as EISDIR.
-        let mut dir = File::open("/").unwrap();
-        let got = drain_into(
-            &mut dir,
-            &mut page,
-            &layout,
-            &mut decoder,
-            &mut |_| {},
-            &mut || true,
-        );
-        assert!(got.is_err());
-        let mut empty = tempfile::tempfile().unwrap();
-        let got = drain_into(
-            &mut empty,
-            &mut page,
-            &layout,
-            &mut decoder,
-            &mut |_| {},
-            &mut || true,
-        );
-        assert_eq!(got.unwrap().read, 0);
+        assert!(read(File::open("/").unwrap()).is_err());
+        assert_eq!(read(tempfile::tempfile().unwrap()).unwrap().read, 0);
     }
 
     /// Issue 35: a window past its bound pushes its oldest sixteenth out, counts each
