@@ -91,8 +91,20 @@ pub fn write_page(
 }
 
 /// The clock line every header carries: the counter, its frequency, where the frequency
-/// came from, and how far the other sources are from it.
+/// came from, and how far the other sources are from it; on a PREEMPT_RT kernel, a line
+/// that says so (its IRQs, timers and RCU callbacks run in threads of their own).
 pub fn clock_line(r: &ResultFile) -> String {
+    let mut out = clock_only(r);
+    if let Some(from) = r.host.preempt_rt() {
+        out.push_str(&format!(
+            "kernel: {}, PREEMPT_RT ({from})\n",
+            r.host.kernel_release
+        ));
+    }
+    out
+}
+
+fn clock_only(r: &ResultFile) -> String {
     let c = &r.host.clock;
     let checks: Vec<String> = c
         .cross_checks

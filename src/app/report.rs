@@ -158,8 +158,12 @@ pub fn verdict_of(r: &ResultFile) -> Option<verdict::Verdict> {
 fn file_header(path: &Path, r: &ResultFile) -> String {
     let (h, run) = (&r.host, &r.run);
     let width = Layout::current().wrap_width();
+    let rt = match h.preempt_rt() {
+        Some(_) => " PREEMPT_RT",
+        None => "",
+    };
     let head = format!(
-        "== {}: {} ({}, {}), started {}",
+        "== {}: {} ({}{rt}, {}), started {}",
         path.display(),
         h.hostname,
         h.kernel_release,

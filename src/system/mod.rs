@@ -35,6 +35,11 @@ pub struct HostInfo {
     pub isolation: Isolation,
     /// `/proc/sys/kernel/sched_rt_runtime_us` (-1: real-time threads are never throttled).
     pub sched_rt_runtime_us: Option<i64>,
+    /// Where the kernel was found to be PREEMPT_RT (`/sys/kernel/realtime`, or the version
+    /// string); absent for any other kernel, and in files from before it was kept (then
+    /// [`HostInfo::preempt_rt`] reads the version string).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub preempt_rt: Option<String>,
     /// The tuning audit for the run's measured CPUs, as `jitterscope audit --json` gives
     /// it (absent in files written before it was kept).
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -77,8 +82,34 @@ impl HostInfo {
                 nohz_full: cpu_list("/sys/devices/system/cpu/nohz_full").unwrap_or_default(),
             },
             sched_rt_runtime_us: crate::engine::sched::rt_runtime_us(),
+            preempt_rt: preempt_rt_source(
+                read("/sys/kernel/realtime").as_deref(),
+                &uname.version().to_string_lossy(),
+            ),
             audit: None,
         }
+    }
+
+    /// Where the kernel was found to be PREEMPT_RT, `None` when it is not: as the run
+    /// recorded it, else (a file from before it was kept) from the version string.
+    pub fn preempt_rt(&self) -> Option<&str> {
+        self.preempt_rt
+            .as_deref()
+            .or_else(|| preempt_rt_source(None, &self.kernel_version).map(|_| VERSION_STRING))
+    }
+}
+
+/// How the version string is named as the source.
+const VERSION_STRING: &str = "the version string";
+
+/// Where a kernel shows it is PREEMPT_RT: `/sys/kernel/realtime` (1 on an RT kernel,
+/// absent on others), else the `PREEMPT_RT` of its version string (`#1 SMP PREEMPT_RT
+/// Debian 6.1.192-3`); `None` when neither says so.
+pub fn preempt_rt_source(realtime: Option<&str>, version: &str) -> Option<String> {
+    match realtime.map(str::trim) {
+        Some("1") => Some("/sys/kernel/realtime".into()),
+        _ if version.split_whitespace().any(|w| w == "PREEMPT_RT") => Some(VERSION_STRING.into()),
+        _ => None,
     }
 }
 
@@ -179,6 +210,28 @@ mod tests {
     fn reads_the_cpu_model() {
         let info = "processor\t: 0\nmodel name\t: AMD EPYC\nflags\t: fpu hypervisor\n";
         assert_eq!(cpu_model(info).as_deref(), Some("AMD EPYC"));
+    }
+
+    /// Issue 48: the kernel is PREEMPT_RT by /sys/kernel/realtime, else by its version
+    /// string; PREEMPT_DYNAMIC and plain PREEMPT are not RT.
+    #[test]
+    fn issue48_preempt_rt_is_read_from_realtime_then_the_version() {
+        let debian_rt = "#1 SMP PREEMPT_RT Debian 6.1.192-3 (2026-11-26)";
+        assert_eq!(
+            preempt_rt_source(Some("1\n"), debian_rt).as_deref(),
+            Some("/sys/kernel/realtime")
+        );
+        assert_eq!(
+            preempt_rt_source(None, debian_rt).as_deref(),
+            Some(VERSION_STRING)
+        );
+        for other in [
+            "#1 SMP PREEMPT_DYNAMIC Debian 6.1.192-3",
+            "#1 SMP PREEMPT Thu",
+        ] {
+            assert_eq!(preempt_rt_source(None, other), None, "{other}");
+        }
+        assert_eq!(preempt_rt_source(Some("0"), "#1 SMP PREEMPT_DYNAMIC"), None);
     }
 
     #[test]

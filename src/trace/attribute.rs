@@ -35,6 +35,7 @@ use crate::stats::causes::{Attribution, CauseKind};
 
 use super::event::{Event, Kind, NameId, Names, Task, policy_words, softirq_name};
 
+mod kthread;
 mod tally;
 
 pub use tally::{MAX_CAUSES, MAX_PARTS, Tally};
@@ -52,8 +53,9 @@ enum Cause {
     Irq(u32, NameId),
     Softirq(u32),
     /// A vector, with the hrtimer callback it ran when one did (the tick's is
-    /// tick_nohz_handler or tick_sched_timer).
-    Vector(NameId, Option<u64>),
+    /// tick_nohz_handler or tick_sched_timer) and, for the tick's, what the trace said of
+    /// the tick then.
+    Vector(NameId, Option<u64>, TickMode),
     Nmi,
     Task(Task, Option<u64>),
     /// A task (or idle) that ran while a runnable real-time measurer was held off by the
@@ -62,6 +64,52 @@ enum Cause {
     /// A task's time the trace cannot vouch for (a switch was not recorded); dropped
     /// from the timeline, so that it is unaccounted.
     Unknown,
+}
+
+/// What the trace said of a CPU's tick when it ran (`timer:tick_stop`, issue 48): the
+/// tick a nohz_full CPU keeps once stopped is not the periodic tick, and one kept running
+/// is kept so by something the event names.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash)]
+pub enum TickMode {
+    /// Nothing said (no tick_stop seen, or no such event): the tick, plainly.
+    #[default]
+    Unknown,
+    /// nohz_full had stopped it: what runs is the residual tick (at most a second apart).
+    Residual,
+    /// Kept running by these dependencies (TICK_DEP_MASK_* bits), which only a nohz_full
+    /// CPU checks.
+    Kept(u32),
+}
+
+/// The tick's state on one CPU as the trace tells it, carried across batches: on a
+/// nohz_full CPU whose tick stays stopped no event comes for seconds.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct TickState {
+    mode: TickMode,
+    /// The CPU showed it is nohz_full: a dependency was checked there, or its tick
+    /// stopped while a task ran. A stop on entering idle is any NOHZ kernel's, which
+    /// restarts the tick unseen when a task runs again: it says nothing until then.
+    full: bool,
+}
+
+impl TickState {
+    /// A `tick_stop` seen while a task (`in_task`) or idle ran.
+    fn stop(&mut self, success: bool, dependency: u32, in_task: bool) {
+        self.full |= in_task || !success;
+        self.mode = match (success, self.full) {
+            (false, _) => TickMode::Kept(dependency),
+            (true, true) => TickMode::Residual,
+            (true, false) => TickMode::Unknown,
+        };
+    }
+}
+
+/// What one CPU's attribution carries from batch to batch.
+#[derive(Debug, Clone, Copy, Default)]
+pub(crate) struct Carried {
+    /// The measuring thread as the trace last showed it.
+    me: Option<Task>,
+    tick: TickState,
 }
 
 /// What held a runnable real-time measurer off its CPU.
@@ -255,15 +303,16 @@ impl Naming {
 ///
 /// A vector is named by the hrtimer it ran; by the tick's when it ran several.
 ///
-/// `me` is the measuring thread as the trace showed it (its priority), kept across
+/// `carried.me` is the measuring thread as the trace showed it (its priority), kept across
 /// batches by the caller since a batch may hold none of its switches; unknown, it is
-/// taken from the batch's first event that shows it.
+/// taken from the batch's first event that shows it. `carried.tick` is the tick's state.
 fn timeline(
     events: &[Event],
     cx: &Context<'_>,
     quiet: &[u64],
-    me: &mut Option<Task>,
+    carried: &mut Carried,
 ) -> Vec<Segment> {
+    let Carried { me, tick } = carried;
     let measurer = cx.measurer;
     if me.is_none() {
         *me = events.iter().find_map(|e| match e.kind {
@@ -353,12 +402,16 @@ fn timeline(
                     w.unthrottled.get_or_insert(out.len());
                 }
                 let top = stack.last().copied().zip(opened.last().map(|o| o.0));
-                if let Some((Cause::Vector(name, was), from)) = top
+                if let Some((Cause::Vector(name, was, mode), from)) = top
                     && (was.is_none() || (is_tick(function) && !was.is_some_and(is_tick)))
                 {
+                    let now = match is_tick(function) {
+                        true => tick.mode,
+                        false => TickMode::Unknown,
+                    };
                     let (old, new) = (
-                        Cause::Vector(name, was),
-                        Cause::Vector(name, Some(function)),
+                        Cause::Vector(name, was, mode),
+                        Cause::Vector(name, Some(function), now),
                     );
                     for seg in out[from..].iter_mut().filter(|s| s.cause == old) {
                         seg.cause = new;
@@ -367,6 +420,13 @@ fn timeline(
                         *top = new;
                     }
                 }
+            }
+            Step::Event(Kind::TickStop {
+                success,
+                dependency,
+            }) => {
+                let in_task = on_cpu || task.is_some_and(|t| t.pid != 0);
+                tick.stop(success, dependency, in_task);
             }
             Step::Event(Kind::Wakeup { task: woken, .. }) => {
                 // A new stretch begins here, so that it can be given to the woken task.
@@ -613,9 +673,9 @@ fn apply(step: Step, stack: &mut Vec<Cause>, task: &mut Option<Task>, work: &mut
             Kind::IrqExit { irq } => pop(stack, &|c| matches!(c, Cause::Irq(i, _) if *i == irq)),
             Kind::SoftirqEntry { vec } => stack.push(Cause::Softirq(vec)),
             Kind::SoftirqExit { vec } => pop(stack, &|c| *c == Cause::Softirq(vec)),
-            Kind::VectorEntry { name } => stack.push(Cause::Vector(name, None)),
+            Kind::VectorEntry { name } => stack.push(Cause::Vector(name, None, TickMode::Unknown)),
             Kind::VectorExit { name } => {
-                pop(stack, &|c| matches!(c, Cause::Vector(n, _) if *n == name))
+                pop(stack, &|c| matches!(c, Cause::Vector(n, ..) if *n == name))
             }
             // Interrupt contexts end before a task switch: any still open lost its exit.
             Kind::Switch { next, .. } => {
@@ -629,7 +689,8 @@ fn apply(step: Step, stack: &mut Vec<Cause>, task: &mut Option<Task>, work: &mut
             | Kind::Wakeup { .. }
             | Kind::HrtimerEntry { .. }
             | Kind::HrtimerExit
-            | Kind::CsdEntry { .. } => {}
+            | Kind::CsdEntry { .. }
+            | Kind::TickStop { .. } => {}
         },
     }
 }
@@ -641,7 +702,10 @@ impl Context<'_> {
             Cause::Softirq(_) => CauseKind::Softirq,
             Cause::Vector(..) => CauseKind::Vector,
             Cause::Nmi => CauseKind::Nmi,
-            Cause::Task(..) => CauseKind::Task,
+            Cause::Task(t, _) => match kthread::Work::of(self.names.get(t.comm)) {
+                Some(w) if t.pid != 0 => w.kind(),
+                _ => CauseKind::Task,
+            },
             Cause::Throttled(..) => CauseKind::Throttling,
             Cause::Unknown => CauseKind::Unaccounted,
         }
@@ -685,12 +749,49 @@ impl Context<'_> {
         }
     }
 
+    /// What the trace said of a tick, after its vector's name: `(residual tick: nohz_full
+    /// stopped the tick)`, `(tick kept on: SCHED, more than one task was runnable)`.
+    fn tick_words(&self, mode: TickMode) -> String {
+        let stable = self.naming.is_stable();
+        match mode {
+            TickMode::Unknown => String::new(),
+            TickMode::Residual if stable => format!(" ({RESIDUAL})"),
+            TickMode::Residual => format!(" ({RESIDUAL}: nohz_full stopped the tick)"),
+            TickMode::Kept(bits) => {
+                let names = super::event::dependency_words(bits);
+                let why: Vec<&str> = (super::event::TICK_DEPENDENCIES.iter())
+                    .filter(|(b, ..)| bits & b != 0)
+                    .map(|d| d.2)
+                    .collect();
+                match (stable, why.as_slice()) {
+                    (true, _) | (false, []) => format!(" ({KEPT} {names})"),
+                    (false, why) => format!(" ({KEPT} {names}: {})", why.join("; ")),
+                }
+            }
+        }
+    }
+
     fn label(&self, c: Cause) -> String {
+        // A kernel thread running interrupt work: named as that work.
+        if let Cause::Task(t, _) = c
+            && t.pid != 0
+            && let Some(w) = kthread::Work::of(self.names.get(t.comm))
+        {
+            let comm = self.names.get(t.comm);
+            return match self.naming {
+                Naming::Full => w.label(&format!("{comm}, {}", policy_words(t.prio))),
+                _ => w.label(comm),
+            };
+        }
         match c {
             Cause::Irq(irq, name) => format!("irq {irq} {}", self.names.get(name)),
             Cause::Softirq(v) => format!("softirq {}", softirq_name(v)),
-            Cause::Vector(name, f) => match f.and_then(|f| self.symbols.get(&f)) {
-                Some(f) => format!("vector {}: {f}", self.names.get(name)),
+            Cause::Vector(name, f, mode) => match f.and_then(|f| self.symbols.get(&f)) {
+                Some(f) => format!(
+                    "vector {}: {f}{}",
+                    self.names.get(name),
+                    self.tick_words(mode)
+                ),
                 None => format!("vector {}", self.names.get(name)),
             },
             Cause::Nmi => "nmi".to_string(),
@@ -730,6 +831,11 @@ impl Context<'_> {
         }
     }
 }
+
+/// How a tick that ran while nohz_full had stopped it is named, and one that ran kept on
+/// by a dependency: the verdict reads them (`system::cause_fix`).
+pub const RESIDUAL: &str = "residual tick";
+pub const KEPT: &str = "tick kept on:";
 
 /// The key of a throttle's row: which task ran is listed under it, not keyed.
 const NOBODY: Task = Task {

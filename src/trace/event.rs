@@ -27,6 +27,24 @@ pub const EVENTS: &[&str] = &[
     // Which function a cross-CPU call ran: a CFS quota refilled on another CPU reaches
     // this one as one (issue 30). Kernels before 6.4 have no such event.
     "csd:csd_function_entry",
+    // Whether a nohz_full CPU's tick stopped, or what kept it running (issue 48): once at
+    // each stop, and at each interrupt's exit while a dependency holds it on.
+    "timer:tick_stop",
+];
+
+/// The `dependency` bits of `timer:tick_stop` (the kernel's TICK_DEP_MASK_*), with what
+/// each means for a CPU whose tick should be stopped.
+pub const TICK_DEPENDENCIES: [(u32, &str, &str); 6] = [
+    (1, "POSIX_TIMER", "a POSIX CPU-time timer is armed"),
+    (2, "PERF_EVENTS", "a perf event needs the tick"),
+    (4, "SCHED", "more than one task was runnable"),
+    (8, "CLOCK_UNSTABLE", "the sched clock is unstable"),
+    (16, "RCU", "RCU needed the CPU"),
+    (
+        32,
+        "RCU_EXP",
+        "an expedited RCU grace period needed the CPU",
+    ),
 ];
 
 /// The softirq vectors, by number.
@@ -160,6 +178,12 @@ pub enum Kind {
     CsdEntry {
         function: u64,
     },
+    /// `timer:tick_stop`: the tick stopped (`success`), or `dependency` (TICK_DEP_MASK_*
+    /// bits) kept it running.
+    TickStop {
+        success: bool,
+        dependency: u32,
+    },
 }
 
 impl Kind {
@@ -270,6 +294,10 @@ enum Shape {
     CsdEntry {
         function: Field,
     },
+    TickStop {
+        success: Field,
+        dependency: Field,
+    },
 }
 
 #[derive(Debug, Clone)]
@@ -349,6 +377,10 @@ impl Decoder {
             "timer:hrtimer_expire_exit" => Shape::HrtimerExit,
             "csd:csd_function_entry" => Shape::CsdEntry {
                 function: g("func")?,
+            },
+            "timer:tick_stop" => Shape::TickStop {
+                success: g("success")?,
+                dependency: g("dependency")?,
             },
             n => {
                 let v = n.strip_prefix("irq_vectors:")?;
@@ -446,6 +478,13 @@ impl Decoder {
             Shape::CsdEntry { function } => Kind::CsdEntry {
                 function: u(function)?,
             },
+            Shape::TickStop {
+                success,
+                dependency,
+            } => Kind::TickStop {
+                success: i(success)? != 0,
+                dependency: u(dependency)? as u32,
+            },
         };
         Some(Event { ts, kind })
     }
@@ -475,6 +514,20 @@ pub fn softirq_name(vec: u32) -> String {
     SOFTIRQS
         .get(vec as usize)
         .map_or_else(|| format!("softirq {vec}"), |s| s.to_string())
+}
+
+/// The names of the dependencies in a `tick_stop`'s `dependency` bits: "SCHED and RCU".
+pub fn dependency_words(bits: u32) -> String {
+    let names: Vec<String> = (TICK_DEPENDENCIES.iter())
+        .filter(|(b, ..)| bits & b != 0)
+        .map(|(_, n, _)| n.to_string())
+        .chain((bits >> 6 != 0).then(|| format!("{:#x}", bits & !63)))
+        .collect();
+    match names.as_slice() {
+        [] => "no dependency".into(),
+        [one] => one.clone(),
+        [rest @ .., last] => format!("{} and {last}", rest.join(", ")),
+    }
 }
 
 /// A sched_switch `format` file of id 7, as 6.x kernels write it, for tests.
@@ -599,5 +652,46 @@ mod tests {
         let e = d.decode(9, &rec).unwrap();
         assert_eq!(e.kind.function(), Some(0xffff_ffff_8110_2030));
         assert!(EVENTS.contains(&"csd:csd_function_entry"));
+    }
+
+    /// Issue 48: tick_stop as Debian's 6.1 PREEMPT_RT kernel writes its format (with the
+    /// RT kernel's extra common field), decoded with its dependency.
+    #[test]
+    fn a_tick_stop_decodes_with_its_dependency() {
+        let text = "name: tick_stop\nID: 373\nformat:\n\
+            \tfield:unsigned short common_type;\toffset:0;\tsize:2;\tsigned:0;\n\
+            \tfield:unsigned char common_flags;\toffset:2;\tsize:1;\tsigned:0;\n\
+            \tfield:unsigned char common_preempt_count;\toffset:3;\tsize:1;\tsigned:0;\n\
+            \tfield:int common_pid;\toffset:4;\tsize:4;\tsigned:1;\n\
+            \tfield:unsigned char common_preempt_lazy_count;\toffset:8;\tsize:1;\tsigned:0;\n\
+            \n\
+            \tfield:int success;\toffset:12;\tsize:4;\tsigned:1;\n\
+            \tfield:int dependency;\toffset:16;\tsize:4;\tsigned:1;\n";
+        let f = parse_event_format("timer:tick_stop", text).unwrap();
+        let mut d = Decoder::new(&[f]);
+        let mut rec = vec![0u8; 20];
+        rec[0..2].copy_from_slice(&373u16.to_le_bytes());
+        rec[16..20].copy_from_slice(&4i32.to_le_bytes());
+        let e = d.decode(5, &rec).unwrap();
+        assert_eq!(
+            e.kind,
+            Kind::TickStop {
+                success: false,
+                dependency: 4
+            }
+        );
+        rec[12..16].copy_from_slice(&1i32.to_le_bytes());
+        rec[16..20].copy_from_slice(&0i32.to_le_bytes());
+        let e = d.decode(6, &rec).unwrap();
+        assert_eq!(
+            e.kind,
+            Kind::TickStop {
+                success: true,
+                dependency: 0
+            }
+        );
+        assert!(EVENTS.contains(&"timer:tick_stop"));
+        assert_eq!(dependency_words(4 | 16), "SCHED and RCU");
+        assert_eq!(dependency_words(0), "no dependency");
     }
 }

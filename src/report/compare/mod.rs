@@ -481,6 +481,12 @@ fn facts(r: &ResultFile) -> Vec<(&'static str, String)> {
             "kernel",
             format!("{} {}", h.kernel_release, h.kernel_version),
         ),
+        (
+            "preemption",
+            h.preempt_rt()
+                .map_or("not PREEMPT_RT", |_| "PREEMPT_RT")
+                .into(),
+        ),
         ("kernel command line", h.cmdline.clone()),
         ("CPU model", h.cpu_model.clone()),
         ("online CPUs", h.cpus_online.to_string()),

@@ -567,7 +567,7 @@ fn host_facts(h: &HostInfo) -> Vec<(String, String)> {
         },
         if c.invariant { "yes" } else { "no" }
     );
-    vec![
+    let mut facts = vec![
         fact("Host", &h.hostname),
         fact(
             "Kernel",
@@ -596,7 +596,12 @@ fn host_facts(h: &HostInfo) -> Vec<(String, String)> {
             h.sched_rt_runtime_us
                 .map_or("unknown".into(), |v| v.to_string()),
         ),
-    ]
+    ];
+    // Said only of an RT kernel: its IRQs, timers and RCU run in threads.
+    if let Some(from) = h.preempt_rt() {
+        facts.insert(2, fact("Preemption", format!("PREEMPT_RT ({from})")));
+    }
+    facts
 }
 
 fn fact(label: &str, value: impl std::fmt::Display) -> (String, String) {

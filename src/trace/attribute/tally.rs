@@ -33,8 +33,8 @@ pub struct Tally {
     /// What ran inside each throttle's windows (by the throttle's label), and for how
     /// long (ns), by the task's label.
     held: FxHashMap<String, FxHashMap<String, u64>>,
-    /// The measuring thread as the trace last showed it, across batches.
-    me: Option<Task>,
+    /// The measuring thread and the tick as the trace last showed them, across batches.
+    carried: Carried,
     /// Some time was named a CFS quota: the method says on what evidence.
     quota_named: bool,
 }
@@ -188,7 +188,7 @@ impl Tally {
             events_in_gaps: 0,
             min_spacing_ns: None,
             held: FxHashMap::default(),
-            me: None,
+            carried: Carried::default(),
             quota_named: false,
         }
     }
@@ -236,7 +236,7 @@ impl Tally {
             MeasurerKind::Spins => gaps.iter().map(|g| g.0.start).collect(),
             MeasurerKind::Sleeps => Vec::new(),
         };
-        let segments = timeline(events, cx, &quiet, &mut self.me);
+        let segments = timeline(events, cx, &quiet, &mut self.carried);
         self.quota_named |=
             (segments.iter()).any(|s| matches!(s.cause, Cause::Throttled(By::CfsQuota, _)));
         self.count_trace_cost(gaps, events, cx.scale);
@@ -403,9 +403,10 @@ impl Tally {
                 r
             })
             .collect();
-        causes.sort_by(|a, b| b.total_ns.cmp(&a.total_ns).then(a.cause.cmp(&b.cause)));
         let trace_cost = self.cost();
         let mut top = self.top;
+        super::kthread::complete_irq_names(&mut causes, &mut top);
+        causes.sort_by(|a, b| b.total_ns.cmp(&a.total_ns).then(a.cause.cmp(&b.cause)));
         top.sort_by(|a, b| (b.duration_ns.cmp(&a.duration_ns)).then(a.start_tsc.cmp(&b.start_tsc)));
         let mut method = "kernel trace events on the loop's own counter (x86-tsc): net time \
                           per cause inside each gap"

@@ -1289,3 +1289,175 @@ fn issue36_a_task_switched_out_held_the_cpu_since_the_event_before() {
         );
     }
 }
+
+/// Issue 48: on PREEMPT_RT an IRQ's handler, the timer softirqs and the RCU softirq's
+/// work run in kernel threads. Each is named as the work it runs, of that work's kind,
+/// never as another task: the IRQ thread beside its IRQ's own (primary) handler, the
+/// thread's name and priority kept where the naming keeps them.
+#[test]
+fn issue48_rt_kernel_threads_are_named_as_the_work_they_run() {
+    let mut names = Names::default();
+    let me = task(&mut names, "measure-cpu1", ME, 120);
+    let threads = [
+        task(&mut names, "irq/4-ttyS0", 102, 49),
+        task(&mut names, "ktimers/1", 30, 98),
+        task(&mut names, "rcuc/1", 29, 98),
+        task(&mut names, "ksoftirqd/1", 31, 120),
+        task(&mut names, "stress-ng", 400, 120),
+    ];
+    let tty = names.intern("ttyS0");
+    let switch = |prev, next| Kind::Switch {
+        prev,
+        prev_state: 0,
+        next,
+    };
+    let (mut events, mut gaps) = (Vec::new(), Vec::new());
+    for (i, t) in threads.iter().enumerate() {
+        let at = 10_000 * (i as u64 + 1);
+        if i == 0 {
+            // The primary handler wakes the thread.
+            events.push(ev(at + 5, Kind::IrqEntry { irq: 4, name: tty }));
+            events.push(ev(at + 15, Kind::IrqExit { irq: 4 }));
+        }
+        events.push(ev(at + 20, switch(me, *t)));
+        events.push(ev(at + 120, switch(*t, me)));
+        gaps.push((
+            Gap {
+                start: at,
+                end: at + 130,
+            },
+            130,
+        ));
+    }
+    let symbols = HashMap::new();
+    let a = attribute(&gaps, &events, &cx(&names, &symbols));
+    let row = |label: &str| {
+        (a.causes.iter())
+            .find(|c| c.cause == label)
+            .unwrap_or_else(|| panic!("no row {label}: {:#?}", a.causes))
+    };
+    let irq = row("irq 4 ttyS0 (its thread irq/4-ttyS0, real-time 50)");
+    assert_eq!((irq.kind, irq.total_ns), (CauseKind::Irq, 100));
+    assert_eq!(row("irq 4 ttyS0").kind, CauseKind::Irq);
+    let timers = row("softirqs TIMER and HRTIMER (their thread ktimers/1, real-time 1)");
+    assert_eq!(timers.kind, CauseKind::Softirq);
+    let rcu = row("softirq RCU (its thread rcuc/1, real-time 1)");
+    assert_eq!(rcu.kind, CauseKind::Softirq);
+    let soft = row("softirqs (their thread ksoftirqd/1, SCHED_OTHER nice 0)");
+    assert_eq!(soft.kind, CauseKind::Softirq);
+    // Another task is still a task.
+    assert_eq!(
+        row("task stress-ng:400 (SCHED_OTHER nice 0)").kind,
+        CauseKind::Task
+    );
+    assert_eq!(
+        (a.causes.iter())
+            .filter(|c| c.kind == CauseKind::Task)
+            .count(),
+        1
+    );
+    let stable = Context {
+        naming: Naming::Stable,
+        ..cx(&names, &symbols)
+    };
+    let s = attribute(&gaps, &events, &stable);
+    let labels: Vec<&str> = s.causes.iter().map(|c| c.cause.as_str()).collect();
+    assert!(
+        labels.contains(&"irq 4 ttyS0 (its thread irq/4-ttyS0)"),
+        "{labels:?}"
+    );
+    assert!(
+        labels.contains(&"softirq RCU (its thread rcuc/1)"),
+        "{labels:?}"
+    );
+}
+
+/// The tick's vector, run at `at` inside a gap of the loop, naming the tick's hrtimer.
+fn tick_at(events: &mut Vec<Event>, gaps: &mut Vec<(Gap, u64)>, timer: NameId, at: u64) {
+    events.push(ev(at + 10, Kind::VectorEntry { name: timer }));
+    events.push(ev(at + 12, Kind::HrtimerEntry { function: 0x71c }));
+    events.push(ev(at + 60, Kind::VectorExit { name: timer }));
+    gaps.push((
+        Gap {
+            start: at,
+            end: at + 70,
+        },
+        70,
+    ));
+}
+
+/// Issue 48: on a nohz_full CPU the trace's tick_stop says what each tick was. One that
+/// ran while a second task kept the tick on is named with that dependency; once the tick
+/// stopped (with the loop running: only nohz_full stops it there), the tick that still
+/// comes is the residual one, batches later and with no event between. A stop seen only
+/// on entering idle (any NOHZ kernel's, restarted unseen) names nothing.
+#[test]
+fn issue48_ticks_are_named_by_what_tick_stop_said() {
+    let mut names = Names::default();
+    let me = task(&mut names, "measure-cpu1", ME, 120);
+    let idle = task(&mut names, "swapper/1", 0, 120);
+    let timer = names.intern("local_timer");
+    let mut symbols = HashMap::new();
+    symbols.insert(0x71c, "tick_sched_timer".to_string());
+    let stop = |success, dependency| Kind::TickStop {
+        success,
+        dependency,
+    };
+    let (mut events, mut gaps) = (Vec::new(), Vec::new());
+    // The loop is seen running; a second task became runnable.
+    events.push(ev(
+        50,
+        Kind::Switch {
+            prev: me,
+            prev_state: 0,
+            next: me,
+        },
+    ));
+    events.push(ev(900, stop(false, 4)));
+    tick_at(&mut events, &mut gaps, timer, 1_000);
+    tick_at(&mut events, &mut gaps, timer, 5_000);
+    events.push(ev(5_065, stop(true, 0)));
+    // The residual tick, far later.
+    tick_at(&mut events, &mut gaps, timer, 1_000_000);
+    let cx = cx(&names, &symbols);
+    let mut t = Tally::new(cx.top);
+    for batch in gaps.chunks(1) {
+        let from = batch[0].0.start.saturating_sub(200);
+        let first = events.partition_point(|e| e.ts < from);
+        let last = events.partition_point(|e| e.ts < batch[0].0.end);
+        t.add(batch, &events[first..last], &cx);
+    }
+    let a = t.finish(cx.scale);
+    let kept = "vector local_timer: tick_sched_timer (tick kept on: SCHED: more than one task \
+                was runnable)";
+    let residual = "vector local_timer: tick_sched_timer (residual tick: nohz_full stopped the \
+                    tick)";
+    let gaps_of = |label: &str| (a.causes.iter()).find(|c| c.cause == label).map(|c| c.gaps);
+    assert_eq!(gaps_of(kept), Some(2), "{:#?}", a.causes);
+    assert_eq!(gaps_of(residual), Some(1), "{:#?}", a.causes);
+    let stable = Context {
+        naming: Naming::Stable,
+        ..cx
+    };
+    let s = attribute(&gaps, &events, &stable);
+    assert!(
+        (s.causes.iter())
+            .any(|c| c.cause == "vector local_timer: tick_sched_timer (tick kept on: SCHED)"),
+        "{:#?}",
+        s.causes
+    );
+
+    // Idle stops the tick on any NOHZ CPU; the next tick, after a task ran, is plain.
+    let (mut events, mut gaps) = (Vec::new(), Vec::new());
+    let switch = |prev, next| Kind::Switch {
+        prev,
+        prev_state: 1,
+        next,
+    };
+    events.push(ev(100, switch(me, idle)));
+    events.push(ev(150, stop(true, 0)));
+    events.push(ev(400, switch(idle, me)));
+    tick_at(&mut events, &mut gaps, timer, 1_000);
+    let a = attribute(&gaps, &events, &cx);
+    assert_eq!(a.causes[0].cause, "vector local_timer: tick_sched_timer");
+}
