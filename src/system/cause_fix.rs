@@ -27,17 +27,26 @@ pub enum Cause {
     /// Measured from trace events only: a cgroup's CFS quota ran out and held the loop
     /// off (a normal-policy loop) for the rest of the period.
     CfsQuota,
+    /// Measured from trace events only: the tick a nohz_full CPU keeps once its tick
+    /// stopped (at most a second apart), which no setting removes.
+    ResidualTick,
+    /// Measured from trace events only: the tick on a nohz_full CPU, kept running by a
+    /// dependency `timer:tick_stop` named (a second runnable task, RCU, …): its fix is
+    /// that dependency's, which the other rows show (the task that ran), not nohz_full.
+    TickKept,
 }
 
 impl Cause {
     /// Every cause, for tests and for walking them all.
-    pub const ALL: [Cause; 6] = [
+    pub const ALL: [Cause; 8] = [
         Cause::Tick,
         Cause::LongStall,
         Cause::Other,
         Cause::RtThrottling,
         Cause::FairServer,
         Cause::CfsQuota,
+        Cause::ResidualTick,
+        Cause::TickKept,
     ];
 
     /// The findings that address this cause, most specific first (of equal severity the
@@ -81,15 +90,22 @@ impl Cause {
             Cause::RtThrottling => &[F::RtThrottlingOn],
             Cause::FairServer => &[F::FairServerOn],
             Cause::CfsQuota => &[F::CfsQuota],
+            // nohz_full is already set where these are named: no finding removes them.
+            Cause::ResidualTick | Cause::TickKept => &[],
         }
     }
 
     /// The coarse cause a row of a traced cause table belongs to: the tick is the local
-    /// timer vector running the tick's hrtimer; what no event covered is where long stalls
-    /// go; RT throttling, the fair server and a CFS quota by their rows' stable names.
+    /// timer vector running the tick's hrtimer (the residual tick, or one kept on, where
+    /// the trace's tick_stop said so); what no event covered is where long stalls go; RT
+    /// throttling, the fair server and a CFS quota by their rows' stable names.
     pub fn of_row(kind: CauseKind, cause: &str) -> Cause {
+        use crate::trace::attribute::{KEPT, RESIDUAL};
+        let tick = kind == CauseKind::Vector && cause.starts_with("vector local_timer: tick_");
         match kind {
-            CauseKind::Vector if cause.starts_with("vector local_timer: tick_") => Cause::Tick,
+            _ if tick && cause.contains(&format!("({RESIDUAL}")) => Cause::ResidualTick,
+            _ if tick && cause.contains(&format!("({KEPT}")) => Cause::TickKept,
+            _ if tick => Cause::Tick,
             CauseKind::Unaccounted => Cause::LongStall,
             CauseKind::Throttling if cause.starts_with("real-time throttling") => {
                 Cause::RtThrottling
@@ -250,6 +266,13 @@ pub fn wakeup_findings(kind: CauseKind, cause: &str) -> Vec<FindingId> {
     if kind == CauseKind::Vector && cause.ends_with(": hrtimer_wakeup") {
         return Vec::new();
     }
+    row_findings(kind, cause)
+}
+
+/// The findings whose fixes would remove a row of a cause table, most specific first:
+/// its coarse cause's findings that target it (all of them where the cause's findings
+/// name no rows: the tick's, the long stalls').
+fn row_findings(kind: CauseKind, cause: &str) -> Vec<FindingId> {
     (Cause::of_row(kind, cause).findings().iter().copied())
         .filter(|id| {
             let t = targets(*id);
@@ -265,7 +288,28 @@ pub fn wakeup_matching<'a>(
     cause: &str,
     findings: &[&'a Finding],
 ) -> Vec<&'a Finding> {
-    let ids = wakeup_findings(kind, cause);
+    ordered(kind, cause, wakeup_findings(kind, cause), findings)
+}
+
+/// The findings of this host's audit, not ok, whose fixes would remove the row (`kind`,
+/// `cause`) of a spinning loop's lost time (the noise verdict's largest row: an IRQ
+/// thread's row points at its IRQ's affinity, a kworker's at the workqueue masks).
+pub fn row_matching<'a>(
+    kind: CauseKind,
+    cause: &str,
+    findings: &[&'a Finding],
+) -> Vec<&'a Finding> {
+    ordered(kind, cause, row_findings(kind, cause), findings)
+}
+
+/// `findings` whose ids are in `ids`, not ok: those that name the row first, then worst
+/// first, then as listed.
+fn ordered<'a>(
+    kind: CauseKind,
+    cause: &str,
+    ids: Vec<FindingId>,
+    findings: &[&'a Finding],
+) -> Vec<&'a Finding> {
     let coarse = Cause::of_row(kind, cause);
     let mut v: Vec<&Finding> = (findings.iter().copied())
         .filter(|f| needs_fixing(coarse, f) && ids.contains(&f.id))
@@ -412,6 +456,37 @@ mod tests {
         // A sleeper woken for an idle CPU waits for it to leave idle.
         assert_eq!(wakeup_findings(K::Task, "idle (swapper/1)"), IDLE_EXIT);
         assert_eq!(wakeup_findings(K::Nmi, "nmi"), Vec::<FindingId>::new());
+    }
+
+    /// Issue 48: the rows of PREEMPT_RT's kernel threads point at what removes the work
+    /// they run: an IRQ thread at its IRQ's affinity, ktimers at fewer timers, rcuc at
+    /// rcu_nocbs; never at isolation or moving the task (they are per-CPU, or follow their
+    /// IRQ). The residual tick and a tick kept on have no finding of their own.
+    #[test]
+    fn issue48_rt_threads_rows_point_at_the_work_they_run() {
+        use CauseKind as K;
+        use FindingId as F;
+        let irq = wakeup_findings(K::Irq, "irq 4 ttyS0 (its thread irq/4-ttyS0, real-time 50)");
+        assert_eq!(irq[0], F::IrqOnMeasuredCpus, "{irq:?}");
+        let timers = wakeup_findings(
+            K::Softirq,
+            "softirqs TIMER and HRTIMER (their thread ktimers/1, real-time 1)",
+        );
+        assert_eq!(timers, [F::TimerMigrationOn]);
+        let rcu = wakeup_findings(K::Softirq, "softirq RCU (its thread rcuc/1, real-time 1)");
+        assert!(rcu.contains(&F::RcuNocbsMissing), "{rcu:?}");
+        for ids in [&irq, &timers, &rcu] {
+            for not in [F::IsolatedMissing, F::KthreadsOnMeasured] {
+                assert!(!ids.contains(&not), "{ids:?}");
+            }
+        }
+        let residual = "vector local_timer: tick_sched_timer (residual tick: nohz_full stopped \
+                        the tick)";
+        assert_eq!(Cause::of_row(K::Vector, residual), Cause::ResidualTick);
+        assert!(wakeup_findings(K::Vector, residual).is_empty());
+        let kept = "vector local_timer: tick_nohz_handler (tick kept on: SCHED)";
+        assert_eq!(Cause::of_row(K::Vector, kept), Cause::TickKept);
+        assert!(wakeup_findings(K::Vector, kept).is_empty());
     }
 
     /// A host whose audit reports the finding not ok gets the link; a host where it is

@@ -18,6 +18,8 @@
 //! - with `--trace` only, **RT throttling** and **the fair server**: the time the kernel
 //!   held a runnable real-time loop off its CPU (`trace::attribute`), whose fixes are
 //!   `kernel.sched_rt_runtime_us` and the fair server's runtime.
+//! - with `--trace` on a nohz_full CPU, **the residual tick** and **a tick kept on**, as
+//!   the trace's `timer:tick_stop` told them apart from the periodic tick (`nohz`).
 //!
 //! A cause's share is the time it took over the time all interruptions took, over every
 //! measured CPU. Each cause is matched to the audit findings that would remove it; a fix's
@@ -31,6 +33,8 @@ use crate::probes::record::ThreadRecord;
 use crate::probes::timer::TimerEntry;
 use crate::report::{ResultFile, terminal::audit_table, terminal::group};
 use crate::system::audit::{Finding, FindingId, Severity};
+
+mod nohz;
 
 /// Tick periods of the usual CONFIG_HZ values, ns.
 const TICK_PERIODS_NS: [(u64, u32); 4] = [
@@ -61,6 +65,16 @@ pub struct Split {
     pub fair_ns: u64,
     /// Held off by a cgroup's CFS quota (measured from a trace only).
     pub cfs_ns: u64,
+    /// On a nohz_full CPU, the residual tick and the tick kept on (measured from a trace
+    /// only), with the dependencies that kept it on (`SCHED`).
+    pub residual_ns: u64,
+    pub kept_ns: u64,
+    pub kept_by: Vec<String>,
+    /// The CPU is nohz_full: its tick should be stopped.
+    pub nohz: bool,
+    /// The largest traced row of "other" (its kind, its name, ns), for the sentence and
+    /// the fix it points at.
+    pub other_row: Option<(crate::stats::causes::CauseKind, String, u64)>,
     /// The tick period found, ns, and its HZ.
     pub tick: Option<(u64, u32)>,
     /// Measured from kernel trace events (`--trace`), not inferred from the gaps'
@@ -70,7 +84,14 @@ pub struct Split {
 
 impl Split {
     fn total(&self) -> u64 {
-        self.tick_ns + self.long_ns + self.other_ns + self.rt_ns + self.fair_ns + self.cfs_ns
+        self.tick_ns
+            + self.long_ns
+            + self.other_ns
+            + self.rt_ns
+            + self.fair_ns
+            + self.cfs_ns
+            + self.residual_ns
+            + self.kept_ns
     }
 }
 
@@ -178,9 +199,12 @@ pub fn verdict(r: &ResultFile) -> Verdict {
         .map(|a| a.findings.iter().collect())
         .unwrap_or_default();
     let hz = config_hz(&findings);
-    let splits: Vec<Option<Split>> = noise.iter().map(|e| entry_split(e)).collect();
+    let splits: Vec<Option<Split>> = (noise.iter())
+        .map(|e| entry_split(e, &r.host.isolation.nohz_full))
+        .collect();
     let grouping = group::group(&members_of(&noise, &splits, hz), &NOISE_KEYS);
     let mut lines = extremes(&noise, &grouping);
+    lines.extend(nohz::preempt_rt_line(r));
     let rows = Rows {
         noise: &noise,
         splits: &splits,
@@ -216,7 +240,9 @@ pub fn noise_members(r: &ResultFile) -> Vec<group::Member> {
     let findings: Vec<&Finding> = (r.host.audit.iter())
         .flat_map(|a| a.findings.iter())
         .collect();
-    let splits: Vec<Option<Split>> = noise.iter().map(|e| entry_split(e)).collect();
+    let splits: Vec<Option<Split>> = (noise.iter())
+        .map(|e| entry_split(e, &r.host.isolation.nohz_full))
+        .collect();
     members_of(&noise, &splits, config_hz(&findings))
 }
 
@@ -305,19 +331,25 @@ fn coverage(noise: &[&NoiseEntry]) -> Vec<String> {
     out
 }
 
-fn entry_split(e: &NoiseEntry) -> Option<Split> {
+/// An entry's split; `nohz_full`, the host's nohz_full CPUs.
+fn entry_split(e: &NoiseEntry, nohz_full: &crate::engine::cpu::CpuList) -> Option<Split> {
+    let nohz = nohz_full.contains(e.cpu);
     if let Some(a) = &e.attribution {
-        return Some(measured_split(a)).filter(|s| s.total() > 0);
+        return Some(measured_split(a, nohz)).filter(|s| s.total() > 0);
     }
     let log = e.events.as_ref()?;
-    let s = split(&log.start_ns, &log.duration_ns);
+    let s = Split {
+        nohz,
+        ..split(&log.start_ns, &log.duration_ns)
+    };
     (s.total() > 0).then_some(s)
 }
 
 /// The causes as the trace measured them: the tick is the local timer vector running the
-/// tick's hrtimer; what no event covered is set where long stalls go.
-fn measured_split(a: &crate::stats::causes::Attribution) -> Split {
-    let of = |c: &&crate::stats::causes::CauseRow| Cause::of_row(c.kind, &c.cause);
+/// tick's hrtimer (on a nohz_full CPU, the residual tick or one kept on where the trace
+/// said so: `nohz`); what no event covered is set where long stalls go.
+fn measured_split(a: &crate::stats::causes::Attribution, nohz: bool) -> Split {
+    let of = |c: &&crate::stats::causes::CauseRow| nohz::row_cause(c, nohz);
     let sum = |cause: Cause| -> u64 {
         (a.causes.iter())
             .filter(|c| of(c) == cause)
@@ -328,15 +360,25 @@ fn measured_split(a: &crate::stats::causes::Attribution) -> Split {
     let (tick_ns, long_ns) = (sum(Cause::Tick), sum(Cause::LongStall));
     let (rt_ns, fair_ns) = (sum(Cause::RtThrottling), sum(Cause::FairServer));
     let cfs_ns = sum(Cause::CfsQuota);
+    let (residual_ns, kept_ns) = (sum(Cause::ResidualTick), sum(Cause::TickKept));
+    let other_row = (a.causes.iter())
+        .filter(|c| of(c) == Cause::Other)
+        .max_by_key(|c| c.total_ns)
+        .map(|c| (c.kind, c.cause.clone(), c.total_ns));
     Split {
         tick_ns,
         long_ns,
         other_ns: a
             .interrupted_ns
-            .saturating_sub(tick_ns + long_ns + rt_ns + fair_ns + cfs_ns),
+            .saturating_sub(tick_ns + long_ns + rt_ns + fair_ns + cfs_ns + residual_ns + kept_ns),
         rt_ns,
         fair_ns,
         cfs_ns,
+        residual_ns,
+        kept_ns,
+        kept_by: nohz::kept_by(a.causes.iter().filter(|c| of(c) == Cause::TickKept)),
+        nohz,
+        other_row,
         tick: tick_row
             .and_then(|r| r.period_ns)
             .filter(|p| *p > 0)
@@ -435,6 +477,8 @@ fn largest(s: &Split, hz: Option<u32>) -> Largest {
         (Cause::RtThrottling, s.rt_ns),
         (Cause::FairServer, s.fair_ns),
         (Cause::CfsQuota, s.cfs_ns),
+        (Cause::ResidualTick, s.residual_ns),
+        (Cause::TickKept, s.kept_ns),
     ];
     let (cause, ns) = parts
         .into_iter()
@@ -516,7 +560,9 @@ fn sentence(
         true => "measured from kernel trace events",
         false => "inferred from the gaps' timing, not traced",
     };
-    let what = match (l.cause, l.tick, hypervisor, s.measured) {
+    // On a nohz_full CPU the tick is named as the trace (or its absence) allows.
+    let nohz_words = nohz::words(l.cause, l.tick, s, &share, (is, its));
+    let what = nohz_words.unwrap_or_else(|| match (l.cause, l.tick, hypervisor, s.measured) {
         (Cause::Tick, Some((p, hz)), _, _) => format!(
             "{is} interrupted every {}: the timer tick (HZ={hz}), {share} % of {its} lost time",
             duration_words(p)
@@ -552,11 +598,17 @@ fn sentence(
              group's threads off for the rest of each period once its quota is spent \
              (cpu.max, or cpu.cfs_quota_us)"
         ),
-        _ => format!(
-            "{loses} most time ({share} %) to short interruptions off the tick's period \
-             (device IRQs, softirqs, kernel threads)"
-        ),
-    };
+        _ => match &s.other_row {
+            Some((_, row, _)) => format!(
+                "{loses} most time ({share} %) to short interruptions off the tick's period \
+                 (device IRQs, softirqs, kernel threads), the most to {row}"
+            ),
+            None => format!(
+                "{loses} most time ({share} %) to short interruptions off the tick's period \
+                 (device IRQs, softirqs, kernel threads)"
+            ),
+        },
+    });
     let not_tick = match (s.tick, l.tick, hz) {
         (Some((p, _)), None, Some(hz)) => format!(
             " A train every {} is not this kernel's tick (CONFIG_HZ={hz}); on a VM it is most \
@@ -565,7 +617,17 @@ fn sentence(
         ),
         _ => String::new(),
     };
-    let why = match matching(l.cause, findings).first() {
+    let fix = match (l.cause, &s.other_row) {
+        // The largest row's own fix: an IRQ thread's is its IRQ's affinity.
+        (Cause::Other, Some((kind, row, _))) => {
+            crate::system::cause_fix::row_matching(*kind, row, findings)
+                .first()
+                .copied()
+                .or_else(|| matching(l.cause, findings).first().copied())
+        }
+        _ => matching(l.cause, findings).first().copied(),
+    };
+    let why = match fix {
         Some(f) => format!("; audit {}: {}", f.id, f.why),
         None => String::new(),
     };
@@ -592,8 +654,14 @@ fn ranked_fixes(
         (Cause::RtThrottling, sum(|s| s.rt_ns)),
         (Cause::FairServer, sum(|s| s.fair_ns)),
         (Cause::CfsQuota, sum(|s| s.cfs_ns)),
+        (Cause::ResidualTick, sum(|s| s.residual_ns)),
+        (Cause::TickKept, sum(|s| s.kept_ns)),
     ];
     causes.sort_by_key(|c| std::cmp::Reverse(c.1));
+    // The largest row of "other" over the CPUs: its own fix is the one named for it.
+    let other_row = (splits.iter())
+        .filter_map(|s| s.1.other_row.as_ref())
+        .max_by_key(|r| r.2);
     let mut fixes: Vec<Fix> = Vec::new();
     let mut used: Vec<FindingId> = Vec::new();
     for (cause, ns) in causes {
@@ -610,8 +678,14 @@ fn ranked_fixes(
             }
             continue;
         }
-        if let Some(f) = matching(cause, findings)
-            .into_iter()
+        let row_fix = match (cause, other_row) {
+            (Cause::Other, Some((kind, row, _))) => {
+                crate::system::cause_fix::row_matching(*kind, row, findings)
+            }
+            _ => Vec::new(),
+        };
+        if let Some(f) = (row_fix.into_iter())
+            .chain(matching(cause, findings))
             .find(|f| !used.contains(&f.id))
         {
             used.push(f.id);
@@ -931,7 +1005,7 @@ mod tests {
         let r = fixture_with_steal(Some(2));
         let v = verdict(&r);
         let e = r.entries::<NoiseEntry>().next().unwrap();
-        let s = entry_split(e).unwrap();
+        let s = entry_split(e, &Default::default()).unwrap();
         let want = (2_000_000u64.min(s.long_ns)) as f64 / s.total() as f64;
         let got = steal_fix(&v)
             .and_then(|f| f.share)
@@ -1122,7 +1196,7 @@ mod tests {
             20,
             100_000_000,
         );
-        let s = measured_split(&a);
+        let s = measured_split(&a, false);
         assert_eq!((s.cfs_ns, s.other_ns), (98_000_000, 0), "{s:?}");
         let f = [
             finding("irq-on-measured-cpus", Severity::Bad),
@@ -1141,6 +1215,80 @@ mod tests {
             "{line}"
         );
         assert!(!line.contains("IRQ") && !line.contains("irq-on"), "{line}");
+    }
+
+    /// Issue 48, on a nohz_full CPU of a CONFIG_HZ=250 kernel: a traced tick row a second
+    /// apart is the residual tick, never "not this kernel's tick" nor a tick at "HZ=1",
+    /// and no nohz_full fix is credited with it; an IRQ thread's row, the largest of the
+    /// rest, is named in the sentence and points at its IRQ's affinity, not isolation.
+    #[test]
+    fn issue48_the_residual_tick_and_an_irq_thread_are_named_as_what_they_are() {
+        use crate::stats::causes::{Attribution, CauseKind, CauseRow};
+        let tick = CauseRow {
+            period_ns: Some(1_040_000_000),
+            ..CauseRow::made_up(
+                CauseKind::Vector,
+                "vector local_timer: tick_sched_timer",
+                3,
+                3,
+                60_000,
+            )
+        };
+        let irq = "irq 4 ttyS0 (its thread irq/4-ttyS0, real-time 50)";
+        let a = Attribution::of_causes(
+            vec![
+                tick,
+                CauseRow::made_up(CauseKind::Irq, irq, 20, 20, 30_000),
+                CauseRow::made_up(
+                    CauseKind::Task,
+                    "task cat:900 (SCHED_OTHER nice 0)",
+                    2,
+                    2,
+                    10_000,
+                ),
+            ],
+            25,
+            100_000,
+        );
+        let s = measured_split(&a, true);
+        assert_eq!(
+            (s.residual_ns, s.tick_ns, s.tick),
+            (60_000, 0, None),
+            "{s:?}"
+        );
+        let hz = Finding {
+            value: "CONFIG_HZ=250: a tick every 4 ms".into(),
+            ..finding("hz-tick", Severity::Info)
+        };
+        let f = [
+            hz,
+            finding("nohz-full-missing", Severity::Warn),
+            finding("isolated-missing", Severity::Warn),
+            finding("irq-on-measured-cpus", Severity::Bad),
+        ];
+        let refs: Vec<&Finding> = f.iter().collect();
+        let r = fixture_with_steal(None);
+        let e = r.entries::<NoiseEntry>().next().expect("a noise entry");
+        let line = sentence(&[(e, &s)], &refs, None);
+        assert!(line.contains("residual tick"), "{line}");
+        assert!(
+            !line.contains("not this kernel's tick") && !line.contains("HZ=1)"),
+            "{line}"
+        );
+        let fixes = ranked_fixes(&[(1, s.clone())], &refs, None);
+        let nohz = fixes.iter().find(|f| f.finding == "nohz-full-missing");
+        assert!(nohz.is_none_or(|f| f.share.is_none()), "{fixes:?}");
+        assert_eq!(fixes[0].finding, "irq-on-measured-cpus", "{fixes:?}");
+        // The IRQ thread leads what is left when the tick is gone.
+        let rest = Split {
+            residual_ns: 0,
+            ..s
+        };
+        let line = sentence(&[(e, &rest)], &refs, None);
+        assert!(
+            line.contains(irq) && line.contains("audit irq-on-measured-cpus"),
+            "{line}"
+        );
     }
 
     #[test]
