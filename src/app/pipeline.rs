@@ -456,7 +456,7 @@ fn preamble(
     let (clock, problems) = ClockInfo::detect();
     let host = HostInfo::collect(clock, universe.online.clone());
     let host = match audit {
-        Some(cpus) => host.audited(cpus),
+        Some(cpus) => host.audited_for(cpus, crate::system::audit::Measuring::of(req)),
         None => host,
     };
     let mut degraded: Vec<Degraded> = problems.iter().map(Degraded::from_clock).collect();

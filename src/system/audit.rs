@@ -21,6 +21,7 @@ mod irq;
 mod isolation;
 mod memory;
 mod power;
+mod rt_threads;
 mod sched;
 mod time;
 
@@ -186,7 +187,19 @@ impl AuditReport {
     /// Audits `measured` on the tree under `root` (`/` for the live host); every other
     /// online CPU is housekeeping.
     pub fn of(root: &Path, measured: CpuList, online: &CpuList) -> AuditReport {
-        let host = Host::new(root, measured.clone(), online);
+        Self::of_measuring(root, measured, online, Measuring::Unknown)
+    }
+
+    /// As `of`, for measuring threads that run as `measuring` says: the real-time kernel
+    /// threads at or above their priority are the ones that preempt them.
+    pub fn of_measuring(
+        root: &Path,
+        measured: CpuList,
+        online: &CpuList,
+        measuring: Measuring,
+    ) -> AuditReport {
+        let mut host = Host::new(root, measured.clone(), online);
+        host.measuring = measuring;
         AuditReport {
             root: root.to_path_buf(),
             housekeeping: online.without(&measured),
@@ -389,6 +402,33 @@ impl Missing {
     }
 }
 
+/// How the threads the audit is for will be scheduled, as far as it was told.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Measuring {
+    /// Not told (`jitterscope audit`): every real-time thread outranks a SCHED_OTHER
+    /// one, and those are named with their priorities.
+    Unknown,
+    /// SCHED_OTHER: every real-time thread preempts it.
+    Other,
+    /// SCHED_FIFO or SCHED_RR at this priority: a thread at it or above preempts it (a
+    /// FIFO thread of equal priority runs until it yields).
+    RealTime(u8),
+    /// SCHED_DEADLINE: above every real-time thread.
+    Deadline,
+}
+
+impl Measuring {
+    /// From a measuring command's scheduling request.
+    pub fn of(req: crate::engine::sched::SchedRequest) -> Measuring {
+        use crate::engine::sched::Policy;
+        match req.policy {
+            Policy::Other => Measuring::Other,
+            Policy::Fifo | Policy::Rr => Measuring::RealTime(req.priority),
+            Policy::Deadline(_) => Measuring::Deadline,
+        }
+    }
+}
+
 /// The host (or snapshot) being audited and the CPUs the audit is about.
 pub struct Host {
     root: PathBuf,
@@ -407,6 +447,8 @@ pub struct Host {
     /// The audited process's cgroups, read once: the container's evidence and the
     /// cgroup checks judge the same reading.
     cgroups: Result<crate::system::cgroup::Cgroups, crate::system::cgroup::CgroupError>,
+    /// How the measuring threads will be scheduled.
+    measuring: Measuring,
 }
 
 impl Host {
@@ -425,6 +467,7 @@ impl Host {
             container: None,
             tasks_hidden: false,
             cgroups: crate::system::cgroup::Cgroups::read(root, None),
+            measuring: Measuring::Unknown,
         };
         let from_root =
             (h.cgroups.as_ref().ok()).and_then(|c| c.cpu().or(c.unified()).map(|ch| ch.from_root));
@@ -565,7 +608,7 @@ fn cpu_flags(cpuinfo: &str) -> Vec<String> {
 
 /// Runs every check; the findings come grouped by area.
 pub fn audit(host: &Host) -> Vec<Finding> {
-    let checks: [fn(&Host) -> Vec<Finding>; 10] = [
+    let checks: [fn(&Host) -> Vec<Finding>; 11] = [
         isolation::isolation,
         irq::irqs,
         power::power,
@@ -576,6 +619,7 @@ pub fn audit(host: &Host) -> Vec<Finding> {
         time::time,
         time::virtualization,
         housekeeping::housekeeping,
+        rt_threads::rt_threads,
     ];
     let mut all: Vec<Finding> = checks.iter().flat_map(|c| c(host)).collect();
     if let Some(runtime) = &host.container {

@@ -86,6 +86,7 @@ named_enum! {
         Workqueues = "workqueues",
         Writeback = "writeback",
         Kthreads = "kthreads",
+        RtThreads = "rt-threads",
         Tuned = "tuned",
         Thread = "thread",
         Cgroup = "cgroup",
@@ -226,6 +227,10 @@ finding_ids! {
     WritebackOnMeasured = "writeback-on-measured",
     KthreadsOk = "kthreads-ok",
     KthreadsOnMeasured = "kthreads-on-measured",
+    /// Real-time kernel threads (PREEMPT_RT's IRQ, timer and RCU threads) that may run on
+    /// a measured CPU at or above the measuring threads' priority.
+    RtThreadsAbove = "rt-threads-above",
+    RtThreadsOk = "rt-threads-ok",
     TunedLatencyProfile = "tuned-latency-profile",
     TunedOtherProfile = "tuned-other-profile",
     TunedAbsent = "tuned-absent",

@@ -116,11 +116,17 @@ pub fn preempt_rt_source(realtime: Option<&str>, version: &str) -> Option<String
 impl HostInfo {
     /// The same facts with the live host's tuning audit for `measured` (the audit takes a
     /// few ms: it reads /proc and /sys).
-    pub fn audited(mut self, measured: &CpuList) -> HostInfo {
-        let report = audit::AuditReport::of(
+    pub fn audited(self, measured: &CpuList) -> HostInfo {
+        self.audited_for(measured, audit::Measuring::Unknown)
+    }
+
+    /// As `audited`, for measuring threads scheduled as `measuring` says.
+    pub fn audited_for(mut self, measured: &CpuList, measuring: audit::Measuring) -> HostInfo {
+        let report = audit::AuditReport::of_measuring(
             std::path::Path::new("/"),
             measured.clone(),
             &self.cpus_online,
+            measuring,
         );
         self.audit = Some(report);
         self

@@ -135,7 +135,7 @@ fn workqueues(h: &Host) -> Vec<Finding> {
 }
 
 /// PF_NO_SETAFFINITY: the kernel refuses sched_setaffinity (taskset) for this thread.
-const PF_NO_SETAFFINITY: u64 = 0x0400_0000;
+pub(super) const PF_NO_SETAFFINITY: u64 = 0x0400_0000;
 
 /// Kernel threads watched: those the kernel's per-CPU kthread guide names as movable
 /// or as running on any CPU. Per-CPU threads bound to one CPU (ksoftirqd/1,
@@ -155,7 +155,7 @@ const WATCHED: [&str; 11] = [
 ];
 
 /// A kernel thread's allowed CPUs and its flags; `None` for a user process.
-fn kthread_info(h: &Host, pid: &str) -> Option<(CpuList, u64)> {
+pub(super) fn kthread_info(h: &Host, pid: &str) -> Option<(CpuList, u64)> {
     let status = h.read(&format!("/proc/{pid}/status")).ok()?;
     let field = |name: &str| {
         status

@@ -14,10 +14,26 @@ pub(super) fn scheduling(h: &Host) -> Vec<Finding> {
 }
 
 fn rt_throttling(h: &Host) -> Finding {
-    let why = "RT throttling stops a spinning SCHED_FIFO thread for the rest of each period";
+    // On PREEMPT_RT the CPU's own timer and RCU work are FIFO 1 threads (issue 48).
+    let rt = super::rt_threads::preempt_rt(h);
+    let why = match rt {
+        true => {
+            "RT throttling stops a spinning SCHED_FIFO thread for the rest of each period; \
+             on this PREEMPT_RT kernel that is also when a spinner above FIFO 1 lets its \
+             CPU's ktimers and rcuc threads run"
+        }
+        false => "RT throttling stops a spinning SCHED_FIFO thread for the rest of each period",
+    };
+    let off = match rt {
+        true => {
+            "no safety net: a runaway real-time thread can starve its CPU, and on this \
+             PREEMPT_RT kernel one above FIFO 1 starves the CPU's timers (ktimers) and RCU \
+             (rcuc)"
+        }
+        false => "no safety net: a runaway real-time thread can starve its CPU",
+    };
     match h.read_int("/proc/sys/kernel/sched_rt_runtime_us") {
-        Ok(-1) => finding(Area::Scheduling, Id::RtThrottlingOff, Severity::Ok, "-1")
-            .why("no safety net: a runaway real-time thread can starve its CPU"),
+        Ok(-1) => finding(Area::Scheduling, Id::RtThrottlingOff, Severity::Ok, "-1").why(off),
         Ok(v) => finding(
             Area::Scheduling,
             Id::RtThrottlingOn,
