@@ -30,7 +30,9 @@ enum Moves {
 struct RtThread {
     comm: String,
     pid: u32,
-    /// Its real-time priority, 1–99.
+    /// Its policy's name (SCHED_FIFO or SCHED_RR, as ps shows them: FIFO, RR) and its
+    /// real-time priority, 1–99.
+    policy: &'static str,
     prio: u8,
     allowed: CpuList,
     moves: Moves,
@@ -43,9 +45,13 @@ impl RtThread {
             Moves::PerCpu => "per-CPU".into(),
             Moves::Taskset(_) => "movable".into(),
         };
+        let cpus = match self.allowed.len() {
+            1 => "CPU",
+            _ => "CPUs",
+        };
         format!(
-            "{} ({}: FIFO/RR {}, CPUs {}; {how})",
-            self.comm, self.pid, self.prio, self.allowed
+            "{} ({}: {} {}, {cpus} {}; {how})",
+            self.comm, self.pid, self.policy, self.prio, self.allowed
         )
     }
 }
@@ -90,21 +96,34 @@ fn outranks(prio: u8, measuring: Measuring) -> bool {
     }
 }
 
-/// A kernel thread's real-time priority from `/proc/PID/stat`: field 18 is the kernel's
-/// priority as ps shows it, −1 − rt_priority for SCHED_FIFO and SCHED_RR (−51 for FIFO
-/// 50), −101 for SCHED_DEADLINE; field 19 is the nice value (0 for them).
-fn rt_priority(stat: &str) -> Option<u8> {
+/// A kernel thread's real-time policy and priority from `/proc/PID/stat`: field 18 is the
+/// kernel's priority as ps shows it, −1 − rt_priority for SCHED_FIFO and SCHED_RR (−51 for
+/// FIFO 50), −101 for SCHED_DEADLINE; field 19 the nice value (0 for them); field 41 the
+/// policy (1 FIFO, 2 RR), where the kernel writes it.
+fn rt_priority(stat: &str) -> Option<(&'static str, u8)> {
     let (_, rest) = stat.rsplit_once(')')?;
     let fields: Vec<&str> = rest.split_whitespace().collect();
     // Field 3 is the first after the name.
-    let prio: i64 = fields.get(18 - 3)?.parse().ok()?;
-    let _nice: i64 = fields.get(19 - 3)?.parse().ok()?;
-    (-100..=-2).contains(&prio).then(|| (-prio - 1) as u8)
+    let field = |n: usize| fields.get(n - 3).and_then(|f| f.parse::<i64>().ok());
+    let (prio, _nice) = (field(18)?, field(19)?);
+    let policy = match field(41) {
+        Some(1) => "FIFO",
+        Some(2) => "RR",
+        _ => "FIFO/RR",
+    };
+    (-100..=-2)
+        .contains(&prio)
+        .then(|| (policy, (-prio - 1) as u8))
 }
 
 fn rt_thread(h: &Host, pid: &str, comm: &str) -> Option<RtThread> {
+    // The stopper: its class is above every policy, and it runs only to move a task or
+    // stop the machine; no priority outranks it, so it is no finding.
+    if comm.starts_with("migration/") {
+        return None;
+    }
     let (allowed, flags) = kthread_info(h, pid)?;
-    let prio = rt_priority(&h.read(&format!("/proc/{pid}/stat")).ok()?)?;
+    let (policy, prio) = rt_priority(&h.read(&format!("/proc/{pid}/stat")).ok()?)?;
     let pid: u32 = pid.parse().ok()?;
     let irq = (comm.strip_prefix("irq/"))
         .and_then(|r| r.split_once('-'))
@@ -117,6 +136,7 @@ fn rt_thread(h: &Host, pid: &str, comm: &str) -> Option<RtThread> {
     Some(RtThread {
         comm: comm.to_string(),
         pid,
+        policy,
         prio,
         allowed,
         moves,
@@ -223,19 +243,26 @@ mod tests {
     /// wrote them for its IRQ, timer and RCU threads, and for a SCHED_OTHER one.
     #[test]
     fn issue48_a_threads_real_time_priority_is_read_from_stat() {
-        let stat = |comm: &str, prio: i64, nice: i64| {
+        let stat = |comm: &str, prio: i64, nice: i64, policy: u32| {
             format!(
                 "102 ({comm}) S 2 0 0 0 -1 2129984 0 0 0 0 0 3 0 0 {prio} {nice} 1 0 44 0 0 \
-                 18446744073709551615 0 0 0 0 0 0 0 2147483647 0 0 0 0 17 1 50 1 0 0 0"
+                 18446744073709551615 0 0 0 0 0 0 0 2147483647 0 0 0 0 17 1 50 {policy} 0 0 0"
             )
         };
-        assert_eq!(rt_priority(&stat("irq/4-ttyS0", -51, 0)), Some(50));
-        assert_eq!(rt_priority(&stat("ktimers/1", -2, 0)), Some(1));
-        assert_eq!(rt_priority(&stat("migration/1", -100, 0)), Some(99));
-        assert_eq!(rt_priority(&stat("ksoftirqd/1", 20, 0)), None);
-        assert_eq!(rt_priority(&stat("deadline", -101, 0)), None);
-        // A name with spaces and parentheses.
-        assert_eq!(rt_priority(&stat("a (b) c", -11, 0)), Some(10));
+        assert_eq!(
+            rt_priority(&stat("irq/4-ttyS0", -51, 0, 1)),
+            Some(("FIFO", 50))
+        );
+        assert_eq!(rt_priority(&stat("ktimers/1", -2, 0, 1)), Some(("FIFO", 1)));
+        assert_eq!(rt_priority(&stat("rr", -100, 0, 2)), Some(("RR", 99)));
+        assert_eq!(rt_priority(&stat("ksoftirqd/1", 20, 0, 0)), None);
+        assert_eq!(rt_priority(&stat("deadline", -101, 0, 6)), None);
+        // A name with spaces and parentheses; a stat cut before its policy.
+        assert_eq!(rt_priority(&stat("a (b) c", -11, 0, 1)), Some(("FIFO", 10)));
+        assert_eq!(
+            rt_priority("7 (x) S 2 0 0 0 -1 0 0 0 0 0 0 0 0 0 -11 0 1"),
+            Some(("FIFO/RR", 10))
+        );
     }
 
     /// A kernel thread's /proc files: its name, priority (field 18) and allowed CPUs.
@@ -261,6 +288,7 @@ mod tests {
         files.extend(thread(17, "rcu_preempt", -2, "0-1", 0x20_8040));
         files.extend(thread(31, "ksoftirqd/1", 20, "1", 0x420_8040));
         files.extend(thread(66, "irq/12-i8042", -51, "0", 0x20_8040));
+        files.extend(thread(28, "migration/1", -100, "1", 0x420_8040));
         let refs: Vec<(&str, &str)> = files
             .iter()
             .map(|(a, b)| (a.as_str(), b.as_str()))
@@ -288,7 +316,7 @@ mod tests {
         assert!(
             f.value.starts_with(
                 "at or above the SCHED_OTHER measuring threads: irq/4-ttyS0 (102: FIFO/RR 50, \
-                 CPUs 1; follows IRQ 4), ktimers/1 (30: FIFO/RR 1, CPUs 1; per-CPU)"
+                 CPU 1; follows IRQ 4), ktimers/1 (30: FIFO/RR 1, CPU 1; per-CPU)"
             ),
             "{}",
             f.value
@@ -299,6 +327,7 @@ mod tests {
             "{}",
             f.value
         );
+        assert!(!f.value.contains("migration"), "{}", f.value);
         assert!(
             !f.value.contains("i8042") && !f.value.contains("ksoftirqd"),
             "{}",
