@@ -29,6 +29,7 @@ mod html_page;
 mod image;
 mod import_cycles;
 mod lab;
+mod lab_rt;
 mod main_job;
 mod matrix;
 mod memory;

@@ -28,7 +28,8 @@ pub enum Cause {
     /// off (a normal-policy loop) for the rest of the period.
     CfsQuota,
     /// Measured from trace events only: the tick a nohz_full CPU keeps once its tick
-    /// stopped (at most a second apart), which no setting removes.
+    /// stopped (for the next timer due there, at most a second apart), which no tick
+    /// setting removes.
     ResidualTick,
     /// Measured from trace events only: the tick on a nohz_full CPU, kept running by a
     /// dependency `timer:tick_stop` named (a second runnable task, RCU, …): its fix is

@@ -1,7 +1,8 @@
 //! The tick on a nohz_full CPU, and the kernel that threads its interrupts (issue 48).
 //!
 //! A nohz_full CPU running one task stops its tick; what still comes is the residual
-//! tick (at most a second apart), which no setting removes, or a tick kept on by a
+//! tick (for the next timer due there, at most a second apart where the kernel caps the
+//! wait), which no tick setting removes, or a tick kept on by a
 //! dependency the trace's `timer:tick_stop` names (a second runnable task, RCU, …), whose
 //! fix is that dependency's, not nohz_full. Attribution names each tick row by what the
 //! event said (`trace::attribute::TickMode`); here a plain tick row on a nohz_full CPU
@@ -74,9 +75,10 @@ pub(super) fn words(
     };
     Some(match cause {
         Cause::ResidualTick => format!(
-            "{is} interrupted by the residual tick nohz_full leaves once it stopped the tick \
-             (at most a second apart; timer:tick_stop said it had stopped), {share} % of {its} \
-             lost time: no setting removes it"
+            "{is} interrupted by the residual tick, {share} % of {its} lost time: nohz_full \
+             had stopped the tick (timer:tick_stop said so), and it still comes for the next \
+             timer due on this CPU, at most a second apart where the kernel caps the wait; no \
+             tick setting removes it, the timers' own rows (TIMER softirq) say whose"
         ),
         Cause::TickKept => {
             let deps = match s.kept_by.as_slice() {
@@ -224,7 +226,7 @@ mod tests {
         assert!(w.contains("more than one task was runnable"), "{w}");
         let r = words(Cause::ResidualTick, None, &kept, "90", ("is", "its")).unwrap();
         assert!(
-            r.contains("residual tick") && r.contains("no setting removes it"),
+            r.contains("residual tick") && r.contains("no tick setting removes it"),
             "{r}"
         );
     }
