@@ -141,7 +141,7 @@ pub struct HoldArgs {
 }
 
 /// `-a` for the commands that measure a set of CPUs.
-const CPUS_MEASURED: &str = "CPUs to measure, e.g. 1-3,5 [default: every online, allowed CPU but one, kept for housekeeping]";
+const CPUS_MEASURED: &str = "CPUs to measure, e.g. 1-3,5 [default: the CPUs the host isolated (isolcpus, nohz_full, an isolated cpuset partition); on a host without, every CPU of this process's mask but one, kept for housekeeping]";
 /// `-a` for the commands that run on one CPU.
 const CPU_ONE: &str = "The CPU to run on [default: the first CPU a measuring command would take]";
 
@@ -196,7 +196,8 @@ pub struct RunArgs {
     #[arg(short = 'a', long = "cpus", value_name = "LIST")]
     pub cpus: Option<String>,
 
-    /// The CPU left unmeasured for the coordinator [default: the lowest allowed CPU].
+    /// The CPU left unmeasured for the coordinator [default: the lowest CPU of this
+    /// process's mask that the host did not isolate].
     #[arg(long, value_name = "CPU")]
     pub housekeeping: Option<usize>,
 
@@ -456,11 +457,11 @@ pub struct PingpongArgs {
     pub count: Option<u64>,
 }
 
-// `jitterscope c2c`. `-a` selects the CPUs [default: every online, allowed CPU].
+// `jitterscope c2c`. `-a` selects the CPUs [default: the isolated CPUs, or every CPU].
 #[derive(Debug, Clone, Args)]
 #[command(
     mut_arg("per_cpu", |a| a.hide(true)),
-    mut_arg("cpus", |a| a.help("CPUs to pair, e.g. 0-7 [default: every online, allowed CPU]")),
+    mut_arg("cpus", |a| a.help("CPUs to pair, e.g. 0-7 [default: the CPUs the host isolated, when there are two or more; else every CPU of this process's mask and the isolated ones]")),
     mut_arg("duration", |a| a.hide(true)),
     mut_arg("force", |a| a.help("Allow real-time pairs when no CPU is left for housekeeping")),
 )]
@@ -717,8 +718,9 @@ pub struct ReportArgs {
 // `jitterscope run`, and a bare `jitterscope`.
 #[derive(Debug, Clone, Default, Args)]
 pub struct MainArgs {
-    /// CPUs to measure, e.g. 1-3 [default: every CPU but the lowest, kept for
-    /// housekeeping].
+    /// CPUs to measure, e.g. 1-3 [default: the CPUs the host isolated (isolcpus,
+    /// nohz_full, an isolated cpuset partition); on a host without, every CPU but the
+    /// lowest, kept for housekeeping].
     #[arg(short = 'a', long = "cpus", value_name = "LIST")]
     pub cpus: Option<String>,
 
@@ -793,7 +795,8 @@ pub struct TuneArgs {
     #[arg(short = 'a', long = "cpus", value_name = "LIST", help = CPUS_MEASURED)]
     pub cpus: Option<String>,
 
-    /// The CPU left unmeasured for the coordinator [default: the lowest allowed CPU]
+    /// The CPU left unmeasured for the coordinator [default: the lowest CPU of this
+    /// process's mask that the host did not isolate]
     #[arg(long, value_name = "CPU")]
     pub housekeeping: Option<usize>,
 
@@ -936,8 +939,9 @@ pub struct CompareArgs {
 // `jitterscope audit`.
 #[derive(Debug, Clone, Args)]
 pub struct AuditArgs {
-    /// The CPUs the audit is about, e.g. 1-3 [default: every online CPU but the lowest,
-    /// kept for housekeeping].
+    /// The CPUs the audit is about, e.g. 1-3 [default: the CPUs the host isolated
+    /// (isolcpus, nohz_full, an isolated cpuset partition); on a host without, every
+    /// online CPU but the lowest, kept for housekeeping].
     #[arg(short = 'a', long = "cpus", value_name = "LIST")]
     pub cpus: Option<String>,
 
@@ -980,7 +984,8 @@ impl Default for NoiseArgs {
 // `jitterscope monitor`.
 #[derive(Debug, Clone, Args)]
 pub struct MonitorArgs {
-    /// CPUs to measure [default: every online, allowed CPU but one housekeeping CPU].
+    /// CPUs to measure [default: the CPUs the host isolated; on a host without, every
+    /// CPU of this process's mask but one housekeeping CPU].
     #[arg(short = 'a', long = "cpus", value_name = "LIST")]
     pub cpus: Option<String>,
 

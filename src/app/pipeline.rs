@@ -161,7 +161,7 @@ pub fn one_cpu_plan(
     };
     let measured = CpuList::from_cpus(vec![cpu]);
     Ok(CpuPlan {
-        housekeeping: universe.usable().without(&measured),
+        housekeeping: universe.housekeeping_for(&measured),
         measured,
     })
 }
@@ -633,11 +633,8 @@ mod tests {
 
     #[test]
     fn realtime_on_every_cpu_needs_force() {
-        let u = CpuUniverse {
-            online: CpuList::parse_kernel("0-1").unwrap(),
-            max_cpu: 1,
-            allowed: CpuList::parse_kernel("0-1").unwrap(),
-        };
+        let both = CpuList::parse_kernel("0-1").unwrap();
+        let u = CpuUniverse::of(both.clone(), both);
         let all = plan_cpus(Some("0-1"), None, &u, &Cpuset::default()).unwrap();
         let fifo = SchedRequest {
             policy: Policy::Fifo,
