@@ -282,7 +282,10 @@ pub struct NoiseArgs {
     pub fail_above: Vec<Gate>,
 }
 
-/// SCHED_DEADLINE's runtime and deadline, for `--policy deadline` (timer and noise).
+// SCHED_DEADLINE's runtime and deadline, for `--policy deadline` (timer and noise). A
+// plain comment, as on every `Args` struct here: a doc comment would become the `about` of
+// each command that flattens it (noise's and timer's help opened with it, issue 49), and
+// `#[command(about = None)]` would erase theirs.
 #[derive(Debug, Clone, Default, Args)]
 pub struct DeadlineArgs {
     /// With --policy deadline: the CPU time each period is guaranteed, µs or with a unit
