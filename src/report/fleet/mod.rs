@@ -3,6 +3,7 @@
 //! (`rank`) with what sets each apart from the majority (`differ`), shown as text, CSV or
 //! an HTML page.
 
+pub mod boot;
 pub mod csv;
 pub mod differ;
 pub mod page;
