@@ -6,6 +6,7 @@
 pub mod boot;
 pub mod csv;
 pub mod differ;
+pub mod drift;
 pub mod page;
 pub mod rank;
 pub mod summary;
