@@ -92,8 +92,9 @@ pub enum Command {
     /// first run, a verdict per row, and overlaid plots.
     Compare(CompareArgs),
     /// Rank a fleet's saved results: hosts whose figures agree said once as a group, the
-    /// worst, the best and every outlier named with what sets it apart (kernel, boot
-    /// options, audit findings, top cause); a directory or many files.
+    /// worst, the best and every outlier named with what sets it apart, and every host
+    /// whose kernel, boot options, audit findings or degradations drifted from the
+    /// majority's, whatever its figures; a directory or many files.
     Fleet(FleetArgs),
     /// Always-on timer latency (and optional noise sweeps) served as Prometheus /
     /// OpenMetrics on --listen, with an HdrHistogram interval log; runs until SIGTERM.
@@ -283,7 +284,10 @@ pub struct NoiseArgs {
     pub fail_above: Vec<Gate>,
 }
 
-/// SCHED_DEADLINE's runtime and deadline, for `--policy deadline` (timer and noise).
+// SCHED_DEADLINE's runtime and deadline, for `--policy deadline` (timer and noise). A
+// plain comment, as on every `Args` struct here: a doc comment would become the `about` of
+// each command that flattens it (noise's and timer's help opened with it, issue 49), and
+// `#[command(about = None)]` would erase theirs.
 #[derive(Debug, Clone, Default, Args)]
 pub struct DeadlineArgs {
     /// With --policy deadline: the CPU time each period is guaranteed, µs or with a unit
