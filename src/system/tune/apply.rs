@@ -211,6 +211,26 @@ impl Applied {
         Ok(())
     }
 
+    /// Journals thread `pid`'s allowed CPUs before the kernel changes them on its own
+    /// (`new` says how), so that a revert sets them back. A thread that has exited is
+    /// skipped.
+    pub fn keep_affinity(&mut self, step: &str, pid: u32, new: &str) -> Result<(), ApplyError> {
+        let (Ok(old), Some(start)) = (
+            thread::allowed(&self.root, pid),
+            thread::start_time(&self.root, pid),
+        ) else {
+            return Ok(());
+        };
+        let journal = self.journal.as_mut().expect("journal open while applying");
+        let seq = journal.will_move(step, (pid, start), &old, new)?;
+        self.stack.push(Undo::Change {
+            seq,
+            target: Target::Thread { pid, start },
+            old,
+        });
+        Ok(())
+    }
+
     /// Moves kernel thread `pid` to `cpus`, its old mask journaled first. A thread that
     /// has exited since the plan is skipped, as the audit's own command skips it.
     fn move_thread(

@@ -17,7 +17,11 @@
 //! the root cgroup's processes only, so the process must be in the root cgroup. The
 //! partition is `root`, not `isolated`: an isolated partition's CPUs go without sched
 //! domains and join the default root domain together, which is no root domain of one
-//! CPU's own.
+//! CPU's own. Kernels before 6.2 set every task's allowed CPUs to its cpuset's when a
+//! partition comes and goes, so a task pinned by its user (`taskset -c 1`) came back
+//! allowed every CPU (seen on Debian 12's 6.1 in the lab); there every thread whose
+//! allowed CPUs are narrower than the root's is journaled first and set back after
+//! (6.2 keeps what a user asked for itself).
 //!
 //! Every change goes through `tune`'s journal (synced before it is made), and `Drop`
 //! reverts them: a SIGKILL leaves the journal, which `tune --restore` reverts, or the
@@ -128,15 +132,15 @@ impl fmt::Display for Record {
             Version::V1 => format!("cpuset{plural} {}", names.join(", ")),
             Version::V2 => format!("cgroup v2 partition{plural} {}", names.join(", ")),
         };
+        let cpus = if self.cpus.len() > 1 { "CPUs" } else { "CPU" };
         let mut how = match self.cgroup {
             Version::V1 => vec!["cpu_exclusive".to_string()],
             Version::V2 => vec![format!(
-                "the measuring thread{plural} joined; other tasks kept off CPUs {}",
+                "the measuring thread{plural} joined; other tasks kept off {cpus} {}",
                 self.cpus
             )],
         };
         how.extend(self.changed.iter().cloned());
-        let cpus = if self.cpus.len() > 1 { "CPUs" } else { "CPU" };
         write!(
             f,
             "root domain: {what} with {cpus} {} ({}), made for the run and ",
@@ -415,6 +419,21 @@ impl RootDomain {
 
     fn make_v2(&mut self) -> Result<(), Blocked> {
         let l = self.layout.clone();
+        if !keeps_user_affinity(&self.root) {
+            let all = cpus_of(&self.root, &format!("{}/cpuset.cpus.effective", l.mount));
+            let threads = narrowed_threads(&self.root, &all);
+            for &tid in &threads {
+                self.applied()
+                    .keep_affinity(STEP, tid, "reset by the kernel's partition")?;
+            }
+            if !threads.is_empty() {
+                self.changed.push(format!(
+                    "the allowed CPUs of {} thread(s) narrower than the root's, which this \
+                     kernel (before 6.2) resets, journaled and set back",
+                    threads.len()
+                ));
+            }
+        }
         if l.enable {
             self.applied().enable_controller(STEP, &l.mount, "cpuset")?;
             self.changed
@@ -479,6 +498,44 @@ impl Drop for RootDomain {
             self.revert();
         }
     }
+}
+
+/// Whether the kernel keeps a task's own affinity through cpuset changes (6.2 and later:
+/// "sched: Always preserve the user requested cpumask"). A release it cannot read is
+/// taken as older: journaling what needs none costs only the journal's lines.
+fn keeps_user_affinity(root: &Path) -> bool {
+    let release = std::fs::read_to_string(under(root, "/proc/sys/kernel/osrelease"));
+    let release = release.unwrap_or_default();
+    let mut parts = release.trim().split(['.', '-']);
+    let mut next = || parts.next().and_then(|p| p.parse::<u32>().ok());
+    matches!((next(), next()), (Some(major), Some(minor)) if (major, minor) >= (6, 2))
+}
+
+/// Every thread on the host (but this process's) whose allowed CPUs the kernel would
+/// let be set and which are narrower than `all`.
+fn narrowed_threads(root: &Path, all: &CpuList) -> Vec<u32> {
+    let ids = |dir: PathBuf| -> Vec<u32> {
+        let Ok(entries) = std::fs::read_dir(dir) else {
+            return Vec::new();
+        };
+        (entries.filter_map(Result::ok))
+            .filter_map(|e| e.file_name().to_str()?.parse().ok())
+            .collect()
+    };
+    let own = std::process::id();
+    let mut out: Vec<u32> = (ids(under(root, "/proc")).into_iter())
+        .filter(|&pid| pid != own)
+        .flat_map(|pid| ids(under(root, &format!("/proc/{pid}/task"))))
+        .filter(|&tid| super::thread::settable(root, tid))
+        .filter(|&tid| {
+            super::thread::allowed(root, tid)
+                .ok()
+                .and_then(|a| CpuList::parse_kernel(&a).ok())
+                .is_some_and(|a| &a != all)
+        })
+        .collect();
+    out.sort_unstable();
+    out
 }
 
 /// Reverts a journal a killed deadline run left, when it lists nothing else: what it
