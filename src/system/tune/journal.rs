@@ -142,16 +142,13 @@ impl Journal {
         old: &str,
         new: &str,
     ) -> Result<u64, JournalError> {
-        let seq = self.next;
-        self.next += 1;
-        self.append(&Entry::Write {
+        self.record(|seq| Entry::Write {
             seq,
             step: step.to_string(),
             path: path.to_string(),
             old: old.to_string(),
             new: new.to_string(),
-        })?;
-        Ok(seq)
+        })
     }
 
     /// Records a thread move about to be made; returns its sequence number. Synced on
@@ -163,42 +160,41 @@ impl Journal {
         old: &str,
         new: &str,
     ) -> Result<u64, JournalError> {
-        let seq = self.next;
-        self.next += 1;
-        self.append(&Entry::Affinity {
+        self.record(|seq| Entry::Affinity {
             seq,
             step: step.to_string(),
             pid,
             start,
             old: old.to_string(),
             new: new.to_string(),
-        })?;
-        Ok(seq)
+        })
     }
 
     /// Records a cgroup about to be made; returns its sequence number. Synced on return.
     pub fn will_make_group(&mut self, step: &str, dir: &str) -> Result<u64, JournalError> {
-        let seq = self.next;
-        self.next += 1;
-        self.append(&Entry::Group {
+        self.record(|seq| Entry::Group {
             seq,
             step: step.to_string(),
             dir: dir.to_string(),
-        })?;
-        Ok(seq)
+        })
     }
 
     /// Records a controller about to be enabled for `dir`'s children; returns its
     /// sequence number. Synced on return.
     pub fn will_enable(&mut self, step: &str, dir: &str, name: &str) -> Result<u64, JournalError> {
-        let seq = self.next;
-        self.next += 1;
-        self.append(&Entry::Controller {
+        self.record(|seq| Entry::Controller {
             seq,
             step: step.to_string(),
             dir: dir.to_string(),
             name: name.to_string(),
-        })?;
+        })
+    }
+
+    /// Appends the change `entry` makes of the next sequence number, and returns it.
+    fn record(&mut self, entry: impl FnOnce(u64) -> Entry) -> Result<u64, JournalError> {
+        let seq = self.next;
+        self.next += 1;
+        self.append(&entry(seq))?;
         Ok(seq)
     }
 
