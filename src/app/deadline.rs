@@ -12,7 +12,7 @@ use crate::cli::{DeadlineArgs, RunArgs};
 use crate::engine::cpu::CpuPlan;
 use crate::engine::deadline::{self, Deadline};
 use crate::engine::sched::{Policy, SchedRequest};
-use crate::system::tune::root_domain::RootDomain;
+use crate::system::tune::root_domain::{RootDomain, cpu_words};
 
 use super::pipeline::RunSettings;
 
@@ -133,12 +133,4 @@ pub fn admit(req: SchedRequest, cpus: &CpuPlan) -> anyhow::Result<Option<RootDom
         );
     }
     Ok(Some(domain))
-}
-
-/// "CPU 1", "CPUs 1-3".
-fn cpu_words(cpus: &crate::engine::cpu::CpuList) -> String {
-    match cpus.len() {
-        1 => format!("CPU {cpus}"),
-        _ => format!("CPUs {cpus}"),
-    }
 }

@@ -132,19 +132,17 @@ impl fmt::Display for Record {
             Version::V1 => format!("cpuset{plural} {}", names.join(", ")),
             Version::V2 => format!("cgroup v2 partition{plural} {}", names.join(", ")),
         };
-        let cpus = if self.cpus.len() > 1 { "CPUs" } else { "CPU" };
+        let cpus = cpu_words(&self.cpus);
         let mut how = match self.cgroup {
             Version::V1 => vec!["cpu_exclusive".to_string()],
             Version::V2 => vec![format!(
-                "the measuring thread{plural} joined; other tasks kept off {cpus} {}",
-                self.cpus
+                "the measuring thread{plural} joined; other tasks kept off {cpus}"
             )],
         };
         how.extend(self.changed.iter().cloned());
         write!(
             f,
-            "root domain: {what} with {cpus} {} ({}), made for the run and ",
-            self.cpus,
+            "root domain: {what} with {cpus} ({}), made for the run and ",
             how.join("; ")
         )?;
         match self.removed {
@@ -155,6 +153,14 @@ impl fmt::Display for Record {
                 self.left.join("; ")
             ),
         }
+    }
+}
+
+/// "CPU 1", "CPUs 1-3".
+pub fn cpu_words(cpus: &CpuList) -> String {
+    match cpus.len() {
+        1 => format!("CPU {cpus}"),
+        _ => format!("CPUs {cpus}"),
     }
 }
 
@@ -404,8 +410,10 @@ impl RootDomain {
                 .strip_prefix(&l.mount)
                 .unwrap_or(dir)
                 .trim_start_matches('/');
-            self.changed
-                .push(format!("CPUs {cpus} kept one balanced domain in {name}"));
+            self.changed.push(format!(
+                "{} kept one balanced domain in {name}",
+                cpu_words(cpus)
+            ));
         }
         if l.unbalance {
             let file = format!("{}/cpuset.sched_load_balance", l.mount);
