@@ -207,8 +207,9 @@ pub struct RunArgs {
     pub priority: Option<u8>,
 
     /// Scheduling policy of the measuring threads: other, fifo, rr, or deadline (timer and
-    /// noise, with --runtime) [default: other, or fifo with -p]. fifo and rr without -p
-    /// use priority 1.
+    /// noise, with --runtime; as root each measured CPU gets a root domain of its own for
+    /// the run where admission control needs one) [default: other, or fifo with -p]. fifo
+    /// and rr without -p use priority 1.
     #[arg(long, value_name = "POLICY", value_parser = parse_policy)]
     pub policy: Option<Policy>,
 
@@ -862,7 +863,8 @@ pub struct TuneArgs {
     #[arg(long)]
     pub keep: bool,
 
-    /// Revert what a killed tune run left (its journal under /run/jitterscope), then exit.
+    /// Revert what a killed tune run, or a deadline run's root domain, left (the journal
+    /// under /run/jitterscope), then exit.
     #[arg(long)]
     pub restore: bool,
 
