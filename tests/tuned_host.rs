@@ -49,6 +49,11 @@ fn isolated(test: &str) -> Option<Arc<Guest>> {
         ("run", "jitterscope run --quick --no-trace -o run.json"),
         ("tune-plan", "jitterscope tune --dry-run"),
         (
+            "monitor",
+            "jitterscope monitor -D 4s --listen 127.0.0.1:9753 & sleep 3; \
+             wget -q -O metrics.txt http://127.0.0.1:9753/metrics; wait",
+        ),
+        (
             "refused",
             "mkdir /sys/fs/cgroup/box && echo +cpuset > /sys/fs/cgroup/cgroup.subtree_control && echo 0 > /sys/fs/cgroup/box/cpuset.cpus && echo 0 > /sys/fs/cgroup/box/cgroup.procs && jitterscope noise -a 1 -D 1s",
         ),
@@ -175,10 +180,7 @@ fn issue48_no_fix_isolates_the_last_housekeeping_cpu() {
     for f in &zero.findings {
         assert!(!f.remedies.iter().any(advises_zero), "{f:?}");
     }
-    let isolated = zero
-        .findings
-        .iter()
-        .find(|f| f.id == "isolated-missing");
+    let isolated = zero.findings.iter().find(|f| f.id == "isolated-missing");
     assert!(
         isolated.is_some_and(|f| f.fix.contains("(-a 1)")),
         "{isolated:?}"
@@ -260,4 +262,14 @@ fn issue48_tunes_boot_only_steps_exported_booted_and_found_met() {
     for met in ["isolated-ok", "nohz-full-ok", "rcu-nocbs-ok"] {
         assert!(ids.iter().any(|i| i == met), "{met} not in {ids:?}");
     }
+}
+
+/// `monitor` with no `-a` times the isolated CPU alone.
+#[test]
+fn issue48_monitor_measures_the_isolated_cpu() {
+    guest!(g);
+    g.part_exit("monitor", 0);
+    let text = std::fs::read_to_string(g.file("metrics.txt")).unwrap();
+    assert!(text.contains("cpu=\"1\""), "{text}");
+    assert!(!text.contains("cpu=\"0\""), "{text}");
 }
