@@ -6,9 +6,11 @@
 # DEADLINE/FIFO, then the median of those ratios and the ratio of the median of the
 # DEADLINE medians to that of the FIFO medians (issue 37 asks 0.80–1.25).
 #
-# A pinned deadline thread needs admission control off on a multi-CPU root domain: the
-# script sets /proc/sys/kernel/sched_rt_runtime_us to -1 for the runs and restores it on
-# every exit. Needs root and python3. Usage: bench/deadline_parity.sh [PAIRS [SECONDS]]
+# A pinned deadline thread needs a root domain of its CPU's own while admission control
+# is on: as root each deadline run makes one for itself (issue 49), and the script says
+# which. ADMISSION=off runs them as issue 37 did instead: the script sets
+# /proc/sys/kernel/sched_rt_runtime_us to -1 for the runs and restores it on every exit.
+# Needs root and python3. Usage: [ADMISSION=off] bench/deadline_parity.sh [PAIRS [SECONDS]]
 # (default 6 pairs of 5 s). JITTERSCOPE names the binary (default: target/release, else
 # target/debug); build it first, the script does not.
 set -euo pipefail
@@ -20,10 +22,14 @@ bin=${JITTERSCOPE:-target/release/jitterscope}
 cpu=$(( $(nproc) - 1 ))
 rt=/proc/sys/kernel/sched_rt_runtime_us
 old=$(cat $rt)
-trap 'echo "$old" > $rt' EXIT
-echo -1 > $rt
 tmp=$(mktemp -d)
 trap 'echo "$old" > $rt; rm -rf "$tmp"' EXIT
+if [[ ${ADMISSION:-on} == off ]]; then
+  echo -1 > $rt
+  echo "admission control off (sched_rt_runtime_us -1) for the runs"
+else
+  echo "admission control on (sched_rt_runtime_us $old): each deadline run makes its root domain"
+fi
 p() { # p50 and p99 of a result, in µs
   python3 -c 'import json,sys; s=json.load(open(sys.argv[1]))["probes"][0]["summary"]; print(s["p50_ns"]/1e3, s["p99_ns"]/1e3)' "$1"
 }
@@ -32,6 +38,7 @@ for i in $(seq "$pairs"); do
     { cat "$tmp/log" >&2; exit 2; }
   "$bin" timer -a "$cpu" --policy deadline --runtime 100us -D "${secs}s" \
     -o "$tmp/dl$i.json" >/dev/null 2>"$tmp/log" || { cat "$tmp/log" >&2; exit 2; }
+  [[ $i == 1 ]] && python3 -c 'import json,sys; d=json.load(open(sys.argv[1]))["run"].get("root_domain"); print("root domain:", d["groups"] if d else "none made")' "$tmp/dl$i.json"
   read -r f50 f99 < <(p "$tmp/fifo$i.json")
   read -r d50 d99 < <(p "$tmp/dl$i.json")
   ratio=$(awk -v d="$d50" -v f="$f50" 'BEGIN { printf "%.3f", d / f }')

@@ -205,5 +205,6 @@ fn run() -> RunInfo {
         warnings: vec![],
         peak_rss_kib: 0,
         counters: None,
+        root_domain: None,
     }
 }

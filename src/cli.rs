@@ -92,8 +92,9 @@ pub enum Command {
     /// first run, a verdict per row, and overlaid plots.
     Compare(CompareArgs),
     /// Rank a fleet's saved results: hosts whose figures agree said once as a group, the
-    /// worst, the best and every outlier named with what sets it apart (kernel, boot
-    /// options, audit findings, top cause); a directory or many files.
+    /// worst, the best and every outlier named with what sets it apart, and every host
+    /// whose kernel, boot options, audit findings or degradations drifted from the
+    /// majority's, whatever its figures; a directory or many files.
     Fleet(FleetArgs),
     /// Always-on timer latency (and optional noise sweeps) served as Prometheus /
     /// OpenMetrics on --listen, with an HdrHistogram interval log; runs until SIGTERM.
@@ -141,7 +142,7 @@ pub struct HoldArgs {
 }
 
 /// `-a` for the commands that measure a set of CPUs.
-const CPUS_MEASURED: &str = "CPUs to measure, e.g. 1-3,5 [default: every online, allowed CPU but one, kept for housekeeping]";
+const CPUS_MEASURED: &str = "CPUs to measure, e.g. 1-3,5 [default: the CPUs the host isolated (isolcpus, nohz_full, an isolated cpuset partition); on a host without, every CPU of this process's mask but one, kept for housekeeping]";
 /// `-a` for the commands that run on one CPU.
 const CPU_ONE: &str = "The CPU to run on [default: the first CPU a measuring command would take]";
 
@@ -196,7 +197,8 @@ pub struct RunArgs {
     #[arg(short = 'a', long = "cpus", value_name = "LIST")]
     pub cpus: Option<String>,
 
-    /// The CPU left unmeasured for the coordinator [default: the lowest allowed CPU].
+    /// The CPU left unmeasured for the coordinator [default: the lowest CPU of this
+    /// process's mask that the host did not isolate].
     #[arg(long, value_name = "CPU")]
     pub housekeeping: Option<usize>,
 
@@ -205,8 +207,9 @@ pub struct RunArgs {
     pub priority: Option<u8>,
 
     /// Scheduling policy of the measuring threads: other, fifo, rr, or deadline (timer and
-    /// noise, with --runtime) [default: other, or fifo with -p]. fifo and rr without -p
-    /// use priority 1.
+    /// noise, with --runtime; as root each measured CPU gets a root domain of its own for
+    /// the run where admission control needs one) [default: other, or fifo with -p]. fifo
+    /// and rr without -p use priority 1.
     #[arg(long, value_name = "POLICY", value_parser = parse_policy)]
     pub policy: Option<Policy>,
 
@@ -282,7 +285,10 @@ pub struct NoiseArgs {
     pub fail_above: Vec<Gate>,
 }
 
-/// SCHED_DEADLINE's runtime and deadline, for `--policy deadline` (timer and noise).
+// SCHED_DEADLINE's runtime and deadline, for `--policy deadline` (timer and noise). A
+// plain comment, as on every `Args` struct here: a doc comment would become the `about` of
+// each command that flattens it (noise's and timer's help opened with it, issue 49), and
+// `#[command(about = None)]` would erase theirs.
 #[derive(Debug, Clone, Default, Args)]
 pub struct DeadlineArgs {
     /// With --policy deadline: the CPU time each period is guaranteed, µs or with a unit
@@ -456,11 +462,11 @@ pub struct PingpongArgs {
     pub count: Option<u64>,
 }
 
-// `jitterscope c2c`. `-a` selects the CPUs [default: every online, allowed CPU].
+// `jitterscope c2c`. `-a` selects the CPUs [default: the isolated CPUs, or every CPU].
 #[derive(Debug, Clone, Args)]
 #[command(
     mut_arg("per_cpu", |a| a.hide(true)),
-    mut_arg("cpus", |a| a.help("CPUs to pair, e.g. 0-7 [default: every online, allowed CPU]")),
+    mut_arg("cpus", |a| a.help("CPUs to pair, e.g. 0-7 [default: the CPUs the host isolated, when there are two or more; else every CPU of this process's mask and the isolated ones]")),
     mut_arg("duration", |a| a.hide(true)),
     mut_arg("force", |a| a.help("Allow real-time pairs when no CPU is left for housekeeping")),
 )]
@@ -717,8 +723,9 @@ pub struct ReportArgs {
 // `jitterscope run`, and a bare `jitterscope`.
 #[derive(Debug, Clone, Default, Args)]
 pub struct MainArgs {
-    /// CPUs to measure, e.g. 1-3 [default: every CPU but the lowest, kept for
-    /// housekeeping].
+    /// CPUs to measure, e.g. 1-3 [default: the CPUs the host isolated (isolcpus,
+    /// nohz_full, an isolated cpuset partition); on a host without, every CPU but the
+    /// lowest, kept for housekeeping].
     #[arg(short = 'a', long = "cpus", value_name = "LIST")]
     pub cpus: Option<String>,
 
@@ -793,7 +800,8 @@ pub struct TuneArgs {
     #[arg(short = 'a', long = "cpus", value_name = "LIST", help = CPUS_MEASURED)]
     pub cpus: Option<String>,
 
-    /// The CPU left unmeasured for the coordinator [default: the lowest allowed CPU]
+    /// The CPU left unmeasured for the coordinator [default: the lowest CPU of this
+    /// process's mask that the host did not isolate]
     #[arg(long, value_name = "CPU")]
     pub housekeeping: Option<usize>,
 
@@ -855,7 +863,8 @@ pub struct TuneArgs {
     #[arg(long)]
     pub keep: bool,
 
-    /// Revert what a killed tune run left (its journal under /run/jitterscope), then exit.
+    /// Revert what a killed tune run, or a deadline run's root domain, left (the journal
+    /// under /run/jitterscope), then exit.
     #[arg(long)]
     pub restore: bool,
 
@@ -936,8 +945,9 @@ pub struct CompareArgs {
 // `jitterscope audit`.
 #[derive(Debug, Clone, Args)]
 pub struct AuditArgs {
-    /// The CPUs the audit is about, e.g. 1-3 [default: every online CPU but the lowest,
-    /// kept for housekeeping].
+    /// The CPUs the audit is about, e.g. 1-3 [default: the CPUs the host isolated
+    /// (isolcpus, nohz_full, an isolated cpuset partition); on a host without, every
+    /// online CPU but the lowest, kept for housekeeping].
     #[arg(short = 'a', long = "cpus", value_name = "LIST")]
     pub cpus: Option<String>,
 
@@ -980,7 +990,8 @@ impl Default for NoiseArgs {
 // `jitterscope monitor`.
 #[derive(Debug, Clone, Args)]
 pub struct MonitorArgs {
-    /// CPUs to measure [default: every online, allowed CPU but one housekeeping CPU].
+    /// CPUs to measure [default: the CPUs the host isolated; on a host without, every
+    /// CPU of this process's mask but one housekeeping CPU].
     #[arg(short = 'a', long = "cpus", value_name = "LIST")]
     pub cpus: Option<String>,
 

@@ -8,15 +8,22 @@ use std::process::{Command, Output};
 use super::util::{assert_bad_input, bin, host16, skip};
 
 /// A fleet of `n` hosts written into `dir` (`lean`: without histograms, series and
-/// largest events); the planted outliers as (host, what). `None` (said why) without
-/// python3.
-fn make_fleet(test: &str, dir: &Path, n: usize, lean: bool) -> Option<Vec<(String, String)>> {
+/// largest events; `drift`: four more hosts whose configuration drifted, figures as the
+/// rest's); the planted hosts as (host, what). `None` (said why) without python3.
+fn make_fleet(
+    test: &str,
+    dir: &Path,
+    n: usize,
+    lean: bool,
+    drift: bool,
+) -> Option<Vec<(String, String)>> {
     let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("scripts/make-fleet");
     let out = match Command::new("python3")
         .arg(&script)
         .arg(dir)
         .arg(n.to_string())
         .args(lean.then_some("--lean"))
+        .args(drift.then_some("--drift"))
         .output()
     {
         Ok(o) => o,
@@ -37,7 +44,7 @@ fn make_fleet(test: &str, dir: &Path, n: usize, lean: bool) -> Option<Vec<(Strin
             Some((host.to_string(), what.to_string()))
         })
         .collect::<Vec<_>>();
-    assert_eq!(planted.len(), 3, "{planted:?}");
+    assert_eq!(planted.len(), if drift { 7 } else { 3 }, "{planted:?}");
     Some(planted)
 }
 
@@ -54,6 +61,15 @@ fn fleet(args: &[&str], columns: usize) -> Output {
 fn text_of(o: &Output) -> String {
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
     String::from_utf8_lossy(&o.stdout).into_owned()
+}
+
+/// `fleet DIR --format csv`: its header, its rows, and its text.
+fn csv_of(dir: &str) -> (Vec<String>, Vec<Vec<String>>, String) {
+    let csv = text_of(&fleet(&[dir, "--format", "csv"], 100));
+    let mut lines = csv.lines().map(super::report::split_csv);
+    let headers = lines.next().unwrap();
+    let rows = lines.collect();
+    (headers, rows, csv)
 }
 
 /// The outlier's paragraph: its line under "Standing out" and the lines continuing it.
@@ -76,7 +92,7 @@ fn said_of(text: &str, host: &str) -> String {
 fn issue37_the_planted_outliers_are_named_with_what_differs() {
     const TEST: &str = "issue37_the_planted_outliers_are_named_with_what_differs";
     let dir = tempfile::tempdir().unwrap();
-    let Some(planted) = make_fleet(TEST, dir.path(), 30, false) else {
+    let Some(planted) = make_fleet(TEST, dir.path(), 30, false, false) else {
         return;
     };
     let text = text_of(&fleet(&[dir.path().to_str().unwrap()], 100));
@@ -127,7 +143,7 @@ fn issue37_the_text_is_as_long_at_200_hosts_as_at_10() {
     let mut lengths = Vec::new();
     for n in [10, 200] {
         let dir = tempfile::tempdir().unwrap();
-        if make_fleet(TEST, dir.path(), n, true).is_none() {
+        if make_fleet(TEST, dir.path(), n, true, false).is_none() {
             return;
         }
         let text = text_of(&fleet(&[dir.path().to_str().unwrap()], 100));
@@ -150,15 +166,12 @@ fn issue37_csv_is_a_row_a_host_and_the_page_renders() {
     const TEST: &str = "issue37_csv_is_a_row_a_host_and_the_page_renders";
     let dir = tempfile::tempdir().unwrap();
     let fleet_dir = dir.path().join("fleet");
-    let Some(planted) = make_fleet(TEST, &fleet_dir, 30, true) else {
+    let Some(planted) = make_fleet(TEST, &fleet_dir, 30, true, false) else {
         return;
     };
     let d = fleet_dir.to_str().unwrap();
-    let csv = text_of(&fleet(&[d, "--format", "csv"], 100));
-    let mut lines = csv.lines().map(super::report::split_csv);
-    let headers = lines.next().unwrap();
+    let (headers, rows, csv) = csv_of(d);
     let at = |name: &str| headers.iter().position(|h| h == name).unwrap();
-    let rows: Vec<Vec<String>> = lines.collect();
     assert_eq!(rows.len(), 30, "{csv}");
     assert!(rows.iter().all(|r| r.len() == headers.len()), "{csv}");
     for (host, _) in &planted {
@@ -189,6 +202,89 @@ fn issue37_csv_is_a_row_a_host_and_the_page_renders() {
     }
     assert!(html.contains("class=\"s"), "no cell is shaded");
     super::html_page::open_in_chromium(TEST, dir.path(), &page, "fleet.png");
+}
+
+/// The line of the drift section that names `host`, with the lines continuing it.
+fn drift_of(text: &str, host: &str) -> String {
+    let mut lines = (text.lines())
+        .skip_while(|l| !l.starts_with("Configuration drift"))
+        .skip(1)
+        .peekable();
+    while let Some(l) = lines.next() {
+        let mut entry = l.to_string();
+        while let Some(more) = lines.next_if(|m| m.starts_with("    ")) {
+            entry = format!("{entry} {}", more.trim());
+        }
+        if entry.contains(&format!(" {host}")) {
+            return entry;
+        }
+    }
+    panic!("{host} is not named in the drift:\n{text}")
+}
+
+/// Issue 49, item 2: in 300 results, the hosts whose kernel, kernel boot options, audit
+/// findings or degradations drifted from the majority's, their figures drawn as every
+/// other host's, are each named with what differs, within 60 lines of 100 columns; the
+/// CSV's drift column and the page say it too.
+#[test]
+fn issue49_configuration_drift_is_named_whatever_the_figures() {
+    const TEST: &str = "issue49_configuration_drift_is_named_whatever_the_figures";
+    let dir = tempfile::tempdir().unwrap();
+    let fleet_dir = dir.path().join("fleet");
+    let Some(planted) = make_fleet(TEST, &fleet_dir, 300, true, true) else {
+        return;
+    };
+    let d = fleet_dir.to_str().unwrap();
+    let text = text_of(&fleet(&[d], 100));
+    assert!(
+        text.lines().count() <= 60,
+        "{}:\n{text}",
+        text.lines().count()
+    );
+    assert!(text.lines().all(|l| l.chars().count() <= 100), "{text}");
+    let (headers, rows, csv) = csv_of(d);
+    let at = |name: &str| headers.iter().position(|h| h == name).unwrap();
+    assert_eq!(rows.len(), 300, "{csv}");
+    let page = dir.path().join("fleet.html");
+    text_of(&fleet(
+        &[d, "--format", "html", "-o", page.to_str().unwrap()],
+        100,
+    ));
+    let html = std::fs::read_to_string(&page).unwrap();
+    let drift_part = html.split("Configuration drift").nth(1).unwrap_or("");
+    let standing_out = text.split("Configuration drift").next().unwrap();
+    for (host, what) in planted.iter().filter(|p| p.1.starts_with("drift-")) {
+        let expected = match what.as_str() {
+            "drift-kernel" => "kernel 6.1.0-99-rt-amd64 (most: 6.18.44-fc-v657-gpu)",
+            "drift-boot" => "boot options +isolcpus=1-15 +nohz_full=1-15",
+            "drift-audit" => "audit +irqbalance-running (warn), -irqbalance-not-running",
+            "drift-degraded" => "degraded +mlock-failed",
+            other => panic!("unknown drift {other}"),
+        };
+        assert_eq!(
+            drift_of(&text, host),
+            format!("  {expected} on 1 host: {host}"),
+            "{what}:\n{text}"
+        );
+        assert!(
+            !standing_out.contains(&format!("  {host} (")),
+            "{host}'s figures were drawn as any host's, yet it stands out by them:\n{text}"
+        );
+        let row = rows.iter().find(|r| &r[at("host")] == host).unwrap();
+        assert_eq!(row[at("drift")], expected, "{host}: {row:?}");
+        assert!(
+            drift_part.contains(&format!(
+                "<td class=\"wide\">{expected}</td><td>1 host</td><td>{host}</td>"
+            )),
+            "{host} not in the page's drift"
+        );
+    }
+    // The rest have nothing of their own: only the planted kernel and command line drift.
+    let drifted: Vec<&String> = (rows.iter())
+        .filter(|r| !r[at("drift")].is_empty())
+        .map(|r| &r[at("host")])
+        .collect();
+    assert_eq!(drifted.len(), 6, "{drifted:?}");
 }
 
 /// Results of single commands rank on the figures they have: a noise result has no

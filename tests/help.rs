@@ -329,3 +329,108 @@ fn the_audit_fits_100_columns_and_commands_stand_alone() {
     }
     assert!(text.contains("need attention"), "{text}");
 }
+
+/// Issue 49, item 3: `jitterscope help C`, `C --help` and C's manual page open with the
+/// sentence its parent's help lists for C, for every command at every depth. A flattened
+/// option group's doc comment once took the place of noise's and timer's own.
+#[test]
+fn issue49_each_command_opens_with_its_own_sentence() {
+    use clap::CommandFactory;
+    let mut root = jitterscope::cli::Cli::command().disable_help_subcommand(true);
+    // Built, the deferred arguments (and any nested subcommands) are in the tree.
+    root.build();
+    let mut checked = Vec::new();
+    check_openings(&root, &[], &mut checked);
+    for must in ["noise", "timer", "fleet", "tune", "man"] {
+        assert!(checked.iter().any(|c| c == must), "{checked:?}");
+    }
+}
+
+/// Checks each visible subcommand of `cmd` (reached by `path`), then its own.
+fn check_openings(cmd: &clap::Command, path: &[&str], checked: &mut Vec<String>) {
+    let subs: Vec<&clap::Command> = cmd
+        .get_subcommands()
+        .filter(|s| !s.is_hide_set() && s.get_name() != "help")
+        .collect();
+    if subs.is_empty() {
+        return;
+    }
+    let parent_help = stdout(&jitterscope(&[path, &["--help"]].concat()));
+    let list = listed_commands(&parent_help);
+    for sub in subs {
+        let at: Vec<&str> = path.iter().copied().chain([sub.get_name()]).collect();
+        let listed = list.iter().find(|(n, _)| n == sub.get_name());
+        let Some((_, entry)) = listed else {
+            panic!("{at:?} is not in its parent's list:\n{parent_help}");
+        };
+        let want = first_sentence(entry);
+        assert!(want.len() > 10, "{at:?}: listed as {entry:?}");
+        let help = stdout(&jitterscope(&[&["help"], &at[..]].concat()));
+        let flag = stdout(&jitterscope(&[&at[..], &["--help"]].concat()));
+        assert_eq!(first_sentence(&help), want, "help {at:?}:\n{help}");
+        assert_eq!(first_sentence(&flag), want, "{at:?} --help:\n{flag}");
+        // Only top-level commands have a page of their own (jitterscope-CMD(1)).
+        if path.is_empty() {
+            let roff = stdout(&jitterscope(&["man", sub.get_name()]));
+            let (name, description) = man_openings(&roff);
+            let dashed = format!("jitterscope-{} - ", sub.get_name());
+            assert_eq!(
+                name.strip_prefix(&dashed).map(first_sentence),
+                Some(want.clone()),
+                "man {at:?} NAME:\n{roff}"
+            );
+            assert_eq!(first_sentence(&description), want, "man {at:?} DESCRIPTION");
+        }
+        checked.push(at.join(" "));
+        check_openings(sub, &at, checked);
+    }
+}
+
+/// The Commands: list of a help page: each name with its text, wrapped lines joined.
+fn listed_commands(help: &str) -> Vec<(String, String)> {
+    let mut out: Vec<(String, String)> = Vec::new();
+    let list = help.lines().skip_while(|l| *l != "Commands:").skip(1);
+    for line in list.take_while(|l| !l.trim().is_empty()) {
+        let indent = line.len() - line.trim_start().len();
+        match (indent, out.last_mut()) {
+            (2, _) => {
+                let (name, text) = line.trim().split_once(' ').unwrap_or((line.trim(), ""));
+                out.push((name.to_string(), text.trim().to_string()));
+            }
+            (_, Some((_, text))) => *text = format!("{text} {}", line.trim()),
+            (_, None) => panic!("a continuation line opens the list: {line:?}"),
+        }
+    }
+    out
+}
+
+/// The text of a manual page's NAME and the first paragraph of its DESCRIPTION, with
+/// roff's escapes undone.
+fn man_openings(roff: &str) -> (String, String) {
+    let plain = |s: &str| {
+        s.replace("\\-", "-")
+            .replace("\\*(Aq", "'")
+            .replace("\\fB", "")
+            .replace("\\fR", "")
+            .replace("\\fI", "")
+    };
+    let after = |head: &str| {
+        let body = roff.lines().skip_while(|l| *l != head).skip(1);
+        let text: Vec<&str> = body
+            .take_while(|l| !l.starts_with('.') && !l.is_empty())
+            .collect();
+        plain(&text.join(" "))
+    };
+    (after(".SH NAME"), after(".SH DESCRIPTION"))
+}
+
+/// The first sentence of a text's first paragraph, its spacing and a closing full stop
+/// left out (clap drops the stop of a one-sentence summary).
+fn first_sentence(text: &str) -> String {
+    let paragraph = text.trim_start().split("\n\n").next().unwrap_or("");
+    let words = paragraph.split_whitespace().collect::<Vec<_>>().join(" ");
+    let end = (words.char_indices())
+        .find(|&(i, c)| matches!(c, '.' | '?' | '!') && words[i + 1..].starts_with(' '))
+        .map_or(words.len(), |(i, _)| i + 1);
+    words[..end].trim_end_matches('.').to_string()
+}

@@ -43,6 +43,7 @@ mod ptp;
 mod queue;
 mod readme;
 mod report;
+mod root_domain;
 mod selftest;
 mod signals;
 mod skips;

@@ -8,7 +8,7 @@ use std::path::{Path, PathBuf};
 use anyhow::{Context, bail};
 
 use crate::cli::AuditArgs;
-use crate::engine::cpu::{CpuList, CpuListError};
+use crate::engine::cpu::{CpuList, CpuListError, Tuned};
 use crate::report::terminal::audit_table;
 use crate::system::audit::AuditReport;
 
@@ -21,7 +21,7 @@ pub fn run(args: &AuditArgs) -> anyhow::Result<Ending> {
         bail!("--root {}: no such directory", root.display());
     }
     let online = online_cpus(&root)?;
-    let measured = measured_cpus(args.cpus.as_deref(), &online)?;
+    let measured = measured_cpus(args.cpus.as_deref(), &online, &root)?;
     let report = AuditReport::of(&root, measured, &online);
     let text = if args.json {
         serde_json::to_string_pretty(&report)? + "\n"
@@ -43,10 +43,16 @@ pub(crate) fn online_cpus(root: &Path) -> anyhow::Result<CpuList> {
         .with_context(|| format!("{}: not a CPU list: {:?}", path.display(), text.trim()))
 }
 
-/// `-a LIST`, every CPU of it online; by default every online CPU but the lowest, kept
-/// for housekeeping (all of them on a one-CPU host).
-fn measured_cpus(list: Option<&str>, online: &CpuList) -> anyhow::Result<CpuList> {
+/// `-a LIST`, every CPU of it online; by default the CPUs the audited host set apart
+/// (isolcpus, nohz_full, an isolated cpuset partition) where it left others for
+/// housekeeping, else every online CPU but the lowest, kept for housekeeping (all of them
+/// on a one-CPU host).
+fn measured_cpus(list: Option<&str>, online: &CpuList, root: &Path) -> anyhow::Result<CpuList> {
     let Some(text) = list else {
+        let apart = Tuned::read(root).cpus.intersect(online);
+        if !apart.is_empty() && apart != *online {
+            return Ok(apart);
+        }
         let rest = online.cpus().get(1..).unwrap_or_default().to_vec();
         return Ok(if rest.is_empty() {
             online.clone()

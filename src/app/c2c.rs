@@ -35,6 +35,8 @@ pub struct C2cCommand {
     /// Known once measured, for the header.
     pairs: usize,
     skipped: usize,
+    /// Why the default matrix is not the isolated CPUs alone, said when measuring.
+    note: Option<String>,
 }
 
 impl C2cCommand {
@@ -52,6 +54,7 @@ impl C2cCommand {
             group,
             pairs: 0,
             skipped: 0,
+            note: None,
         })
     }
 
@@ -72,6 +75,25 @@ pub fn run(args: &C2cArgs, argv: &[String], stop: &AtomicBool) -> anyhow::Result
     Ok(execute(&mut cmd, argv, stop, &Warnings::stderr())?.1)
 }
 
+impl C2cCommand {
+    /// The CPUs a tuned host set apart, when there are two to pair; else every CPU a
+    /// default plan spans, saying why on a tuned host.
+    fn default_matrix(&mut self, universe: &CpuUniverse) -> CpuList {
+        let apart = universe.tuned.cpus.intersect(&universe.usable());
+        if apart.len() >= 2 {
+            return apart;
+        }
+        let all = universe.default_cpus();
+        if !apart.is_empty() {
+            self.note = Some(format!(
+                "c2c pairs every CPU ({all}): the host set apart one CPU ({apart}), and a pair \
+                 needs two; -a names the CPUs to pair"
+            ));
+        }
+        all
+    }
+}
+
 impl Measure for C2cCommand {
     fn settings(&self) -> &RunSettings {
         &self.settings
@@ -82,10 +104,14 @@ impl Measure for C2cCommand {
     /// coordinator's set is all of them: each pair's coordinator then runs on the CPUs
     /// outside that pair.
     fn place(&mut self, universe: &CpuUniverse, cpuset: &Cpuset) -> anyhow::Result<CpuPlan> {
+        let default = match (&self.settings.cpus, self.settings.housekeeping) {
+            (None, None) => Some(self.default_matrix(universe)),
+            _ => None,
+        };
         let s = &self.settings;
         let mut cpus = match (&s.cpus, s.housekeeping) {
             (None, None) => CpuPlan {
-                measured: universe.usable(),
+                measured: default.unwrap_or_default(),
                 housekeeping: CpuList::default(),
             },
             _ => plan_cpus(s.cpus.as_deref(), s.housekeeping, universe, cpuset)?,
@@ -99,11 +125,14 @@ impl Measure for C2cCommand {
                 universe.usable()
             );
         }
-        cpus.housekeeping = coordinator_cpus(&cpus, &universe.usable(), s.housekeeping);
+        cpus.housekeeping = coordinator_cpus(&cpus, &universe.default_cpus(), s.housekeeping);
         Ok(cpus)
     }
 
     fn measure(&mut self, ctx: &mut Ctx<'_>) -> anyhow::Result<Measured> {
+        if let Some(note) = self.note.take() {
+            ctx.note(note);
+        }
         let topo = Topology::detect(&ctx.cpus.measured);
         let pairs = c2c::pairs(&ctx.cpus.measured);
         let plan = RunPlan {

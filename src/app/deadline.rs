@@ -1,12 +1,18 @@
 //! `--policy deadline` for timer and noise: the flags made into SCHED_DEADLINE's three
 //! parameters (checked in one line each), refused before the run when the kernel would
 //! refuse them (the degradation a short runtime brings is the pipeline's preamble's).
+//! Where admission control refuses the pinned thread for its root domain alone, root
+//! gets a root domain of each measured CPU's own for the run ([`admit`]).
+
+use std::path::Path;
 
 use anyhow::bail;
 
 use crate::cli::{DeadlineArgs, RunArgs};
-use crate::engine::deadline::Deadline;
-use crate::engine::sched::{self, Policy, SchedRequest};
+use crate::engine::cpu::CpuPlan;
+use crate::engine::deadline::{self, Deadline};
+use crate::engine::sched::{Policy, SchedRequest};
+use crate::system::tune::root_domain::{RootDomain, cpu_words};
 
 use super::pipeline::RunSettings;
 
@@ -65,9 +71,16 @@ pub fn settings(
         policy: Policy::Deadline(d),
         priority: 0,
     };
-    // A deadline run at SCHED_OTHER would measure something else: refused, it stops here.
-    if let Err(why) = sched::preflight(req) {
-        bail!("--policy deadline ({d}) refused: {why}");
+    // A deadline run at SCHED_OTHER would measure something else: refused, it stops here,
+    // unless a root domain made once the CPUs are placed is what it lacks (`admit`).
+    let last = crate::engine::cpu::current_affinity()
+        .ok()
+        .and_then(|c| c.cpus().last().copied());
+    match deadline::try_on(d, last) {
+        Err(r) if !(r.root_domain && may_make_root_domain()) => {
+            bail!("--policy deadline ({d}) refused: {}", r.why)
+        }
+        _ => {}
     }
     let plain = RunArgs {
         policy: None,
@@ -77,4 +90,47 @@ pub fn settings(
         sched: req,
         ..RunSettings::from_args(&plain)?
     })
+}
+
+/// Whether this process may make a root domain: root (it writes cgroup files).
+fn may_make_root_domain() -> bool {
+    rustix::process::geteuid().is_root()
+}
+
+/// Admits a deadline run on its placed CPUs: tried on the first measured CPU as its
+/// thread will be placed; refused for its root domain alone, as root, the measured CPUs
+/// get a root domain each for the run, which the caller holds until the threads have
+/// ended (`RootDomain::finish` reverts it and says what it was). `None` when the kernel
+/// takes the thread as things are (admission control off, or the CPU has a root domain
+/// of its own already). Any other refusal, or a host that forbids the root domain, is
+/// one line naming why.
+pub fn admit(req: SchedRequest, cpus: &CpuPlan) -> anyhow::Result<Option<RootDomain>> {
+    let Policy::Deadline(d) = req.policy else {
+        return Ok(None);
+    };
+    let first = cpus.measured.first();
+    let refused = match deadline::try_on(d, first) {
+        Ok(()) => return Ok(None),
+        Err(r) => r,
+    };
+    if !(refused.root_domain && may_make_root_domain()) {
+        bail!("--policy deadline ({d}) refused: {}", refused.why);
+    }
+    let domain = RootDomain::make(Path::new("/"), &cpus.measured).map_err(|why| {
+        anyhow::anyhow!(
+            "--policy deadline ({d}) refused: admission control admits a pinned deadline \
+             thread only in a root domain of its CPU's own, and none can be made for {} \
+             here: {why}; or {}",
+            cpu_words(&cpus.measured),
+            deadline::ADMISSION_OFF
+        )
+    })?;
+    if let Err(r) = deadline::try_on(d, first) {
+        let record = domain.finish();
+        bail!(
+            "--policy deadline ({d}) refused even in a root domain of its own ({record}): {}",
+            r.why
+        );
+    }
+    Ok(Some(domain))
 }

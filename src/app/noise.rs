@@ -130,7 +130,7 @@ impl Measure for NoiseCommand {
 
     fn text(&self, r: &ResultFile) -> String {
         format!(
-            "noise: CPUs {} for {:.3} s{}, threshold {} ns, {}{}\n{}\n{}",
+            "noise: CPUs {} for {:.3} s{}, threshold {} ns, {}{}\n{}{}\n{}",
             r.run.cpus.measured,
             r.run.actual_duration_ns as f64 / 1e9,
             interrupted_mark(r),
@@ -138,6 +138,7 @@ impl Measure for NoiseCommand {
             super::output::result_policy(r, self.settings.sched),
             if traced(r) { ", traced" } else { "" },
             clock_line(r),
+            super::output::root_domain_line(r),
             crate::report::views::noise::noise_text(r),
         ) + &deadline_lines(r)
     }

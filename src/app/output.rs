@@ -127,6 +127,14 @@ fn clock_only(r: &ResultFile) -> String {
     }
 }
 
+/// The root domain a deadline run made and removed, on a line of its own, or nothing.
+pub fn root_domain_line(r: &ResultFile) -> String {
+    r.run
+        .root_domain
+        .as_ref()
+        .map_or_else(String::new, |d| format!("{d}\n"))
+}
+
 /// The policy the measuring threads ran with, as the result records it, never the one
 /// asked for: "SCHED_FIFO 90"; "SCHED_OTHER (SCHED_FIFO 90 refused)" when the threads
 /// could not have it; "SCHED_FIFO 90 on 3 threads, SCHED_OTHER on 1 (refused)" when

@@ -88,10 +88,10 @@ impl Measure for PingpongCommand {
     /// The pair; every other usable CPU is the coordinator's.
     fn place(&mut self, universe: &CpuUniverse, cpuset: &Cpuset) -> anyhow::Result<CpuPlan> {
         let s = &self.settings;
-        let (a, b) = choose_pair(s.cpus.as_deref(), s.housekeeping, universe, cpuset)?;
+        let (a, b, _) = choose_pair(s.cpus.as_deref(), s.housekeeping, universe, cpuset)?;
         let pair = CpuList::from_cpus(vec![a, b]);
         Ok(CpuPlan {
-            housekeeping: universe.usable().without(&pair),
+            housekeeping: universe.housekeeping_for(&pair),
             measured: pair,
         })
     }
@@ -112,7 +112,10 @@ impl Measure for PingpongCommand {
     fn measure(&mut self, ctx: &mut Ctx<'_>) -> anyhow::Result<Measured> {
         // The pair in the order asked for (the plan's list is sorted).
         let s = &self.settings;
-        let (a, b) = choose_pair(s.cpus.as_deref(), s.housekeeping, ctx.universe, ctx.cpuset)?;
+        let (a, b, why) = choose_pair(s.cpus.as_deref(), s.housekeeping, ctx.universe, ctx.cpuset)?;
+        if let Some(why) = why {
+            ctx.note(why);
+        }
         let cfg = PingpongConfig {
             cpu_a: a,
             cpu_b: b,
@@ -169,26 +172,44 @@ impl Measure for PingpongCommand {
     }
 }
 
-/// `-a A,B` (A may equal B), or two CPUs of the default measured set, or, with too few,
-/// the two lowest usable CPUs (the coordinator then shares one).
+/// `-a A,B` (A may equal B), or two CPUs of the default measured set (a tuned host's
+/// isolated CPUs), or, with too few, the one measured CPU beside the lowest other CPU a
+/// default plan spans (the coordinator then shares one), with why where the host set CPUs
+/// apart or has one CPU.
 fn choose_pair(
     text: Option<&str>,
     housekeeping: Option<usize>,
     universe: &CpuUniverse,
     cpuset: &Cpuset,
-) -> anyhow::Result<(usize, usize)> {
-    let usable = universe.usable();
+) -> anyhow::Result<(usize, usize, Option<String>)> {
     let Some(text) = text else {
         // --housekeeping keeps its CPU out of the default pair.
         let default = plan_cpus(None, housekeeping, universe, cpuset)?;
-        let pick = match default.measured.len() {
-            2.. => default.measured.cpus().to_vec(),
-            _ => usable.cpus().to_vec(),
-        };
-        return Ok(match pick.as_slice() {
-            [x, y, ..] => (*x, *y),
-            [x] => (*x, *x),
-            [] => bail!("no usable CPU"),
+        let measured = default.measured.cpus();
+        if let [x, y, ..] = measured {
+            return Ok((*x, *y, None));
+        }
+        let others = universe.default_cpus().without(&default.measured);
+        let tuned = !universe.tuned.cpus.is_empty();
+        return Ok(match (measured, others.first()) {
+            ([m], Some(o)) => {
+                let why = tuned.then(|| {
+                    format!(
+                        "pingpong pairs CPU {m} with CPU {o}: the host set apart one CPU \
+                         ({}), and a pair needs two; -a A,B names both",
+                        universe.tuned.cpus
+                    )
+                });
+                (o.min(*m), o.max(*m), why)
+            }
+            ([m], None) => {
+                let why = format!(
+                    "pingpong runs both threads on CPU {m}, the one usable CPU: a context \
+                     switch, not a crossing between CPUs"
+                );
+                (*m, *m, Some(why))
+            }
+            _ => bail!("no usable CPU"),
         });
     };
     let parts: Vec<&str> = text.split(',').map(str::trim).collect();
@@ -207,7 +228,7 @@ fn choose_pair(
             _ => bail!("-a/--cpus: '{s}' in '{text}' is not a single CPU; pingpong takes A,B"),
         }
     };
-    Ok((cpu(x)?, cpu(y)?))
+    Ok((cpu(x)?, cpu(y)?, None))
 }
 
 /// The signal mechanism sends SIGUSR1 to one thread at a time. Should one ever reach

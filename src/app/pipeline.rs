@@ -161,7 +161,7 @@ pub fn one_cpu_plan(
     };
     let measured = CpuList::from_cpus(vec![cpu]);
     Ok(CpuPlan {
-        housekeeping: universe.usable().without(&measured),
+        housekeeping: universe.housekeeping_for(&measured),
         measured,
     })
 }
@@ -364,9 +364,13 @@ pub fn execute(
         m.cpu_flags(),
     )?;
     m.check(&cpus)?;
+    // Held until the threads have ended: a deadline run's root domain, if it needs one.
+    let mut domain = super::deadline::admit(req, &cpus)?;
     let start_time = SystemTime::now();
     let keep = m.settings().keeps_result();
-    let pre = preamble(req, &cpus, &universe, &cpuset, m.audit_cpus(&cpus).as_ref());
+    let mut pre = preamble(req, &cpus, &universe, &cpuset, m.audit_cpus(&cpus).as_ref());
+    pre.warnings
+        .extend(domain.as_mut().and_then(|d| d.reverted_stale.take()));
     let late = m.announces_late();
     if !late {
         pre.announce(sink);
@@ -386,6 +390,10 @@ pub fn execute(
     let before = counters::snapshot(&cpus.measured);
     let measured = m.measure(&mut ctx)?;
     let delta = before.and_then(|b| counters::diff(&b, &counters::snapshot(&cpus.measured)?));
+    let root_domain = domain.map(|d| d.finish());
+    if let Some(r) = root_domain.as_ref().filter(|r| !r.removed) {
+        ctx.note(r.to_string());
+    }
     let (warnings, degraded) = (ctx.warnings, ctx.degraded);
     if late {
         pre.announce(sink);
@@ -398,6 +406,7 @@ pub fn execute(
     };
     let mut info = facts.run_info(&measured, degraded, warnings, sink);
     info.counters = delta.ok();
+    info.root_domain = root_domain;
     let limit = measured.limit_exceeded;
     let mut result = ResultFile::new(pre.host, info, measured.entries);
     m.finish(&mut result);
@@ -460,7 +469,8 @@ fn preamble(
         None => host,
     };
     let mut degraded: Vec<Degraded> = problems.iter().map(Degraded::from_clock).collect();
-    if let Err(reason) = sched::preflight(req) {
+    // A deadline thread is tried where the first one will run (`deadline::admit`).
+    if let Err(reason) = sched::preflight_on(req, plan.measured.first()) {
         degraded.push(Degraded::sched_refused(req, reason));
     }
     if let Some(h) = &host.virtualization {
@@ -535,6 +545,7 @@ impl RunFacts<'_> {
             warnings,
             peak_rss_kib: sched::peak_rss_kib(),
             counters: None,
+            root_domain: None,
         }
     }
 }
@@ -633,11 +644,8 @@ mod tests {
 
     #[test]
     fn realtime_on_every_cpu_needs_force() {
-        let u = CpuUniverse {
-            online: CpuList::parse_kernel("0-1").unwrap(),
-            max_cpu: 1,
-            allowed: CpuList::parse_kernel("0-1").unwrap(),
-        };
+        let both = CpuList::parse_kernel("0-1").unwrap();
+        let u = CpuUniverse::of(both.clone(), both);
         let all = plan_cpus(Some("0-1"), None, &u, &Cpuset::default()).unwrap();
         let fifo = SchedRequest {
             policy: Policy::Fifo,

@@ -3,8 +3,8 @@
 //! the result. Every check on the input comes before the first warning is printed, so
 //! bad input costs one line on stderr and nothing else.
 //!
-//! Placement: the lowest usable CPU (or `--housekeeping`) is kept for housekeeping, and
-//! the roles take the other CPUs in the order producer, accumulator, journaller. With too
+//! Placement: the lowest housekeeping CPU (or `--housekeeping`) is kept for housekeeping,
+//! and the roles take the other CPUs (a tuned host's isolated ones among them) in the order producer, accumulator, journaller. With too
 //! few of those the producer joins the housekeeping CPU (the coordinator then shares
 //! it); with still too few the journaller is left out, unless it was asked for.
 
@@ -193,13 +193,9 @@ fn check_cpu(universe: &CpuUniverse, flag: &str, cpu: usize) -> anyhow::Result<u
             universe.online
         );
     }
-    if !universe.allowed.contains(cpu) {
-        bail!(
-            "{flag} {cpu}: CPU {cpu} is not in this process's allowed set ({}); check \
-             taskset or the cgroup's cpuset",
-            universe.allowed
-        );
-    }
+    let text = cpu.to_string();
+    (universe.validate(&text, &CpuList::from_cpus(vec![cpu])))
+        .map_err(|e| anyhow::anyhow!("{flag} {cpu}: {e}"))?;
     Ok(cpu)
 }
 
@@ -213,8 +209,9 @@ fn place(universe: &CpuUniverse, want: &Wanted) -> anyhow::Result<Placement> {
     let mut accumulator = check("--accumulator-cpu", want.accumulator)?;
     let mut journaller = check("--journaller-cpu", want.journaller)?;
     let hk_asked = check("--housekeeping", want.housekeeping)?;
-    let usable = universe.usable();
-    let Some(hk) = hk_asked.or(usable.first()) else {
+    // The CPUs a default plan spans: the mask, and those a tuned host set apart.
+    let usable = universe.default_cpus();
+    let Some(hk) = hk_asked.or(universe.housekeeping_pool().first()) else {
         bail!("this process may use no online CPU; check taskset or the cgroup's cpuset");
     };
     let taken = CpuList::from_cpus(
@@ -496,11 +493,7 @@ mod tests {
 
     fn universe(cpus: &str) -> CpuUniverse {
         let online = CpuList::parse_kernel(cpus).unwrap();
-        CpuUniverse {
-            max_cpu: *online.cpus().last().unwrap(),
-            allowed: online.clone(),
-            online,
-        }
+        CpuUniverse::of(online.clone(), online)
     }
 
     fn default_want() -> Wanted {

@@ -134,15 +134,17 @@ pub fn run(args: &SelftestArgs, stop: &AtomicBool) -> anyhow::Result<Ending> {
     let len = Lengths::of(args);
     let (clock, _) = ClockInfo::detect();
     let universe = CpuUniverse::detect().context("cannot read the system's CPUs")?;
-    let usable = universe.usable();
-    let place = match usable.cpus() {
-        [.., hk, m] => Some(Place {
-            measured: *m,
-            housekeeping: *hk,
+    // The last CPU a measuring command would take by default (an isolated one on a
+    // tuned host), and the last housekeeping CPU beside it.
+    let measured = universe.default_measured(None).cpus().last().copied();
+    let place = measured.and_then(|m| {
+        let hk = universe.housekeeping_for(&CpuList::from_cpus(vec![m]));
+        Some(Place {
+            measured: m,
+            housekeeping: hk.cpus().last().copied()?,
             clock: clock.clone(),
-        }),
-        _ => None,
-    };
+        })
+    });
     let fault = std::env::var(FAULT_ENV).ok();
     let threads_before = thread_count();
     let mut checks = vec![counter_check(&clock, place.as_ref())];
@@ -172,7 +174,7 @@ pub fn run(args: &SelftestArgs, stop: &AtomicBool) -> anyhow::Result<Ending> {
     if let Some(path) = &args.output {
         save(path, &clock, &universe, &checks)?;
     }
-    print_table(&checks);
+    print_table(&checks, place.as_ref());
     Ok(ending(&checks, stop.load(Ordering::Relaxed)))
 }
 
@@ -1064,8 +1066,15 @@ fn thread_count() -> Option<usize> {
         .and_then(|v| v.trim().parse().ok())
 }
 
-fn print_table(checks: &[Check]) {
-    let mut out = String::from("selftest\n");
+/// The checks, under a header that says where they ran.
+fn print_table(checks: &[Check], place: Option<&Place>) {
+    let mut out = match place {
+        Some(p) => format!(
+            "selftest on CPU {} (the holder's coordinator on CPU {})\n",
+            p.measured, p.housekeeping
+        ),
+        None => String::from("selftest\n"),
+    };
     for c in checks {
         let mark = match c.outcome {
             Outcome::Pass => "pass",

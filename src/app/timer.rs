@@ -318,7 +318,7 @@ impl TimerCommand {
         };
         format!(
             "timer: CPUs {} for {:.3} s{}, interval {} µs{spread}, {} {mode}\n\
-             {}, {}; {dma}\n{}",
+             {}, {}; {dma}\n{}{}",
             r.run.cpus.measured,
             r.run.actual_duration_ns as f64 / 1e9,
             interrupted_mark(r),
@@ -327,6 +327,7 @@ impl TimerCommand {
             super::output::result_policy(r, self.settings.sched),
             slack_words(r),
             clock_line(r),
+            super::output::root_domain_line(r),
         )
     }
 }

@@ -122,6 +122,22 @@ pub fn run(args: &TuneArgs, argv: &[String], stop: &AtomicBool) -> anyhow::Resul
     let runnable = steps.iter().filter(|s| s.class == Class::Applies).count();
     if runnable == 0 {
         println!("nothing to try: no step applies now on this host");
+        // The boot-only steps are exported all the same: they are what is left to do.
+        if let Some(dir) = &args.export {
+            let entry = TuneEntry {
+                probe: probe.name().into(),
+                metric,
+                block_ns: args.block.as_nanos() as u64,
+                pairs: args.blocks,
+                rest_ns: args.rest.as_nanos() as u64,
+                alpha: ALPHA,
+                steps: steps.into_iter().map(StepRun::unmeasured).collect(),
+                staircase: Vec::new(),
+                restored: Vec::new(),
+                kept_applied: false,
+            };
+            export(dir, &entry, &argv.join(" "))?;
+        }
         return Ok(Ending::Completed);
     }
     if !args.yes && !confirm(runnable)? {

@@ -220,7 +220,7 @@ impl Measure for WatchCommand {
         let hk = match self.settings.housekeeping {
             Some(c) if usable.cpus().contains(&c) => c,
             Some(c) => bail!("--housekeeping: CPU {c} is not online and allowed ({usable})"),
-            None => usable.first().context("no usable CPU")?,
+            None => (universe.housekeeping_pool().first()).context("no usable CPU")?,
         };
         Ok(CpuPlan {
             measured: universe.online.clone(),

@@ -47,15 +47,18 @@ pub enum CpuListError {
         cpu: usize,
         online: CpuList,
     },
-    /// A CPU outside the process's affinity mask (taskset, cgroup cpuset).
+    /// A CPU the kernel will not pin this process's threads to: outside its cgroup's
+    /// cpuset (the one real refusal: isolcpus and taskset only narrow the default mask).
     #[error(
-        "CPU {cpu} in CPU list '{list}' is not in this process's allowed set ({allowed}); \
-         check taskset or the cgroup's cpuset"
+        "CPU {cpu} in CPU list '{list}' is outside the cpuset of cgroup {group} (its CPUs: \
+         {allowed}), so no thread of this process may run there; run it in a cgroup whose \
+         cpuset.cpus holds CPU {cpu}"
     )]
     NotAllowed {
         list: String,
         cpu: usize,
         allowed: CpuList,
+        group: String,
     },
 }
 
@@ -243,8 +246,111 @@ pub struct CpuUniverse {
     pub online: CpuList,
     /// The highest CPU number the kernel can have (`possible`), bounded by `MAX_CPUS`.
     pub max_cpu: usize,
-    /// The process's affinity mask when it started.
+    /// The CPUs the kernel lets this process's threads be pinned to: its cgroup's cpuset.
+    /// `isolcpus` takes the isolated CPUs out of every process's default affinity, not out
+    /// of this, so a shell's mask never decides what `-a` may name.
     pub allowed: CpuList,
+    /// The process's affinity mask when it started (isolcpus, systemd's CPUAffinity,
+    /// taskset): where the coordinator and the reader go by default.
+    pub affinity: CpuList,
+    /// The CPUs the host set apart for latency work, within `allowed`.
+    pub tuned: Tuned,
+    /// The cgroup whose cpuset bounds `allowed` ("/" for the root), for a refusal.
+    pub cpuset_group: String,
+}
+
+/// The CPUs a tuned host set apart: `isolcpus` (the scheduler domain's `isolated`),
+/// `nohz_full`, and cgroup v2 cpuset partitions of type `isolated`.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Tuned {
+    pub cpus: CpuList,
+    /// What set them apart, in that order: "isolcpus", "nohz_full", "an isolated cpuset
+    /// partition".
+    pub by: Vec<&'static str>,
+}
+
+impl Tuned {
+    /// Reads sysfs and the cgroup v2 tree under `root` (`/` for the live host).
+    pub fn read(root: &Path) -> Tuned {
+        let list = |rel: &str| {
+            std::fs::read_to_string(root.join(rel))
+                .ok()
+                .and_then(|t| CpuList::parse_kernel(t.trim().trim_matches(['(', ')'])).ok())
+                .unwrap_or_default()
+        };
+        let sources = [
+            ("isolcpus", list("sys/devices/system/cpu/isolated")),
+            // Some kernels print an unset mask as "(null)", which parses as empty.
+            ("nohz_full", list("sys/devices/system/cpu/nohz_full")),
+            (
+                "an isolated cpuset partition",
+                isolated_partitions(&cgroup2_mount(root)),
+            ),
+        ];
+        let mut t = Tuned::default();
+        for (by, cpus) in sources {
+            if !cpus.is_empty() {
+                t.by.push(by);
+                t.cpus = CpuList::from_cpus([t.cpus.cpus(), cpus.cpus()].concat());
+            }
+        }
+        t
+    }
+}
+
+/// Where cgroup v2 is mounted under `root`, from its mount table (`/sys/fs/cgroup` when
+/// the table cannot be read).
+fn cgroup2_mount(root: &Path) -> std::path::PathBuf {
+    let mounts = std::fs::read_to_string(root.join("proc/self/mounts")).unwrap_or_default();
+    let dir = mounts.lines().find_map(|l| {
+        let f: Vec<&str> = l.split_whitespace().collect();
+        (f.get(2) == Some(&"cgroup2")).then(|| f[1].to_string())
+    });
+    root.join(
+        dir.as_deref()
+            .unwrap_or("/sys/fs/cgroup")
+            .trim_start_matches('/'),
+    )
+}
+
+/// The CPUs of every cgroup v2 partition of type `isolated` under `dir`. A partition's
+/// parent is a partition root, so only partitions are descended into: a host with
+/// thousands of groups costs a read per child of the root.
+fn isolated_partitions(dir: &Path) -> CpuList {
+    let mut cpus = Vec::new();
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return CpuList::default();
+    };
+    for child in entries.filter_map(Result::ok).map(|e| e.path()) {
+        let read = |f: &str| std::fs::read_to_string(child.join(f)).unwrap_or_default();
+        let partition = read("cpuset.cpus.partition");
+        let kind = partition.split_whitespace().next().unwrap_or("");
+        if kind == "isolated" {
+            let effective = read("cpuset.cpus.effective");
+            cpus.extend_from_slice(CpuList::parse_kernel(&effective).unwrap_or_default().cpus());
+        }
+        if kind == "isolated" || kind == "root" {
+            cpus.extend_from_slice(isolated_partitions(&child).cpus());
+        }
+    }
+    CpuList::from_cpus(cpus)
+}
+
+/// The cgroup named for the process's cpuset in `/proc/self/cgroup`: the v1 `cpuset`
+/// hierarchy's line, else the unified one's.
+fn cpuset_group(text: &str) -> String {
+    let mut unified = None;
+    for line in text.lines() {
+        let mut f = line.splitn(3, ':');
+        let (_, controllers, path) = (f.next(), f.next().unwrap_or(""), f.next().unwrap_or(""));
+        if controllers.split(',').any(|c| c == "cpuset") {
+            return path.to_string();
+        }
+        if controllers.is_empty() {
+            unified = Some(path.to_string());
+        }
+    }
+    unified.unwrap_or_else(|| "/".into())
 }
 
 impl CpuUniverse {
@@ -264,17 +370,93 @@ impl CpuUniverse {
             .copied()
             .unwrap_or(0)
             .min(MAX_CPUS - 1);
-        let allowed = current_affinity()?;
+        let affinity = current_affinity()?;
+        let allowed = pinnable(&online, &affinity);
+        let tuned = Tuned::read(Path::new("/"));
         Ok(CpuUniverse {
             online,
             max_cpu,
+            tuned: Tuned {
+                cpus: tuned.cpus.intersect(&allowed),
+                ..tuned
+            },
             allowed,
+            affinity,
+            cpuset_group: cpuset_group(
+                &std::fs::read_to_string("/proc/self/cgroup").unwrap_or_default(),
+            ),
         })
+    }
+
+    /// A universe of `online` CPUs where this process may use `allowed`, its mask as
+    /// well, on an untuned host (for tests and recorded hosts).
+    pub fn of(online: CpuList, allowed: CpuList) -> CpuUniverse {
+        CpuUniverse {
+            max_cpu: online.cpus().last().copied().unwrap_or(0),
+            online,
+            affinity: allowed.clone(),
+            allowed,
+            tuned: Tuned::default(),
+            cpuset_group: "/".into(),
+        }
     }
 
     /// CPUs that are both online and allowed.
     pub fn usable(&self) -> CpuList {
         self.online.intersect(&self.allowed)
+    }
+
+    /// The usable CPUs the host did not set apart: the tool's own threads (coordinator,
+    /// reader, display) belong there. Those of the process's mask first; all of them
+    /// when the mask holds none (a shell put on an isolated CPU); every usable CPU on a
+    /// host where everything is set apart.
+    pub fn housekeeping_pool(&self) -> CpuList {
+        let usable = self.usable();
+        let spare = usable.without(&self.tuned.cpus);
+        let mine = spare.intersect(&self.affinity);
+        [mine, spare]
+            .into_iter()
+            .find(|l| !l.is_empty())
+            .unwrap_or(usable)
+    }
+
+    /// Where the coordinator goes while `measured` is measured: the housekeeping pool's
+    /// CPUs that are not measured, else any usable CPU that is not; empty when every
+    /// usable CPU is measured.
+    pub fn housekeeping_for(&self, measured: &CpuList) -> CpuList {
+        let pool = self.housekeeping_pool().without(measured);
+        if pool.is_empty() {
+            self.usable().without(measured)
+        } else {
+            pool
+        }
+    }
+
+    /// The CPUs a default plan spans: the process's mask, and the CPUs the host set
+    /// apart (which isolcpus leaves out of the mask).
+    pub fn default_cpus(&self) -> CpuList {
+        let mask = self.usable().intersect(&self.affinity);
+        CpuList::from_cpus([mask.cpus(), self.tuned.cpus.cpus()].concat()).intersect(&self.usable())
+    }
+
+    /// What a run measures with no `-a`: on a tuned host, the CPUs it set apart (those of
+    /// the process's mask, when the mask holds some: a shell put there chose them), less
+    /// a named housekeeping CPU; otherwise every CPU of the mask but one for housekeeping
+    /// (the named one, or the lowest), or the one CPU there is.
+    pub fn default_measured(&self, housekeeping: Option<usize>) -> CpuList {
+        let usable = self.usable();
+        let named = CpuList::from_cpus(housekeeping.into_iter().collect());
+        let tuned = self.tuned.cpus.intersect(&usable).without(&named);
+        if !tuned.is_empty() && !usable.without(&self.tuned.cpus).is_empty() {
+            let mine = tuned.intersect(&self.affinity);
+            return if mine.is_empty() { tuned } else { mine };
+        }
+        let mask = usable.intersect(&self.affinity);
+        if mask.len() <= 1 {
+            return mask;
+        }
+        let hk = housekeeping.or(mask.first()).unwrap_or(0);
+        mask.without(&CpuList::from_cpus(vec![hk]))
     }
 
     /// Checks every CPU of a parsed list against the system, naming the first bad one.
@@ -299,6 +481,7 @@ impl CpuUniverse {
                     list: list_text.to_string(),
                     cpu,
                     allowed: self.allowed.clone(),
+                    group: self.cpuset_group.clone(),
                 });
             }
         }
@@ -313,6 +496,57 @@ impl CpuUniverse {
     }
 }
 
+/// Waits (a few milliseconds at most) until thread `tid` of this process sleeps, so that
+/// changing its mask does not move it.
+fn wait_until_asleep(tid: rustix::thread::Pid) {
+    let stat = format!("/proc/self/task/{}/stat", tid.as_raw_nonzero());
+    for _ in 0..1000 {
+        let text = std::fs::read_to_string(&stat).unwrap_or_default();
+        // The state follows the name's closing parenthesis.
+        match text.rsplit_once(')').map(|(_, rest)| rest.trim_start()) {
+            Some(rest) if rest.starts_with('S') => return,
+            None => return,
+            _ => std::thread::yield_now(),
+        }
+    }
+}
+
+/// The online CPUs the kernel lets this process's threads be pinned to. Those of the
+/// mask are; each other one is tried on a thread that sleeps meanwhile (a sleeping
+/// thread's mask changes without moving it, so nothing runs on a CPU it is tried on),
+/// its mask put back before it wakes. The kernel refuses a mask outside the cgroup's
+/// cpuset with EINVAL: that is the only limit (isolcpus leaves CPUs out of the default
+/// mask, not out of reach).
+fn pinnable(online: &CpuList, affinity: &CpuList) -> CpuList {
+    let outside = online.without(affinity);
+    if outside.is_empty() {
+        return online.intersect(affinity);
+    }
+    let (tid_tx, tid_rx) = std::sync::mpsc::channel();
+    let (wake_tx, wake_rx) = std::sync::mpsc::channel::<()>();
+    let sleeper = std::thread::spawn(move || {
+        let _ = tid_tx.send(rustix::thread::gettid());
+        let _ = wake_rx.recv();
+    });
+    let mut ok = online.intersect(affinity).cpus().to_vec();
+    if let Ok(tid) = tid_rx.recv() {
+        wait_until_asleep(tid);
+        for &cpu in outside.cpus() {
+            let mut set = rustix::thread::CpuSet::new();
+            set.set(cpu);
+            if rustix::thread::sched_setaffinity(Some(tid), &set).is_ok() {
+                ok.push(cpu);
+            }
+        }
+        let mut back = rustix::thread::CpuSet::new();
+        affinity.cpus().iter().for_each(|&c| back.set(c));
+        let _ = rustix::thread::sched_setaffinity(Some(tid), &back);
+    }
+    let _ = wake_tx.send(());
+    let _ = sleeper.join();
+    CpuList::from_cpus(ok)
+}
+
 /// How the measured CPUs and the coordinator's CPUs were chosen.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct CpuPlan {
@@ -324,15 +558,15 @@ pub struct CpuPlan {
 }
 
 impl CpuPlan {
-    /// Chooses the measured set: the user's list, or every usable CPU but one housekeeping
-    /// CPU (the lowest, or `housekeeping` when given). With a single usable CPU, that CPU
-    /// is measured and the coordinator shares it.
+    /// Chooses the measured set: the user's list, or the default one
+    /// ([`CpuUniverse::default_measured`]); the coordinator gets `housekeeping` when given,
+    /// else the housekeeping CPUs not measured. With a single usable CPU, that CPU is
+    /// measured and the coordinator shares it.
     pub fn choose(
         universe: &CpuUniverse,
         requested: Option<(&str, CpuList)>,
         housekeeping: Option<usize>,
     ) -> Result<CpuPlan, CpuListError> {
-        let usable = universe.usable();
         if let Some(hk) = housekeeping {
             let text = hk.to_string();
             universe.validate(&text, &CpuList::from_cpus(vec![hk]))?;
@@ -348,18 +582,13 @@ impl CpuPlan {
                 }
                 list
             }
-            None if usable.len() <= 1 => usable.clone(),
-            None => {
-                let hk = housekeeping.or(usable.first()).unwrap_or(0);
-                usable.without(&CpuList::from_cpus(vec![hk]))
-            }
+            None => universe.default_measured(housekeeping),
         };
         // A housekeeping CPU that is also measured is no housekeeping CPU.
         let housekeeping_set = match housekeeping {
-            Some(hk) => CpuList::from_cpus(vec![hk]),
-            None => usable.clone(),
-        }
-        .without(&measured);
+            Some(hk) => CpuList::from_cpus(vec![hk]).without(&measured),
+            None => universe.housekeeping_for(&measured),
+        };
         Ok(CpuPlan {
             measured,
             housekeeping: housekeeping_set,
@@ -386,11 +615,21 @@ mod tests {
     use proptest::prelude::*;
 
     fn universe(online: &str, allowed: &str) -> CpuUniverse {
-        let online = CpuList::parse_kernel(online).unwrap();
+        let list = |l: &str| CpuList::parse_kernel(l).unwrap();
+        CpuUniverse::of(list(online), list(allowed))
+    }
+
+    /// A tuned host: `online` CPUs, `tuned` set apart, the process's mask `mask` (the
+    /// cpuset allows every online CPU).
+    fn tuned(online: &str, tuned: &str, mask: &str) -> CpuUniverse {
+        let list = |l: &str| CpuList::parse_kernel(l).unwrap();
         CpuUniverse {
-            max_cpu: *online.cpus().last().unwrap(),
-            online,
-            allowed: CpuList::parse_kernel(allowed).unwrap(),
+            affinity: list(mask),
+            tuned: Tuned {
+                cpus: list(tuned),
+                by: vec!["isolcpus"],
+            },
+            ..CpuUniverse::of(list(online), list(online))
         }
     }
 
@@ -461,9 +700,8 @@ mod tests {
     #[test]
     fn validation_names_offline_out_of_range_and_disallowed_cpus() {
         let u = CpuUniverse {
-            online: CpuList::parse_kernel("0-1,3").unwrap(),
-            max_cpu: 3,
-            allowed: CpuList::parse_kernel("0,3").unwrap(),
+            cpuset_group: "/box".into(),
+            ..universe("0-1,3", "0,3")
         };
         let err = |s: &str| u.parse_user_list(s).unwrap_err();
         assert!(matches!(
@@ -476,6 +714,12 @@ mod tests {
         ));
         assert!(matches!(err("2"), CpuListError::Offline { cpu: 2, .. }));
         assert!(matches!(err("1"), CpuListError::NotAllowed { cpu: 1, .. }));
+        assert_eq!(
+            err("1").to_string(),
+            "CPU 1 in CPU list '1' is outside the cpuset of cgroup /box (its CPUs: 0,3), so \
+             no thread of this process may run there; run it in a cgroup whose cpuset.cpus \
+             holds CPU 1"
+        );
         assert_eq!(u.parse_user_list("0,3").unwrap().cpus(), &[0, 3]);
     }
 
@@ -518,6 +762,112 @@ mod tests {
                 .unwrap()
                 .coordinator_shares()
         );
+    }
+
+    /// Issue 48: isolcpus=1 leaves CPU 1 out of every shell's mask; `-a 1` measures it,
+    /// no `-a` measures it too, and the coordinator stays on CPU 0.
+    #[test]
+    fn a_tuned_host_measures_its_isolated_cpus_whatever_the_mask() {
+        let u = tuned("0-1", "1", "0");
+        let one = CpuList::parse_strict("1").unwrap();
+        let p = CpuPlan::choose(&u, Some(("1", one)), None).unwrap();
+        assert_eq!(
+            (p.measured.to_string(), p.housekeeping.to_string()),
+            ("1".into(), "0".into())
+        );
+        let p = CpuPlan::choose(&u, None, None).unwrap();
+        assert_eq!(
+            (p.measured.to_string(), p.housekeeping.to_string()),
+            ("1".into(), "0".into())
+        );
+        // -a 0 measures the housekeeping CPU; the coordinator then goes to the other.
+        let zero = CpuList::parse_strict("0").unwrap();
+        let p = CpuPlan::choose(&u, Some(("0", zero)), None).unwrap();
+        assert_eq!(p.housekeeping.to_string(), "1");
+        // 16 CPUs, 4-15 set apart, the shell on 0-3: 4-15 measured, 0-3 coordinate.
+        let u = tuned("0-15", "4-15", "0-3");
+        let p = CpuPlan::choose(&u, None, None).unwrap();
+        assert_eq!(
+            (p.measured.to_string(), p.housekeeping.to_string()),
+            ("4-15".into(), "0-3".into())
+        );
+        // nohz_full alone leaves the CPUs in the mask: the same choice.
+        let u = tuned("0-15", "4-15", "0-15");
+        let p = CpuPlan::choose(&u, None, None).unwrap();
+        assert_eq!(
+            (p.measured.to_string(), p.housekeeping.to_string()),
+            ("4-15".into(), "0-3".into())
+        );
+        // A shell put on isolated CPU 5 (taskset) chose it.
+        let u = tuned("0-15", "4-15", "5");
+        let p = CpuPlan::choose(&u, None, None).unwrap();
+        assert_eq!(
+            (p.measured.to_string(), p.housekeeping.to_string()),
+            ("5".into(), "0-3".into())
+        );
+        // --housekeeping names a set-apart CPU: it is left out of the measured ones.
+        let u = tuned("0-15", "4-15", "0-3");
+        let p = CpuPlan::choose(&u, None, Some(4)).unwrap();
+        assert_eq!(
+            (p.measured.to_string(), p.housekeeping.to_string()),
+            ("5-15".into(), "4".into())
+        );
+        // Everything set apart (a run inside an isolated partition): the untuned rule.
+        let u = tuned("0-3", "0-3", "0-3");
+        let p = CpuPlan::choose(&u, None, None).unwrap();
+        assert_eq!(
+            (p.measured.to_string(), p.housekeeping.to_string()),
+            ("1-3".into(), "0".into())
+        );
+    }
+
+    /// The pinning probe: every CPU of this process's mask is pinnable, and a probe
+    /// leaves the mask as it was.
+    #[test]
+    fn the_probe_finds_the_mask_pinnable_and_leaves_it() {
+        let u = CpuUniverse::detect().unwrap();
+        assert!(
+            u.affinity
+                .intersect(&u.online)
+                .cpus()
+                .iter()
+                .all(|c| u.allowed.contains(*c))
+        );
+        assert_eq!(current_affinity().unwrap(), u.affinity);
+    }
+
+    #[test]
+    fn the_cpuset_group_is_read_from_proc_self_cgroup() {
+        let v1 = "12:cpuset:/box\n11:cpu,cpuacct:/other\n0::/user.slice\n";
+        assert_eq!(cpuset_group(v1), "/box");
+        assert_eq!(
+            cpuset_group("0::/machine.slice/pod\n"),
+            "/machine.slice/pod"
+        );
+        assert_eq!(cpuset_group(""), "/");
+    }
+
+    /// sysfs's lists and a cgroup v2 tree with an isolated partition under a root one.
+    #[test]
+    fn tuned_cpus_come_from_isolcpus_nohz_full_and_isolated_partitions() {
+        let d = tempfile::tempdir().unwrap();
+        let put = |rel: &str, text: &str| {
+            let p = d.path().join(rel);
+            std::fs::create_dir_all(p.parent().unwrap()).unwrap();
+            std::fs::write(p, text).unwrap();
+        };
+        put("sys/devices/system/cpu/isolated", "2\n");
+        put("sys/devices/system/cpu/nohz_full", "(null)\n");
+        put("proc/self/mounts", "cgroup2 /cg cgroup2 rw 0 0\n");
+        put("cg/rt/cpuset.cpus.partition", "root\n");
+        put("cg/rt/lat/cpuset.cpus.partition", "isolated\n");
+        put("cg/rt/lat/cpuset.cpus.effective", "6-7\n");
+        put("cg/member/cpuset.cpus.partition", "member\n");
+        put("cg/member/deep/cpuset.cpus.partition", "isolated\n");
+        put("cg/member/deep/cpuset.cpus.effective", "9\n");
+        let t = Tuned::read(d.path());
+        assert_eq!(t.cpus.to_string(), "2,6-7");
+        assert_eq!(t.by, ["isolcpus", "an isolated cpuset partition"]);
     }
 
     #[test]

@@ -7,12 +7,18 @@
 //! to one CPU of a multi-CPU domain is refused with EPERM, and a deadline thread cannot be
 //! pinned afterwards (EBUSY). Widening the affinity and counting on the thread to stay put
 //! does not hold: on a 6.18 guest under load, 770 of 919 timer wake-ups came on the other
-//! CPU. So a measuring thread is pinned first and the refusal is said with its two fixes:
-//! a root domain of the CPU's own (an exclusive cpuset partition), or admission control
-//! off (`sched_rt_runtime_us` -1), under which the kernel takes the pinned thread.
+//! CPU. So a measuring thread is pinned first. As root, the run then gives each measured
+//! CPU a root domain of its own (`system::tune::root_domain`); otherwise, or where the
+//! host forbids that, the refusal is said with its two fixes: a root domain of the CPU's
+//! own, or admission control off (`sched_rt_runtime_us` -1), under which the kernel
+//! takes the pinned thread.
 #![allow(unsafe_code)]
 
 use std::fmt;
+use std::path::PathBuf;
+use std::sync::Mutex;
+
+use super::sched::SchedError;
 
 /// The kernel's least runtime: 1 << DL_SCALE ns.
 pub const MIN_RUNTIME_NS: u64 = 1024;
@@ -165,12 +171,79 @@ pub fn set(d: Deadline) -> std::io::Result<()> {
     setattr(Some(d))
 }
 
+/// The `cgroup.threads` file each measured CPU's deadline thread joins before it is
+/// pinned, where a cgroup v2 partition is the CPU's root domain: the partition's CPUs
+/// leave every other cgroup, so a thread must be inside it to be pinned there. Set for a
+/// run by the root domain's guard and cleared by it; empty otherwise (cgroup v1's
+/// exclusive cpusets need no thread inside them).
+static JOIN: Mutex<Vec<(usize, PathBuf)>> = Mutex::new(Vec::new());
+
+/// Sets the groups deadline threads join, by CPU (empty: none).
+pub fn join_before_pin(groups: Vec<(usize, PathBuf)>) {
+    *JOIN.lock().unwrap_or_else(|p| p.into_inner()) = groups;
+}
+
+/// Places the calling thread as a deadline thread is placed before it becomes one: in
+/// its CPU's group, if it has one, then pinned to the CPU.
+pub fn place(cpu: usize) -> Result<(), SchedError> {
+    let file = (JOIN.lock().unwrap_or_else(|p| p.into_inner()).iter())
+        .find(|(c, _)| *c == cpu)
+        .map(|(_, f)| f.clone());
+    if let Some(file) = file {
+        let tid = rustix::thread::gettid().as_raw_nonzero().get();
+        std::fs::write(&file, tid.to_string()).map_err(|e| SchedError::Deadline {
+            cpu,
+            reason: format!("cannot join {}: {e}", file.display()),
+        })?;
+    }
+    super::sched::pin_to(cpu)
+}
+
+/// Why the kernel refused a deadline thread placed as a measuring thread is.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Refused {
+    /// In words a user can act on (`explain_refusal`).
+    pub why: String,
+    /// The refusal is admission control's for a pinned thread (EPERM while holding
+    /// CAP_SYS_NICE): a root domain of the CPU's own is what the thread lacks.
+    pub root_domain: bool,
+}
+
+/// Tries `d` on a short-lived thread placed on `cpu` (`place`), or left where it is.
+pub fn try_on(d: Deadline, cpu: Option<usize>) -> Result<(), Refused> {
+    std::thread::spawn(move || {
+        if let Some(cpu) = cpu {
+            place(cpu).map_err(|e| Refused {
+                why: e.to_string(),
+                root_domain: false,
+            })?;
+        }
+        set(d).map_err(|e| Refused {
+            why: explain_refusal(&e),
+            root_domain: e.raw_os_error() == Some(libc::EPERM)
+                && super::caps::holds(rustix::thread::CapabilitySet::SYS_NICE),
+        })
+    })
+    .join()
+    .unwrap_or_else(|_| {
+        Err(Refused {
+            why: "the trial thread panicked".into(),
+            root_domain: false,
+        })
+    })
+}
+
 /// Why root is refused a pinned deadline thread, and what to change.
 pub const PINNED_WHY: &str = "EPERM with CAP_SYS_NICE: while admission control is on, the \
      kernel admits a deadline thread only with an affinity spanning its root domain, and a \
      measuring thread is pinned to one CPU. Either give the measured CPUs a root domain of \
-     their own (a cpuset with cpuset.cpu_exclusive 1 and the parent's \
-     cpuset.sched_load_balance 0), or turn admission control off for the run with `sysctl \
+     their own (run as root and jitterscope makes one for the run: a cpuset with \
+     cpuset.cpu_exclusive 1 and the parent's cpuset.sched_load_balance 0), or turn \
+     admission control off for the run with `sysctl kernel.sched_rt_runtime_us=-1` (it \
+     also turns RT throttling off) and restore it after";
+
+/// The refusal's second fix alone, for a run that could not make the root domain.
+pub const ADMISSION_OFF: &str = "turn admission control off for the run with `sysctl \
      kernel.sched_rt_runtime_us=-1` (it also turns RT throttling off) and restore it after";
 
 /// Explains a refused SCHED_DEADLINE in words a user can act on.

@@ -460,31 +460,26 @@ pub fn peak_rss_kib() -> u64 {
 }
 
 /// Tries `req` on a short-lived thread, so that a refusal can be reported once, before
-/// the run, rather than by every worker after it.
+/// the run, rather than by every worker after it. A deadline thread is refused for a
+/// narrow affinity, so it is tried pinned, as the measuring threads will be, on the last
+/// allowed CPU (the first is housekeeping's); `preflight_on` names the CPU.
 pub fn preflight(req: SchedRequest) -> Result<(), String> {
-    if !req.policy.is_realtime() {
-        return Ok(());
+    let last = current_affinity()
+        .ok()
+        .and_then(|c| c.cpus().last().copied());
+    preflight_on(req, last)
+}
+
+/// `preflight` with a deadline thread placed on `cpu` (a measured one) as its measuring
+/// thread will be.
+pub fn preflight_on(req: SchedRequest, cpu: Option<usize>) -> Result<(), String> {
+    match req.policy {
+        _ if !req.policy.is_realtime() => Ok(()),
+        Policy::Deadline(d) => super::deadline::try_on(d, cpu).map_err(|r| r.why),
+        _ => std::thread::spawn(move || set_policy(req).map_err(|e| explain_refusal(&e)))
+            .join()
+            .unwrap_or_else(|_| Err("the preflight thread panicked".into())),
     }
-    let explain = match req.policy {
-        Policy::Deadline(_) => super::deadline::explain_refusal,
-        _ => explain_refusal,
-    };
-    // A deadline thread is refused for a narrow affinity: it is tried pinned, as the
-    // measuring threads will be, on the last allowed CPU (the first is housekeeping's).
-    let pin = match req.policy {
-        Policy::Deadline(_) => current_affinity()
-            .ok()
-            .and_then(|c| c.cpus().last().copied()),
-        _ => None,
-    };
-    std::thread::spawn(move || {
-        if let Some(cpu) = pin {
-            pin_to(cpu).map_err(|e| e.to_string())?;
-        }
-        set_policy(req).map_err(|e| explain(&e))
-    })
-    .join()
-    .unwrap_or_else(|_| Err("the preflight thread panicked".into()))
 }
 
 /// `/proc/sys/kernel/sched_rt_runtime_us`: -1 means real-time threads are never throttled.

@@ -298,10 +298,26 @@ impl Finding {
     }
 
     /// Boot options: those the running kernel supports as a boot remedy, the others as
-    /// a kernel build naming the missing option.
+    /// a kernel build naming the missing option. An option that sets CPUs apart
+    /// (`isolcpus`, `nohz_full`) keeps those the command line already sets apart, and
+    /// one that would leave the kernel no housekeeping CPU is never given: the finding
+    /// then says so and what to do instead (issue 48).
     fn boot(mut self, h: &Host, options: &[String]) -> Finding {
-        let (mut ok, mut unchecked, mut lacking) = (Vec::new(), Vec::new(), Vec::new());
+        let (mut kept, mut refused) = (Vec::new(), None);
         for o in options {
+            match h.set_apart(o) {
+                Ok(o) => kept.push(o),
+                Err(why) => refused = Some(why),
+            }
+        }
+        if let Some(why) = refused {
+            if self.severity > Severity::Info {
+                self.severity = Severity::Info;
+            }
+            self = self.manual(why);
+        }
+        let (mut ok, mut unchecked, mut lacking) = (Vec::new(), Vec::new(), Vec::new());
+        for o in &kept {
             match h.config.supports(o) {
                 Support::Yes => ok.push(o.clone()),
                 Support::Unchecked => unchecked.push(o.clone()),
@@ -529,6 +545,44 @@ impl Host {
         Ok(names)
     }
 
+    /// A boot option as a fix may give it: one that sets CPUs apart (`isolcpus`,
+    /// `nohz_full`) with the CPUs the command line already sets apart added (the option
+    /// replaces the old one), or why it may not be given: it would leave no online CPU
+    /// for the kernel's housekeeping.
+    fn set_apart(&self, option: &str) -> Result<String, String> {
+        let Some((key, _)) = option.split_once('=') else {
+            return Ok(option.to_string());
+        };
+        if !matches!(key, "isolcpus" | "nohz_full") {
+            return Ok(option.to_string());
+        }
+        let one = Cmdline::parse(option);
+        let (Ok(Some(asked)), Ok(now)) = (one.cpus(key), self.cmdline().cpus(key)) else {
+            return Ok(option.to_string());
+        };
+        let now = now.unwrap_or_default();
+        let all = CpuList::from_cpus([asked.cpus(), now.cpus()].concat());
+        if self.online.without(&all).is_empty() {
+            let instead = match now.without(&self.measured).is_empty() {
+                true => "leave at least one CPU unmeasured (-a) for it".to_string(),
+                false => format!("measure the CPUs {key} already sets apart (-a {now})"),
+            };
+            return Err(format!(
+                "{key}={all} would leave no CPU for the kernel's housekeeping (its timers, \
+                 IRQs, RCU and unbound work, and this tool's reader): {instead}"
+            ));
+        }
+        // The flags of both (managed_irq, domain), the fix's first.
+        let mut parts: Vec<String> = Vec::new();
+        for f in one.flags(key).into_iter().chain(self.cmdline().flags(key)) {
+            if !parts.iter().any(|p| p == f) {
+                parts.push(f.to_string());
+            }
+        }
+        parts.push(all.to_string());
+        Ok(format!("{key}={}", parts.join(",")))
+    }
+
     /// The housekeeping CPUs for a fix, or a placeholder when every CPU is measured.
     fn hk(&self) -> String {
         if self.housekeeping.is_empty() {
@@ -739,6 +793,86 @@ mod tests {
         assert_eq!(hex_mask(&CpuList::from_cpus(vec![0])), "1");
         assert_eq!(hex_mask(&CpuList::from_cpus(vec![0, 32])), "1,00000001");
         assert_eq!(hex_mask(&CpuList::from_cpus(vec![4, 5])), "30");
+    }
+
+    /// The boot options every finding of an audit of `measured` on a 2-CPU host booted
+    /// with `cmdline` gives, and the manual steps.
+    fn fixes(cmdline: &str, isolated: &str, measured: &str) -> (Vec<String>, Vec<String>) {
+        let d = tempfile::tempdir().unwrap();
+        let put = |rel: &str, text: &str| {
+            let p = d.path().join(rel);
+            std::fs::create_dir_all(p.parent().unwrap()).unwrap();
+            std::fs::write(p, text).unwrap();
+        };
+        put("proc/cmdline", cmdline);
+        put("sys/devices/system/cpu/isolated", isolated);
+        put("sys/devices/system/cpu/nohz_full", isolated);
+        put("sys/devices/system/cpu/online", "0-1");
+        let list = |l: &str| CpuList::parse_kernel(l).unwrap();
+        let r = AuditReport::of(d.path(), list(measured), &list("0-1"));
+        let (mut boot, mut manual) = (Vec::new(), Vec::new());
+        for rem in r.findings.iter().flat_map(|f| &f.remedies) {
+            match rem {
+                Remedy::Boot { options, .. } | Remedy::KernelBuild { options, .. } => {
+                    boot.extend(options.iter().cloned())
+                }
+                Remedy::Manual { what } => manual.push(what.clone()),
+                _ => {}
+            }
+        }
+        (boot, manual)
+    }
+
+    /// Issue 48: on a host whose CPU 1 is isolated, an audit of CPU 0 (the last
+    /// housekeeping CPU) never advises isolating it; it says to measure CPU 1 instead.
+    /// An audit of CPU 1 there, or of CPU 1 on an untuned host, may advise its options.
+    #[test]
+    fn no_fix_isolates_the_last_housekeeping_cpu() {
+        let tuned = "BOOT_IMAGE=/vmlinuz isolcpus=1 nohz_full=1 rcu_nocbs=1";
+        let sets_apart = |o: &String| o.starts_with("isolcpus=") || o.starts_with("nohz_full=");
+        let (boot, manual) = fixes(tuned, "1", "0");
+        assert!(!boot.iter().any(sets_apart), "{boot:?}");
+        assert!(manual.iter().any(|m| m.contains("(-a 1)")), "{manual:?}");
+        // Every CPU measured: no CPU would be left.
+        let (boot, manual) = fixes("ro", "", "0-1");
+        assert!(!boot.iter().any(sets_apart), "{boot:?}");
+        assert!(
+            manual.iter().any(|m| m.contains("leave at least one CPU")),
+            "{manual:?}"
+        );
+        // Untuned, CPU 1 measured: its options, CPU 0 left for housekeeping.
+        let (boot, _) = fixes("ro", "", "1");
+        assert!(boot.contains(&"isolcpus=1".to_string()), "{boot:?}");
+        assert!(boot.contains(&"nohz_full=1".to_string()), "{boot:?}");
+    }
+
+    /// A fix that sets more CPUs apart keeps those the command line already sets apart,
+    /// with their flags: the option replaces the old one.
+    #[test]
+    fn a_fix_keeps_the_cpus_and_flags_already_set_apart() {
+        let d = tempfile::tempdir().unwrap();
+        std::fs::create_dir_all(d.path().join("proc")).unwrap();
+        std::fs::write(
+            d.path().join("proc/cmdline"),
+            "isolcpus=managed_irq,2 nohz_full=2",
+        )
+        .unwrap();
+        let h = Host::new(
+            d.path(),
+            CpuList::from_cpus(vec![3]),
+            &CpuList::parse_kernel("0-3").unwrap(),
+        );
+        assert_eq!(
+            h.set_apart("isolcpus=3"),
+            Ok("isolcpus=managed_irq,2-3".into())
+        );
+        assert_eq!(
+            h.set_apart("isolcpus=domain,3"),
+            Ok("isolcpus=domain,managed_irq,2-3".into())
+        );
+        assert_eq!(h.set_apart("nohz_full=3"), Ok("nohz_full=2-3".into()));
+        assert_eq!(h.set_apart("rcu_nocbs=3"), Ok("rcu_nocbs=3".into()));
+        assert!(h.set_apart("isolcpus=0-1,3").is_err());
     }
 
     #[test]

@@ -1,13 +1,15 @@
 //! The fleet as CSV: one row a host, by design (a spreadsheet or a script sorts and
 //! filters it), with the row of the text table it falls in, why it stands out, its
-//! figures in whole units named in the headers, and what sets it apart from the majority.
+//! figures in whole units named in the headers, what sets it apart from the majority, and
+//! its configuration drift (the differences without the top cause: empty for a host
+//! configured as most are).
 
 use crate::report::export::csv_row;
 use crate::report::fleet::rank::Fleet;
 
 /// The header.
 pub const HEADER: &str = "host,file,kind,row,standing_out,lost_pct,max_gap_ns,timer_p99_ns,\
-timer_max_ns,top_cause,top_cause_pct,kernel,differences";
+timer_max_ns,top_cause,top_cause_pct,kernel,differences,drift";
 
 /// The CSV: the header, then a row per host in the order read.
 pub fn csv(fleet: &Fleet) -> String {
@@ -44,6 +46,7 @@ pub fn csv(fleet: &Fleet) -> String {
             share,
             h.kernel.clone(),
             fleet.majority.differences(h).join("; "),
+            fleet.majority.drift_words(h).join("; "),
         ]));
     }
     out

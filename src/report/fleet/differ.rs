@@ -2,194 +2,221 @@
 //! that differ (not the whole command line), the audit findings that differ by id, its
 //! degradations and its top cause.
 //!
-//! The majority's value of a fact is the one more than half the hosts share. A boot
-//! option is keyed by its name (`isolcpus` of `isolcpus=1-15`), and being absent is a
-//! value too; an option whose value no majority shares (a `root=UUID=…` of every host's
-//! own) is never called a difference. An audit finding is keyed by its id, its value its
-//! severity (the finding's own text moves from run to run on an unchanged host: irq counts,
-//! steal), absent a value too.
+//! Each is a fact keyed alike on every host ([`Fact`]): the kernel release; a boot option
+//! by its name (`boot`: `isolcpus` of `isolcpus=1-15`, the options that name the host
+//! itself left out); an audit finding by its id, its value its severity (the finding's
+//! own text moves from run to run on an unchanged host: irq counts, steal); a degradation
+//! by its kind. Lacking a fact is a value too. The majority's value of a fact is the one
+//! more than half the hosts share (for findings, of the hosts whose result holds an
+//! audit); a fact that no value has a majority of is split (`drift` says it so), never
+//! called one host's difference.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::BTreeMap;
 
+use crate::report::fleet::boot;
 use crate::report::fleet::summary::{HostSummary, short_cause};
-use crate::system::audit::Severity;
 
-/// One fact's values over the fleet, by how many hosts hold each (`None`: absent).
-type Tally<V> = BTreeMap<Option<V>, usize>;
+/// A kind of fact hosts are compared by, in the order they are said.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum Fact {
+    Kernel,
+    Boot,
+    Audit,
+    Degraded,
+}
+
+impl Fact {
+    pub const ALL: [Fact; 4] = [Fact::Kernel, Fact::Boot, Fact::Audit, Fact::Degraded];
+
+    /// The words that lead what is said of it.
+    pub fn label(self) -> &'static str {
+        match self {
+            Fact::Kernel => "kernel",
+            Fact::Boot => "boot options",
+            Fact::Audit => "audit",
+            Fact::Degraded => "degraded",
+        }
+    }
+
+    /// Between the differences of one kind.
+    pub fn joiner(self) -> &'static str {
+        match self {
+            Fact::Audit => ", ",
+            _ => " ",
+        }
+    }
+}
+
+/// A fact's key: its kind and its name (a boot option's, a finding's id, a degradation's
+/// kind; "" for the kernel).
+pub type Key = (Fact, String);
+
+/// One way a host differs from the majority: what it has and what most have (`None`:
+/// lacking the fact).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Diff {
+    pub fact: Fact,
+    pub key: String,
+    pub theirs: Option<String>,
+    pub most: Option<String>,
+}
+
+impl Diff {
+    /// As it is said: `6.19 (most: 6.18)`, `+nohz=off` (most lack it), `-psi=1` (most
+    /// have it), `isolcpus=1-3 (most: isolcpus=1-15)`, `+thp-always (warn)`,
+    /// `-thp-madvise`, `smt-off bad (most: ok)`, `+mlock-failed`.
+    pub fn words(&self) -> String {
+        let key = &self.key;
+        match (self.fact, self.theirs.as_deref(), self.most.as_deref()) {
+            (Fact::Audit, Some(s), None) => format!("+{key} ({s})"),
+            (Fact::Audit, Some(s), Some(m)) => format!("{key} {s} (most: {m})"),
+            (Fact::Audit | Fact::Degraded, None, _) => format!("-{key}"),
+            (Fact::Degraded, Some(_), _) => format!("+{key}"),
+            (_, Some(t), None) => format!("+{t}"),
+            (_, Some(t), Some(m)) => format!("{t} (most: {m})"),
+            (_, None, m) => format!("-{}", m.unwrap_or_default()),
+        }
+    }
+}
+
+/// A fact's values over the hosts that hold it, by count, the most held first; `None`:
+/// lacking it.
+pub type Values = Vec<(Option<String>, usize)>;
 
 /// What most hosts share.
 #[derive(Debug, Clone, Default)]
 pub struct Majority {
     /// Hosts counted.
     pub hosts: usize,
-    pub kernel: Option<String>,
-    /// By boot option's name, the value most hosts give it (`None`: most lack it); only
-    /// options with a majority value.
-    boot: HashMap<String, Option<String>>,
-    /// By finding id, the severity most hosts have (`None`: most lack the finding).
-    findings: HashMap<String, Option<Severity>>,
-    /// By degradation kind, whether most hosts have it.
-    degraded: HashMap<String, bool>,
+    /// Hosts whose result holds an audit, that findings are compared over.
+    pub audited: usize,
+    /// By fact, the value most hosts give it (`None`: most lack it).
+    settled: BTreeMap<Key, Option<String>>,
+    /// The facts no value has a majority of, with their values.
+    split: BTreeMap<Key, Values>,
     /// The top cause most hosts share.
     pub top_cause: Option<String>,
 }
 
-/// A host's boot options by name, each with its value(s): repeats are joined.
-fn boot_options(cmdline: &str) -> HashMap<String, String> {
-    let mut m: HashMap<String, String> = HashMap::new();
-    for word in cmdline.split_whitespace() {
-        let name = word.split('=').next().unwrap_or(word).to_string();
-        let slot = m.entry(name).or_default();
-        if !slot.is_empty() {
-            slot.push(' ');
-        }
-        slot.push_str(word);
+/// A host's facts, by key, with their values; a fact it lacks is not there.
+fn facts(h: &HostSummary) -> BTreeMap<Key, String> {
+    let mut f = BTreeMap::new();
+    f.insert((Fact::Kernel, String::new()), h.kernel.clone());
+    for (name, words) in boot::options(&h.cmdline) {
+        f.insert((Fact::Boot, name), words);
     }
-    m
+    for (id, sev) in h.findings.iter().flatten() {
+        f.insert((Fact::Audit, id.clone()), sev.to_string());
+    }
+    for kind in &h.degraded {
+        f.insert((Fact::Degraded, kind.clone()), String::new());
+    }
+    f
 }
 
 /// The value more than half of `n` hosts hold, `Some(None)` when most lack the fact;
-/// `None` when no value has a majority.
-fn majority_of<V: Clone + Ord>(t: &Tally<V>, n: usize) -> Option<Option<V>> {
-    let present: usize = t.iter().filter(|(v, _)| v.is_some()).map(|(_, c)| c).sum();
-    let absent = n.saturating_sub(present);
+/// `None` when no value has a majority. `held` counts the hosts of each value held.
+fn majority_of(held: &BTreeMap<String, usize>, n: usize) -> Option<Option<String>> {
+    let absent = n.saturating_sub(held.values().sum());
     if absent * 2 > n {
         return Some(None);
     }
-    (t.iter())
-        .find(|(v, c)| v.is_some() && **c * 2 > n)
-        .map(|(v, _)| v.clone())
+    (held.iter())
+        .find(|(_, c)| **c * 2 > n)
+        .map(|(v, _)| Some(v.clone()))
 }
 
-/// Each fact's majority value, for the facts that have one.
-fn settled<V: Clone + Ord>(m: HashMap<String, Tally<V>>, n: usize) -> HashMap<String, Option<V>> {
-    (m.into_iter())
-        .filter_map(|(k, t)| Some((k, majority_of(&t, n)?)))
-        .collect()
+/// `held` with the hosts of `n` that lack the fact, the most held first.
+fn values_of(held: BTreeMap<String, usize>, n: usize) -> Values {
+    let absent = n.saturating_sub(held.values().sum());
+    let mut v: Values = held.into_iter().map(|(v, c)| (Some(v), c)).collect();
+    if absent > 0 {
+        v.push((None, absent));
+    }
+    v.sort_by_key(|(_, c)| std::cmp::Reverse(*c));
+    v
 }
 
 impl Majority {
     /// The majority of `hosts`.
     pub fn of(hosts: &[HostSummary]) -> Majority {
         let n = hosts.len();
-        let mut kernels: Tally<String> = BTreeMap::new();
-        let mut causes: Tally<String> = BTreeMap::new();
-        let mut boot: HashMap<String, Tally<String>> = HashMap::new();
-        let mut findings: HashMap<String, Tally<Severity>> = HashMap::new();
-        let mut degraded: HashMap<String, usize> = HashMap::new();
+        let audited = hosts.iter().filter(|h| h.findings.is_some()).count();
+        let mut held: BTreeMap<Key, BTreeMap<String, usize>> = BTreeMap::new();
+        let mut causes: BTreeMap<String, usize> = BTreeMap::new();
         for h in hosts {
-            *kernels.entry(Some(h.kernel.clone())).or_default() += 1;
-            let cause = h.top_cause.as_ref().map(|c| c.0.clone());
-            *causes.entry(cause).or_default() += 1;
-            for (name, value) in boot_options(&h.cmdline) {
-                *boot
-                    .entry(name)
-                    .or_default()
-                    .entry(Some(value))
-                    .or_default() += 1;
+            for (key, value) in facts(h) {
+                *held.entry(key).or_default().entry(value).or_default() += 1;
             }
-            for (id, sev) in &h.findings {
-                *(findings.entry(id.clone()).or_default())
-                    .entry(Some(*sev))
-                    .or_default() += 1;
+            if let Some((cause, _)) = &h.top_cause {
+                *causes.entry(cause.clone()).or_default() += 1;
             }
-            for kind in &h.degraded {
-                *degraded.entry(kind.clone()).or_default() += 1;
+        }
+        let (mut settled, mut split) = (BTreeMap::new(), BTreeMap::new());
+        for (key, values) in held {
+            let of = if key.0 == Fact::Audit { audited } else { n };
+            match majority_of(&values, of) {
+                Some(most) => {
+                    settled.insert(key, most);
+                }
+                None => {
+                    split.insert(key, values_of(values, of));
+                }
             }
         }
         Majority {
             hosts: n,
-            kernel: majority_of(&kernels, n).flatten(),
-            boot: settled(boot, n),
-            findings: settled(findings, n),
-            degraded: (degraded.into_iter())
-                .map(|(k, c)| (k, c * 2 > n))
-                .collect(),
+            audited,
+            settled,
+            split,
             top_cause: majority_of(&causes, n).flatten(),
         }
+    }
+
+    /// The facts no value has a majority of, with their values.
+    pub fn split(&self) -> impl Iterator<Item = (&Key, &Values)> {
+        self.split.iter()
+    }
+
+    /// Where `h`'s facts differ from the majority's, in [`Fact`] order.
+    pub fn drift(&self, h: &HostSummary) -> Vec<Diff> {
+        let own = facts(h);
+        (self.settled.iter())
+            .filter(|(key, _)| key.0 != Fact::Audit || h.findings.is_some())
+            .filter(|(key, most)| own.get(*key) != most.as_ref())
+            .map(|(key, most)| Diff {
+                fact: key.0,
+                key: key.1.clone(),
+                theirs: own.get(key).cloned(),
+                most: most.clone(),
+            })
+            .collect()
+    }
+
+    /// `h`'s drift in words, a phrase a kind of fact: "kernel 6.19 (most: 6.18)", "boot
+    /// options +nohz=off -psi=1", "audit +irq-on-measured (bad), -thp-madvise",
+    /// "degraded +sched-refused".
+    pub fn drift_words(&self, h: &HostSummary) -> Vec<String> {
+        let diffs = self.drift(h);
+        (Fact::ALL.iter())
+            .filter_map(|&fact| {
+                let mut items: Vec<String> = (diffs.iter())
+                    .filter(|d| d.fact == fact)
+                    .map(Diff::words)
+                    .collect();
+                items.sort_unstable();
+                (!items.is_empty())
+                    .then(|| format!("{} {}", fact.label(), items.join(fact.joiner())))
+            })
+            .collect()
     }
 
     /// What sets `h` apart, in words, the facts first and its top cause last; each names
     /// what most hosts have.
     pub fn differences(&self, h: &HostSummary) -> Vec<String> {
-        let mut out = Vec::new();
-        if let Some(k) = self.kernel.as_ref().filter(|k| **k != h.kernel) {
-            out.push(format!("kernel {} (most: {k})", h.kernel));
-        }
-        if let Some(boot) = self.boot_words(h) {
-            out.push(boot);
-        }
-        if let Some(audit) = self.audit_words(h) {
-            out.push(audit);
-        }
-        if let Some(d) = self.degraded_words(h) {
-            out.push(d);
-        }
+        let mut out = self.drift_words(h);
         out.push(self.cause_words(h));
         out
-    }
-
-    /// "boot options +nohz=off -psi=1": the options `h` adds or sets otherwise, and
-    /// those most hosts have that it lacks.
-    fn boot_words(&self, h: &HostSummary) -> Option<String> {
-        let own = boot_options(&h.cmdline);
-        let mut added: Vec<&str> = Vec::new();
-        let mut removed: Vec<&str> = Vec::new();
-        for (name, value) in &own {
-            match self.boot.get(name) {
-                Some(Some(v)) if v == value => {}
-                Some(_) => added.push(value),
-                None => {} // no majority value: every host its own
-            }
-        }
-        for (name, most) in &self.boot {
-            if let Some(v) = most.as_ref().filter(|_| !own.contains_key(name)) {
-                removed.push(v);
-            }
-        }
-        added.sort_unstable();
-        removed.sort_unstable();
-        let words: Vec<String> = (added.iter().map(|a| format!("+{a}")))
-            .chain(removed.iter().map(|r| format!("-{r}")))
-            .collect();
-        (!words.is_empty()).then(|| format!("boot options {}", words.join(" ")))
-    }
-
-    /// "audit +irq-on-measured (bad) -thp-madvise": findings whose severity differs
-    /// from most hosts' (or that most lack, or most have).
-    fn audit_words(&self, h: &HostSummary) -> Option<String> {
-        let mut words: Vec<String> = Vec::new();
-        for (id, sev) in &h.findings {
-            match self.findings.get(id) {
-                Some(Some(s)) if s == sev => {}
-                Some(Some(s)) => words.push(format!("{id} {sev} (most: {s})")),
-                Some(None) => words.push(format!("+{id} ({sev})")),
-                None => {}
-            }
-        }
-        for (id, most) in &self.findings {
-            if most.is_some() && !h.findings.iter().any(|f| f.0 == *id) {
-                words.push(format!("-{id}"));
-            }
-        }
-        words.sort_unstable();
-        (!words.is_empty()).then(|| format!("audit {}", words.join(", ")))
-    }
-
-    /// "degraded +sched-refused": degradations `h` has that most hosts do not, and the
-    /// reverse.
-    fn degraded_words(&self, h: &HostSummary) -> Option<String> {
-        let mut words: Vec<String> = (h.degraded.iter())
-            .filter(|k| !self.degraded.get(*k).copied().unwrap_or(false))
-            .map(|k| format!("+{k}"))
-            .collect();
-        for (kind, most) in &self.degraded {
-            if *most && !h.degraded.contains(kind) {
-                words.push(format!("-{kind}"));
-            }
-        }
-        words.sort_unstable();
-        (!words.is_empty()).then(|| format!("degraded {}", words.join(" ")))
     }
 
     /// "top cause task stress-ng-cpu (SCHED_OTHER nice 0) 74 % (most: unaccounted)", or
@@ -210,6 +237,7 @@ impl Majority {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::system::audit::Severity;
     use std::path::PathBuf;
 
     fn host(kernel: &str, cmdline: &str, findings: &[(&str, Severity)]) -> HostSummary {
@@ -220,7 +248,7 @@ mod tests {
             kind: "run".into(),
             kernel: kernel.into(),
             cmdline: cmdline.into(),
-            findings: findings.iter().map(|(i, s)| (i.to_string(), *s)).collect(),
+            findings: Some(findings.iter().map(|(i, s)| (i.to_string(), *s)).collect()),
             top_cause: Some(("unaccounted".into(), 88.0)),
             degraded: vec!["virtual-machine".into()],
             figures: [Some(1.0), None, None, None],
@@ -253,5 +281,37 @@ mod tests {
             d[2],
             "audit +thp-always (warn), -thp-madvise, smt-off bad (most: ok)"
         );
+    }
+
+    #[test]
+    fn a_value_is_said_against_most_and_an_unaudited_host_is_not_called_clean() {
+        let mut hosts: Vec<HostSummary> = (0..4)
+            .map(|_| host("6.18", "isolcpus=1-15 quiet", &[("swap-off", Severity::Ok)]))
+            .collect();
+        hosts[1].cmdline = "quiet isolcpus=1-3".into();
+        hosts[2].findings = None;
+        hosts[3].degraded.push("mlock-failed".into());
+        let m = Majority::of(&hosts);
+        assert_eq!(m.audited, 3);
+        assert_eq!(
+            m.drift_words(&hosts[1]),
+            ["boot options isolcpus=1-3 (most: isolcpus=1-15)"]
+        );
+        assert_eq!(
+            m.drift(&hosts[2]),
+            [],
+            "no audit is not an audit that found nothing"
+        );
+        assert_eq!(m.drift_words(&hosts[3]), ["degraded +mlock-failed"]);
+        assert_eq!(m.split().count(), 0);
+        // Two against two: no majority, so neither pair is anyone's difference.
+        hosts[0].kernel = "6.19".into();
+        hosts[1].kernel = "6.19".into();
+        let m = Majority::of(&hosts);
+        assert!(m.drift(&hosts[0]).iter().all(|d| d.fact != Fact::Kernel));
+        let split: Vec<_> = m.split().collect();
+        assert_eq!(split.len(), 1, "{split:?}");
+        assert_eq!(split[0].0.0, Fact::Kernel);
+        assert_eq!(split[0].1.len(), 2);
     }
 }

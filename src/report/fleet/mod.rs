@@ -3,8 +3,10 @@
 //! (`rank`) with what sets each apart from the majority (`differ`), shown as text, CSV or
 //! an HTML page.
 
+pub mod boot;
 pub mod csv;
 pub mod differ;
+pub mod drift;
 pub mod page;
 pub mod rank;
 pub mod summary;

@@ -1,9 +1,11 @@
 //! The fleet as one HTML page (`report::page::html`): the text's table and its outliers with
-//! every difference whole, then a hosts × figure heat map: a row per host, grouped as the
+//! every difference whole, the configuration drift with every host named, then a hosts ×
+//! figure heat map: a row per host, grouped as the
 //! table groups them, each figure's cell shaded by how far above the fleet's median it
 //! lies, in steps of the figure's own tolerance (`report::terminal::group`: ×1.5 for a share, ×3
 //! for a latency), so that a shade means a difference beyond run-to-run movement.
 
+use crate::report::fleet::drift;
 use crate::report::fleet::rank::Fleet;
 use crate::report::fleet::summary::{FIGURES, short_cause};
 use crate::report::fleet::text::{cells, figure_text, headers, kinds, row_labels};
@@ -19,7 +21,7 @@ pub fn page(fleet: &Fleet, source: &str, notes: &[String]) -> Page {
         title: format!("jitterscope fleet: {} hosts", fleet.hosts.len()),
         subtitle: Some(format!("From {source} ({})", kinds(&fleet.hosts))),
         warnings,
-        sections: vec![groups(fleet), heat_map(fleet)],
+        sections: vec![groups(fleet), drift(fleet), heat_map(fleet)],
     }
 }
 
@@ -65,6 +67,54 @@ fn groups(fleet: &Fleet) -> Section {
             rows,
             note: None,
         }],
+        ..Section::default()
+    }
+}
+
+/// The drift, every entry with every host it names (the text caps both).
+fn drift(fleet: &Fleet) -> Section {
+    let m = &fleet.majority;
+    let entries = drift::entries(&fleet.hosts, m);
+    let labels: Vec<String> = fleet.hosts.iter().map(|h| h.label.clone()).collect();
+    let mut text = vec![match entries.is_empty() {
+        true => "No host differs from the majority in kernel, boot options, audit findings or \
+                 degradations."
+            .to_string(),
+        false => format!(
+            "Hosts whose kernel, boot options (init's after -- aside, and those that name the \
+             host: root=, BOOT_IMAGE= …), audit findings or degradations differ from those of \
+             the majority of the {} hosts, whatever their figures; + added, - missing.",
+            m.hosts
+        ),
+    }];
+    if m.audited < m.hosts {
+        let n = m.hosts - m.audited;
+        text.push(format!(
+            "{n} results hold no audit: their findings are not compared."
+        ));
+    }
+    let rows: Vec<Vec<String>> = (entries.iter())
+        .map(|e| {
+            let (count, which) = match e.hosts().len() {
+                0 => ("no majority".to_string(), e.values(None)),
+                n => (drift::hosts_word(n), e.names(&labels, None)),
+            };
+            vec![e.what(), count, which]
+        })
+        .collect();
+    let tables = match rows.is_empty() {
+        true => Vec::new(),
+        false => vec![Table {
+            caption: "Each difference the same hosts share, the largest first".into(),
+            headers: vec!["what differs".into(), "hosts".into(), "which".into()],
+            rows,
+            note: None,
+        }],
+    };
+    Section {
+        heading: "Configuration drift".into(),
+        text,
+        tables,
         ..Section::default()
     }
 }

@@ -140,7 +140,7 @@ mod tests {
             kind: if p99.is_some() { "run" } else { "noise" }.into(),
             kernel: "6.18".into(),
             cmdline: String::new(),
-            findings: Vec::new(),
+            findings: Some(Vec::new()),
             top_cause: Some(("tick".into(), 60.0)),
             degraded: Vec::new(),
             figures: [Some(lost), Some(4e6), p99, p99.map(|p| p * 10.0)],

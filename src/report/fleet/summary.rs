@@ -77,8 +77,9 @@ pub struct HostSummary {
     pub kind: String,
     pub kernel: String,
     pub cmdline: String,
-    /// Every audit finding, by id, with its severity.
-    pub findings: Vec<(String, Severity)>,
+    /// Every audit finding, by id, with its severity; `None` when the result holds no
+    /// audit (older files), which is not an audit that found nothing.
+    pub findings: Option<Vec<(String, Severity)>>,
     /// The cause that took most of the attributed noise, keyed alike across hosts (a task
     /// without its pid), and its share of the attributed time (%); `None` untraced.
     pub top_cause: Option<(String, f64)>,
@@ -198,9 +199,8 @@ pub fn parse(text: &str, path: &Path) -> Result<HostSummary, ResultError> {
         kind,
         kernel: host.kernel_release,
         cmdline: host.cmdline,
-        findings: (host.audit.into_iter().flat_map(|a| a.findings))
-            .map(|f| (f.id, f.severity))
-            .collect(),
+        findings: (host.audit)
+            .map(|a| a.findings.into_iter().map(|f| (f.id, f.severity)).collect()),
         top_cause: top_cause(&doc.probes),
         degraded: run.degraded.into_iter().map(|d| d.kind).collect(),
         figures: figures(&doc.probes),

@@ -950,6 +950,7 @@ mod tests {
             warnings: vec![],
             peak_rss_kib: 0,
             counters: None,
+            root_domain: None,
         };
         let r = ResultFile::new(host, run, vec![crate::report::ProbeEntry::Unknown]);
         let page = result_page(&[("r.json".into(), r)]).unwrap();

@@ -106,6 +106,10 @@ pub struct RunInfo {
     /// could not be read, and in results from before they were recorded).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub counters: Option<crate::system::counters::CounterDelta>,
+    /// The root domain a SCHED_DEADLINE run made for its CPUs and removed (absent when
+    /// it made none, and in results from before it could).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub root_domain: Option<crate::system::tune::root_domain::Record>,
 }
 
 impl RunInfo {

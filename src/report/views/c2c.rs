@@ -975,6 +975,7 @@ mod tests {
             warnings: vec![],
             peak_rss_kib: 0,
             counters: None,
+            root_domain: None,
         };
         let probes = entries
             .into_iter()

@@ -139,6 +139,98 @@ impl Applied {
         }
     }
 
+    /// Writes `value` to `path` (absolute, below the root), its old value journaled first;
+    /// returns the file's value before and after.
+    pub fn write(
+        &mut self,
+        step: &str,
+        path: &str,
+        value: &str,
+    ) -> Result<(String, String, String), ApplyError> {
+        let change = Change::Write {
+            path: path.to_string(),
+            value: value.to_string(),
+        };
+        let row = self.apply_one(step, &change)?;
+        Ok(row.expect("a write reads its file back"))
+    }
+
+    /// Makes the cgroup directory `dir` (absolute, below the root), journaled first: a
+    /// revert moves whatever tasks it holds to its parent and removes it.
+    pub fn make_group(&mut self, step: &str, dir: &str) -> Result<(), ApplyError> {
+        let refused = |e: std::io::Error| ApplyError::Refused {
+            path: dir.to_string(),
+            answer: answer(&e),
+        };
+        let journal = self.journal.as_mut().expect("journal open while applying");
+        let seq = journal.will_make_group(step, dir)?;
+        if let Err(e) = fs::create_dir(under(&self.root, dir)) {
+            journal.restored(seq)?;
+            return Err(refused(e));
+        }
+        self.stack.push(Undo::Change {
+            seq,
+            target: Target::Group(dir.to_string()),
+            old: journal::ABSENT.to_string(),
+        });
+        Ok(())
+    }
+
+    /// Enables controller `name` for the children of cgroup `dir` (its
+    /// `cgroup.subtree_control`), journaled first, unless it is enabled already.
+    pub fn enable_controller(
+        &mut self,
+        step: &str,
+        dir: &str,
+        name: &str,
+    ) -> Result<(), ApplyError> {
+        let file = under(&self.root, dir).join("cgroup.subtree_control");
+        let path = format!("{dir}/cgroup.subtree_control");
+        let refused = |e: std::io::Error| ApplyError::Refused {
+            path: path.clone(),
+            answer: answer(&e),
+        };
+        if enabled(&file, name).map_err(refused)? {
+            return Ok(());
+        }
+        let journal = self.journal.as_mut().expect("journal open while applying");
+        let seq = journal.will_enable(step, dir, name)?;
+        if let Err(e) = fs::write(&file, format!("+{name}")) {
+            journal.restored(seq)?;
+            return Err(refused(e));
+        }
+        let target = Target::Controller {
+            dir: dir.to_string(),
+            name: name.to_string(),
+        };
+        self.stack.push(Undo::Change {
+            seq,
+            target,
+            old: format!("-{name}"),
+        });
+        Ok(())
+    }
+
+    /// Journals thread `pid`'s allowed CPUs before the kernel changes them on its own
+    /// (`new` says how), so that a revert sets them back. A thread that has exited is
+    /// skipped.
+    pub fn keep_affinity(&mut self, step: &str, pid: u32, new: &str) -> Result<(), ApplyError> {
+        let (Ok(old), Some(start)) = (
+            thread::allowed(&self.root, pid),
+            thread::start_time(&self.root, pid),
+        ) else {
+            return Ok(());
+        };
+        let journal = self.journal.as_mut().expect("journal open while applying");
+        let seq = journal.will_move(step, (pid, start), &old, new)?;
+        self.stack.push(Undo::Change {
+            seq,
+            target: Target::Thread { pid, start },
+            old,
+        });
+        Ok(())
+    }
+
     /// Moves kernel thread `pid` to `cpus`, its old mask journaled first. A thread that
     /// has exited since the plan is skipped, as the audit's own command skips it.
     fn move_thread(
@@ -279,7 +371,16 @@ fn undo_command(target: &Target, old: &str) -> String {
         Target::File(path) => format!("echo {old} > {path}"),
         // A thread that has exited since has nothing to undo: taskset only fails.
         Target::Thread { pid, .. } => format!("taskset -pc {old} {pid}"),
+        Target::Group(dir) => format!("rmdir {dir}"),
+        Target::Controller { dir, .. } => format!("echo {old} > {dir}/cgroup.subtree_control"),
     }
+}
+
+/// Whether `name` is among the controllers a `cgroup.subtree_control` file enables.
+fn enabled(file: &Path, name: &str) -> std::io::Result<bool> {
+    Ok(fs::read_to_string(file)?
+        .split_whitespace()
+        .any(|c| c == name))
 }
 
 /// Reverts one change and reads it back.
@@ -292,6 +393,8 @@ fn revert(root: &Path, target: &Target, old: &str) -> Readback {
             (path.clone(), wrote, now)
         }
         Target::Thread { pid, start } => return revert_thread(root, *pid, *start, old),
+        Target::Group(dir) => return remove_group(root, dir),
+        Target::Controller { dir, name } => return disable_controller(root, dir, name),
     };
     let now = now.unwrap_or_else(|e| format!("unreadable: {e}"));
     Readback {
@@ -299,6 +402,68 @@ fn revert(root: &Path, target: &Target, old: &str) -> Readback {
         ok: wrote && (holds(&now, old) || thread::same(&now, old)),
         expected: old.to_string(),
         now,
+    }
+}
+
+/// Removes a cgroup that was made: its tasks (threads on v2, whose threaded groups hold
+/// them one by one) moved to the parent first, retried for up to a second while tasks
+/// that are exiting still hold it. One already gone reads back right.
+fn remove_group(root: &Path, dir: &str) -> Readback {
+    let group = under(root, dir);
+    let parent = group.parent().map(Path::to_path_buf).unwrap_or_default();
+    let mut last = None;
+    for _ in 0..50 {
+        if !group.exists() {
+            last = None;
+            break;
+        }
+        for list in ["tasks", "cgroup.threads", "cgroup.procs"] {
+            let ids = fs::read_to_string(group.join(list)).unwrap_or_default();
+            for id in ids.split_whitespace() {
+                let _ = fs::write(parent.join(list), id);
+            }
+        }
+        match fs::remove_dir(&group) {
+            Ok(()) => {
+                last = None;
+                break;
+            }
+            Err(e) => last = Some(answer(&e)),
+        }
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    let now = match (&last, group.exists()) {
+        (_, false) => journal::ABSENT.to_string(),
+        (Some(why), true) => format!("present (rmdir: {why})"),
+        (None, true) => "present".to_string(),
+    };
+    Readback {
+        path: dir.to_string(),
+        expected: journal::ABSENT.to_string(),
+        ok: !group.exists(),
+        now,
+    }
+}
+
+/// Disables controller `name` for the children of `dir` again, read back.
+fn disable_controller(root: &Path, dir: &str, name: &str) -> Readback {
+    let file = under(root, dir).join("cgroup.subtree_control");
+    let wrote = fs::write(&file, format!("-{name}"));
+    let now = fs::read_to_string(&file);
+    let ok = wrote.is_ok()
+        && now
+            .as_ref()
+            .is_ok_and(|t| !t.split_whitespace().any(|c| c == name));
+    let now = match (wrote, now) {
+        (Err(e), _) => format!("unwritable: {}", answer(&e)),
+        (Ok(()), Ok(t)) => t.trim().to_string(),
+        (Ok(()), Err(e)) => format!("unreadable: {e}"),
+    };
+    Readback {
+        path: format!("{dir}/cgroup.subtree_control"),
+        expected: format!("without {name}"),
+        now,
+        ok,
     }
 }
 

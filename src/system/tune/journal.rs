@@ -1,5 +1,7 @@
 //! The journal of host changes: `/run/jitterscope/tune.journal` (below `--root` in a
-//! tree), JSON lines.
+//! tree), JSON lines. `tune` writes it, and so does a deadline run that makes a root
+//! domain of its own (`root_domain`): one journal, so that one `tune --restore` reverts
+//! whatever a killed run left.
 //!
 //! The first line names the process that writes it. Before each write to the host, a
 //! `write` line with the old value is appended and synced (the file, and the directory
@@ -22,8 +24,9 @@ pub const JOURNAL: &str = "/run/jitterscope/tune.journal";
 #[derive(Debug, thiserror::Error)]
 pub enum JournalError {
     #[error(
-        "{path} exists: another tune run (pid {pid}) is changing this host, or one was \
-         killed; if none runs, `jitterscope tune --restore` reverts what it left"
+        "{path} exists: another jitterscope run (pid {pid}: tune, or a deadline run's root \
+         domain) is changing this host, or one was killed; if none runs, `jitterscope tune \
+         --restore` reverts what it left"
     )]
     Exists { path: PathBuf, pid: u32 },
     #[error("cannot write the journal {path}: {source}")]
@@ -59,6 +62,17 @@ pub enum Entry {
         start: u64,
         old: String,
         new: String,
+    },
+    /// The cgroup directory `dir` is about to be made, for `step`: reverted by moving
+    /// whatever tasks it holds to its parent and removing it.
+    Group { seq: u64, step: String, dir: String },
+    /// The controller `name` is about to be enabled in `dir`'s `cgroup.subtree_control`,
+    /// for `step`: reverted by writing `-name` there.
+    Controller {
+        seq: u64,
+        step: String,
+        dir: String,
+        name: String,
     },
     /// The write `seq` was reverted (or never happened: the kernel refused it).
     Restored { seq: u64 },
@@ -128,16 +142,13 @@ impl Journal {
         old: &str,
         new: &str,
     ) -> Result<u64, JournalError> {
-        let seq = self.next;
-        self.next += 1;
-        self.append(&Entry::Write {
+        self.record(|seq| Entry::Write {
             seq,
             step: step.to_string(),
             path: path.to_string(),
             old: old.to_string(),
             new: new.to_string(),
-        })?;
-        Ok(seq)
+        })
     }
 
     /// Records a thread move about to be made; returns its sequence number. Synced on
@@ -149,16 +160,41 @@ impl Journal {
         old: &str,
         new: &str,
     ) -> Result<u64, JournalError> {
-        let seq = self.next;
-        self.next += 1;
-        self.append(&Entry::Affinity {
+        self.record(|seq| Entry::Affinity {
             seq,
             step: step.to_string(),
             pid,
             start,
             old: old.to_string(),
             new: new.to_string(),
-        })?;
+        })
+    }
+
+    /// Records a cgroup about to be made; returns its sequence number. Synced on return.
+    pub fn will_make_group(&mut self, step: &str, dir: &str) -> Result<u64, JournalError> {
+        self.record(|seq| Entry::Group {
+            seq,
+            step: step.to_string(),
+            dir: dir.to_string(),
+        })
+    }
+
+    /// Records a controller about to be enabled for `dir`'s children; returns its
+    /// sequence number. Synced on return.
+    pub fn will_enable(&mut self, step: &str, dir: &str, name: &str) -> Result<u64, JournalError> {
+        self.record(|seq| Entry::Controller {
+            seq,
+            step: step.to_string(),
+            dir: dir.to_string(),
+            name: name.to_string(),
+        })
+    }
+
+    /// Appends the change `entry` makes of the next sequence number, and returns it.
+    fn record(&mut self, entry: impl FnOnce(u64) -> Entry) -> Result<u64, JournalError> {
+        let seq = self.next;
+        self.next += 1;
+        self.append(&entry(seq))?;
         Ok(seq)
     }
 
@@ -225,7 +261,14 @@ pub enum Target {
     File(String),
     /// A thread's allowed CPUs: the pid and its start time.
     Thread { pid: u32, start: u64 },
+    /// A cgroup made (its directory, absolute): the old state is its absence.
+    Group(String),
+    /// A controller enabled in a cgroup's `cgroup.subtree_control`.
+    Controller { dir: String, name: String },
 }
+
+/// What a made group's revert puts back: its absence.
+pub const ABSENT: &str = "absent";
 
 /// The changes not yet restored, last first: the order to revert them in.
 pub fn pending(entries: &[Entry]) -> Vec<(u64, Target, String)> {
@@ -239,7 +282,9 @@ pub fn pending(entries: &[Entry]) -> Vec<(u64, Target, String)> {
     let mut out: Vec<(u64, Target, String)> = entries
         .iter()
         .filter_map(|e| match e {
-            Entry::Write { seq, path, old, .. } => Some((*seq, Target::File(path.clone()), old)),
+            Entry::Write { seq, path, old, .. } => {
+                Some((*seq, Target::File(path.clone()), old.clone()))
+            }
             Entry::Affinity {
                 seq,
                 pid,
@@ -252,12 +297,22 @@ pub fn pending(entries: &[Entry]) -> Vec<(u64, Target, String)> {
                     pid: *pid,
                     start: *start,
                 },
-                old,
+                old.clone(),
+            )),
+            Entry::Group { seq, dir, .. } => {
+                Some((*seq, Target::Group(dir.clone()), ABSENT.into()))
+            }
+            Entry::Controller { seq, dir, name, .. } => Some((
+                *seq,
+                Target::Controller {
+                    dir: dir.clone(),
+                    name: name.clone(),
+                },
+                format!("-{name}"),
             )),
             _ => None,
         })
         .filter(|(seq, ..)| !restored.contains(seq))
-        .map(|(seq, t, old)| (seq, t, old.clone()))
         .collect();
     out.reverse();
     out
@@ -282,16 +337,46 @@ pub fn state(root: &Path) -> Option<Option<u32>> {
     Some(alive)
 }
 
+/// The step names of every change a journal lists.
+fn steps(entries: &[Entry]) -> impl Iterator<Item = &str> {
+    entries.iter().filter_map(|e| match e {
+        Entry::Write { step, .. }
+        | Entry::Affinity { step, .. }
+        | Entry::Group { step, .. }
+        | Entry::Controller { step, .. } => Some(step.as_str()),
+        Entry::Header { .. } | Entry::Restored { .. } => None,
+    })
+}
+
+/// Whether every change the journal lists is a deadline run's root domain (and it lists
+/// one at least): what such a run may revert by itself when its writer is gone.
+pub fn only_root_domain(entries: &[Entry]) -> bool {
+    let step = super::root_domain::STEP;
+    steps(entries).next().is_some() && steps(entries).all(|s| s == step)
+}
+
+/// Who wrote the journal and what it changes, in words: ("a tune run", "the settings
+/// it changed") or a deadline run and its root domain.
+fn writer(root: &Path) -> (&'static str, &'static str) {
+    match read(&path(root)) {
+        Ok(entries) if only_root_domain(&entries) => {
+            ("a deadline run", "the root domain it made (cpusets)")
+        }
+        _ => ("a tune run", "the settings it changed"),
+    }
+}
+
 /// The warning every other command prints when a journal is found.
 pub fn warning(root: &Path) -> Option<String> {
+    let (who, what) = writer(root);
     match state(root)? {
         Some(pid) => Some(format!(
-            "a tune run (pid {pid}) is changing this host's settings now: figures measured \
-             meanwhile reflect its steps"
+            "{who} (pid {pid}) is changing this host's settings now: figures measured \
+             meanwhile reflect {what}"
         )),
         None => Some(format!(
-            "a tune run was killed before it restored the settings it changed ({}): \
-             `jitterscope tune --restore` reverts them",
+            "{who} was killed before it restored {what} ({}): `jitterscope tune --restore` \
+             reverts them",
             path(root).display()
         )),
     }

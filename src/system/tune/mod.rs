@@ -16,6 +16,7 @@ pub mod experiment;
 pub mod export;
 pub mod journal;
 pub mod record;
+pub mod root_domain;
 pub mod share;
 pub mod thread;
 

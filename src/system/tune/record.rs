@@ -98,6 +98,20 @@ pub struct StepRun {
     pub share_after_pct: Option<f64>,
 }
 
+impl StepRun {
+    /// A step that was not measured (boot-only, or nothing ran).
+    pub fn unmeasured(step: Step) -> StepRun {
+        StepRun {
+            step,
+            values: Vec::new(),
+            blocks: Vec::new(),
+            judgement: None,
+            share_before_pct: None,
+            share_after_pct: None,
+        }
+    }
+}
+
 /// A figure over a set of blocks: the median of the blocks' values and its
 /// distribution-free interval (order statistics), at `confidence`.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]

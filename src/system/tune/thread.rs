@@ -96,6 +96,12 @@ fn tree_check(root: &Path, pid: u32) -> io::Result<()> {
     }
 }
 
+/// Whether the kernel lets the thread's allowed CPUs be set (no PF_NO_SETAFFINITY, as a
+/// per-CPU kthread has).
+pub fn settable(root: &Path, pid: u32) -> bool {
+    flags(root, pid) & PF_NO_SETAFFINITY == 0
+}
+
 /// Whether two kernel CPU lists name the same CPUs ("0-1" and "0,1").
 pub fn same(a: &str, b: &str) -> bool {
     matches!((CpuList::parse_kernel(a), CpuList::parse_kernel(b)), (Ok(x), Ok(y)) if x == y)
