@@ -38,15 +38,12 @@ fn rt(test: &str) -> Option<Arc<Guest>> {
             lab::part(
                 "noise-irq",
                 &with_serial_irq(
-                    "taskset -c 0-1 jitterscope noise -a 1 --trace -D 2s -o noise-rt.json \
+                    "jitterscope noise -a 1 --trace -D 2s -o noise-rt.json \
                      --html noise-rt.html",
                 ),
             ),
             lab::part("report", "jitterscope report noise-rt.json"),
-            lab::part(
-                "audit",
-                "taskset -c 0-1 jitterscope audit -a 1 --json > audit-rt.json",
-            ),
+            lab::part("audit", "jitterscope audit -a 1 --json > audit-rt.json"),
         ]
         .concat(),
     })
@@ -64,12 +61,12 @@ fn stock(test: &str) -> Option<Arc<Guest>> {
             lab::part(
                 "tick-kept",
                 "taskset -c 1 sh -c 'while :; do :; done' & B=$!\n\
-                 taskset -c 0-1 jitterscope noise -a 1 --trace -D 2s -o kept.json; s=$?\n\
+                 jitterscope noise -a 1 --trace -D 2s -o kept.json; s=$?\n\
                  kill $B; exit $s",
             ),
             lab::part(
                 "tick-alone",
-                "taskset -c 0-1 jitterscope noise -a 1 --trace -D 2s -o alone.json",
+                "jitterscope noise -a 1 --trace -D 2s -o alone.json",
             ),
         ]
         .concat(),
