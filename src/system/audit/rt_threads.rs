@@ -14,6 +14,14 @@ use crate::system::finding_id::Check;
 /// Threads named in the finding's value at most; the rest are counted.
 const SHOWN: usize = 12;
 
+/// "CPU 1", "CPUs 0-1".
+fn cpu_words(cpus: &CpuList) -> String {
+    match cpus.len() {
+        1 => format!("CPU {cpus}"),
+        _ => format!("CPUs {cpus}"),
+    }
+}
+
 /// What moves a real-time kernel thread off the measured CPUs.
 #[derive(Debug, Clone, PartialEq, Eq)]
 enum Moves {
@@ -45,13 +53,13 @@ impl RtThread {
             Moves::PerCpu => "per-CPU".into(),
             Moves::Taskset(_) => "movable".into(),
         };
-        let cpus = match self.allowed.len() {
-            1 => "CPU",
-            _ => "CPUs",
-        };
         format!(
-            "{} ({}: {} {}, {cpus} {}; {how})",
-            self.comm, self.pid, self.policy, self.prio, self.allowed
+            "{} ({}: {} {}, {}; {how})",
+            self.comm,
+            self.pid,
+            self.policy,
+            self.prio,
+            cpu_words(&self.allowed)
         )
     }
 }
@@ -201,11 +209,11 @@ fn judge(h: &Host, found: &[RtThread]) -> Finding {
     if !irqs.is_empty() {
         let list: Vec<String> = irqs.iter().map(u32::to_string).collect();
         f = f.manual(format!(
-            "IRQ threads follow their IRQ: move IRQs {} off CPUs {} (for i in {}; do echo {} > \
+            "IRQ threads follow their IRQ: move IRQs {} off {} (for i in {}; do echo {} > \
              /proc/irq/$i/smp_affinity_list; done, as the irq-* findings say) and each thread \
              moves with its IRQ",
             list.join(", "),
-            h.measured,
+            cpu_words(&h.measured),
             list.join(" "),
             h.hk()
         ));
