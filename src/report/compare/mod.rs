@@ -587,6 +587,31 @@ fn audit_differences(a: &ResultFile, b: &ResultFile) -> Vec<String> {
 mod tests {
     use super::*;
 
+    /// Issue 48: a run on a PREEMPT_RT kernel beside one on another kernel says so, from
+    /// the recorded source or, in an older file, the version string.
+    #[test]
+    fn issue48_a_preempt_rt_kernel_beside_another_is_a_difference() {
+        let base =
+            ResultFile::parse(include_str!("../../../tests/fixtures/all-probes.json")).unwrap();
+        let mut rt = base.clone();
+        rt.host.preempt_rt = Some("/sys/kernel/realtime".into());
+        let run = |label: &str, result| Run {
+            label: label.into(),
+            path: PathBuf::from(label),
+            result,
+        };
+        let diff = differences(&[run("a", &base), run("b", &rt)]);
+        assert!(
+            diff.iter().any(
+                |d| d.starts_with("preemption differs: a has not PREEMPT_RT, b has PREEMPT_RT")
+            ),
+            "{diff:?}"
+        );
+        let mut old = base.clone();
+        old.host.kernel_version = "#1 SMP PREEMPT_RT Debian 6.1.192-3".into();
+        assert_eq!(old.host.preempt_rt(), Some("the version string"));
+    }
+
     #[test]
     fn mann_whitney_matches_known_values() {
         // Fully separated samples of 10: exact two-sided p is 1.1e-5; the normal

@@ -847,3 +847,37 @@ fn the_merge_is_in_time_then_cpu_order_run_by_run() {
     // CPU 7's 7 and 8 come as one run: nothing of another CPU lies between.
     assert!(runs.contains(&(7, 2)), "{runs:?}");
 }
+
+/// Issue 48: a watched thread woken while PREEMPT_RT's IRQ thread runs its IRQ's handler
+/// waits for IRQ 4, as the delay's row says (of the IRQ kind, never another task), and the
+/// fix it points at is the IRQ's affinity.
+#[test]
+fn issue48_a_delay_behind_an_irq_thread_is_its_irqs() {
+    let mut t = Trace::new();
+    let app = t.task("app", 10, 120);
+    let irq = t.task("irq/4-ttyS0", 102, 49);
+    let idle = t.task("swapper/1", 0, 120);
+    let tty = t.names.intern("ttyS0");
+    t.at(1, 1_000, Kind::IrqEntry { irq: 4, name: tty });
+    t.at(1, 1_500, Kind::IrqExit { irq: 4 });
+    t.switch(1, 2_000, idle, 0, irq);
+    t.wake(1, 3_000, app, 1);
+    t.switch(1, 203_000, irq, 1, app);
+    t.switch(1, 205_000, app, 1, idle);
+    let f = t.run(&tids(&[10]), 10_000);
+    let attr = f[0].attribution.as_ref().expect("one delay over 10 µs");
+    let row = &attr.causes[0];
+    assert_eq!(
+        (row.kind, row.cause.as_str()),
+        (
+            CauseKind::Irq,
+            "irq 4 ttyS0 (its thread irq/4-ttyS0, real-time 50)"
+        )
+    );
+    assert_eq!(row.total_ns, 200_000);
+    let fixes = crate::system::cause_fix::wakeup_findings(row.kind, &row.cause);
+    assert_eq!(
+        fixes.first(),
+        Some(&crate::system::finding_id::FindingId::IrqOnMeasuredCpus)
+    );
+}
