@@ -28,6 +28,7 @@ mod histogram_interop;
 mod html_page;
 mod image;
 mod import_cycles;
+mod lost_share;
 mod main_job;
 mod matrix;
 mod memory;
