@@ -29,6 +29,7 @@ mod html_page;
 mod image;
 mod import_cycles;
 mod lab;
+mod lost_share;
 mod main_job;
 mod matrix;
 mod memory;
