@@ -16,7 +16,7 @@ use std::sync::Barrier;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
-use jitterscope::engine::clock::ClockInfo;
+use jitterscope::engine::clock::{ClockInfo, Scale};
 use jitterscope::engine::sched::Policy;
 use jitterscope::probes::noise::{self, NoiseConfig};
 
@@ -41,13 +41,51 @@ impl Phase {
     }
 }
 
-fn run_phase(
+/// A gap of the probe's event log: on the counter, and its duration and start in ns
+/// (the start from the window's).
+#[derive(Debug, Clone, Copy)]
+pub struct Gap {
+    pub start: u64,
+    pub end: u64,
+    pub ns: u64,
+    pub at_ns: u64,
+}
+
+/// One phase as measured: the probe's gaps, its own totals, and the holds that lay in its
+/// window.
+pub struct Measured {
+    pub runtime_ns: u64,
+    /// The probe's lost time (`interrupted_ns`).
+    pub lost_ns: u64,
+    pub gaps: Vec<Gap>,
+    pub holds: Vec<Injection>,
+    pub scale: Scale,
+    /// The matching tolerance on the counter: the loop's minimum step was subtracted from
+    /// each duration, and ns convert back to ticks with rounding.
+    tol: u64,
+}
+
+impl Measured {
+    /// The gap that holds `inj` whole, if one does: the last gap that starts before it is
+    /// the only candidate.
+    pub fn gap_of(&self, inj: &Injection) -> Option<usize> {
+        let idx = self
+            .gaps
+            .partition_point(|g| g.start <= inj.start + self.tol);
+        let i = idx.checked_sub(1)?;
+        (self.gaps[i].end + self.tol >= inj.end).then_some(i)
+    }
+}
+
+/// The probe at SCHED_FIFO 1 on `measured` for `secs`, beside a SCHED_FIFO 2 holder that
+/// takes that CPU for `busy_us` every `period_us`.
+pub fn measure_phase(
     measured: usize,
     housekeeping: usize,
     period_us: u64,
     busy_us: u64,
     secs: f64,
-) -> Phase {
+) -> Measured {
     let (clock, _) = ClockInfo::detect();
     let duration = Duration::from_secs_f64(secs);
     let cfg = NoiseConfig {
@@ -79,44 +117,57 @@ fn run_phase(
     assert_eq!(entry.thread.policy, Policy::Fifo);
     let log = entry.events.as_ref().expect("event log requested");
     assert_eq!(log.dropped, 0, "event log overflowed");
-
-    // Gaps as TSC intervals. The loop's minimum step was subtracted from each duration;
-    // the tolerance covers it and the rounding of the conversion.
-    let tol = clock.scale.to_ticks(200);
-    let gaps: Vec<(u64, u64, u64)> = log
+    let scale = clock.scale;
+    let gaps = (log
         .start_tsc
         .iter()
         .zip(&log.duration_ns)
-        .map(|(&s, &d)| (s, s + clock.scale.to_ticks(d), d))
-        .collect();
-    let inside: Vec<Injection> = injections
+        .zip(&log.start_ns))
+    .map(|((&start, &ns), &at_ns)| Gap {
+        start,
+        end: start + scale.to_ticks(ns),
+        ns,
+        at_ns,
+    })
+    .collect();
+    let holds = injections
         .into_iter()
         .filter(|i| i.start >= window.start && i.end <= window.deadline)
         .collect();
+    Measured {
+        runtime_ns: entry.runtime_ns,
+        lost_ns: entry.interrupted_ns,
+        gaps,
+        holds,
+        scale,
+        tol: scale.to_ticks(200),
+    }
+}
+
+fn run_phase(
+    measured: usize,
+    housekeeping: usize,
+    period_us: u64,
+    busy_us: u64,
+    secs: f64,
+) -> Phase {
+    let m = measure_phase(measured, housekeeping, period_us, busy_us, secs);
     let half = busy_us * 1000 / 2;
-    let mut hit = vec![false; gaps.len()];
+    let mut hit = vec![false; m.gaps.len()];
     let mut matched = 0;
-    for inj in &inside {
-        // The last gap that starts before the injection does is the only candidate.
-        let idx = gaps.partition_point(|g| g.0 <= inj.start + tol);
-        if idx == 0 {
-            continue;
-        }
-        let (_, end, dur) = gaps[idx - 1];
-        if end + tol >= inj.end && dur > half {
-            hit[idx - 1] = true;
+    for inj in &m.holds {
+        if let Some(i) = m.gap_of(inj).filter(|&i| m.gaps[i].ns > half) {
+            hit[i] = true;
             matched += 1;
         }
     }
-    let mut durations: Vec<u64> = gaps
-        .iter()
-        .zip(&hit)
+    let mut durations: Vec<u64> = (m.gaps.iter().zip(&hit))
         .filter(|(_, h)| **h)
-        .map(|(g, _)| g.2)
+        .map(|(g, _)| g.ns)
         .collect();
     durations.sort_unstable();
     Phase {
-        injections: inside.len(),
+        injections: m.holds.len(),
         hits: durations.len(),
         matched,
         durations,
@@ -222,20 +273,26 @@ fn attempt(
 
 fn check(period_us: u64, busy_us: u64, secs: f64) {
     let name = format!("ground_truth P={period_us} µs D={busy_us} µs");
+    judged(&name, |cpus| attempt(&name, cpus, period_us, busy_us, secs));
+}
+
+/// Runs `attempt` on (measured, housekeeping) CPUs up to ATTEMPTS times, under the
+/// measuring lock, until one passes; skips without two CPUs or SCHED_FIFO.
+pub fn judged(name: &str, attempt: impl Fn((usize, usize)) -> Result<(), String>) {
     let Some(cpus) = two_cpus() else {
         return skip(
-            &name,
+            name,
             "needs two CPUs: one measured, one for the coordinator",
         );
     };
     if let Err(why) = fifo_available() {
-        return skip(&name, &format!("SCHED_FIFO is not available: {why}"));
+        return skip(name, &format!("SCHED_FIFO is not available: {why}"));
     }
     let _m = measuring();
     eprintln!("{name}:");
     let mut failures = Vec::new();
     for _ in 0..ATTEMPTS {
-        match attempt(&name, cpus, period_us, busy_us, secs) {
+        match attempt(cpus) {
             Ok(()) => return,
             Err(why) => {
                 eprintln!("  attempt failed: {why}; the host may have had a noisy stretch");

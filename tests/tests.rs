@@ -30,6 +30,7 @@ mod image;
 mod import_cycles;
 mod lab;
 mod lab_rt;
+mod lost_share;
 mod main_job;
 mod matrix;
 mod memory;

@@ -1,0 +1,219 @@
+//! Issue 49, part 4: the lost share is the time taken from the loop, no more and no less.
+//!
+//! A SCHED_FIFO 2 holder takes the measured CPU for D µs every P µs beside the probe at
+//! SCHED_FIFO 1. What it injects is known: each hold's own length on the counter (the
+//! injector's log), plus the platform's wake-and-switch cost of a hold, measured here by
+//! holds of nothing (D = 0) at the same period, as `ground_truth` does. So the share the
+//! run reads must be the injected share plus the background share, the background measured
+//! in the D = 0 phase, within a bound derived from that background's own spread (per 100 ms
+//! of the window) and from the measured spread of the per-hold cost: no constant tuned on
+//! one host.
+//!
+//! A sum-level check as well: the gaps that hold a hold must exceed the holds by the
+//! measured per-hold cost times their number, within that cost's spread. A loop that
+//! subtracted from each gap more than its own period, counted only the part above the
+//! threshold or lost the stretch after a gap would fail one or the other.
+
+use crate::ground_truth::{Measured, judged, measure_phase};
+
+/// How long each background bin is: ten or more per phase.
+const BIN_NS: u64 = 100_000_000;
+
+/// A phase split into the gaps that hold a hold and the rest.
+#[derive(Debug)]
+struct Split {
+    holds: usize,
+    /// Holds that lie in no gap.
+    missed: usize,
+    /// The holds' own length, on the counter, summed over the holds in gaps.
+    held_ns: u64,
+    /// Per gap that holds a hold: the gap less the holds inside it.
+    excess: Vec<u64>,
+    runtime_ns: u64,
+    lost_ns: u64,
+    /// Per gap that holds a hold: its start (ns into the window) and the hold time in it.
+    held_at: Vec<(u64, u64)>,
+    /// Every gap: its start (ns into the window) and its duration.
+    gaps: Vec<(u64, u64)>,
+}
+
+fn split(m: &Measured) -> Split {
+    let mut in_gap = vec![0u64; m.gaps.len()];
+    let mut missed = 0;
+    for h in &m.holds {
+        match m.gap_of(h) {
+            Some(i) => in_gap[i] += m.scale.to_ns(h.end - h.start),
+            None => missed += 1,
+        }
+    }
+    let holding = || (m.gaps.iter().zip(&in_gap)).filter(|(_, held)| **held > 0);
+    Split {
+        holds: m.holds.len(),
+        missed,
+        held_ns: in_gap.iter().sum(),
+        excess: holding()
+            .map(|(g, held)| g.ns.saturating_sub(*held))
+            .collect(),
+        runtime_ns: m.runtime_ns,
+        lost_ns: m.lost_ns,
+        held_at: holding().map(|(g, held)| (g.at_ns, *held)).collect(),
+        gaps: m.gaps.iter().map(|g| (g.at_ns, g.ns)).collect(),
+    }
+}
+
+/// The wake-and-switch cost of a hold, from the D = 0 phase: each gap that held a hold
+/// of nothing, up to its p99 (beyond it a hold merged with something longer that began
+/// before it: background, counted as such in both phases).
+#[derive(Debug, Clone, Copy)]
+struct Cost {
+    cut: u64,
+    mean: f64,
+    sd: f64,
+    n: usize,
+}
+
+fn cost(excess: &[u64]) -> Cost {
+    let mut v = excess.to_vec();
+    v.sort_unstable();
+    let cut = v[((v.len() - 1) as f64 * 0.99).round() as usize];
+    let kept: Vec<f64> = v.iter().filter(|&&x| x <= cut).map(|&x| x as f64).collect();
+    let (mean, sd) = mean_sd(&kept);
+    Cost {
+        cut,
+        mean,
+        sd,
+        n: kept.len(),
+    }
+}
+
+fn mean_sd(v: &[f64]) -> (f64, f64) {
+    let n = v.len() as f64;
+    let mean = v.iter().sum::<f64>() / n;
+    let var = v.iter().map(|x| (x - mean).powi(2)).sum::<f64>() / (n - 1.0).max(1.0);
+    (mean, var.sqrt())
+}
+
+impl Split {
+    /// What the holds took: their own length plus the cost of each.
+    fn injected_ns(&self, c: Cost) -> f64 {
+        self.held_ns as f64 + self.excess.len() as f64 * c.mean
+    }
+
+    /// The background's share of the time the holds left, and its standard error from
+    /// its spread over bins of the window.
+    fn background(&self, c: Cost) -> (f64, f64) {
+        let share = |lost: f64, time: f64| lost / time;
+        let injected = self.injected_ns(c);
+        let whole = share(
+            self.lost_ns as f64 - injected,
+            self.runtime_ns as f64 - injected,
+        );
+        let bins = (self.runtime_ns / BIN_NS).max(2) as usize;
+        let (mut lost, mut taken) = (vec![0.0; bins], vec![0.0; bins]);
+        // Every gap's time goes to its start's bin; a hold gap's injected part is the
+        // hold's, not the background's.
+        let bin = |at: u64| ((at / BIN_NS) as usize).min(bins - 1);
+        for &(at, held) in &self.held_at {
+            taken[bin(at)] += held as f64 + c.mean;
+        }
+        for &(at, ns) in &self.gaps {
+            lost[bin(at)] += ns as f64;
+        }
+        let shares: Vec<f64> = (0..bins)
+            .map(|i| share(lost[i] - taken[i], BIN_NS as f64 - taken[i]))
+            .collect();
+        (whole, mean_sd(&shares).1 / (bins as f64).sqrt())
+    }
+}
+
+/// One attempt: holds of nothing, then holds of `busy_us`, every `period_us`.
+fn attempt(cpus: (usize, usize), period_us: u64, busy_us: u64, secs: f64) -> Result<(), String> {
+    let base = split(&measure_phase(cpus.0, cpus.1, period_us, 0, 1.0));
+    let c = cost(&base.excess);
+    let held = split(&measure_phase(cpus.0, cpus.1, period_us, busy_us, secs));
+    let (judge_missed, words) = jitterscope::stats::misses::judge(held.missed, held.holds, 0.03);
+    eprintln!(
+        "  per-hold cost (D=0, {} gaps up to their p99 {:.1} µs): mean {:.2} µs, sd {:.2} µs; \
+         holds of {busy_us} µs not in a gap: {words}",
+        c.n,
+        c.cut as f64 / 1e3,
+        c.mean / 1e3,
+        c.sd / 1e3
+    );
+    if !judge_missed {
+        return Err(format!("holds not in a gap: {words}"));
+    }
+    // The lost share is exactly its gaps: nothing added, nothing left out.
+    let logged: u64 = held.gaps.iter().map(|g| g.1).sum();
+    assert_eq!(logged, held.lost_ns, "the lost time is the sum of the gaps");
+
+    // The holds' own gaps: longer than the holds by the per-hold cost, no more, no less.
+    let kept: Vec<u64> = held
+        .excess
+        .iter()
+        .copied()
+        .filter(|&x| x <= c.cut)
+        .collect();
+    let set_aside = held.excess.len() - kept.len();
+    if set_aside * 10 > held.excess.len() {
+        return Err(format!(
+            "{set_aside} of {} hold gaps merged with a longer stall",
+            held.excess.len()
+        ));
+    }
+    let n = kept.len() as f64;
+    let over = kept.iter().sum::<u64>() as f64 - n * c.mean;
+    // The sum of n costs varies by sd·√n; the mean it is judged against, by sd/√(its n)
+    // for each of the n.
+    let spread = 4.0 * c.sd * (n.sqrt() + n / (c.n as f64).sqrt());
+    eprintln!(
+        "  {} gaps held {:.3} ms of holds; past the holds they took {:.3} ms against {:.3} \
+         ms expected ({} × the cost; bound ±{:.3} ms; {set_aside} set aside)",
+        held.excess.len(),
+        held.held_ns as f64 / 1e6,
+        kept.iter().sum::<u64>() as f64 / 1e6,
+        n * c.mean / 1e6,
+        kept.len(),
+        spread / 1e6
+    );
+    if over.abs() > spread {
+        return Err(format!(
+            "the hold gaps exceed the holds by {over:.0} ns beyond their cost (bound {spread:.0})"
+        ));
+    }
+
+    // The whole: injected plus the background at the rate the D = 0 phase measured.
+    let (bg0, se0) = base.background(c);
+    let (bg, se) = held.background(c);
+    let injected = held.injected_ns(c);
+    let rest = held.runtime_ns as f64 - injected;
+    let expected = injected + bg0 * rest;
+    let bound = 4.0 * (se0 * se0 + se * se).sqrt() * rest + spread;
+    let pct = |ns: f64| ns * 100.0 / held.runtime_ns as f64;
+    eprintln!(
+        "  lost {:.3} % = injected {:.3} % + background {:.3} % (D=0 phase: {:.3} % ± {:.3}, \
+         this phase ± {:.3}); expected {:.3} % ± {:.3} %",
+        pct(held.lost_ns as f64),
+        pct(injected),
+        bg * 100.0,
+        bg0 * 100.0,
+        se0 * 100.0,
+        se * 100.0,
+        pct(expected),
+        pct(bound)
+    );
+    if (held.lost_ns as f64 - expected).abs() > bound {
+        return Err(format!(
+            "lost {:.0} ns against injected + background {expected:.0} ns (bound {bound:.0})",
+            held.lost_ns
+        ));
+    }
+    Ok(())
+}
+
+#[test]
+fn the_lost_share_is_the_injected_holds_plus_the_background() {
+    let (period_us, busy_us) = (2_003, 200);
+    let name = format!("lost_share P={period_us} µs D={busy_us} µs");
+    judged(&name, |cpus| attempt(cpus, period_us, busy_us, 1.5));
+}
