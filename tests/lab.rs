@@ -101,13 +101,15 @@ pub fn guest(test: &str, name: &str, make: impl FnOnce() -> Boot) -> Option<Arc<
 
 /// QEMU and a static busybox are here, or the test command could install them (root).
 fn qemu_usable() -> Result<(), String> {
-    let have = |c: &str| {
+    let sh = |c: &str| {
         Command::new("sh")
-            .args(["-c", &format!("command -v {c}")])
+            .args(["-c", c])
             .output()
             .is_ok_and(|o| o.status.success())
     };
-    if have("qemu-system-x86_64") && Path::new("/bin/busybox").exists() {
+    let have = |c: &str| sh(&format!("command -v {c}"));
+    let static_busybox = sh("file -L /bin/busybox | grep -q 'statically linked'");
+    if have("qemu-system-x86_64") && static_busybox {
         return Ok(());
     }
     if util::is_root() && have("apt-get") {
@@ -116,14 +118,22 @@ fn qemu_usable() -> Result<(), String> {
     Err("qemu-system-x86 and busybox-static are not installed (needs root and apt)".into())
 }
 
+/// Boots `b` into `target/lab/PID/NAME` (a directory of this test process's own, so that
+/// a second `cargo test` beside it never empties the files its tests read; those of
+/// processes that are gone are removed first). The script runs under `setpriv
+/// --pdeathsig`: should this process die, the guest dies with it.
 fn boot(name: &str, b: Boot) -> Result<Arc<Guest>, String> {
     let _m = util::measuring();
-    let dir = Path::new(REPO).join("target/lab").join(name);
+    let base = Path::new(REPO).join("target/lab");
+    remove_gone(&base);
+    let dir = base.join(std::process::id().to_string()).join(name);
     let script = dir.with_extension("sh");
     std::fs::create_dir_all(dir.parent().unwrap()).map_err(|e| e.to_string())?;
     std::fs::write(&script, &b.script).map_err(|e| e.to_string())?;
     let started = std::time::Instant::now();
-    let out = Command::new(Path::new(REPO).join("scripts/lab"))
+    let out = Command::new("setpriv")
+        .args(["--pdeathsig", "KILL"])
+        .arg(Path::new(REPO).join("scripts/lab"))
         .args(["--kernel", b.kernel, "--cpus", &b.cpus.to_string()])
         .args(["--cmdline", &b.cmdline])
         .arg("--binary")
@@ -147,4 +157,20 @@ fn boot(name: &str, b: Boot) -> Result<Arc<Guest>, String> {
     }
     let output = std::fs::read_to_string(dir.join("output.txt")).map_err(|e| e.to_string())?;
     Ok(Arc::new(Guest { dir, output }))
+}
+
+/// The directories of test processes that are gone.
+fn remove_gone(base: &Path) {
+    let Ok(entries) = std::fs::read_dir(base) else {
+        return;
+    };
+    for e in entries.filter_map(Result::ok) {
+        let name = e.file_name().to_string_lossy().into_owned();
+        let gone = name
+            .parse::<u32>()
+            .is_ok_and(|pid| !Path::new(&format!("/proc/{pid}")).exists());
+        if gone {
+            let _ = std::fs::remove_dir_all(e.path());
+        }
+    }
 }

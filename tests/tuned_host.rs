@@ -4,12 +4,14 @@
 //! keep the coordinator on CPU 0; no fix advises isolating CPU 0, the last housekeeping
 //! CPU. Behaviour only: TCG's timing means nothing.
 
+use std::process::Command;
 use std::sync::Arc;
 
 use jitterscope::report::ResultFile;
 use jitterscope::system::audit::{AuditReport, Remedy};
 
 use crate::lab::{self, Boot, Guest};
+use crate::util::{self, bin, is_root, skip, stderr_lines};
 
 const ISOLATED: &str = "isolcpus=1 nohz_full=1 rcu_nocbs=1";
 
@@ -50,8 +52,10 @@ fn isolated(test: &str) -> Option<Arc<Guest>> {
         ("tune-plan", "jitterscope tune --dry-run"),
         (
             "monitor",
-            "jitterscope monitor -D 4s --listen 127.0.0.1:9753 & sleep 3; \
-             wget -q -O metrics.txt http://127.0.0.1:9753/metrics; wait",
+            "jitterscope monitor -D 8s --listen 127.0.0.1:9753 & sleep 2; \
+             for i in $(seq 60); do \
+               wget -q -O metrics.txt http://127.0.0.1:9753/metrics && break; sleep 0.1; \
+             done; wait",
         ),
         (
             "refused",
@@ -272,4 +276,83 @@ fn issue48_monitor_measures_the_isolated_cpu() {
     let text = std::fs::read_to_string(g.file("metrics.txt")).unwrap();
     assert!(text.contains("cpu=\"1\""), "{text}");
     assert!(!text.contains("cpu=\"0\""), "{text}");
+}
+
+/// On this host, as a user with a narrowed shell runs it: `taskset -c A` and `-a B`
+/// measures B (only a cpuset limits `-a`; the mask is a default). An untuned host's
+/// coordinator stays inside the mask.
+#[test]
+fn issue48_a_taskset_shell_may_name_any_cpu_of_its_cpuset() {
+    const TEST: &str = "issue48_a_taskset_shell_may_name_any_cpu_of_its_cpuset";
+    let Some((b, a)) = util::two_cpus() else {
+        return skip(TEST, "needs two CPUs");
+    };
+    let _m = util::measuring();
+    let out = Command::new("taskset")
+        .args(["-c", &a.to_string()])
+        .arg(bin())
+        .args(["noise", "-a", &b.to_string(), "-D", "200ms", "--json"])
+        .output()
+        .expect("taskset runs");
+    assert_eq!(out.status.code(), Some(0), "{:?}", stderr_lines(&out));
+    let r = ResultFile::parse(&String::from_utf8_lossy(&out.stdout)).expect("a result");
+    assert_eq!(cpus(&r), (b.to_string(), a.to_string()));
+}
+
+/// A cgroup v1 cpuset (this CI host's kind) that leaves the CPU out refuses it in one
+/// line naming the group; the group is removed after.
+#[test]
+fn issue48_a_cpuset_that_leaves_the_cpu_out_is_refused_naming_it() {
+    const TEST: &str = "issue48_a_cpuset_that_leaves_the_cpu_out_is_refused_naming_it";
+    if !is_root() {
+        return skip(TEST, "needs root: it makes a cpuset cgroup");
+    }
+    let Some((b, a)) = util::two_cpus() else {
+        return skip(TEST, "needs two CPUs");
+    };
+    let mounts = std::fs::read_to_string("/proc/mounts").unwrap_or_default();
+    let Some(mount) = mounts.lines().find_map(|l| {
+        let f: Vec<&str> = l.split_whitespace().collect();
+        (f.get(2) == Some(&"cgroup")
+            && f.get(3)
+                .is_some_and(|o| o.split(',').any(|o| o == "cpuset")))
+        .then(|| f[1].to_string())
+    }) else {
+        return skip(
+            TEST,
+            "no cpuset hierarchy of cgroup version 1 is mounted here",
+        );
+    };
+    let name = format!("js48-{}", std::process::id());
+    let dir = std::path::Path::new(&mount).join(&name);
+    std::fs::create_dir(&dir).expect("the group");
+    struct Gone(std::path::PathBuf);
+    impl Drop for Gone {
+        fn drop(&mut self) {
+            let _ = std::fs::remove_dir(&self.0);
+        }
+    }
+    let _gone = Gone(dir.clone());
+    let mems = std::fs::read_to_string(std::path::Path::new(&mount).join("cpuset.mems")).unwrap();
+    std::fs::write(dir.join("cpuset.cpus"), a.to_string()).unwrap();
+    std::fs::write(dir.join("cpuset.mems"), mems.trim()).unwrap();
+    let tasks = dir.join("tasks");
+    let out = Command::new("sh")
+        .args(["-c", "echo $$ > \"$0\" && exec \"$@\""])
+        .arg(&tasks)
+        .arg(bin())
+        .args(["noise", "-a", &b.to_string(), "-D", "200ms"])
+        .output()
+        .expect("sh runs");
+    let lines = stderr_lines(&out);
+    assert_eq!(out.status.code(), Some(2), "{lines:?}");
+    let refusal: Vec<&String> = lines
+        .iter()
+        .filter(|l| l.starts_with("jitterscope: "))
+        .collect();
+    assert_eq!(refusal.len(), 1, "{lines:?}");
+    assert!(
+        refusal[0].contains(&format!("outside the cpuset of cgroup /{name}")),
+        "{lines:?}"
+    );
 }

@@ -121,8 +121,9 @@ pub fn is_root() -> bool {
 /// A CPU to measure and a different one for the coordinator, when there are two.
 pub fn two_cpus() -> Option<(usize, usize)> {
     let u = jitterscope::engine::cpu::CpuUniverse::detect().ok()?;
-    let usable = u.usable();
-    let cpus = usable.cpus();
+    // The CPUs a default run spans (the mask, and a tuned host's isolated CPUs).
+    let spans = u.default_cpus();
+    let cpus = spans.cpus();
     (cpus.len() >= 2).then(|| (cpus[cpus.len() - 1], cpus[0]))
 }
 

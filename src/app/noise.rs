@@ -131,7 +131,7 @@ impl Measure for NoiseCommand {
     fn text(&self, r: &ResultFile) -> String {
         format!(
             "noise: CPUs {} for {:.3} s{}, threshold {} ns, {}{}\n{}{}\n{}",
-            r.run.cpus.measured,
+            super::output::measured_cpus(r),
             r.run.actual_duration_ns as f64 / 1e9,
             interrupted_mark(r),
             self.cfg.threshold_ns,

@@ -127,6 +127,22 @@ fn clock_only(r: &ResultFile) -> String {
     }
 }
 
+/// The measured CPUs, with what set them apart where the host did: "1 (isolcpus,
+/// nohz_full)", so that a header says why a run with no `-a` measured those.
+pub fn measured_cpus(r: &ResultFile) -> String {
+    let m = &r.run.cpus.measured;
+    let iso = &r.host.isolation;
+    let by: Vec<&str> = [("isolcpus", &iso.isolated), ("nohz_full", &iso.nohz_full)]
+        .into_iter()
+        .filter(|(_, l)| !m.is_empty() && m.intersect(l) == *m)
+        .map(|(name, _)| name)
+        .collect();
+    match by.is_empty() {
+        true => m.to_string(),
+        false => format!("{m} ({})", by.join(", ")),
+    }
+}
+
 /// The root domain a deadline run made and removed, on a line of its own, or nothing.
 pub fn root_domain_line(r: &ResultFile) -> String {
     r.run

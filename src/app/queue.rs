@@ -373,7 +373,7 @@ fn config(
         journal_path: journaller.and(args.journal.clone()),
         journaller,
         perturb: match args.perturb {
-            true => universe.usable(),
+            true => universe.default_cpus(),
             false => CpuList::default(),
         },
     };

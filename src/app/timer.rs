@@ -319,7 +319,7 @@ impl TimerCommand {
         format!(
             "timer: CPUs {} for {:.3} s{}, interval {} µs{spread}, {} {mode}\n\
              {}, {}; {dma}\n{}{}",
-            r.run.cpus.measured,
+            super::output::measured_cpus(r),
             r.run.actual_duration_ns as f64 / 1e9,
             interrupted_mark(r),
             cfg.interval_ns as f64 / 1e3,

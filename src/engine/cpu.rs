@@ -260,13 +260,11 @@ pub struct CpuUniverse {
 }
 
 /// The CPUs a tuned host set apart: `isolcpus` (the scheduler domain's `isolated`),
-/// `nohz_full`, and cgroup v2 cpuset partitions of type `isolated`.
+/// `nohz_full`, and cgroup v2 cpuset partitions of type `isolated` (which a run can only
+/// pin to from inside: a partition's CPUs leave its parent's effective cpuset).
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Tuned {
     pub cpus: CpuList,
-    /// What set them apart, in that order: "isolcpus", "nohz_full", "an isolated cpuset
-    /// partition".
-    pub by: Vec<&'static str>,
 }
 
 impl Tuned {
@@ -275,26 +273,18 @@ impl Tuned {
         let list = |rel: &str| {
             std::fs::read_to_string(root.join(rel))
                 .ok()
+                // Some kernels print an unset mask as "(null)", which parses as empty.
                 .and_then(|t| CpuList::parse_kernel(t.trim().trim_matches(['(', ')'])).ok())
                 .unwrap_or_default()
         };
         let sources = [
-            ("isolcpus", list("sys/devices/system/cpu/isolated")),
-            // Some kernels print an unset mask as "(null)", which parses as empty.
-            ("nohz_full", list("sys/devices/system/cpu/nohz_full")),
-            (
-                "an isolated cpuset partition",
-                isolated_partitions(&cgroup2_mount(root)),
-            ),
+            list("sys/devices/system/cpu/isolated"),
+            list("sys/devices/system/cpu/nohz_full"),
+            isolated_partitions(&cgroup2_mount(root)),
         ];
-        let mut t = Tuned::default();
-        for (by, cpus) in sources {
-            if !cpus.is_empty() {
-                t.by.push(by);
-                t.cpus = CpuList::from_cpus([t.cpus.cpus(), cpus.cpus()].concat());
-            }
+        Tuned {
+            cpus: CpuList::from_cpus(sources.iter().flat_map(|l| l.cpus().to_vec()).collect()),
         }
-        t
     }
 }
 
@@ -323,8 +313,9 @@ fn isolated_partitions(dir: &Path) -> CpuList {
     };
     for child in entries.filter_map(Result::ok).map(|e| e.path()) {
         let read = |f: &str| std::fs::read_to_string(child.join(f)).unwrap_or_default();
+        // An invalid partition reads "isolated invalid (why)": it isolates nothing.
         let partition = read("cpuset.cpus.partition");
-        let kind = partition.split_whitespace().next().unwrap_or("");
+        let kind = partition.trim();
         if kind == "isolated" {
             let effective = read("cpuset.cpus.effective");
             cpus.extend_from_slice(CpuList::parse_kernel(&effective).unwrap_or_default().cpus());
@@ -371,14 +362,13 @@ impl CpuUniverse {
             .unwrap_or(0)
             .min(MAX_CPUS - 1);
         let affinity = current_affinity()?;
-        let allowed = pinnable(&online, &affinity);
+        let allowed = pinnable(&online, &affinity)?;
         let tuned = Tuned::read(Path::new("/"));
         Ok(CpuUniverse {
             online,
             max_cpu,
             tuned: Tuned {
                 cpus: tuned.cpus.intersect(&allowed),
-                ..tuned
             },
             allowed,
             affinity,
@@ -406,30 +396,34 @@ impl CpuUniverse {
         self.online.intersect(&self.allowed)
     }
 
-    /// The usable CPUs the host did not set apart: the tool's own threads (coordinator,
-    /// reader, display) belong there. Those of the process's mask first; all of them
-    /// when the mask holds none (a shell put on an isolated CPU); every usable CPU on a
-    /// host where everything is set apart.
-    pub fn housekeeping_pool(&self) -> CpuList {
+    /// Where the tool's own threads (coordinator, reader, display) may go, best first:
+    /// the mask's CPUs the host did not set apart; on a tuned host, any CPU it did not set
+    /// apart (a shell put on an isolated CPU); the mask's CPUs. Never outside the mask on
+    /// an untuned host (a taskset there is the user's), never on a CPU set apart but the
+    /// mask's own.
+    fn housekeeping_candidates(&self) -> [CpuList; 3] {
         let usable = self.usable();
-        let spare = usable.without(&self.tuned.cpus);
-        let mine = spare.intersect(&self.affinity);
-        [mine, spare]
-            .into_iter()
-            .find(|l| !l.is_empty())
-            .unwrap_or(usable)
+        let mask = usable.intersect(&self.affinity);
+        let spare = match self.tuned.cpus.is_empty() {
+            true => mask.clone(),
+            false => usable.without(&self.tuned.cpus),
+        };
+        [mask.without(&self.tuned.cpus), spare, mask]
     }
 
-    /// Where the coordinator goes while `measured` is measured: the housekeeping pool's
-    /// CPUs that are not measured, else any usable CPU that is not; empty when every
-    /// usable CPU is measured.
+    /// The housekeeping CPUs: the first candidates that are not empty.
+    pub fn housekeeping_pool(&self) -> CpuList {
+        let [a, b, c] = self.housekeeping_candidates();
+        [a, b].into_iter().find(|l| !l.is_empty()).unwrap_or(c)
+    }
+
+    /// Where the coordinator goes while `measured` is measured: the first candidates
+    /// that are left once the measured CPUs are taken out; empty (it shares) when none.
     pub fn housekeeping_for(&self, measured: &CpuList) -> CpuList {
-        let pool = self.housekeeping_pool().without(measured);
-        if pool.is_empty() {
-            self.usable().without(measured)
-        } else {
-            pool
-        }
+        (self.housekeeping_candidates().into_iter())
+            .map(|l| l.without(measured))
+            .find(|l| !l.is_empty())
+            .unwrap_or_default()
     }
 
     /// The CPUs a default plan spans: the process's mask, and the CPUs the host set
@@ -496,55 +490,31 @@ impl CpuUniverse {
     }
 }
 
-/// Waits (a few milliseconds at most) until thread `tid` of this process sleeps, so that
-/// changing its mask does not move it.
-fn wait_until_asleep(tid: rustix::thread::Pid) {
-    let stat = format!("/proc/self/task/{}/stat", tid.as_raw_nonzero());
-    for _ in 0..1000 {
-        let text = std::fs::read_to_string(&stat).unwrap_or_default();
-        // The state follows the name's closing parenthesis.
-        match text.rsplit_once(')').map(|(_, rest)| rest.trim_start()) {
-            Some(rest) if rest.starts_with('S') => return,
-            None => return,
-            _ => std::thread::yield_now(),
-        }
+/// The online CPUs the kernel lets this process's threads be pinned to. The kernel keeps
+/// a thread's mask inside its cgroup's cpuset, dropping the CPUs outside it without an
+/// error: so the calling thread asks for its mask and every other online CPU, reads back
+/// what it got, and puts its mask back at once. Its own CPU stays in the mask meanwhile,
+/// so it is never moved. That is the only limit: isolcpus leaves CPUs out of the default
+/// mask, not out of reach, and a container's cpuset is found even where its cgroup files
+/// are out of sight.
+fn pinnable(online: &CpuList, affinity: &CpuList) -> std::io::Result<CpuList> {
+    let mine = online.intersect(affinity);
+    if online.without(affinity).is_empty() {
+        return Ok(mine);
     }
-}
-
-/// The online CPUs the kernel lets this process's threads be pinned to. Those of the
-/// mask are; each other one is tried on a thread that sleeps meanwhile (a sleeping
-/// thread's mask changes without moving it, so nothing runs on a CPU it is tried on),
-/// its mask put back before it wakes. The kernel refuses a mask outside the cgroup's
-/// cpuset with EINVAL: that is the only limit (isolcpus leaves CPUs out of the default
-/// mask, not out of reach).
-fn pinnable(online: &CpuList, affinity: &CpuList) -> CpuList {
-    let outside = online.without(affinity);
-    if outside.is_empty() {
-        return online.intersect(affinity);
+    let set_of = |l: &[usize]| {
+        let mut set = rustix::thread::CpuSet::new();
+        l.iter().for_each(|&c| set.set(c));
+        set
+    };
+    let wide = set_of(&[affinity.cpus(), online.cpus()].concat());
+    if rustix::thread::sched_setaffinity(None, &wide).is_err() {
+        return Ok(mine);
     }
-    let (tid_tx, tid_rx) = std::sync::mpsc::channel();
-    let (wake_tx, wake_rx) = std::sync::mpsc::channel::<()>();
-    let sleeper = std::thread::spawn(move || {
-        let _ = tid_tx.send(rustix::thread::gettid());
-        let _ = wake_rx.recv();
-    });
-    let mut ok = online.intersect(affinity).cpus().to_vec();
-    if let Ok(tid) = tid_rx.recv() {
-        wait_until_asleep(tid);
-        for &cpu in outside.cpus() {
-            let mut set = rustix::thread::CpuSet::new();
-            set.set(cpu);
-            if rustix::thread::sched_setaffinity(Some(tid), &set).is_ok() {
-                ok.push(cpu);
-            }
-        }
-        let mut back = rustix::thread::CpuSet::new();
-        affinity.cpus().iter().for_each(|&c| back.set(c));
-        let _ = rustix::thread::sched_setaffinity(Some(tid), &back);
-    }
-    let _ = wake_tx.send(());
-    let _ = sleeper.join();
-    CpuList::from_cpus(ok)
+    let got = current_affinity();
+    // A run must not go on with a wider mask than it started with.
+    rustix::thread::sched_setaffinity(None, &set_of(affinity.cpus()))?;
+    Ok(got.map_or(mine, |g| g.intersect(online)))
 }
 
 /// How the measured CPUs and the coordinator's CPUs were chosen.
@@ -625,10 +595,7 @@ mod tests {
         let list = |l: &str| CpuList::parse_kernel(l).unwrap();
         CpuUniverse {
             affinity: list(mask),
-            tuned: Tuned {
-                cpus: list(tuned),
-                by: vec!["isolcpus"],
-            },
+            tuned: Tuned { cpus: list(tuned) },
             ..CpuUniverse::of(list(online), list(online))
         }
     }
@@ -780,10 +747,11 @@ mod tests {
             (p.measured.to_string(), p.housekeeping.to_string()),
             ("1".into(), "0".into())
         );
-        // -a 0 measures the housekeeping CPU; the coordinator then goes to the other.
+        // -a 0 measures the housekeeping CPU; the coordinator shares it rather than go
+        // to the isolated CPU.
         let zero = CpuList::parse_strict("0").unwrap();
         let p = CpuPlan::choose(&u, Some(("0", zero)), None).unwrap();
-        assert_eq!(p.housekeeping.to_string(), "1");
+        assert!(p.coordinator_shares(), "{p:?}");
         // 16 CPUs, 4-15 set apart, the shell on 0-3: 4-15 measured, 0-3 coordinate.
         let u = tuned("0-15", "4-15", "0-3");
         let p = CpuPlan::choose(&u, None, None).unwrap();
@@ -821,19 +789,58 @@ mod tests {
         );
     }
 
-    /// The pinning probe: every CPU of this process's mask is pinnable, and a probe
-    /// leaves the mask as it was.
+    /// The pinning probe, on a thread narrowed to one CPU (as a taskset shell is): it
+    /// finds pinnable every CPU this process may use, beyond the thread's own mask, and
+    /// leaves that mask as it was.
     #[test]
-    fn the_probe_finds_the_mask_pinnable_and_leaves_it() {
-        let u = CpuUniverse::detect().unwrap();
-        assert!(
-            u.affinity
-                .intersect(&u.online)
-                .cpus()
-                .iter()
-                .all(|c| u.allowed.contains(*c))
+    fn the_probe_sees_past_a_narrowed_mask_and_leaves_it() {
+        let process = current_affinity().unwrap();
+        let online = CpuUniverse::detect().unwrap().online;
+        let first = CpuList::from_cpus(vec![process.intersect(&online).first().unwrap()]);
+        let (found, after) = std::thread::spawn(move || {
+            let mut one = rustix::thread::CpuSet::new();
+            one.set(first.cpus()[0]);
+            rustix::thread::sched_setaffinity(None, &one).unwrap();
+            (
+                pinnable(&online, &first).unwrap(),
+                current_affinity().unwrap(),
+            )
+        })
+        .join()
+        .unwrap();
+        let mask = process.intersect(&CpuUniverse::detect().unwrap().online);
+        assert_eq!(
+            found.intersect(&mask),
+            mask,
+            "found {found}, the process may use {mask}"
         );
-        assert_eq!(current_affinity().unwrap(), u.affinity);
+        assert_eq!(after.len(), 1, "the mask is put back: {after}");
+    }
+
+    /// An untuned host where a shell was narrowed with taskset: the mask is the user's,
+    /// so nothing runs outside it (the coordinator shares the one CPU, as before).
+    #[test]
+    fn an_untuned_taskset_mask_is_kept() {
+        let u = CpuUniverse {
+            affinity: CpuList::parse_kernel("0").unwrap(),
+            ..universe("0-3", "0-3")
+        };
+        let p = CpuPlan::choose(&u, None, None).unwrap();
+        assert_eq!(p.measured.to_string(), "0");
+        assert!(p.coordinator_shares(), "{p:?}");
+        let one = CpuList::parse_strict("1").unwrap();
+        let p = CpuPlan::choose(&u, Some(("1", one)), None).unwrap();
+        assert_eq!(p.housekeeping.to_string(), "0");
+        let u = CpuUniverse {
+            affinity: CpuList::parse_kernel("0-1").unwrap(),
+            ..universe("0-3", "0-3")
+        };
+        let p = CpuPlan::choose(&u, None, None).unwrap();
+        assert_eq!(
+            (p.measured.to_string(), p.housekeeping.to_string()),
+            ("1".into(), "0".into())
+        );
+        assert_eq!(u.default_cpus().to_string(), "0-1");
     }
 
     #[test]
@@ -867,7 +874,12 @@ mod tests {
         put("cg/member/deep/cpuset.cpus.effective", "9\n");
         let t = Tuned::read(d.path());
         assert_eq!(t.cpus.to_string(), "2,6-7");
-        assert_eq!(t.by, ["isolcpus", "an isolated cpuset partition"]);
+        // An invalid partition isolates nothing.
+        put(
+            "cg/rt/lat/cpuset.cpus.partition",
+            "isolated invalid (Parent is not a partition root)\n",
+        );
+        assert_eq!(Tuned::read(d.path()).cpus.to_string(), "2");
     }
 
     #[test]

@@ -202,7 +202,7 @@ impl AuditReport {
         host.measuring = measuring;
         AuditReport {
             root: root.to_path_buf(),
-            housekeeping: online.without(&measured),
+            housekeeping: host.housekeeping.clone(),
             findings: audit(&host),
             measured,
         }
@@ -468,12 +468,16 @@ pub struct Host {
 }
 
 impl Host {
-    /// Audits `measured` on the tree under `root`; every online CPU not measured is
-    /// housekeeping.
+    /// Audits `measured` on the tree under `root`; every online CPU neither measured nor
+    /// set apart by the host (isolcpus, nohz_full, an isolated partition) is housekeeping,
+    /// so that no fix moves IRQs or unbound work onto another isolated CPU; every one not
+    /// measured where that leaves none.
     pub fn new(root: &Path, measured: CpuList, online: &CpuList) -> Host {
+        let rest = online.without(&measured);
+        let spare = rest.without(&crate::engine::cpu::Tuned::read(root).cpus);
         let mut h = Host {
             root: root.to_path_buf(),
-            housekeeping: online.without(&measured),
+            housekeeping: if spare.is_empty() { rest } else { spare },
             online: online.clone(),
             measured,
             config: KernelConfig::read(root),
@@ -545,42 +549,72 @@ impl Host {
         Ok(names)
     }
 
-    /// A boot option as a fix may give it: one that sets CPUs apart (`isolcpus`,
-    /// `nohz_full`) with the CPUs the command line already sets apart added (the option
-    /// replaces the old one), or why it may not be given: it would leave no online CPU
-    /// for the kernel's housekeeping.
+    /// A boot option as a fix may give it, or why it may not be given. A CPU-list option
+    /// (`isolcpus`, `nohz_full`, `rcu_nocbs`) replaces the command line's, so it keeps the
+    /// CPUs that one already lists, and isolcpus's flags of both (a bare list means
+    /// `domain`). None may leave the kernel no housekeeping CPU (set apart by isolcpus and
+    /// nohz_full together), and nohz_full never names the boot CPU 0, whose tick the
+    /// kernel keeps for timekeeping.
     fn set_apart(&self, option: &str) -> Result<String, String> {
         let Some((key, _)) = option.split_once('=') else {
             return Ok(option.to_string());
         };
-        if !matches!(key, "isolcpus" | "nohz_full") {
+        if !matches!(key, "isolcpus" | "nohz_full" | "rcu_nocbs") {
             return Ok(option.to_string());
         }
         let one = Cmdline::parse(option);
-        let (Ok(Some(asked)), Ok(now)) = (one.cpus(key), self.cmdline().cpus(key)) else {
+        let (Ok(Some(mut asked)), Ok(now)) = (one.cpus(key), self.cmdline_cpus(key)) else {
             return Ok(option.to_string());
         };
-        let now = now.unwrap_or_default();
-        let all = CpuList::from_cpus([asked.cpus(), now.cpus()].concat());
-        if self.online.without(&all).is_empty() {
-            let instead = match now.without(&self.measured).is_empty() {
-                true => "leave at least one CPU unmeasured (-a) for it".to_string(),
-                false => format!("measure the CPUs {key} already sets apart (-a {now})"),
-            };
-            return Err(format!(
-                "{key}={all} would leave no CPU for the kernel's housekeeping (its timers, \
-                 IRQs, RCU and unbound work, and this tool's reader): {instead}"
-            ));
-        }
-        // The flags of both (managed_irq, domain), the fix's first.
-        let mut parts: Vec<String> = Vec::new();
-        for f in one.flags(key).into_iter().chain(self.cmdline().flags(key)) {
-            if !parts.iter().any(|p| p == f) {
-                parts.push(f.to_string());
+        if key == "nohz_full" {
+            asked = asked.without(&CpuList::from_cpus(vec![0]));
+            if asked.is_empty() {
+                return Err(
+                    "nohz_full cannot stop CPU 0's tick: the kernel keeps the boot \
+                            CPU ticking for timekeeping; measure another CPU"
+                        .into(),
+                );
             }
         }
+        let now = now.unwrap_or_default();
+        let all = CpuList::from_cpus([asked.cpus(), now.cpus()].concat());
+        if key != "rcu_nocbs" {
+            let other = if key == "isolcpus" {
+                "nohz_full"
+            } else {
+                "isolcpus"
+            };
+            let others = self.cmdline_cpus(other).ok().flatten().unwrap_or_default();
+            if self.online.without(&all).without(&others).is_empty() {
+                let apart = CpuList::from_cpus([now.cpus(), others.cpus()].concat());
+                let instead = match apart.without(&self.measured).is_empty() {
+                    true => "leave at least one CPU unmeasured (-a) for it".to_string(),
+                    false => format!("measure the CPUs already set apart instead (-a {apart})"),
+                };
+                return Err(format!(
+                    "{key}={all} would leave no CPU for the kernel's housekeeping (its \
+                     timers, IRQs, RCU and unbound work, and this tool's reader): {instead}"
+                ));
+            }
+        }
+        let mut parts = match key {
+            "isolcpus" => isolcpus_flags(
+                &one.flags(key),
+                self.cmdline().get(key).map(|_| self.cmdline().flags(key)),
+            ),
+            _ => Vec::new(),
+        };
         parts.push(all.to_string());
         Ok(format!("{key}={}", parts.join(",")))
+    }
+
+    /// A CPU-list parameter of the command line; `all` (rcu_nocbs=all) is every online
+    /// CPU.
+    fn cmdline_cpus(&self, key: &str) -> Result<Option<CpuList>, Missing> {
+        match self.cmdline().get(key) {
+            Some("all") => Ok(Some(self.online.clone())),
+            _ => self.cmdline().cpus(key),
+        }
     }
 
     /// The housekeeping CPUs for a fix, or a placeholder when every CPU is measured.
@@ -681,6 +715,47 @@ pub fn audit(host: &Host) -> Vec<Finding> {
     }
     all.sort_by_key(|f| f.area);
     all
+}
+
+/// Two words of one CPU-list boot option (`isolcpus`, `nohz_full`, `rcu_nocbs`) as one,
+/// since the kernel takes one of each: both's CPUs, and for isolcpus both's flags. None
+/// for words of different keys or of another kind.
+pub(crate) fn merged_option(a: &str, b: &str) -> Option<String> {
+    let (ka, _) = a.split_once('=')?;
+    let (kb, _) = b.split_once('=')?;
+    if ka != kb || !matches!(ka, "isolcpus" | "nohz_full" | "rcu_nocbs") {
+        return None;
+    }
+    let (ca, cb) = (Cmdline::parse(a), Cmdline::parse(b));
+    let cpus = CpuList::from_cpus([ca.cpus(ka).ok()??.cpus(), cb.cpus(kb).ok()??.cpus()].concat());
+    let mut parts = match ka {
+        "isolcpus" => isolcpus_flags(&ca.flags(ka), Some(cb.flags(kb))),
+        _ => Vec::new(),
+    };
+    parts.push(cpus.to_string());
+    Some(format!("{ka}={}", parts.join(",")))
+}
+
+/// The flags of an isolcpus fix that replaces the command line's `line` (None: it has
+/// none): both's, the fix's first, where a list without flags means `domain`; printed
+/// bare when `domain` is all.
+fn isolcpus_flags(fix: &[&str], line: Option<Vec<&str>>) -> Vec<String> {
+    let domain = |f: &[&str]| -> Vec<String> {
+        match f.is_empty() {
+            true => vec!["domain".into()],
+            false => f.iter().map(|s| s.to_string()).collect(),
+        }
+    };
+    let mut out = domain(fix);
+    for f in line.map(|l| domain(&l)).unwrap_or_default() {
+        if !out.contains(&f) {
+            out.push(f);
+        }
+    }
+    if out == ["domain"] {
+        out.clear();
+    }
+    out
 }
 
 /// The kernel command line as key → value (a bare flag has an empty value).
@@ -833,9 +908,11 @@ mod tests {
         let (boot, manual) = fixes(tuned, "1", "0");
         assert!(!boot.iter().any(sets_apart), "{boot:?}");
         assert!(manual.iter().any(|m| m.contains("(-a 1)")), "{manual:?}");
-        // Every CPU measured: no CPU would be left.
+        // Every CPU measured: isolcpus would leave none; nohz_full may take CPU 1 alone
+        // (never the boot CPU 0, whose tick the kernel keeps).
         let (boot, manual) = fixes("ro", "", "0-1");
-        assert!(!boot.iter().any(sets_apart), "{boot:?}");
+        assert!(!boot.iter().any(|o| o.starts_with("isolcpus=")), "{boot:?}");
+        assert!(boot.contains(&"nohz_full=1".to_string()), "{boot:?}");
         assert!(
             manual.iter().any(|m| m.contains("leave at least one CPU")),
             "{manual:?}"
@@ -850,29 +927,93 @@ mod tests {
     /// with their flags: the option replaces the old one.
     #[test]
     fn a_fix_keeps_the_cpus_and_flags_already_set_apart() {
-        let d = tempfile::tempdir().unwrap();
-        std::fs::create_dir_all(d.path().join("proc")).unwrap();
-        std::fs::write(
-            d.path().join("proc/cmdline"),
-            "isolcpus=managed_irq,2 nohz_full=2",
-        )
-        .unwrap();
-        let h = Host::new(
-            d.path(),
-            CpuList::from_cpus(vec![3]),
-            &CpuList::parse_kernel("0-3").unwrap(),
-        );
+        let host = |cmdline: &str| {
+            let d = tempfile::tempdir().unwrap();
+            std::fs::create_dir_all(d.path().join("proc")).unwrap();
+            std::fs::write(d.path().join("proc/cmdline"), cmdline).unwrap();
+            let online = CpuList::parse_kernel("0-3").unwrap();
+            (Host::new(d.path(), CpuList::from_cpus(vec![3]), &online), d)
+        };
+        let (h, _d) = host("isolcpus=managed_irq,2 nohz_full=2");
+        // A bare list is `domain`: CPU 3 is isolated, CPU 2 keeps managed_irq.
+        let ok = |o: &str| Ok::<String, String>(o.into());
         assert_eq!(
             h.set_apart("isolcpus=3"),
-            Ok("isolcpus=managed_irq,2-3".into())
+            ok("isolcpus=domain,managed_irq,2-3")
         );
         assert_eq!(
-            h.set_apart("isolcpus=domain,3"),
-            Ok("isolcpus=domain,managed_irq,2-3".into())
+            h.set_apart("isolcpus=managed_irq,3"),
+            ok("isolcpus=managed_irq,2-3")
         );
-        assert_eq!(h.set_apart("nohz_full=3"), Ok("nohz_full=2-3".into()));
-        assert_eq!(h.set_apart("rcu_nocbs=3"), Ok("rcu_nocbs=3".into()));
+        assert_eq!(h.set_apart("nohz_full=3"), ok("nohz_full=2-3"));
+        assert_eq!(h.set_apart("rcu_nocbs=3"), ok("rcu_nocbs=3"));
         assert!(h.set_apart("isolcpus=0-1,3").is_err());
+        // nohz_full never names the boot CPU.
+        assert_eq!(h.set_apart("nohz_full=0,3"), ok("nohz_full=2-3"));
+        assert!(h.set_apart("nohz_full=0").is_err());
+        // A bare isolcpus=2 on the line is `domain` too: a managed_irq fix keeps it.
+        let (h, _d) = host("isolcpus=2 rcu_nocbs=all");
+        assert_eq!(
+            h.set_apart("isolcpus=managed_irq,3"),
+            ok("isolcpus=managed_irq,domain,2-3")
+        );
+        assert_eq!(h.set_apart("isolcpus=3"), ok("isolcpus=2-3"));
+        // rcu_nocbs=all is every CPU: a fix keeps them all.
+        assert_eq!(h.set_apart("rcu_nocbs=3"), ok("rcu_nocbs=0-3"));
+        // isolcpus and nohz_full together may not leave none: 0-1 isolated, 2 nohz_full.
+        let (h, _d) = host("isolcpus=0-1 nohz_full=2");
+        assert!(h.set_apart("isolcpus=3").is_err());
+        assert!(h.set_apart("nohz_full=3").is_err());
+    }
+
+    /// Review of issue 48: on a host with 4-15 isolated, an audit of CPU 4 keeps 0-3 as
+    /// housekeeping, so that no IRQ or workqueue fix moves work onto 5-15.
+    #[test]
+    fn housekeeping_leaves_out_the_cpus_the_host_set_apart() {
+        let d = tempfile::tempdir().unwrap();
+        let put = |rel: &str, text: &str| {
+            let p = d.path().join(rel);
+            std::fs::create_dir_all(p.parent().unwrap()).unwrap();
+            std::fs::write(p, text).unwrap();
+        };
+        put("proc/cmdline", "isolcpus=4-15 nohz_full=4-15");
+        put("sys/devices/system/cpu/isolated", "4-15");
+        put("sys/devices/system/cpu/nohz_full", "4-15");
+        let online = CpuList::parse_kernel("0-15").unwrap();
+        let r = AuditReport::of(d.path(), CpuList::from_cpus(vec![4]), &online);
+        assert_eq!(r.housekeeping.to_string(), "0-3");
+        let irq_fixes: Vec<&String> = (r.findings.iter())
+            .flat_map(|f| &f.remedies)
+            .flat_map(|rem| match rem {
+                Remedy::Boot { options, .. } => options.iter().collect(),
+                _ => Vec::new(),
+            })
+            .filter(|o| o.starts_with("irqaffinity="))
+            .collect();
+        assert!(
+            irq_fixes.iter().all(|o| *o == "irqaffinity=0-3"),
+            "{irq_fixes:?}"
+        );
+    }
+
+    /// Two steps' lists of one option become one word (the kernel takes one of each).
+    #[test]
+    fn one_options_two_lists_merge() {
+        let m = |a: &str, b: &str| merged_option(a, b);
+        assert_eq!(
+            m("isolcpus=2", "isolcpus=3").as_deref(),
+            Some("isolcpus=2-3")
+        );
+        assert_eq!(
+            m("isolcpus=2", "isolcpus=managed_irq,3").as_deref(),
+            Some("isolcpus=domain,managed_irq,2-3")
+        );
+        assert_eq!(
+            m("nohz_full=1", "nohz_full=3").as_deref(),
+            Some("nohz_full=1,3")
+        );
+        assert_eq!(m("nohz_full=1", "rcu_nocbs=1"), None);
+        assert_eq!(m("skew_tick=1", "skew_tick=1"), None);
     }
 
     #[test]

@@ -374,10 +374,30 @@ fn cpuset_partition(h: &Host) -> Finding {
         },
     )
     .why(why)
-    .manual(format!(
+    .manual(partition_step(h, mnt))
+}
+
+/// The steps that make an isolated partition of the measured CPUs, or, where that would
+/// leave the kernel no housekeeping CPU (every other CPU set apart already), what to do
+/// instead.
+fn partition_step(h: &Host, mnt: &str) -> String {
+    let apart = crate::engine::cpu::Tuned::read(&h.root).cpus;
+    if h.online.without(&h.measured).without(&apart).is_empty() {
+        return match apart.without(&h.measured).is_empty() {
+            true => "leave at least one CPU unmeasured (-a) for the kernel's housekeeping \
+                     before isolating the others"
+                .into(),
+            false => format!(
+                "a partition of CPUs {} would leave no CPU for the kernel's housekeeping: \
+                 measure the CPUs already set apart instead (-a {apart})",
+                h.measured
+            ),
+        };
+    }
+    format!(
         "mkdir {mnt}/jitterscope; echo +cpuset > {mnt}/cgroup.subtree_control; \
          echo {m} > {mnt}/jitterscope/cpuset.cpus; echo isolated > \
          {mnt}/jitterscope/cpuset.cpus.partition; then run the program in that cgroup",
         m = h.measured
-    ))
+    )
 }

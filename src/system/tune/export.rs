@@ -18,6 +18,7 @@
 
 use super::record::TuneEntry;
 use super::{Change, Class};
+use crate::system::audit::merged_option;
 use crate::system::tune::experiment::Decision;
 
 /// Where the unit expects its script (the unit names it through /bin/sh, so that
@@ -196,11 +197,16 @@ pub fn files(t: &TuneEntry, command: &str) -> Vec<File> {
         });
     }
     if !s.boot.is_empty() {
-        let mut line: Vec<&str> = Vec::new();
+        // One word per option: the kernel takes one isolcpus (and one nohz_full, one
+        // rcu_nocbs), so two steps' lists become one.
+        let mut line: Vec<String> = Vec::new();
         for (_, f) in &s.boot {
             for w in f.split_whitespace() {
-                if !line.contains(&w) {
-                    line.push(w);
+                let same_key = line.iter().position(|l| merged_option(l, w).is_some());
+                match same_key {
+                    Some(i) => line[i] = merged_option(&line[i], w).unwrap_or_default(),
+                    None if !line.iter().any(|l| l == w) => line.push(w.to_string()),
+                    None => {}
                 }
             }
         }
