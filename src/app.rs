@@ -24,6 +24,7 @@ pub mod ptp;
 pub mod queue;
 pub mod report;
 pub mod selftest;
+pub mod settings;
 pub mod syscalls;
 pub mod timer;
 pub mod tracing;

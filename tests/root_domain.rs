@@ -12,7 +12,7 @@ use std::time::{Duration, Instant};
 
 use crate::util::{bin, is_root, jitterscope, measuring, skip, stderr_lines, two_cpus};
 use jitterscope::engine::cpu::CpuList;
-use jitterscope::engine::deadline::{self, Deadline};
+use jitterscope::engine::deadline::Deadline;
 use jitterscope::report::ResultFile;
 use jitterscope::system::cgroup::{Cgroups, Version};
 use jitterscope::system::tune::journal;
@@ -66,7 +66,7 @@ fn host(test: &str) -> Option<(usize, Layout)> {
 /// make no root domain, which the first test checks).
 fn refused_host(test: &str) -> Option<(usize, Layout)> {
     let (cpu, layout) = host(test)?;
-    if deadline::try_on(DL, Some(cpu)).is_ok() {
+    if jitterscope::engine::sched::try_on(DL, Some(cpu)).is_ok() {
         skip(test, "the CPU has a root domain of its own already");
         return None;
     }
@@ -122,7 +122,7 @@ fn issue49_deadline_runs_with_admission_control_on_in_a_root_domain_of_its_own()
     let Some((cpu, layout)) = host(test) else {
         return;
     };
-    let pinned = deadline::try_on(DL, Some(cpu));
+    let pinned = jitterscope::engine::sched::try_on(DL, Some(cpu));
     let before = snapshot(&layout);
     let dir = tempfile::tempdir().unwrap();
     let file = dir.path().join("dl.json");

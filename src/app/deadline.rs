@@ -11,10 +11,10 @@ use anyhow::bail;
 use crate::cli::{DeadlineArgs, RunArgs};
 use crate::engine::cpu::CpuPlan;
 use crate::engine::deadline::{self, Deadline};
-use crate::engine::sched::{Policy, SchedRequest};
+use crate::engine::sched::{self, Policy, SchedRequest};
 use crate::system::tune::root_domain::{RootDomain, cpu_words};
 
-use super::pipeline::RunSettings;
+use super::settings::RunSettings;
 
 /// What the command knows of its period: the timer's interval and distance, or noise's
 /// `--period`.
@@ -76,7 +76,7 @@ pub fn settings(
     let last = crate::engine::cpu::current_affinity()
         .ok()
         .and_then(|c| c.cpus().last().copied());
-    match deadline::try_on(d, last) {
+    match sched::try_on(d, last) {
         Err(r) if !(r.root_domain && may_make_root_domain()) => {
             bail!("--policy deadline ({d}) refused: {}", r.why)
         }
@@ -109,7 +109,7 @@ pub fn admit(req: SchedRequest, cpus: &CpuPlan) -> anyhow::Result<Option<RootDom
         return Ok(None);
     };
     let first = cpus.measured.first();
-    let refused = match deadline::try_on(d, first) {
+    let refused = match sched::try_on(d, first) {
         Ok(()) => return Ok(None),
         Err(r) => r,
     };
@@ -125,7 +125,7 @@ pub fn admit(req: SchedRequest, cpus: &CpuPlan) -> anyhow::Result<Option<RootDom
             deadline::ADMISSION_OFF
         )
     })?;
-    if let Err(r) = deadline::try_on(d, first) {
+    if let Err(r) = sched::try_on(d, first) {
         let record = domain.finish();
         bail!(
             "--policy deadline ({d}) refused even in a root domain of its own ({record}): {}",

@@ -15,10 +15,6 @@
 #![allow(unsafe_code)]
 
 use std::fmt;
-use std::path::PathBuf;
-use std::sync::Mutex;
-
-use super::sched::SchedError;
 
 /// The kernel's least runtime: 1 << DL_SCALE ns.
 pub const MIN_RUNTIME_NS: u64 = 1024;
@@ -169,68 +165,6 @@ pub fn current() -> Option<Deadline> {
 /// Makes the calling thread a deadline thread.
 pub fn set(d: Deadline) -> std::io::Result<()> {
     setattr(Some(d))
-}
-
-/// The `cgroup.threads` file each measured CPU's deadline thread joins before it is
-/// pinned, where a cgroup v2 partition is the CPU's root domain: the partition's CPUs
-/// leave every other cgroup, so a thread must be inside it to be pinned there. Set for a
-/// run by the root domain's guard and cleared by it; empty otherwise (cgroup v1's
-/// exclusive cpusets need no thread inside them).
-static JOIN: Mutex<Vec<(usize, PathBuf)>> = Mutex::new(Vec::new());
-
-/// Sets the groups deadline threads join, by CPU (empty: none).
-pub fn join_before_pin(groups: Vec<(usize, PathBuf)>) {
-    *JOIN.lock().unwrap_or_else(|p| p.into_inner()) = groups;
-}
-
-/// Places the calling thread as a deadline thread is placed before it becomes one: in
-/// its CPU's group, if it has one, then pinned to the CPU.
-pub fn place(cpu: usize) -> Result<(), SchedError> {
-    let file = (JOIN.lock().unwrap_or_else(|p| p.into_inner()).iter())
-        .find(|(c, _)| *c == cpu)
-        .map(|(_, f)| f.clone());
-    if let Some(file) = file {
-        let tid = rustix::thread::gettid().as_raw_nonzero().get();
-        std::fs::write(&file, tid.to_string()).map_err(|e| SchedError::Deadline {
-            cpu,
-            reason: format!("cannot join {}: {e}", file.display()),
-        })?;
-    }
-    super::sched::pin_to(cpu)
-}
-
-/// Why the kernel refused a deadline thread placed as a measuring thread is.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Refused {
-    /// In words a user can act on (`explain_refusal`).
-    pub why: String,
-    /// The refusal is admission control's for a pinned thread (EPERM while holding
-    /// CAP_SYS_NICE): a root domain of the CPU's own is what the thread lacks.
-    pub root_domain: bool,
-}
-
-/// Tries `d` on a short-lived thread placed on `cpu` (`place`), or left where it is.
-pub fn try_on(d: Deadline, cpu: Option<usize>) -> Result<(), Refused> {
-    std::thread::spawn(move || {
-        if let Some(cpu) = cpu {
-            place(cpu).map_err(|e| Refused {
-                why: e.to_string(),
-                root_domain: false,
-            })?;
-        }
-        set(d).map_err(|e| Refused {
-            why: explain_refusal(&e),
-            root_domain: e.raw_os_error() == Some(libc::EPERM)
-                && super::caps::holds(rustix::thread::CapabilitySet::SYS_NICE),
-        })
-    })
-    .join()
-    .unwrap_or_else(|_| {
-        Err(Refused {
-            why: "the trial thread panicked".into(),
-            root_domain: false,
-        })
-    })
 }
 
 /// Why root is refused a pinned deadline thread, and what to change.

@@ -524,7 +524,7 @@ where
     // pinned first and stays where it was pinned (engine::deadline).
     let deadline = matches!(req.policy, sched::Policy::Deadline(_));
     let placed = match deadline {
-        true => super::deadline::place(cpu).and_then(|()| {
+        true => sched::place(cpu).and_then(|()| {
             sched::set_policy(req).map_err(|e| SchedError::Deadline {
                 cpu,
                 reason: super::deadline::explain_refusal(&e),

@@ -8,7 +8,9 @@
 #![allow(unsafe_code)]
 
 use std::fmt;
+use std::path::PathBuf;
 use std::str::FromStr;
+use std::sync::Mutex;
 
 use rustix::thread::{CpuSet, sched_getcpu, sched_setaffinity};
 
@@ -459,6 +461,70 @@ pub fn peak_rss_kib() -> u64 {
     usage.ru_maxrss.max(0) as u64
 }
 
+// Placing a deadline thread: here rather than in `deadline`, which `sched` builds on.
+
+/// The `cgroup.threads` file each measured CPU's deadline thread joins before it is
+/// pinned, where a cgroup v2 partition is the CPU's root domain: the partition's CPUs
+/// leave every other cgroup, so a thread must be inside it to be pinned there. Set for a
+/// run by the root domain's guard and cleared by it; empty otherwise (cgroup v1's
+/// exclusive cpusets need no thread inside them).
+static JOIN: Mutex<Vec<(usize, PathBuf)>> = Mutex::new(Vec::new());
+
+/// Sets the groups deadline threads join, by CPU (empty: none).
+pub fn join_before_pin(groups: Vec<(usize, PathBuf)>) {
+    *JOIN.lock().unwrap_or_else(|p| p.into_inner()) = groups;
+}
+
+/// Places the calling thread as a deadline thread is placed before it becomes one: in
+/// its CPU's group, if it has one, then pinned to the CPU.
+pub fn place(cpu: usize) -> Result<(), SchedError> {
+    let file = (JOIN.lock().unwrap_or_else(|p| p.into_inner()).iter())
+        .find(|(c, _)| *c == cpu)
+        .map(|(_, f)| f.clone());
+    if let Some(file) = file {
+        let tid = rustix::thread::gettid().as_raw_nonzero().get();
+        std::fs::write(&file, tid.to_string()).map_err(|e| SchedError::Deadline {
+            cpu,
+            reason: format!("cannot join {}: {e}", file.display()),
+        })?;
+    }
+    pin_to(cpu)
+}
+
+/// Why the kernel refused a deadline thread placed as a measuring thread is.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Refused {
+    /// In words a user can act on (`explain_refusal`).
+    pub why: String,
+    /// The refusal is admission control's for a pinned thread (EPERM while holding
+    /// CAP_SYS_NICE): a root domain of the CPU's own is what the thread lacks.
+    pub root_domain: bool,
+}
+
+/// Tries `d` on a short-lived thread placed on `cpu` (`place`), or left where it is.
+pub fn try_on(d: super::deadline::Deadline, cpu: Option<usize>) -> Result<(), Refused> {
+    std::thread::spawn(move || {
+        if let Some(cpu) = cpu {
+            place(cpu).map_err(|e| Refused {
+                why: e.to_string(),
+                root_domain: false,
+            })?;
+        }
+        super::deadline::set(d).map_err(|e| Refused {
+            why: super::deadline::explain_refusal(&e),
+            root_domain: e.raw_os_error() == Some(libc::EPERM)
+                && super::caps::holds(rustix::thread::CapabilitySet::SYS_NICE),
+        })
+    })
+    .join()
+    .unwrap_or_else(|_| {
+        Err(Refused {
+            why: "the trial thread panicked".into(),
+            root_domain: false,
+        })
+    })
+}
+
 /// Tries `req` on a short-lived thread, so that a refusal can be reported once, before
 /// the run, rather than by every worker after it. A deadline thread is refused for a
 /// narrow affinity, so it is tried pinned, as the measuring threads will be, on the last
@@ -475,7 +541,7 @@ pub fn preflight(req: SchedRequest) -> Result<(), String> {
 pub fn preflight_on(req: SchedRequest, cpu: Option<usize>) -> Result<(), String> {
     match req.policy {
         _ if !req.policy.is_realtime() => Ok(()),
-        Policy::Deadline(d) => super::deadline::try_on(d, cpu).map_err(|r| r.why),
+        Policy::Deadline(d) => try_on(d, cpu).map_err(|r| r.why),
         _ => std::thread::spawn(move || set_policy(req).map_err(|e| explain_refusal(&e)))
             .join()
             .unwrap_or_else(|_| Err("the preflight thread panicked".into())),

@@ -348,10 +348,13 @@ fn steps(entries: &[Entry]) -> impl Iterator<Item = &str> {
     })
 }
 
+/// The step name a deadline run's root domain is journaled under (`root_domain::STEP`).
+pub const ROOT_DOMAIN_STEP: &str = "root-domain";
+
 /// Whether every change the journal lists is a deadline run's root domain (and it lists
 /// one at least): what such a run may revert by itself when its writer is gone.
 pub fn only_root_domain(entries: &[Entry]) -> bool {
-    let step = super::root_domain::STEP;
+    let step = ROOT_DOMAIN_STEP;
     steps(entries).next().is_some() && steps(entries).all(|s| s == step)
 }
 

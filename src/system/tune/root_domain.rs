@@ -12,7 +12,7 @@
 //!
 //! On cgroup v2 each measured CPU becomes a partition (`cpuset.cpus.partition` root) in
 //! a threaded child of the root cgroup, which each measuring thread joins before it is
-//! pinned (`engine::deadline::place`): a partition's CPUs leave every other cgroup, so
+//! pinned (`engine::sched::place`): a partition's CPUs leave every other cgroup, so
 //! the rest of the host keeps off them while it lasts. A threaded child takes threads of
 //! the root cgroup's processes only, so the process must be in the root cgroup. The
 //! partition is `root`, not `isolated`: an isolated partition's CPUs go without sched
@@ -42,7 +42,7 @@ use crate::engine::errno::answer;
 use crate::system::cgroup::{Cgroups, Chain, Version};
 
 /// The journal's step name for every change a root domain makes.
-pub const STEP: &str = "root-domain";
+pub const STEP: &str = journal::ROOT_DOMAIN_STEP;
 
 /// Why no root domain can be made here, each naming what blocks it.
 #[derive(Debug, thiserror::Error)]
@@ -463,7 +463,7 @@ impl RootDomain {
             }
             join.push((*cpu, under(&self.root, &format!("{dir}/cgroup.threads"))));
         }
-        crate::engine::deadline::join_before_pin(join);
+        crate::engine::sched::join_before_pin(join);
         Ok(())
     }
 
@@ -473,7 +473,7 @@ impl RootDomain {
     }
 
     fn revert(&mut self) -> Record {
-        crate::engine::deadline::join_before_pin(Vec::new());
+        crate::engine::sched::join_before_pin(Vec::new());
         let mut left = Vec::new();
         if let Some(mut a) = self.applied.take() {
             let closed = a.restore_all();
