@@ -821,8 +821,9 @@ pub struct TuneArgs {
     #[arg(long, value_name = "DURATION", default_value = "1200ms", value_parser = parse_duration)]
     pub block: Duration,
 
-    /// Baseline/step pairs per step (5 or more can reach the 1 % level).
-    #[arg(long, value_name = "PAIRS", default_value_t = 6,
+    /// Baseline/step pairs at a step's first look (8 or more can keep a step there); a
+    /// step still undecided and leaning gets more, up to 3 times as many.
+    #[arg(long, value_name = "PAIRS", default_value_t = 8,
           value_parser = clap::value_parser!(u32).range(1..=25))]
     pub blocks: u32,
 

@@ -582,6 +582,7 @@ fn kept_entry() -> jitterscope::system::tune::record::TuneEntry {
         judgement: j,
         share_before_pct: None,
         share_after_pct: None,
+        timing: None,
     };
     let w = |path: &str, value: &str| Change::Write {
         path: path.into(),
@@ -592,6 +593,7 @@ fn kept_entry() -> jitterscope::system::tune::record::TuneEntry {
         metric: Metric::Max,
         block_ns: 1_000_000_000,
         pairs: 6,
+        max_pairs: 18,
         rest_ns: 300_000_000,
         alpha: 0.01,
         steps: vec![
