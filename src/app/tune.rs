@@ -466,11 +466,11 @@ fn plan_table(
     let looks: Vec<String> = design.looks.iter().map(|n| n.to_string()).collect();
     let mut out = format!(
         "tune plan for CPUs {} (housekeeping {}): {} steps, {runnable} apply now\n\
-         each judged on {} by the {probe} probe, in {} baseline/step pairs (each pair's \n\
-         order drawn by a coin), then up to {} pairs while still undecided and leaning \n\
-         (looks at {} pairs, the level {} % split among them: paired signed-rank test)\n\
-         of {:.0} ms blocks with {:.0} ms rest (about {:.0} s a step; each step's blocks \n\
-         are a whole number of its cause's periods, below)\n",
+         each judged on {} by the {probe} probe: {} baseline/step pairs, each pair's order\n\
+         drawn by a coin, and up to {} pairs for a step still undecided (looks at {} pairs;\n\
+         paired signed-rank test, the {} % level split among the looks)\n\
+         blocks of {:.0} ms or a whole number of the step's cause's periods (below), {:.0} ms\n\
+         rest between (about {:.0} s a step of {:.0} ms blocks at {} pairs)\n",
         cpus.measured,
         cpus.housekeeping,
         steps.len(),
@@ -481,7 +481,9 @@ fn plan_table(
         design.alpha * 100.0,
         args.block.as_secs_f64() * 1e3,
         args.rest.as_secs_f64() * 1e3,
-        per_step
+        per_step,
+        args.block.as_secs_f64() * 1e3,
+        args.blocks,
     );
     if sequential::min_pairs(design.levels[0]) > args.blocks as usize {
         out.push_str(&format!(

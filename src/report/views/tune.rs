@@ -79,6 +79,7 @@ pub fn step_rows(t: &TuneEntry) -> (Vec<String>, Vec<Vec<String>>) {
         format!("{}: baseline → step", t.metric.name()),
         "shift [interval]".into(),
         "p".into(),
+        "pairs (better)".into(),
     ];
     let rows = (t.steps.iter())
         .map(|s| match &s.judgement {
@@ -97,6 +98,7 @@ pub fn step_rows(t: &TuneEntry) -> (Vec<String>, Vec<Vec<String>>) {
                     value(j.ci_high, t.metric)
                 ),
                 format!("{:.4}", j.p),
+                pairs_cell(j),
             ],
             None => {
                 let what = match &s.step.class {
@@ -104,11 +106,22 @@ pub fn step_rows(t: &TuneEntry) -> (Vec<String>, Vec<Vec<String>>) {
                     c if c.detail().is_empty() => c.label().to_string(),
                     c => format!("{}: {}", c.label(), c.detail()),
                 };
-                vec![s.step.id.clone(), what, "—".into(), "—".into(), "—".into()]
+                let dash = || "—".to_string();
+                vec![s.step.id.clone(), what, dash(), dash(), dash(), dash()]
             }
         })
         .collect();
     (header, rows)
+}
+
+/// How many pairs a step took, and in how many its block was the better: "12 (11)"; a
+/// file from before the paired test has only its pairs.
+fn pairs_cell(j: &crate::system::tune::experiment::Judgement) -> String {
+    if j.paired {
+        format!("{} ({})", j.pairs, j.better)
+    } else {
+        j.pairs.to_string()
+    }
 }
 
 /// The staircase as a Markdown table.
@@ -128,25 +141,36 @@ pub fn staircase_markdown(t: &TuneEntry) -> String {
 /// Everything `tune` prints at the end.
 pub fn tune_text(t: &TuneEntry) -> String {
     let mut out = format!(
-        "\ntune: {} steps judged on {} ({}), {} pairs of {:.0} ms blocks, level {} %\n",
+        "\ntune: {} steps judged on {} ({}), {} pairs of {:.0} ms blocks{}, level {} %\n",
         t.steps.iter().filter(|s| s.judgement.is_some()).count(),
         t.metric.name(),
         t.probe,
         t.pairs,
         t.block_ns as f64 / 1e6,
+        if t.max_pairs > t.pairs {
+            format!(" (up to {} for a step still undecided)", t.max_pairs)
+        } else {
+            String::new()
+        },
         t.alpha * 100.0
     );
     for s in &t.steps {
         let what = match &s.judgement {
             Some(j) => format!(
-                "{}: {} → {}, shift {} [{}, {}], p {:.4}",
+                "{}: {} → {}, shift {} [{}, {}], p {:.4}, {} pairs{}",
                 j.decision.as_str(),
                 value(j.baseline_median, t.metric),
                 value(j.step_median, t.metric),
                 value(j.shift, t.metric),
                 value(j.ci_low, t.metric),
                 value(j.ci_high, t.metric),
-                j.p
+                j.p,
+                j.pairs,
+                if j.paired {
+                    format!(" ({} better)", j.better)
+                } else {
+                    String::new()
+                }
             ),
             None => s.step.class.to_string(),
         };

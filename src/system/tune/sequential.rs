@@ -68,16 +68,16 @@ impl Design {
 
     /// Whether a look that left `j` undecided is followed by another.
     pub fn extend(&self, look: usize, j: &Judgement) -> bool {
-        j.decision == Decision::Inconclusive
-            && look + 1 < self.looks.len()
-            && j.p < EXTEND_BELOW
+        j.decision == Decision::Inconclusive && look + 1 < self.looks.len() && j.p < EXTEND_BELOW
     }
 }
 
 /// The smallest number of pairs with which a step better in every pair can be kept at
 /// one-sided level `level`: 2^-n ≤ level.
 pub fn min_pairs(level: f64) -> usize {
-    (1..=64).find(|&n| 0.5f64.powi(n as i32) <= level).unwrap_or(64)
+    (1..=64)
+        .find(|&n| 0.5f64.powi(n as i32) <= level)
+        .unwrap_or(64)
 }
 
 /// The order of one pair's blocks: a fair coin, SplitMix64 from a seed.
@@ -315,7 +315,11 @@ mod tests {
             self.walk += (self.unit() - 0.5) * 4e6;
             let sine = 10e6 * (self.t * std::f64::consts::TAU / 40.0).sin();
             // One block in ten holds a spike of up to 60 ms/s.
-            let spike = if self.unit() < 0.1 { self.unit() * 60e6 } else { 0.0 };
+            let spike = if self.unit() < 0.1 {
+                self.unit() * 60e6
+            } else {
+                0.0
+            };
             let noise = (self.unit() - 0.5) * 8e6;
             (15e6 + sine + self.walk.abs() + spike + noise).max(0.0)
         }

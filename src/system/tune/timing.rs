@@ -138,11 +138,11 @@ pub fn cause_period(id: &str, seen: &str, root: &Path, cpu: usize) -> (Duration,
     match crate::system::kernel::KernelConfig::read(root).hz() {
         Some(hz) if hz > 0 => (
             Duration::from_nanos(1_000_000_000 / u64::from(hz)),
-            format!("the tick (CONFIG_HZ={hz})"),
+            format!("the tick at CONFIG_HZ={hz}"),
         ),
         _ => (
             Duration::from_millis(4),
-            "the tick (CONFIG_HZ unknown: 250 assumed)".into(),
+            "the tick at CONFIG_HZ 250 (assumed: no config)".into(),
         ),
     }
 }
@@ -176,13 +176,19 @@ mod tests {
         let cap = Some(2000 * MS);
         // The default 1.2 s block: one period of 1 s, after 1 s of lead-in, 2 s in all.
         let t = align(1200 * MS, 1000 * MS, "sched_rt_period_us", 100 * MS, cap);
-        assert_eq!((t.block_ns, t.lead_in_ns, t.periods), (1_000_000_000, 1_000_000_000, 1));
+        assert_eq!(
+            (t.block_ns, t.lead_in_ns, t.periods),
+            (1_000_000_000, 1_000_000_000, 1)
+        );
         // A 2 s block asked for: still one, since two would not fit the cap with the lead-in.
         let t = align(2000 * MS, 1000 * MS, "sched_rt_period_us", 100 * MS, cap);
         assert_eq!(t.periods, 1);
         // Half a second's period: two periods nearest 1.2 s... 1000 ms, lead-in 500 ms.
         let t = align(1200 * MS, 500 * MS, "sched_rt_period_us", 100 * MS, cap);
-        assert_eq!((t.block_ns, t.lead_in_ns, t.periods), (1_000_000_000, 500_000_000, 2));
+        assert_eq!(
+            (t.block_ns, t.lead_in_ns, t.periods),
+            (1_000_000_000, 500_000_000, 2)
+        );
         assert!(t.block_ns + t.lead_in_ns <= 2_000_000_000);
         // A period longer than half the cap: not aligned, the block cut to fit.
         let t = align(1200 * MS, 1500 * MS, "sched_rt_period_us", 100 * MS, cap);
@@ -194,10 +200,16 @@ mod tests {
     #[test]
     fn a_tick_leaves_the_default_block_and_warmup_alone() {
         let t = align(1200 * MS, 4 * MS, "the tick", 100 * MS, Some(2000 * MS));
-        assert_eq!((t.block_ns, t.lead_in_ns, t.periods), (1_200_000_000, 100_000_000, 300));
+        assert_eq!(
+            (t.block_ns, t.lead_in_ns, t.periods),
+            (1_200_000_000, 100_000_000, 300)
+        );
         // SCHED_OTHER has no cap: a CFS period of 150 ms gives 8 of them.
         let t = align(1200 * MS, 150 * MS, "cfs", 100 * MS, None);
-        assert_eq!((t.block_ns, t.lead_in_ns, t.periods), (1_200_000_000, 150_000_000, 8));
+        assert_eq!(
+            (t.block_ns, t.lead_in_ns, t.periods),
+            (1_200_000_000, 150_000_000, 8)
+        );
     }
 
     /// Why a whole number of periods: a window of 50 ms every 1 s, at any phase, costs a
@@ -224,10 +236,16 @@ mod tests {
         std::fs::create_dir_all(&sys).unwrap();
         std::fs::write(sys.join("sched_rt_period_us"), "1000000\n").unwrap();
         let (p, src) = cause_period("rt-throttling-on", "", root, 1);
-        assert_eq!((p, src.as_str()), (Duration::from_secs(1), "sched_rt_period_us"));
+        assert_eq!(
+            (p, src.as_str()),
+            (Duration::from_secs(1), "sched_rt_period_us")
+        );
         let (p, _) = cause_period("cfs-quota", "cpu.max 30000 150000 on /x", root, 1);
         assert_eq!(p, 150 * MS);
-        assert_eq!(cfs_period_us("cpu.cfs_quota_us 30000, cpu.cfs_period_us 200000"), Some(200_000));
+        assert_eq!(
+            cfs_period_us("cpu.cfs_quota_us 30000, cpu.cfs_period_us 200000"),
+            Some(200_000)
+        );
         let (p, src) = cause_period("timer-migration-on", "", root, 1);
         assert_eq!(p, 4 * MS);
         assert!(src.starts_with("the tick"), "{src}");
