@@ -831,9 +831,11 @@ pub struct TuneArgs {
     #[arg(long, value_name = "DURATION", default_value = "300ms", value_parser = parse_duration)]
     pub rest: Duration,
 
-    /// What each step is judged on: lost (time per second), p99, p99.9 or max (per block).
-    #[arg(long, value_enum, default_value = "lost")]
-    pub metric: TuneMetric,
+    /// What each step is judged on: lost (time per second), p99, p99.9 or max (per block)
+    /// [default: per step, what its cause moves: the per-block max for RT throttling and
+    /// the fair server, whose window is one long gap; lost time per second for the rest]
+    #[arg(long, value_enum)]
+    pub metric: Option<TuneMetric>,
 
     /// The measuring threads' priority (SCHED_FIFO unless --policy says otherwise).
     #[arg(short = 'p', long, value_name = "PRIO", value_parser = clap::value_parser!(u8).range(1..=99))]

@@ -583,6 +583,7 @@ fn kept_entry() -> jitterscope::system::tune::record::TuneEntry {
         share_before_pct: None,
         share_after_pct: None,
         timing: None,
+        metric: None,
     };
     let w = |path: &str, value: &str| Change::Write {
         path: path.into(),

@@ -84,7 +84,9 @@ pub fn run(args: &TuneArgs, argv: &[String], stop: &AtomicBool) -> anyhow::Resul
             args.block
         );
     }
-    let metric = metric_of(args.metric);
+    let chosen = args.metric.map(metric_of);
+    // The run's metric, which each step's own default may replace (`step_metric`).
+    let metric = chosen.unwrap_or(Metric::Lost);
     let probe = probe_of(args.probe, args.block, metric)?;
     if args.trace && args.probe != TuneProbe::Noise {
         bail!("--trace attributes noise gaps: use it with --probe noise");
@@ -122,7 +124,7 @@ pub fn run(args: &TuneArgs, argv: &[String], stop: &AtomicBool) -> anyhow::Resul
                 .then(|| step_timing(s, &root, &cpus, args.block, probe.warmup(), cap))
         })
         .collect();
-    let plan_text = plan_table(&steps, &timings, &cpus, args, &design, metric, probe.name());
+    let plan_text = plan_table(&steps, &timings, &cpus, args, &design, chosen, probe.name());
     if !quiet || args.dry_run {
         let _ = out.lock().write_all(plan_text.as_bytes());
     }
@@ -172,6 +174,7 @@ pub fn run(args: &TuneArgs, argv: &[String], stop: &AtomicBool) -> anyhow::Resul
         probe,
         trace: args.trace,
         metric,
+        chosen,
         pairs: args.blocks,
         design,
         cap,
@@ -306,6 +309,19 @@ fn probe_of(p: TuneProbe, block: Duration, metric: Metric) -> anyhow::Result<Blo
             }
             Ok(BlockProbe::Timer(cfg))
         }
+    }
+}
+
+/// What a step is judged on: `--metric`, else what its cause moves. RT throttling's and
+/// the fair server's window is one gap of period − runtime (50 ms of 1 s): it sets the
+/// block's largest gap, while in the lost time per second a crowded host's other losses
+/// (its IRQs, the fair server lending waiting tasks time) blur it.
+fn step_metric(chosen: Option<Metric>, step: &Step) -> Metric {
+    let windowed = [FindingId::RtThrottlingOn, FindingId::FairServerOn];
+    match chosen {
+        Some(m) => m,
+        None if windowed.iter().any(|id| *id == step.id.as_str()) => Metric::Max,
+        None => Metric::Lost,
     }
 }
 
@@ -458,9 +474,13 @@ fn plan_table(
     cpus: &CpuPlan,
     args: &TuneArgs,
     design: &Design,
-    metric: Metric,
+    chosen: Option<Metric>,
     probe: &str,
 ) -> String {
+    let judged_on = match chosen {
+        Some(m) => m.name().to_string(),
+        None => "what its cause moves (below)".to_string(),
+    };
     let runnable = steps.iter().filter(|s| s.class == Class::Applies).count();
     let per_step = (args.block + args.rest).as_secs_f64() * 2.0 * args.blocks as f64;
     let looks: Vec<String> = design.looks.iter().map(|n| n.to_string()).collect();
@@ -474,7 +494,7 @@ fn plan_table(
         cpus.measured,
         cpus.housekeeping,
         steps.len(),
-        metric.name(),
+        judged_on,
         args.blocks,
         design.max_pairs(),
         looks.join(", "),
@@ -516,6 +536,10 @@ fn plan_table(
         }
         if let Some(Some(t)) = timings.get(i) {
             out.push_str(&format!("       {}\n", fit(&t.describe(), 92)));
+            if chosen.is_none() {
+                let m = step_metric(chosen, s).name();
+                out.push_str(&format!("       judged on {m}\n"));
+            }
         }
         if s.class == Class::Applies || s.class == Class::AlreadyDone {
             let n = s.changes.len();
@@ -548,6 +572,8 @@ struct TuneCommand {
     /// Trace the noise blocks: order the steps by cause share, and show it per step.
     trace: bool,
     metric: Metric,
+    /// `--metric`, if given; else each step's own (`step_metric`).
+    chosen: Option<Metric>,
     /// Pairs at the first look; the design's looks and levels after it.
     pairs: u32,
     design: Design,
@@ -716,7 +742,7 @@ impl TuneCommand {
             let cpus = ctx.cpus.measured.len().max(1) as u64;
             progress.measured += Duration::from_nanos(b.runtime_ns / cpus);
             progress.last = Some(outcome);
-            let v = self.metric.of(&b);
+            let v = trial.run.metric.unwrap_or(self.metric).of(&b);
             if on {
                 values.1 = v;
             } else {
@@ -806,6 +832,7 @@ impl Measure for TuneCommand {
             let mut trial = Trial {
                 run: StepRun {
                     timing: Some(timing.clone()),
+                    metric: Some(step_metric(self.chosen, &step)),
                     ..StepRun::unmeasured(step.clone())
                 },
                 timing,
@@ -836,7 +863,7 @@ impl Measure for TuneCommand {
                     }
                 }
                 run.judgement = Some(j);
-                eprintln!("{}", step_line(&run, self.metric));
+                eprintln!("{}", step_line(&run, run.metric.unwrap_or(self.metric)));
             }
             runs.push(run);
         }

@@ -4,7 +4,7 @@
 
 use crate::report::terminal::table::cut;
 use crate::system::tune::Class;
-use crate::system::tune::record::{Figure, Metric, Stair, TuneEntry};
+use crate::system::tune::record::{Figure, Metric, Stair, StepRun, TuneEntry};
 
 /// A value of `metric` with its unit: ns/s as µs/s or ms/s, ns as µs or ms.
 pub fn value(x: f64, metric: Metric) -> String {
@@ -87,15 +87,16 @@ pub fn step_rows(t: &TuneEntry) -> (Vec<String>, Vec<Vec<String>>) {
                 s.step.id.clone(),
                 j.decision.as_str().into(),
                 format!(
-                    "{} → {}",
-                    value(j.baseline_median, t.metric),
-                    value(j.step_median, t.metric)
+                    "{}{} → {}",
+                    own_metric(t, s),
+                    value(j.baseline_median, metric_of(t, s)),
+                    value(j.step_median, metric_of(t, s))
                 ),
                 format!(
                     "{} [{}, {}]",
-                    value(j.shift, t.metric),
-                    value(j.ci_low, t.metric),
-                    value(j.ci_high, t.metric)
+                    value(j.shift, metric_of(t, s)),
+                    value(j.ci_low, metric_of(t, s)),
+                    value(j.ci_high, metric_of(t, s))
                 ),
                 format!("{:.4}", j.p),
                 pairs_cell(j),
@@ -112,6 +113,19 @@ pub fn step_rows(t: &TuneEntry) -> (Vec<String>, Vec<Vec<String>>) {
         })
         .collect();
     (header, rows)
+}
+
+/// The metric `s` was judged on: its own, else the run's.
+fn metric_of(t: &TuneEntry, s: &StepRun) -> Metric {
+    s.metric.unwrap_or(t.metric)
+}
+
+/// "per-block max: " where a step was judged on another metric than the run's.
+fn own_metric(t: &TuneEntry, s: &StepRun) -> String {
+    match s.metric {
+        Some(m) if m != t.metric => format!("{}: ", m.name()),
+        _ => String::new(),
+    }
 }
 
 /// How many pairs a step took, and in how many its block was the better: "12 (11)"; a
@@ -157,13 +171,14 @@ pub fn tune_text(t: &TuneEntry) -> String {
     for s in &t.steps {
         let what = match &s.judgement {
             Some(j) => format!(
-                "{}: {} → {}, shift {} [{}, {}], p {:.4}, {} pairs{}",
+                "{}: {}{} → {}, shift {} [{}, {}], p {:.4}, {} pairs{}",
                 j.decision.as_str(),
-                value(j.baseline_median, t.metric),
-                value(j.step_median, t.metric),
-                value(j.shift, t.metric),
-                value(j.ci_low, t.metric),
-                value(j.ci_high, t.metric),
+                own_metric(t, s),
+                value(j.baseline_median, metric_of(t, s)),
+                value(j.step_median, metric_of(t, s)),
+                value(j.shift, metric_of(t, s)),
+                value(j.ci_low, metric_of(t, s)),
+                value(j.ci_high, metric_of(t, s)),
                 j.p,
                 j.pairs,
                 if j.paired {

@@ -310,6 +310,7 @@ mod tests {
             share_before_pct: None,
             share_after_pct: None,
             timing: None,
+            metric: None,
         }
     }
 

@@ -101,6 +101,9 @@ pub struct StepRun {
     /// older files and for a step not measured).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub timing: Option<Timing>,
+    /// What this step was judged on, where a step has its own (else the entry's).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub metric: Option<Metric>,
 }
 
 impl StepRun {
@@ -114,6 +117,7 @@ impl StepRun {
             share_before_pct: None,
             share_after_pct: None,
             timing: None,
+            metric: None,
         }
     }
 }
