@@ -8,7 +8,7 @@
 //! argument); pairing takes the host's swing out of the differences.
 //!
 //! A step still undecided gets more pairs: looks after `first` pairs, then every
-//! `first / 2` more, up to `max`. Each look is held to its share of the level (the first
+//! `first` more, up to `max` (few looks, so that each keeps a good share of the level). Each look is held to its share of the level (the first
 //! half of it, the later ones the other half evenly), so the chance that any look keeps a
 //! step without effect is at most their sum, the level (Bonferroni; stopping early only
 //! removes chances). Keep and revert are each one-sided at the level: a revert undoes the
@@ -36,10 +36,10 @@ pub struct Design {
 }
 
 impl Design {
-    /// Looks at `first`, then every `first / 2` (at least 1) more pairs up to `max`.
+    /// Looks at `first`, then every `first` more pairs up to `max`.
     pub fn new(first: usize, max: usize, alpha: f64) -> Design {
         let first = first.max(1);
-        let every = (first / 2).max(1);
+        let every = first;
         let mut looks = vec![first];
         while looks[looks.len() - 1] + every <= max {
             looks.push(looks[looks.len() - 1] + every);
@@ -283,7 +283,8 @@ mod tests {
     #[test]
     fn the_looks_and_their_levels() {
         let d = Design::of(8, ALPHA);
-        assert_eq!(d.looks, vec![8, 12, 16, 20, 24]);
+        assert_eq!(d.looks, vec![8, 16, 24]);
+        assert_eq!(d.levels, vec![0.005, 0.0025, 0.0025]);
         assert!((d.levels.iter().sum::<f64>() - ALPHA).abs() < 1e-15);
         assert_eq!(d.levels[0], 0.005);
         // Eight pairs all better pass the first look's level.
