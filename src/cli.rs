@@ -100,8 +100,9 @@ pub enum Command {
     /// OpenMetrics on --listen, with an HdrHistogram interval log; runs until SIGTERM.
     Monitor(MonitorArgs),
     /// Did the change help? Applies the audit's run-time fixes one at a time, judges each
-    /// in interleaved baseline/step blocks (Mann–Whitney, Hodges–Lehmann shift), keeps or
-    /// reverts it, and restores everything at the end (root only).
+    /// in pairs of baseline/step blocks (paired signed-rank test, more pairs while
+    /// undecided, Hodges–Lehmann shift), keeps or reverts it, and restores everything at
+    /// the end (root only).
     Tune(TuneArgs),
     /// Why were my application's threads late? Traces every CPU and follows the threads of
     /// a process (--pid), given threads (--tid) or every task of a name (--comm): each

@@ -489,14 +489,7 @@ fn issue23_turning_rt_throttling_off_is_kept() {
             }
             over
         });
-        let r = util::json_result(&[
-            "tune",
-            "-a",
-            "1",
-            "--step",
-            "rt-throttling-on",
-            "--yes",
-        ]);
+        let r = util::json_result(&["tune", "-a", "1", "--step", "rt-throttling-on", "--yes"]);
         done.store(true, std::sync::atomic::Ordering::Relaxed);
         let (over, all) = sampler.join().unwrap();
         (r, over as f64 / all.max(1) as f64)

@@ -824,7 +824,7 @@ impl Measure for TuneCommand {
             let timing = step_timing(
                 &step,
                 &self.root,
-                &ctx.cpus,
+                ctx.cpus,
                 self.block,
                 self.probe.warmup(),
                 self.cap,

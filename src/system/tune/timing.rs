@@ -114,12 +114,12 @@ pub fn cause_period(id: &str, seen: &str, root: &Path, cpu: usize) -> (Duration,
             .parse()
             .ok()
     };
-    if id == FindingId::RtThrottlingOn.to_string()
+    if FindingId::RtThrottlingOn == id
         && let Some(us) = read("/proc/sys/kernel/sched_rt_period_us").filter(|us| *us > 0)
     {
         return (Duration::from_micros(us), "sched_rt_period_us".into());
     }
-    if id == FindingId::FairServerOn.to_string() {
+    if FindingId::FairServerOn == id {
         let path = format!("/sys/kernel/debug/sched/fair_server/cpu{cpu}/period");
         let ns = read(&path).filter(|ns| *ns > 0);
         return match ns {
@@ -130,7 +130,7 @@ pub fn cause_period(id: &str, seen: &str, root: &Path, cpu: usize) -> (Duration,
             ),
         };
     }
-    if id == FindingId::CfsQuota.to_string()
+    if FindingId::CfsQuota == id
         && let Some(us) = cfs_period_us(seen)
     {
         return (Duration::from_micros(us), "the CFS quota's period".into());
