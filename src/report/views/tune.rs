@@ -155,37 +155,39 @@ pub fn staircase_markdown(t: &TuneEntry) -> String {
 /// Everything `tune` prints at the end.
 pub fn tune_text(t: &TuneEntry) -> String {
     let mut out = format!(
-        "\ntune: {} steps judged on {} ({}), {} pairs of {:.0} ms blocks{}, level {} %\n",
+        "\ntune: {} steps judged on {} unless a step says its own ({}), level {} %\n\
+         {} pairs of {:.0} ms blocks (or whole periods of the step's cause) at the first look{}\n",
         t.steps.iter().filter(|s| s.judgement.is_some()).count(),
         t.metric.name(),
         t.probe,
+        t.alpha * 100.0,
         t.pairs,
         t.block_ns as f64 / 1e6,
         if t.max_pairs > t.pairs {
-            format!(" (up to {} for a step still undecided)", t.max_pairs)
+            format!(", up to {}", t.max_pairs)
         } else {
             String::new()
         },
-        t.alpha * 100.0
     );
     for s in &t.steps {
+        // The pairs first: a long line is cut at 100 columns, and how many pairs a step
+        // took is part of its decision.
         let what = match &s.judgement {
             Some(j) => format!(
-                "{}: {}{} → {}, shift {} [{}, {}], p {:.4}, {} pairs{}",
+                "{} ({}): {}{} → {}, p {:.4}, shift {} [{}, {}]",
                 j.decision.as_str(),
+                if j.paired {
+                    format!("{} pairs, {} better", j.pairs, j.better)
+                } else {
+                    format!("{} pairs", j.pairs)
+                },
                 own_metric(t, s),
                 value(j.baseline_median, metric_of(t, s)),
                 value(j.step_median, metric_of(t, s)),
+                j.p,
                 value(j.shift, metric_of(t, s)),
                 value(j.ci_low, metric_of(t, s)),
                 value(j.ci_high, metric_of(t, s)),
-                j.p,
-                j.pairs,
-                if j.paired {
-                    format!(" ({} better)", j.better)
-                } else {
-                    String::new()
-                }
             ),
             None => s.step.class.to_string(),
         };
