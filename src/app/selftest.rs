@@ -133,10 +133,13 @@ pub struct HoldMissed {
 
 /// The verdict of a hold set aside because the kernel recorded no switch in it.
 pub const UNRECORDED_VERDICT: &str = crate::trace::attribute::UNRECORDED;
-/// The verdict of a hold set aside because the hypervisor took part of it: the trace
-/// shows the holder running throughout, nothing else, but the kernel counted it less CPU
-/// time (a guest's steal time is left out of a task's).
-pub const STOLEN_VERDICT: &str = "stolen by the hypervisor";
+/// The verdict of a hold set aside because the hypervisor's steal time moved its CPU
+/// time: the trace shows the holder alone through the hold, given its length on the
+/// clock, but the kernel counted it other CPU time. A guest leaves the time the host took
+/// the vCPU out of the task's CPU time, as it reads it from the host, which can be late:
+/// then another slice pays (on the AMD guest beside stress-ng, 1 435 and 2 176 µs of CPU
+/// time for holds of 2 000 µs, both switches in a second reader's record).
+pub const STOLEN_VERDICT: &str = "steal time (the hypervisor's)";
 /// The verdict of a hold set aside as past a gap's parts placed in time.
 const UNPLACED_VERDICT: &str = "unplaced";
 /// The verdict of a hold set aside because most of it no event covered.
@@ -635,9 +638,8 @@ pub struct HoldsNamed {
     /// for it (`UNRECORDED`) makes up its CPU time. Set aside as `unseen` is.
     pub unrecorded: usize,
     /// Holds set aside, not counted in `holds`: the trace gave the holder the hold whole
-    /// and no other task any of it, but its CPU time fell short: the hypervisor took the
-    /// vCPU mid-hold (issue 50: 217 µs of a 2 ms hold with both switches in a second
-    /// reader's record). Set aside as `unseen` is.
+    /// and no other task any of it, but its CPU time differs: the guest's steal time
+    /// moved it (`STOLEN_VERDICT`). Set aside as `unseen` is.
     pub stolen: usize,
     /// The holds not attributed whole (misses and those set aside but the unplaced).
     pub missed: Vec<HoldMissed>,
@@ -723,12 +725,12 @@ pub fn judge_holds(
         let unrecorded_explains = seen.unrecorded_ns > 0
             && seen.excess_ns() <= above
             && short <= seen.unrecorded_ns as i64;
-        // The holder alone over the stretch, given no more than the hold's length on the
-        // clock, yet more than its CPU time: what it was not given, the host took.
+        // The holder alone over the stretch, given the hold's length on the clock, yet
+        // not its CPU time: the steal the guest accounts moved that, not attribution.
         let over_wall = seen.got_ns as i64 - seen.wall_ns as i64;
         let stolen_explains = seen.cause.starts_with(&prefix)
-            && seen.excess_ns() > above
-            && over_wall <= above
+            && !within
+            && (-tol..=above).contains(&over_wall)
             && seen.others_ns as i64 <= tol
             && seen.unaccounted_ns as i64 <= tol;
         let verdict = match seen.cause.starts_with(&prefix) && within {
@@ -988,8 +990,8 @@ fn tracing_check(p: &Place, len: Lengths, stop: &AtomicBool, fault: Option<&str>
     }
     if j.stolen > 0 {
         figures.push_str(&format!(
-            "; {} holds set aside: {}: the trace had the holder run the hold whole, the \
-             kernel counted it less CPU time (steal)",
+            "; {} holds set aside: {}: the trace had the holder alone run the hold whole, \
+             the kernel counted it other CPU time",
             j.stolen, STOLEN_VERDICT
         ));
     }
@@ -1599,30 +1601,42 @@ mod tests {
                 part(CauseKind::Task, h, 1_200_000, 848_000),
             ],
         );
-        let gaps = [split, alone, beside];
-        let j = judge_holds(&[one[0], stolen, shared], &gaps, "js-holder", scale, 0);
+        // Steal charged late: 2 176 µs of CPU time for the same slice of a 2 ms hold.
+        let mut charged = hold(40_000_000, 42_000_000);
+        charged.ran_ns = 2_176_400;
+        let later = breakdown(
+            39_981_000,
+            2_050_000,
+            vec![part(CauseKind::Task, h, 0, 2_047_300)],
+        );
+        let gaps = [split, alone, beside, later];
+        let holds = [one[0], stolen, shared, charged];
+        let j = judge_holds(&holds, &gaps, "js-holder", scale, 0);
         assert_eq!(
             (j.unrecorded, j.stolen, j.holds),
-            (1, 1, 1),
+            (1, 2, 1),
             "{:?}",
             j.misses
         );
         assert_eq!(j.misses, vec![(h.to_string(), 1_848_000, 1_500_000)]);
         let by = by_verdict(&j.missed);
-        let want: BTreeMap<String, usize> = [UNRECORDED_VERDICT, STOLEN_VERDICT, WRONG_VERDICT]
-            .into_iter()
-            .map(|v| (v.to_string(), 1))
-            .collect();
+        let want: BTreeMap<String, usize> = [
+            (UNRECORDED_VERDICT, 1),
+            (STOLEN_VERDICT, 2),
+            (WRONG_VERDICT, 1),
+        ]
+        .into_iter()
+        .map(|(v, n)| (v.to_string(), n))
+        .collect();
         assert_eq!(by, want);
         let ticks: Vec<(u64, u64)> = j.missed.iter().map(|m| (m.start_tsc, m.end_tsc)).collect();
-        assert_eq!(
-            ticks,
-            [
-                (10_000_000, 12_000_000),
-                (20_000_000, 22_001_000),
-                (30_000_000, 32_001_000)
-            ]
-        );
+        let want = [
+            (10_000_000, 12_000_000),
+            (20_000_000, 22_001_000),
+            (30_000_000, 32_001_000),
+            (40_000_000, 42_000_000),
+        ];
+        assert_eq!(ticks, want);
         assert!(!by.contains_key(UNACCOUNTED_VERDICT));
     }
 
