@@ -1,0 +1,1 @@
+//! The osnoise tracer: its output parsed, its runs for `noise`.
