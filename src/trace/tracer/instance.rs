@@ -263,6 +263,11 @@ impl TracerInstance {
         self.dir.join("trace")
     }
 
+    /// Events the kernel overwrote or dropped on `cpu` so far.
+    pub fn lost(&self, cpu: usize) -> u64 {
+        session::lost_in(&self.dir, cpu)
+    }
+
     /// A tracer file's path: `osnoise/cpus` and the like are below the tracefs root.
     pub fn global_file(&self, file: &str) -> PathBuf {
         self.root.join(file)

@@ -210,7 +210,7 @@ pub fn parse_line(line: &str) -> Option<Line> {
 
 /// The `[NNN]` CPU field and what follows it. The task name before it may hold
 /// anything, so the first bracketed number followed by a space is the CPU.
-fn cpu_field(line: &str) -> Option<(usize, &str)> {
+pub(crate) fn cpu_field(line: &str) -> Option<(usize, &str)> {
     let mut from = 0;
     while let Some(i) = line[from..].find('[') {
         let open = from + i;
