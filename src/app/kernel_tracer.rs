@@ -102,6 +102,6 @@ fn say_restore(ctx: &mut Ctx<'_>, tracer: &str, s: &Stopped) {
 /// A global tracer file's value, trimmed; `None` when unreadable.
 pub fn read_global(file: &str) -> Option<String> {
     let root = crate::trace::tracefs_root()?;
-    let text = std::fs::read_to_string(root.join(file)).ok()?;
+    let text = crate::system::tune::apply::read_text(&root.join(file)).ok()?;
     Some(crate::system::tune::normalize(&text))
 }
