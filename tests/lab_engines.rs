@@ -27,11 +27,14 @@ const STATE: &str = r#"state() {
 }
 "#;
 
-/// A run stopped by `signal` two seconds in, the state read just before.
+/// A run stopped by `signal` half a second after its instance appeared (a debug build
+/// under TCG takes seconds to get there), the state read just before.
 fn signalled(signal: &str, file: &str) -> String {
     format!(
-        "jitterscope noise --engine osnoise -a 1 -D 6s -o {file} & P=$!\n\
-         sleep 2; echo '--- during'; state; kill -{signal} $P; wait $P; echo \"rc $?\"\n\
+        "jitterscope noise --engine osnoise -a 1 -D 6s -T 5us -o {file} & P=$!\n\
+         n=0; until ls /sys/kernel/tracing/instances | grep -q jitterscope || [ $n -gt 300 ]; \
+         do usleep 100000; n=$((n+1)); done; usleep 500000\n\
+         echo '--- during'; state; kill -{signal} $P; wait $P; echo \"rc $?\"\n\
          echo '--- after'; state"
     )
 }
@@ -71,7 +74,7 @@ fn guest(test: &str) -> Option<Arc<Guest>> {
             lab::part("sigkill", &signalled("KILL", "killed.json")),
             lab::part(
                 "next-run",
-                "jitterscope noise --engine osnoise -a 1 -D 1s -o next.json; state",
+                "jitterscope noise --engine osnoise -a 1 -D 1s -T 5us -o next.json; state",
             ),
             lab::part("sigkill-again", &signalled("KILL", "killed2.json")),
             lab::part("restore", "jitterscope tune --restore; state"),

@@ -257,10 +257,13 @@ impl Measure for NoiseCommand {
         }
         let osnoise = osnoise_text(r);
         if !has::<crate::probes::noise::NoiseEntry>(r) {
+            let rt = r.host.preempt_rt().map(|f| format!(", PREEMPT_RT ({f})"));
             return format!(
                 "noise: CPUs {cpus} for {secs:.3} s{}, engine osnoise (the kernel's \
-                 tracer, its own kernel threads measuring)\n{osnoise}",
+                 tracer, its own kernel threads measuring)\nkernel: {}{}\n\n{osnoise}",
                 interrupted_mark(r),
+                r.host.kernel_release,
+                rt.unwrap_or_default(),
             );
         }
         let engine = match (has::<OsnoiseEntry>(r), fell_back(r)) {

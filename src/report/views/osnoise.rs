@@ -50,9 +50,11 @@ pub fn osnoise_text(r: &ResultFile) -> String {
     out.push_str(&summary_table(&entries).to_string());
     out.push('\n');
     out.push_str(&kinds_table(&entries).to_string());
+    out.push('\n');
     for e in entries.iter().filter(|e| e.lost_events > 0) {
         out.push_str(&format!(
-            "CPU {}: {} events lost by the kernel: the event durations miss them\n",
+            "CPU {}: {} events lost by the kernel (its buffer overflowed): the figures miss \
+             them; a higher -T gives fewer\n",
             e.cpu, e.lost_events
         ));
     }

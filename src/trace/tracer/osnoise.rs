@@ -368,6 +368,9 @@ impl CpuTally {
         i.events += 1;
         i.total_ns += e.duration_ns;
         i.max_ns = i.max_ns.max(e.duration_ns);
+        if e.name.trim().is_empty() {
+            return; // NMIs and HW noise name no source
+        }
         let name = (e.name.split_whitespace().collect::<Vec<_>>()).join(" ");
         let s = self.sources.entry((kind, name)).or_default();
         s.0 += 1;
