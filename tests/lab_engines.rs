@@ -86,7 +86,7 @@ fn guest(test: &str) -> Option<Arc<Guest>> {
 /// The `file=value` lines of a state dump.
 fn state(text: &str) -> Vec<String> {
     (text.lines())
-        .filter(|l| l.contains('=') && !l.starts_with("jitterscope"))
+        .filter(|l| l.split_once('=').is_some_and(|(k, _)| !k.is_empty() && !k.contains(' ')))
         .map(str::to_string)
         .collect()
 }
