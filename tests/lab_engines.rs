@@ -86,7 +86,10 @@ fn guest(test: &str) -> Option<Arc<Guest>> {
 /// The `file=value` lines of a state dump.
 fn state(text: &str) -> Vec<String> {
     (text.lines())
-        .filter(|l| l.split_once('=').is_some_and(|(k, _)| !k.is_empty() && !k.contains(' ')))
+        .filter(|l| {
+            l.split_once('=')
+                .is_some_and(|(k, _)| !k.is_empty() && !k.contains(' '))
+        })
         .map(str::to_string)
         .collect()
 }
