@@ -38,6 +38,7 @@ mod matrix;
 mod memory;
 mod monitor;
 mod nonroot;
+mod osnoise_views;
 mod package;
 mod pingpong;
 mod plots;
