@@ -42,11 +42,7 @@ pub fn osnoise_text(r: &ResultFile) -> String {
     let Some(first) = entries.first() else {
         return String::new();
     };
-    let c = &first.config;
-    let mut out = format!(
-        "osnoise (the kernel's tracer): period {} µs, runtime {} µs, threshold {} µs\n",
-        c.period_us, c.runtime_us, c.threshold_us
-    );
+    let mut out = format!("{}\n", settings_line(first));
     out.push_str(&summary_table(&entries).to_string());
     out.push('\n');
     out.push_str(&kinds_table(&entries).to_string());
@@ -65,53 +61,57 @@ fn us(ns: u64) -> String {
     format!("{:.2}", ns as f64 / 1e3)
 }
 
-/// rtla osnoise top's columns, in µs.
-fn summary_table(entries: &[&OsnoiseEntry]) -> Tab {
-    let mut t = Tab::new(&[
-        core("CPU"),
-        core("periods"),
-        core("runtime (s)"),
-        core("noise (µs)"),
-        core("available (%)"),
-        wide("max noise (µs)"),
-        core("max single (µs)"),
-        core("HW"),
-        core("NMI"),
-        core("IRQ"),
-        core("softirq"),
-        core("thread"),
-    ]);
-    for e in entries {
-        let i = &e.interference;
-        t.row(vec![
-            e.cpu.to_string(),
-            e.periods.to_string(),
-            format!("{:.3}", e.runtime_ns as f64 / 1e9),
-            us(e.noise_ns),
-            format!("{:.5}", e.available_pct),
-            us(e.max_period_noise_ns),
-            us(e.max_single_ns),
-            i.hw.count.to_string(),
-            i.nmi.count.to_string(),
-            i.irq.count.to_string(),
-            i.softirq.count.to_string(),
-            i.thread.count.to_string(),
-        ]);
-    }
-    t
+/// rtla osnoise top's columns, in µs: the headers (a `*` marks a wide-only one) and a
+/// row per CPU, for the terminal and the page.
+pub fn summary_rows(entries: &[&OsnoiseEntry]) -> (Vec<&'static str>, Vec<Vec<String>>) {
+    let headers = vec![
+        "CPU",
+        "periods",
+        "runtime (s)",
+        "noise (µs)",
+        "available (%)",
+        "*max noise (µs)",
+        "max single (µs)",
+        "HW",
+        "NMI",
+        "IRQ",
+        "softirq",
+        "thread",
+    ];
+    let rows = (entries.iter())
+        .map(|e| {
+            let i = &e.interference;
+            vec![
+                e.cpu.to_string(),
+                e.periods.to_string(),
+                format!("{:.3}", e.runtime_ns as f64 / 1e9),
+                us(e.noise_ns),
+                format!("{:.5}", e.available_pct),
+                us(e.max_period_noise_ns),
+                us(e.max_single_ns),
+                i.hw.count.to_string(),
+                i.nmi.count.to_string(),
+                i.irq.count.to_string(),
+                i.softirq.count.to_string(),
+                i.thread.count.to_string(),
+            ]
+        })
+        .collect();
+    (headers, rows)
 }
 
 /// Each kind's time from the events, and its source with the most time.
-fn kinds_table(entries: &[&OsnoiseEntry]) -> Tab {
-    let mut t = Tab::new(&[
-        core("CPU"),
-        core("kind").text(),
-        core("counted"),
-        core("events"),
-        core("total (µs)"),
-        core("longest (µs)"),
-        core("most time").text(),
-    ]);
+pub fn kinds_rows(entries: &[&OsnoiseEntry]) -> (Vec<&'static str>, Vec<Vec<String>>) {
+    let headers = vec![
+        "CPU",
+        "kind",
+        "counted",
+        "events",
+        "total (µs)",
+        "longest (µs)",
+        "most time",
+    ];
+    let mut rows = Vec::new();
     for e in entries {
         for (kind, i) in e.interference.each() {
             if i.count == 0 && i.events == 0 {
@@ -121,7 +121,7 @@ fn kinds_table(entries: &[&OsnoiseEntry]) -> Tab {
                 || "-".to_string(),
                 |s| format!("{} ({} µs)", s.name, us(s.total_ns)),
             );
-            t.row(vec![
+            rows.push(vec![
                 e.cpu.to_string(),
                 kind.to_string(),
                 i.count.to_string(),
@@ -132,5 +132,38 @@ fn kinds_table(entries: &[&OsnoiseEntry]) -> Tab {
             ]);
         }
     }
+    (headers, rows)
+}
+
+/// A terminal table of those rows: text columns left-aligned.
+fn tab((headers, rows): (Vec<&'static str>, Vec<Vec<String>>), text: &[&str]) -> Tab {
+    let cols: Vec<_> = (headers.iter())
+        .map(|h| match h.strip_prefix('*') {
+            Some(w) => wide(w),
+            None if text.contains(h) => core(*h).text(),
+            None => core(*h),
+        })
+        .collect();
+    let mut t = Tab::new(&cols);
+    for r in rows {
+        t.row(r);
+    }
     t
+}
+
+fn summary_table(entries: &[&OsnoiseEntry]) -> Tab {
+    tab(summary_rows(entries), &[])
+}
+
+fn kinds_table(entries: &[&OsnoiseEntry]) -> Tab {
+    tab(kinds_rows(entries), &["kind", "most time"])
+}
+
+/// The settings line over the tables.
+pub fn settings_line(e: &OsnoiseEntry) -> String {
+    let c = &e.config;
+    format!(
+        "osnoise (the kernel's tracer): period {} µs, runtime {} µs, threshold {} µs",
+        c.period_us, c.runtime_us, c.threshold_us
+    )
 }
