@@ -71,7 +71,8 @@ mod tests {
 
     #[test]
     fn width_and_window_go_in_an_order_the_kernel_takes() {
-        let names = |g: Vec<(&str, String)>| g.into_iter().map(|(f, _)| f).collect::<Vec<_>>();
+        let names =
+            |g: Vec<(&'static str, String)>| g.into_iter().map(|(f, _)| f).collect::<Vec<_>>();
         assert_eq!(
             names(globals(10, Some(1_000_000)))[1],
             "hwlat_detector/width"

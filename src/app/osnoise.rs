@@ -162,7 +162,8 @@ mod tests {
     #[test]
     fn runtime_and_period_are_written_in_an_order_the_kernel_takes() {
         let cpus = CpuList::parse_kernel("1").unwrap();
-        let names = |g: Vec<(&str, String)>| g.into_iter().map(|(f, _)| f).collect::<Vec<_>>();
+        let names =
+            |g: Vec<(&'static str, String)>| g.into_iter().map(|(f, _)| f).collect::<Vec<_>>();
         let down = names(globals(&cpus, 500_000, Some(1_000_000), 5, &[]));
         assert_eq!(down[1..3], ["osnoise/runtime_us", "osnoise/period_us"]);
         let up = names(globals(&cpus, 1_000_000, Some(100_000), 5, &[]));

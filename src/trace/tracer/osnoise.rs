@@ -282,8 +282,13 @@ struct CpuTally {
     max_single_us: u64,
     interference: Interferences,
     samples: LatencyHistogram,
-    sources: BTreeMap<(Kind, String), (u64, u64, u64)>,
+    sources: BTreeMap<SourceKey, SourceTime>,
 }
+
+/// A source: its kind and name.
+type SourceKey = (Kind, String);
+/// A source's events, total and longest (ns).
+type SourceTime = (u64, u64, u64);
 
 /// Lines in, per-CPU entries out. The events after a CPU's last summary belong to a
 /// period the run did not finish, and are left out with it.
@@ -403,7 +408,7 @@ impl CpuTally {
 
     /// The sources with the most time, at most `SOURCES_KEPT` of each kind.
     fn top_sources(&self) -> Vec<Source> {
-        let mut all: Vec<(&(Kind, String), &(u64, u64, u64))> = self.sources.iter().collect();
+        let mut all: Vec<(&SourceKey, &SourceTime)> = self.sources.iter().collect();
         all.sort_by_key(|((k, _), (_, ns, _))| (*k, std::cmp::Reverse(*ns)));
         let mut out: Vec<Source> = Vec::new();
         for ((k, name), (events, total_ns, max_ns)) in all {
