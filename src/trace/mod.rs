@@ -25,6 +25,7 @@ pub mod ring;
 pub mod session;
 pub mod stream;
 pub mod symbols;
+pub mod tracer;
 pub mod watch;
 
 pub use breaktrace::{BreakTracer, TraceAction, tracefs_in_mounts, tracefs_root};
