@@ -14,6 +14,8 @@
 //!   tally, keeping only the events waiting gaps need (issue 29).
 //! - `watch`: per-thread wake-up delays, preemption and IRQ time of someone else's
 //!   threads, each delay attributed as a gap (`jitterscope watch`). Pure.
+//! - `tracer`: the kernel's osnoise, timerlat and hwlat tracers in an instance of ours,
+//!   their global settings journaled and restored.
 //! - `breaktrace`: cyclictest's breaktrace on the global trace (timer `--stop-above`).
 
 pub mod attribute;

@@ -34,6 +34,13 @@ pub enum TraceError {
     /// This kernel's trace has no x86-tsc clock (another architecture, or an old kernel).
     #[error("the trace has no {CLOCK} clock, so its stamps could not be set beside the loop's")]
     NoTscClock,
+    /// This kernel was built without the tracer (`available_tracers` lacks it).
+    #[error("this kernel has no {tracer} tracer (available_tracers: {available})")]
+    NoTracer { tracer: String, available: String },
+    /// The journal of host changes refused: another run changes the host now, or a
+    /// killed `tune` left changes that `tune --restore` must revert first.
+    #[error("{0}")]
+    Journal(String),
     /// A tracefs file could not be read or written.
     #[error("{path}: {source}")]
     Io {
@@ -233,7 +240,7 @@ impl Drop for TraceSession {
 }
 
 /// The first tracefs mount and its source ("nodev", or ours).
-fn tracefs_mount() -> Option<(PathBuf, String)> {
+pub(crate) fn tracefs_mount() -> Option<(PathBuf, String)> {
     let mounts = std::fs::read_to_string("/proc/self/mounts").ok()?;
     let root = super::tracefs_in_mounts(&mounts)?;
     let source = mounts.lines().find_map(|l| {
@@ -245,7 +252,7 @@ fn tracefs_mount() -> Option<(PathBuf, String)> {
 }
 
 /// Instances of ours whose process still runs.
-fn live_instances(root: &Path) -> usize {
+pub(crate) fn live_instances(root: &Path) -> usize {
     let stale = stale_instances(root);
     std::fs::read_dir(root.join("instances"))
         .map(|d| {
@@ -258,7 +265,7 @@ fn live_instances(root: &Path) -> usize {
 }
 
 /// Mounts tracefs at its usual place, under a source name of our own.
-fn mount() -> Result<PathBuf, TraceError> {
+pub(crate) fn mount() -> Result<PathBuf, TraceError> {
     let at = Path::new(MOUNT_POINT);
     rustix::mount::mount(
         MOUNT_SOURCE,
@@ -304,7 +311,7 @@ pub fn stale_instances(root: &Path) -> Vec<PathBuf> {
 }
 
 /// Removes them, and names them.
-fn remove_stale(root: &Path) -> Vec<String> {
+pub(crate) fn remove_stale(root: &Path) -> Vec<String> {
     let stale = stale_instances(root);
     for dir in &stale {
         remove_instance(dir);
@@ -316,7 +323,7 @@ fn remove_stale(root: &Path) -> Vec<String> {
 
 /// Turns an instance off and removes it; tracefs refuses while a file of it is open, so
 /// it tries a few times.
-fn remove_instance(dir: &Path) {
+pub(crate) fn remove_instance(dir: &Path) {
     let _ = std::fs::write(dir.join("tracing_on"), "0");
     for _ in 0..50 {
         match std::fs::remove_dir(dir) {

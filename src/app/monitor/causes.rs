@@ -101,6 +101,8 @@ pub fn reason_label(e: &TraceError) -> &'static str {
         TraceError::Mount(_) => "no-tracefs",
         TraceError::NoTscClock => "no-tsc-clock",
         TraceError::Io { .. } => "tracefs-error",
+        TraceError::NoTracer { .. } => "no-tracer",
+        TraceError::Journal(_) => "journal-busy",
     }
 }
 

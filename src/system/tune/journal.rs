@@ -354,7 +354,20 @@ pub const ROOT_DOMAIN_STEP: &str = "root-domain";
 /// Whether every change the journal lists is a deadline run's root domain (and it lists
 /// one at least): what such a run may revert by itself when its writer is gone.
 pub fn only_root_domain(entries: &[Entry]) -> bool {
-    let step = ROOT_DOMAIN_STEP;
+    only_step(entries, ROOT_DOMAIN_STEP)
+}
+
+/// The step name a kernel tracer's instance and the global tracefs files it writes are
+/// journaled under (`trace::tracer::instance`).
+pub const TRACER_STEP: &str = "tracer";
+
+/// Whether every change the journal lists is a tracer run's (and it lists one at least):
+/// what the next tracer run reverts by itself when its writer is gone.
+pub fn only_tracer(entries: &[Entry]) -> bool {
+    only_step(entries, TRACER_STEP)
+}
+
+fn only_step(entries: &[Entry], step: &str) -> bool {
     steps(entries).next().is_some() && steps(entries).all(|s| s == step)
 }
 
@@ -365,6 +378,10 @@ fn writer(root: &Path) -> (&'static str, &'static str) {
         Ok(entries) if only_root_domain(&entries) => {
             ("a deadline run", "the root domain it made (cpusets)")
         }
+        Ok(entries) if only_tracer(&entries) => (
+            "a kernel tracer run",
+            "the tracefs settings it changed (osnoise/*, its instance)",
+        ),
         _ => ("a tune run", "the settings it changed"),
     }
 }

@@ -1,5 +1,13 @@
-//! The kernel's own latency tracers, run in an instance of ours.
+//! The kernel's own latency tracers, run in a tracefs instance of ours.
 //!
-//! - `timerlat`: the timerlat tracer's lines parsed into samples, and its run.
+//! - `instance`: a tracer in `instances/jitterscope-PID-TRACER`, its global settings
+//!   (`osnoise/*`, `tracing_thresh`) journaled before they are written and restored on
+//!   every way out; shared by every engine below.
+//! - `osnoise`: the osnoise tracer's per-CPU noise and interference, for `noise`.
+//! - `hwlat`: the hwlat tracer's hardware and firmware stalls, a check run alone.
+//! - `timerlat`: the timerlat tracer's lines parsed into per-CPU samples, for `timer`.
 
+pub mod hwlat;
+pub mod instance;
+pub mod osnoise;
 pub mod timerlat;

@@ -1,0 +1,1 @@
+//! The hwlat tracer: hardware and firmware stalls, a check run alone.
