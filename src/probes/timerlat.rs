@@ -53,6 +53,8 @@ pub struct TimerlatEntry {
     pub cpu: usize,
     /// `osnoise/timerlat_period_us`, in ns.
     pub period_ns: u64,
+    /// How long the tracer ran, in ns.
+    pub duration_ns: u64,
     /// The kernel thread that slept on the timer ("timerlat/1"), its policy and priority
     /// as read from /proc while it ran (absent when it could not be read).
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -184,6 +186,7 @@ impl CpuFold {
             version: SECTION_VERSION,
             cpu: self.cpu,
             period_ns,
+            duration_ns: 0,
             thread: None,
             irq: self.irq.summary(),
             irq_histogram: rec(&self.irq),

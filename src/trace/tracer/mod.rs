@@ -11,3 +11,4 @@ pub mod hwlat;
 pub mod instance;
 pub mod osnoise;
 pub mod timerlat;
+pub mod timerlat_run;
