@@ -30,6 +30,7 @@ mod image;
 mod import_cycles;
 mod lab;
 mod lab_rt;
+mod lab_timerlat;
 mod lost_share;
 mod main_job;
 mod matrix;

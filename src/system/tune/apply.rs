@@ -122,7 +122,7 @@ impl Applied {
                 let old = normalize(&fs::read_to_string(&file).map_err(refused)?);
                 let journal = self.journal.as_mut().expect("journal open while applying");
                 let seq = journal.will_write(step, path, &old, value)?;
-                if let Err(e) = fs::write(&file, value) {
+                if let Err(e) = fs::write(&file, as_written(path, value).as_bytes()) {
                     // Nothing changed: the journal says so at once.
                     journal.restored(seq)?;
                     return Err(refused(e));
@@ -383,12 +383,23 @@ fn enabled(file: &Path, name: &str) -> std::io::Result<bool> {
         .any(|c| c == name))
 }
 
+/// What is written to `path` for `value`: a tracefs file gets it newline-terminated, as
+/// `echo` writes it, since 6.1's `osnoise/cpus` parses its buffer without a terminating
+/// NUL and stops only at a newline (without one it answers EINVAL). Other files as given.
+fn as_written<'a>(path: &str, value: &'a str) -> std::borrow::Cow<'a, str> {
+    match path.starts_with("/sys/kernel/tracing/") || path.starts_with("/sys/kernel/debug/tracing/")
+    {
+        true if !value.ends_with('\n') => format!("{value}\n").into(),
+        _ => value.into(),
+    }
+}
+
 /// Reverts one change and reads it back.
 fn revert(root: &Path, target: &Target, old: &str) -> Readback {
     let (path, wrote, now) = match target {
         Target::File(path) => {
             let file = under(root, path);
-            let wrote = fs::write(&file, old).is_ok();
+            let wrote = fs::write(&file, as_written(path, old).as_bytes()).is_ok();
             let now = fs::read_to_string(&file).map(|t| normalize(&t));
             (path.clone(), wrote, now)
         }
