@@ -51,6 +51,7 @@ mod signals;
 mod skips;
 mod syscalls;
 mod timer_cli;
+mod timer_engine;
 mod timer_truth;
 mod trace;
 mod tune;

@@ -122,7 +122,7 @@ impl Applied {
                 let old = normalize(&fs::read_to_string(&file).map_err(refused)?);
                 let journal = self.journal.as_mut().expect("journal open while applying");
                 let seq = journal.will_write(step, path, &old, value)?;
-                if let Err(e) = fs::write(&file, as_written(path, value).as_bytes()) {
+                if let Err(e) = fs::write(&file, as_written(path, value)) {
                     // Nothing changed: the journal says so at once.
                     journal.restored(seq)?;
                     return Err(refused(e));
@@ -383,14 +383,15 @@ fn enabled(file: &Path, name: &str) -> std::io::Result<bool> {
         .any(|c| c == name))
 }
 
-/// What is written to `path` for `value`: a tracefs file gets it newline-terminated, as
-/// `echo` writes it, since 6.1's `osnoise/cpus` parses its buffer without a terminating
-/// NUL and stops only at a newline (without one it answers EINVAL). Other files as given.
-fn as_written<'a>(path: &str, value: &'a str) -> std::borrow::Cow<'a, str> {
-    match path.starts_with("/sys/kernel/tracing/") || path.starts_with("/sys/kernel/debug/tracing/")
-    {
-        true if !value.ends_with('\n') => format!("{value}\n").into(),
-        _ => value.into(),
+/// What to write to `path` for `value`. Kernels with "tracing/osnoise: Allow arbitrarily
+/// long CPU string" and without its 2025 fix (Debian 12's 6.1.192 among them) parse a
+/// write to tracefs's `osnoise/cpus` with no '\0' after it, reading whatever the
+/// allocation held past the value: in the lab "1" and "1\n" were refused with EINVAL.
+/// The value goes with the newline `echo` adds and a '\0' that ends the parse.
+pub fn as_written(path: &str, value: &str) -> String {
+    match path.ends_with("/osnoise/cpus") {
+        true => format!("{}\n\0", value.trim_end()),
+        false => value.to_string(),
     }
 }
 
@@ -399,7 +400,7 @@ fn revert(root: &Path, target: &Target, old: &str) -> Readback {
     let (path, wrote, now) = match target {
         Target::File(path) => {
             let file = under(root, path);
-            let wrote = fs::write(&file, as_written(path, old).as_bytes()).is_ok();
+            let wrote = fs::write(&file, as_written(path, old)).is_ok();
             let now = fs::read_to_string(&file).map(|t| normalize(&t));
             (path.clone(), wrote, now)
         }

@@ -518,11 +518,11 @@ mod tests {
         let inst = start(host.path(), &t, "osnoise").unwrap();
         assert_eq!(
             std::fs::read_to_string(t.join("osnoise/cpus")).unwrap(),
-            "1\n"
+            "1\n\0"
         );
         assert_eq!(
             std::fs::read_to_string(t.join("tracing_thresh")).unwrap(),
-            "5\n"
+            "5"
         );
         let name = format!("{PREFIX}{}-osnoise", std::process::id());
         assert!(t.join("instances").join(&name).is_dir());
@@ -544,11 +544,11 @@ mod tests {
         assert!(s.restored, "{s:?}");
         assert_eq!(
             std::fs::read_to_string(t.join("osnoise/cpus")).unwrap(),
-            "0-1\n"
+            "0-1\n\0"
         );
         assert_eq!(
             std::fs::read_to_string(t.join("tracing_thresh")).unwrap(),
-            "0\n"
+            "0"
         );
         assert!(!dir.exists());
         assert!(!journal::path(host.path()).exists());
@@ -601,7 +601,7 @@ mod tests {
         assert!(inst.stop().restored);
         assert_eq!(
             std::fs::read_to_string(t.join("osnoise/cpus")).unwrap(),
-            "0-1\n"
+            "0-1\n\0"
         );
     }
 
