@@ -21,7 +21,10 @@ fn kernel_has_timerlat() -> bool {
 fn issue48_without_timerlat_one_line_says_so_and_the_loop_runs() {
     const TEST: &str = "issue48_without_timerlat_one_line_says_so_and_the_loop_runs";
     if kernel_has_timerlat() && util::is_root() {
-        skip(TEST, "this kernel has the timerlat tracer and we are root: it would run");
+        skip(
+            TEST,
+            "this kernel has the timerlat tracer and we are root: it would run",
+        );
         return;
     }
     let dir = tempfile::tempdir().unwrap();
@@ -29,26 +32,48 @@ fn issue48_without_timerlat_one_line_says_so_and_the_loop_runs() {
     let out = {
         let _m = util::measuring();
         jitterscope(&[
-            "timer", "--engine", "timerlat", "-D", "300ms", "-o", path.to_str().unwrap(),
+            "timer",
+            "--engine",
+            "timerlat",
+            "-D",
+            "300ms",
+            "-o",
+            path.to_str().unwrap(),
         ])
     };
     let lines = stderr_lines(&out);
     assert_eq!(out.status.code(), Some(0), "{lines:?}");
     let said: Vec<&String> = lines.iter().filter(|l| l.contains("timerlat")).collect();
     assert_eq!(said.len(), 1, "{lines:?}");
-    let why = if util::is_root() { "has no timerlat tracer" } else { "needs root" };
+    let why = if util::is_root() {
+        "has no timerlat tracer"
+    } else {
+        "needs root"
+    };
     assert!(
         said[0].contains("timerlat cannot run here") && said[0].contains(why),
         "{}",
         said[0]
     );
-    assert!(said[0].ends_with("the nanosleep loop runs instead"), "{}", said[0]);
+    assert!(
+        said[0].ends_with("the nanosleep loop runs instead"),
+        "{}",
+        said[0]
+    );
     let stdout = String::from_utf8_lossy(&out.stdout);
-    assert!(stdout.starts_with("timer (nanosleep loop): CPUs"), "{stdout}");
+    assert!(
+        stdout.starts_with("timer (nanosleep loop): CPUs"),
+        "{stdout}"
+    );
     let r = ResultFile::read(&path).unwrap();
     assert!(r.entries::<TimerEntry>().next().is_some());
     assert!(r.entries::<TimerlatEntry>().next().is_none());
-    assert!(r.run.warnings.iter().any(|w| w.contains("timerlat cannot run here")));
+    assert!(
+        r.run
+            .warnings
+            .iter()
+            .any(|w| w.contains("timerlat cannot run here"))
+    );
 }
 
 /// What timerlat cannot do is refused in one line before anything runs.
@@ -112,10 +137,20 @@ fn issue48_a_timerlat_entry_shows_in_every_view() {
     let hdr = util::run_ok(&["report", "--format", "hdr", p]);
     assert!(hdr.contains("timerlat"), "{hdr}");
     let page = dir.path().join("p.html");
-    util::run_ok(&["report", "--format", "html", "-o", page.to_str().unwrap(), p]);
+    util::run_ok(&[
+        "report",
+        "--format",
+        "html",
+        "-o",
+        page.to_str().unwrap(),
+        p,
+    ]);
     let html = std::fs::read_to_string(&page).unwrap();
     for word in ["timerlat", "irq", "thread-part"] {
-        assert!(html.contains(&format!(">{word}<")), "{word} in the page's tables");
+        assert!(
+            html.contains(&format!(">{word}<")),
+            "{word} in the page's tables"
+        );
     }
     let cmp = util::run_ok(&["compare", p, p]);
     assert!(cmp.contains("thread-part"), "{cmp}");

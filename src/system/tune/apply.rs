@@ -119,10 +119,10 @@ impl Applied {
                     path: path.clone(),
                     answer: e.to_string(),
                 };
-                let old = normalize(&fs::read_to_string(&file).map_err(refused)?);
+                let old = normalize(&read_whole(&file).map_err(refused)?);
                 let journal = self.journal.as_mut().expect("journal open while applying");
                 let seq = journal.will_write(step, path, &old, value)?;
-                if let Err(e) = fs::write(&file, as_written(path, value)) {
+                if let Err(e) = fs::write(&file, value) {
                     // Nothing changed: the journal says so at once.
                     journal.restored(seq)?;
                     return Err(refused(e));
@@ -132,7 +132,7 @@ impl Applied {
                     target: Target::File(path.clone()),
                     old: old.clone(),
                 });
-                let now = fs::read_to_string(&file).map(|t| normalize(&t));
+                let now = read_whole(&file).map(|t| normalize(&t));
                 Ok(Some((path.clone(), old, now.unwrap_or_default())))
             }
             Change::Affinity { pid, cpus, .. } => self.move_thread(step, *pid, cpus),
@@ -383,16 +383,27 @@ fn enabled(file: &Path, name: &str) -> std::io::Result<bool> {
         .any(|c| c == name))
 }
 
-/// What to write to `path` for `value`. Kernels with "tracing/osnoise: Allow arbitrarily
-/// long CPU string" and without its 2025 fix (Debian 12's 6.1.192 among them) parse a
-/// write to tracefs's `osnoise/cpus` with no '\0' after it, reading whatever the
-/// allocation held past the value: in the lab "1" and "1\n" were refused with EINVAL.
-/// The value goes with the newline `echo` adds and a '\0' that ends the parse.
-pub fn as_written(path: &str, value: &str) -> String {
-    match path.ends_with("/osnoise/cpus") {
-        true => format!("{}\n\0", value.trim_end()),
-        false => value.to_string(),
+/// A file's whole text, each read offering a page or more. 6.1's tracefs
+/// `osnoise/cpus` answers EINVAL to a read that offers no more than its text's length,
+/// which `fs::read_to_string`'s growing buffer does (its second read offered 4 bytes
+/// after "0-1\n": EINVAL in the lab, where `cat` reads it).
+pub fn read_whole(path: &Path) -> std::io::Result<String> {
+    use std::io::Read;
+    let mut f = fs::File::open(path)?;
+    let (mut buf, mut len) = (vec![0u8; 4096], 0);
+    loop {
+        if buf.len() - len < 4096 {
+            buf.resize(buf.len() * 2, 0);
+        }
+        match f.read(&mut buf[len..]) {
+            Ok(0) => break,
+            Ok(n) => len += n,
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+            Err(e) => return Err(e),
+        }
     }
+    buf.truncate(len);
+    String::from_utf8(buf).map_err(|e| std::io::Error::new(std::io::ErrorKind::InvalidData, e))
 }
 
 /// Reverts one change and reads it back.
@@ -400,8 +411,8 @@ fn revert(root: &Path, target: &Target, old: &str) -> Readback {
     let (path, wrote, now) = match target {
         Target::File(path) => {
             let file = under(root, path);
-            let wrote = fs::write(&file, as_written(path, old)).is_ok();
-            let now = fs::read_to_string(&file).map(|t| normalize(&t));
+            let wrote = fs::write(&file, old).is_ok();
+            let now = read_whole(&file).map(|t| normalize(&t));
             (path.clone(), wrote, now)
         }
         Target::Thread { pid, start } => return revert_thread(root, *pid, *start, old),

@@ -162,8 +162,7 @@ pub fn under(root: &Path, abs: &str) -> PathBuf {
 /// A file's value as it would be written back: trimmed, and for a kernel choice list
 /// (`always [madvise] never`) the chosen word.
 pub fn normalize(text: &str) -> String {
-    // A '\0' is what ends a write to osnoise/cpus (`apply::as_written`).
-    let t = text.trim_matches(|c: char| c.is_whitespace() || c == '\0');
+    let t = text.trim();
     if let (Some(a), Some(b)) = (t.find('['), t.find(']'))
         && a < b
     {

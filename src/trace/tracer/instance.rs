@@ -518,7 +518,7 @@ mod tests {
         let inst = start(host.path(), &t, "osnoise").unwrap();
         assert_eq!(
             std::fs::read_to_string(t.join("osnoise/cpus")).unwrap(),
-            "1\n\0"
+            "1"
         );
         assert_eq!(
             std::fs::read_to_string(t.join("tracing_thresh")).unwrap(),
@@ -544,7 +544,7 @@ mod tests {
         assert!(s.restored, "{s:?}");
         assert_eq!(
             std::fs::read_to_string(t.join("osnoise/cpus")).unwrap(),
-            "0-1\n\0"
+            "0-1"
         );
         assert_eq!(
             std::fs::read_to_string(t.join("tracing_thresh")).unwrap(),
@@ -601,7 +601,7 @@ mod tests {
         assert!(inst.stop().restored);
         assert_eq!(
             std::fs::read_to_string(t.join("osnoise/cpus")).unwrap(),
-            "0-1\n\0"
+            "0-1"
         );
     }
 
