@@ -188,7 +188,8 @@ fn issue48_timer_from_timerlat_measures_cpu1_with_the_split() {
     let Some(g) = rt(TEST) else { return };
     let out = g.part_exit("timerlat", 0);
     assert!(
-        out.contains("timer (timerlat, the kernel's tracer): CPUs 1 for")
+        out.contains("timer (timerlat, the kernel's tracer): CPUs 1 (isolcpus, nohz_full) for")
+            && out.contains("PREEMPT_RT")
             && out.contains("period 1000 µs")
             && out.contains("timerlat/1 at SCHED_FIFO"),
         "the header:\n{out}"
@@ -281,7 +282,7 @@ fn issue48_timerlat_results_show_in_every_view() {
     let csv = g.part_exit("csv", 0);
     for metric in ["irq", "thread", "thread-part"] {
         let rows = (csv.lines())
-            .filter(|l| l.contains(",timerlat,") && l.contains(&format!(",{metric},")))
+            .filter(|l| l.starts_with("timerlat,") && l.contains(&format!(",{metric},")))
             .count();
         assert_eq!(rows, 2, "{metric} rows, one per file:\n{csv}");
     }

@@ -185,7 +185,7 @@ impl Measure for TimerCommand {
     fn measure(&mut self, ctx: &mut Ctx<'_>) -> anyhow::Result<Measured> {
         match self.engine {
             TimerEngine::Nanosleep => self.measure_loop(ctx),
-            TimerEngine::Timerlat => match super::timerlat::measure(self, ctx) {
+            TimerEngine::Timerlat => match self.measure_timerlat(ctx) {
                 Some(m) => Ok(m),
                 None => self.measure_loop(ctx),
             },
@@ -194,7 +194,7 @@ impl Measure for TimerCommand {
                 if looped.outcome.interrupted || looped.limit_exceeded {
                     return Ok(looped);
                 }
-                Ok(match super::timerlat::measure(self, ctx) {
+                Ok(match self.measure_timerlat(ctx) {
                     Some(tl) => super::timerlat::after_loop(looped, tl),
                     None => looped,
                 })
@@ -214,7 +214,7 @@ impl Measure for TimerCommand {
             if !text.is_empty() {
                 text.push('\n');
             }
-            text.push_str(&super::timerlat::text(self, r));
+            text.push_str(&super::timerlat::text(r, &self.dma_words()));
         }
         text
     }
@@ -223,7 +223,7 @@ impl Measure for TimerCommand {
 impl TimerCommand {
     /// /dev/cpu_dma_latency held for a run: dropping the guard (or the process ending
     /// any way at all) withdraws the request.
-    pub(super) fn hold_dma(&mut self, ctx: &mut Ctx<'_>) -> Option<DmaLatencyGuard> {
+    fn hold_dma(&mut self, ctx: &mut Ctx<'_>) -> Option<DmaLatencyGuard> {
         let dma_guard = match self.dma {
             DmaLatency::LeaveAlone => None,
             DmaLatency::Hold(us) => match DmaLatencyGuard::set(Path::new(pmqos::DEVICE), us) {
@@ -239,6 +239,13 @@ impl TimerCommand {
         self.cfg.dma_latency_us = dma_guard.as_ref().map(|g| g.value_us);
         self.dma_before = dma_guard.as_ref().and_then(|g| g.previous_us);
         dma_guard
+    }
+
+    /// The kernel's timerlat tracer's run, /dev/cpu_dma_latency held as for the loop.
+    fn measure_timerlat(&mut self, ctx: &mut Ctx<'_>) -> Option<Measured> {
+        let _dma = self.hold_dma(ctx);
+        let duration = self.settings.duration.unwrap_or(DEFAULT_DURATION);
+        super::timerlat::measure(self.engine, self.cfg.interval_ns, duration, ctx)
     }
 
     /// The nanosleep loop's run.
@@ -348,7 +355,7 @@ fn deadline_lines(r: &ResultFile) -> String {
 
 impl TimerCommand {
     /// What /dev/cpu_dma_latency held, in words.
-    pub(super) fn dma_words(&self) -> String {
+    fn dma_words(&self) -> String {
         match (self.cfg.dma_latency_us, self.dma_before) {
             (Some(v), Some(b)) => {
                 format!("/dev/cpu_dma_latency set to {v} µs for the run (was {b} µs)")

@@ -10,7 +10,6 @@ use crate::report::{ProbeEntry, ResultFile};
 use crate::trace::tracer::timerlat_run::{self, TimerlatPlan};
 
 use super::pipeline::{Ctx, Measured, RunSettings};
-use super::timer::TimerCommand;
 
 /// Refuses what timerlat cannot do, in one line: a period it does not take, and (alone)
 /// the loop's own options.
@@ -54,25 +53,26 @@ fn engine_name(e: TimerEngine) -> &'static str {
     }
 }
 
-/// Runs timerlat on the measured CPUs for the command's duration; `None`, with one line
-/// said and kept in the result's warnings, when this host cannot.
-pub fn measure(cmd: &mut TimerCommand, ctx: &mut Ctx<'_>) -> Option<Measured> {
-    let dma = cmd.hold_dma(ctx);
-    let duration = cmd
-        .settings
-        .duration
-        .unwrap_or(crate::cli::DEFAULT_DURATION);
+/// Runs timerlat on the measured CPUs at `period_ns` for `duration` (the caller holds
+/// /dev/cpu_dma_latency); `None`, with one line said and kept in the result's warnings,
+/// when this host cannot.
+pub fn measure(
+    engine: TimerEngine,
+    period_ns: u64,
+    duration: std::time::Duration,
+    ctx: &mut Ctx<'_>,
+) -> Option<Measured> {
     let plan = TimerlatPlan {
         cpus: &ctx.cpus.measured,
         reader_cpu: ctx.cpus.housekeeping.first(),
-        period_ns: cmd.cfg.interval_ns,
+        period_ns,
         duration,
         histograms: ctx.keep,
     };
     let run = match timerlat_run::run(&plan, ctx.stop) {
         Ok(run) => run,
         Err(e) => {
-            let then = match cmd.engine {
+            let then = match engine {
                 TimerEngine::Both => "the nanosleep loop's figures stand alone",
                 _ => "the nanosleep loop runs instead",
             };
@@ -80,7 +80,6 @@ pub fn measure(cmd: &mut TimerCommand, ctx: &mut Ctx<'_>) -> Option<Measured> {
             return None;
         }
     };
-    drop(dma);
     for n in run.notes {
         ctx.note(format!("timerlat: {n}"));
     }
@@ -139,26 +138,27 @@ pub fn loop_secs(r: &ResultFile) -> f64 {
     r.run.actual_duration_ns.saturating_sub(tl.unwrap_or(0)) as f64 / 1e9
 }
 
-/// The header of timerlat's part and its table.
-pub fn text(cmd: &TimerCommand, r: &ResultFile) -> String {
+/// The header of timerlat's part and its table; `dma` says what /dev/cpu_dma_latency
+/// held. After the loop's own header the clock and kernel lines are not said again.
+pub fn text(r: &ResultFile, dma: &str) -> String {
     let entries: Vec<&TimerlatEntry> = r.entries().collect();
     let secs = entries.iter().map(|e| e.duration_ns).max().unwrap_or(0) as f64 / 1e9;
-    let cpus: Vec<String> = entries.iter().map(|e| e.cpu.to_string()).collect();
-    let after = match r.entries::<crate::probes::timer::TimerEntry>().next() {
-        Some(_) => ", after the nanosleep loop",
-        None => "",
-    };
-    let interrupted = match r.run.interrupted {
-        true => " (interrupted)",
-        false => "",
+    let period = entries.first().map_or(0, |e| e.period_ns);
+    let looped = r
+        .entries::<crate::probes::timer::TimerEntry>()
+        .next()
+        .is_some();
+    let (after, clock) = match looped {
+        true => (", after the nanosleep loop", String::new()),
+        false => ("", super::output::clock_line(r)),
     };
     format!(
-        "timer (timerlat, the kernel's tracer){after}: CPUs {} for {secs:.3} s{interrupted}, \
-         period {} µs\n{}; {}\n\n{}",
-        cpus.join(","),
-        cmd.cfg.interval_ns as f64 / 1e3,
+        "timer (timerlat, the kernel's tracer){after}: CPUs {} for {secs:.3} s{}, period {} \
+         µs\n{}; {dma}\n{clock}\n{}",
+        super::output::measured_cpus(r),
+        super::output::interrupted_mark(r),
+        period as f64 / 1e3,
         threads_words(&entries),
-        cmd.dma_words(),
         crate::report::views::timerlat::timerlat_tables(r),
     )
 }
@@ -167,10 +167,20 @@ pub fn text(cmd: &TimerCommand, r: &ResultFile) -> String {
 pub fn threads_words(entries: &[&TimerlatEntry]) -> String {
     let ran: Vec<String> = (entries.iter())
         .filter_map(|e| e.thread.as_ref())
-        .map(|t| format!("{} at {} {}", t.comm, t.policy, t.priority))
+        .map(|t| format!("{} at {}", t.comm, policy_words(t.policy, t.priority)))
         .collect();
     match ran.is_empty() {
         true => "kernel threads timerlat/N (their policy not read)".to_string(),
         false => format!("kernel threads {}", ran.join(", ")),
+    }
+}
+
+/// "SCHED_FIFO 95", as the loop's header names a policy.
+fn policy_words(p: Policy, priority: u8) -> String {
+    match p {
+        Policy::Fifo => format!("SCHED_FIFO {priority}"),
+        Policy::Rr => format!("SCHED_RR {priority}"),
+        Policy::Deadline(_) => "SCHED_DEADLINE".to_string(),
+        Policy::Other => "SCHED_OTHER".to_string(),
     }
 }
