@@ -208,7 +208,7 @@ fn issue48_timer_from_timerlat_measures_cpu1_with_the_split() {
     assert!(e.thread_latency.min_ns >= e.irq.min_ns, "{e:?}");
     let both = g.part_exit("both", 0);
     assert!(
-        both.contains("timer (nanosleep loop): CPUs 1 for")
+        both.contains("timer (nanosleep loop): CPUs 1 (isolcpus, nohz_full) for")
             && both.contains(
                 "timer (timerlat, the kernel's tracer), after the nanosleep loop: CPUs 1"
             ),
@@ -289,7 +289,7 @@ fn issue48_timerlat_results_show_in_every_view() {
     let compare = g.part_exit("compare", 0);
     assert!(compare.contains("thread-part"), "{compare}");
     let page = std::fs::read_to_string(g.file("page.html")).expect("the page");
-    assert!(page.contains(">timerlat<") && page.contains(">thread-part<"));
+    assert!(page.contains("<caption>timerlat: summary") && page.contains(">thread-part<"));
     let own = std::fs::read_to_string(g.file("tl.html")).expect("--html's page");
     assert!(own.contains("thread-part"));
 }
