@@ -146,10 +146,11 @@ fn issue48_a_timerlat_entry_shows_in_every_view() {
         p,
     ]);
     let html = std::fs::read_to_string(&page).unwrap();
-    for word in ["timerlat", "irq", "thread-part"] {
+    assert!(html.contains("<caption>timerlat: summary (times in µs)</caption>"));
+    for metric in ["irq", "thread", "thread-part"] {
         assert!(
-            html.contains(&format!(">{word}<")),
-            "{word} in the page's tables"
+            html.contains(&format!(">{metric}<")),
+            "{metric} in the page's table"
         );
     }
     let cmp = util::run_ok(&["compare", p, p]);
