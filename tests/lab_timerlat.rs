@@ -50,7 +50,7 @@ fn rt(test: &str) -> Option<Arc<Guest>> {
             lab::part(
                 "sigint",
                 "jitterscope timer --engine timerlat -a 1 -D 60s -o int.json & P=$!\n\
-                 sleep 2; kill -INT $P; wait $P",
+                 sleep 4; kill -INT $P; wait $P",
             ),
             lab::part("state-sigint", STATE),
             lab::part("report", "jitterscope report tl.json both.json"),
