@@ -270,6 +270,21 @@ pub struct NoiseArgs {
     #[arg(long)]
     pub trace: bool,
 
+    /// What measures: `tsc`, pinned threads reading the TSC back to back (as sysjitter and
+    /// oslat do); `osnoise`, the kernel's osnoise tracer (root, a kernel built with it),
+    /// which also counts the IRQs, softirqs, threads and NMIs it saw; `both`, osnoise then
+    /// the TSC loop, each for half the duration on the same CPUs. Without the tracer one
+    /// line says so and the TSC loop runs.
+    #[arg(long, value_enum, default_value = "tsc")]
+    pub engine: NoiseEngine,
+
+    /// Instead of measuring, check the hardware and firmware with the kernel's hwlat
+    /// tracer: it spins with interrupts off on each CPU in turn, and any gap it sees is
+    /// the machine's own (SMIs, a hypervisor). It stalls the CPUs it runs on, so it runs
+    /// alone, never beside a measurement.
+    #[arg(long, conflicts_with_all = ["trace", "engine"])]
+    pub hwlat: bool,
+
     #[command(flatten)]
     pub deadline: DeadlineArgs,
 
@@ -283,6 +298,18 @@ pub struct NoiseArgs {
     /// several.
     #[arg(long = "fail-above", value_name = "METRIC=VALUE", value_parser = Gate::parse)]
     pub fail_above: Vec<Gate>,
+}
+
+/// What `noise` measures with.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, clap::ValueEnum)]
+pub enum NoiseEngine {
+    /// The TSC loop.
+    #[default]
+    Tsc,
+    /// The kernel's osnoise tracer.
+    Osnoise,
+    /// osnoise, then the TSC loop, each for half the duration.
+    Both,
 }
 
 // SCHED_DEADLINE's runtime and deadline, for `--policy deadline` (timer and noise). A

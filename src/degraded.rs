@@ -42,6 +42,9 @@ pub enum Degraded {
     /// A SCHED_DEADLINE runtime short enough that its enforcement at the scheduler tick
     /// (no HRTICK_DL) lets jobs overrun it: `reason` says why and how to change it.
     DeadlineAtTick { reason: String },
+    /// A kernel tracer engine was asked for (`noise --engine osnoise`) but could not
+    /// run: the TSC loop measured instead.
+    EngineUnavailable { engine: String, reason: String },
 }
 
 impl Degraded {
@@ -59,6 +62,7 @@ impl Degraded {
             Degraded::DmaLatencyNotSet { .. } => "dma-latency-not-set",
             Degraded::TraceUnavailable { .. } => "trace-unavailable",
             Degraded::DeadlineAtTick { .. } => "deadline-at-tick",
+            Degraded::EngineUnavailable { .. } => "engine-unavailable",
         }
     }
 
@@ -156,6 +160,10 @@ impl fmt::Display for Degraded {
                  any cause named is inferred. Run as root on a kernel with tracefs"
             ),
             Degraded::DeadlineAtTick { reason } => f.write_str(reason),
+            Degraded::EngineUnavailable { engine, reason } => write!(
+                f,
+                "the {engine} engine could not run ({reason}): the TSC loop measured instead"
+            ),
         }
     }
 }

@@ -6,10 +6,12 @@ use std::time::Duration;
 
 use anyhow::Context;
 
-use crate::cli::{DEFAULT_DURATION, NoiseArgs};
+use crate::cli::{DEFAULT_DURATION, NoiseArgs, NoiseEngine};
+use crate::degraded::Degraded;
 use crate::engine::run::RunPlan;
 use crate::probes::noise::{self, NoiseConfig};
 use crate::report::{ProbeEntry, ResultFile};
+use crate::trace::tracer::{hwlat::HwlatEntry, osnoise::OsnoiseEntry};
 
 use super::Ending;
 use super::output::{Warnings, clock_line, interrupted_mark};
@@ -25,6 +27,10 @@ pub struct NoiseCommand {
     /// The event log to keep when the trace cannot be made (the main job's verdict then
     /// infers the causes from the gaps' timing); 0: `cfg.event_log` either way.
     pub untraced_log: usize,
+    /// What measures (`--engine`).
+    pub engine: NoiseEngine,
+    /// Check the machine with hwlat instead of measuring (`--hwlat`).
+    pub hwlat: bool,
 }
 
 impl NoiseCommand {
@@ -36,6 +42,8 @@ impl NoiseCommand {
             cfg,
             trace: false,
             untraced_log: 0,
+            engine: NoiseEngine::Tsc,
+            hwlat: false,
         })
     }
 
@@ -73,7 +81,19 @@ impl NoiseCommand {
             gates: args.fail_above.clone(),
             ..super::deadline::settings(&args.run, &args.deadline, periods, extra)?
         };
-        let cmd = NoiseCommand::new(settings, cfg)?;
+        let mut cmd = NoiseCommand::new(settings, cfg)?;
+        (cmd.engine, cmd.hwlat) = (args.engine, args.hwlat);
+        if cmd.engine != NoiseEngine::Tsc
+            && matches!(
+                cmd.settings.sched.policy,
+                crate::engine::sched::Policy::Deadline(_)
+            )
+        {
+            anyhow::bail!(
+                "--engine {}: the osnoise tracer runs its own kernel threads, which                  --policy deadline cannot schedule; use --engine tsc",
+                engine_name(cmd.engine)
+            );
+        }
         Ok(match args.trace {
             true => cmd.traced(),
             false => cmd,
@@ -94,17 +114,14 @@ fn traced(r: &ResultFile) -> bool {
         .any(|e| e.attribution.is_some())
 }
 
-impl Measure for NoiseCommand {
-    fn settings(&self) -> &RunSettings {
-        &self.settings
-    }
-
-    fn measure(&mut self, ctx: &mut Ctx<'_>) -> anyhow::Result<Measured> {
+impl NoiseCommand {
+    /// The TSC loop for `duration`, traced when asked.
+    fn measure_tsc(&mut self, ctx: &mut Ctx<'_>, duration: Duration) -> anyhow::Result<Measured> {
         let plan = RunPlan {
             cpus: ctx.cpus.clone(),
             sched: ctx.sched,
             mlock: self.settings.mlock,
-            duration: self.settings.duration.unwrap_or(DEFAULT_DURATION),
+            duration,
             priospread: false,
             setup_timeout: self.cfg.warmup + Duration::from_secs(10),
         };
@@ -127,12 +144,145 @@ impl Measure for NoiseCommand {
             &plan,
         ))
     }
+}
+
+/// The engine's name as `--engine` takes it.
+pub fn engine_name(e: NoiseEngine) -> &'static str {
+    match e {
+        NoiseEngine::Tsc => "tsc",
+        NoiseEngine::Osnoise => "osnoise",
+        NoiseEngine::Both => "both",
+    }
+}
+
+/// A kernel tracer's run as the pipeline takes it: no threads of ours measured.
+fn tracer_measured(
+    entries: Vec<ProbeEntry>,
+    elapsed: Duration,
+    interrupted: bool,
+    requested: Duration,
+) -> Measured {
+    Measured {
+        entries,
+        outcome: crate::engine::run::RunOutcome {
+            workers: Vec::new(),
+            window: None,
+            interrupted,
+            elapsed,
+            mlock_error: None,
+        },
+        requested,
+        mlock: false,
+        actual: Some(elapsed),
+        limit_exceeded: false,
+    }
+}
+
+/// `--hwlat`: the machine checked alone; a kernel without the tracer, or no root, is
+/// one line and a failed run (nothing else runs in its place: it is a check).
+fn hwlat_check(
+    ctx: &mut Ctx<'_>,
+    threshold_ns: u64,
+    duration: Duration,
+) -> anyhow::Result<Measured> {
+    let thresh = super::osnoise::threshold_us(threshold_ns);
+    let r = super::hwlat::run(ctx, thresh, duration)
+        .context("--hwlat: the hwlat tracer could not run")?;
+    let entries = r
+        .entries
+        .into_iter()
+        .map(|e| ProbeEntry::Hwlat(Box::new(e)))
+        .collect();
+    Ok(tracer_measured(entries, r.elapsed, r.interrupted, duration))
+}
+
+impl Measure for NoiseCommand {
+    fn settings(&self) -> &RunSettings {
+        &self.settings
+    }
+
+    fn measure(&mut self, ctx: &mut Ctx<'_>) -> anyhow::Result<Measured> {
+        let duration = self.settings.duration.unwrap_or(DEFAULT_DURATION);
+        if self.hwlat {
+            return hwlat_check(ctx, self.cfg.threshold_ns, duration);
+        }
+        if self.engine == NoiseEngine::Tsc {
+            return self.measure_tsc(ctx, duration);
+        }
+        // osnoise first: where it cannot run, the TSC loop has the whole duration.
+        let share = match self.engine {
+            NoiseEngine::Both => duration / 2,
+            _ => duration,
+        };
+        let os = match super::osnoise::run(ctx, self.cfg.threshold_ns, share) {
+            Ok(os) => os,
+            Err(why) => {
+                ctx.degrade(Degraded::EngineUnavailable {
+                    engine: "osnoise".into(),
+                    reason: why.to_string(),
+                });
+                return self.measure_tsc(ctx, duration);
+            }
+        };
+        let os_entries = os
+            .entries
+            .into_iter()
+            .map(|e| ProbeEntry::Osnoise(Box::new(e)));
+        if self.engine == NoiseEngine::Osnoise || os.interrupted {
+            return Ok(tracer_measured(
+                os_entries.collect(),
+                os.elapsed,
+                os.interrupted,
+                share,
+            ));
+        }
+        let mut m = self.measure_tsc(ctx, duration - share)?;
+        m.entries.splice(0..0, os_entries);
+        m.requested = duration;
+        m.actual = Some(os.elapsed + m.actual.unwrap_or(m.outcome.elapsed));
+        Ok(m)
+    }
 
     fn text(&self, r: &ResultFile) -> String {
+        use crate::report::views::{hwlat::hwlat_text, osnoise::osnoise_text};
+        let secs = r.run.actual_duration_ns as f64 / 1e9;
+        let cpus = super::output::measured_cpus(r);
+        if has::<HwlatEntry>(r) {
+            return format!(
+                "noise --hwlat: CPUs {cpus} for {secs:.3} s{}, the hardware and firmware \
+                 checked alone\n{}",
+                interrupted_mark(r),
+                hwlat_text(r)
+            );
+        }
+        let osnoise = osnoise_text(r);
+        if !has::<crate::probes::noise::NoiseEntry>(r) {
+            let rt = r.host.preempt_rt().map(|f| format!(", PREEMPT_RT ({f})"));
+            return format!(
+                "noise: CPUs {cpus} for {secs:.3} s{}, engine osnoise (the kernel's \
+                 tracer, its own kernel threads measuring)\nkernel: {}{}\n\n{osnoise}",
+                interrupted_mark(r),
+                r.host.kernel_release,
+                rt.unwrap_or_default(),
+            );
+        }
+        let engine = match (has::<OsnoiseEntry>(r), fell_back(r)) {
+            (true, _) => format!(
+                "engines: osnoise for {:.3} s, then the TSC loop for {:.3} s, on the same CPUs",
+                tsc_start(r) as f64 / 1e9,
+                (r.run.actual_duration_ns.saturating_sub(tsc_start(r))) as f64 / 1e9
+            ),
+            (false, true) => "engine: the TSC loop (osnoise could not run)".to_string(),
+            (false, false) => "engine: the TSC loop".to_string(),
+        };
+        let both = match has::<OsnoiseEntry>(r) {
+            true => format!("{osnoise}\n"),
+            false => String::new(),
+        };
         format!(
-            "noise: CPUs {} for {:.3} s{}, threshold {} ns, {}{}\n{}{}\n{}",
-            super::output::measured_cpus(r),
-            r.run.actual_duration_ns as f64 / 1e9,
+            "noise: CPUs {} for {:.3} s{}, threshold {} ns, {}{}\n{engine}\n{}{}\n{both}{}",
+            cpus,
+            secs,
             interrupted_mark(r),
             self.cfg.threshold_ns,
             super::output::result_policy(r, self.settings.sched),
@@ -142,6 +292,29 @@ impl Measure for NoiseCommand {
             crate::report::views::noise::noise_text(r),
         ) + &deadline_lines(r)
     }
+}
+
+/// Whether the result holds entries of the kind `T`.
+fn has<T: crate::report::views::EntryView>(r: &ResultFile) -> bool {
+    r.entries::<T>().next().is_some()
+}
+
+/// Whether a tracer engine was asked for and the TSC loop ran instead.
+fn fell_back(r: &ResultFile) -> bool {
+    r.run
+        .degraded
+        .iter()
+        .any(|d| d.kind == "engine-unavailable")
+}
+
+/// How long the osnoise half took before the TSC loop began: the run less the loop's
+/// window.
+fn tsc_start(r: &ResultFile) -> u64 {
+    let tsc = (r.entries::<crate::probes::noise::NoiseEntry>())
+        .map(|e| e.runtime_ns)
+        .max()
+        .unwrap_or(0);
+    r.run.actual_duration_ns.saturating_sub(tsc)
 }
 
 /// Under SCHED_DEADLINE, one line per CPU: the time the scheduler withheld between

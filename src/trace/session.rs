@@ -35,7 +35,7 @@ pub enum TraceError {
     #[error("the trace has no {CLOCK} clock, so its stamps could not be set beside the loop's")]
     NoTscClock,
     /// This kernel was built without the tracer (`available_tracers` lacks it).
-    #[error("this kernel has no {tracer} tracer (available_tracers: {available})")]
+    #[error("this kernel has no {tracer} tracer; available_tracers lists: {available}")]
     NoTracer { tracer: String, available: String },
     /// The journal of host changes refused: another run changes the host now, or a
     /// killed `tune` left changes that `tune --restore` must revert first.
@@ -207,16 +207,7 @@ impl TraceSession {
 
     /// Events the kernel overwrote or dropped on `cpu`, from its `stats`.
     pub fn lost(&self, cpu: usize) -> u64 {
-        let p = self.dir.join(format!("per_cpu/cpu{cpu}/stats"));
-        let text = std::fs::read_to_string(p).unwrap_or_default();
-        text.lines()
-            .filter_map(|l| {
-                let (k, v) = l.split_once(':')?;
-                matches!(k.trim(), "overrun" | "dropped events")
-                    .then(|| v.trim().parse::<u64>().ok())
-                    .flatten()
-            })
-            .sum()
+        lost_in(&self.dir, cpu)
     }
 
     /// Removes the instance and unmounts what it mounted; safe to call again.
@@ -231,6 +222,21 @@ impl TraceSession {
             let _ = rustix::mount::unmount(&self.root, rustix::mount::UnmountFlags::empty());
         }
     }
+}
+
+/// Events the kernel overwrote or dropped on `cpu` in the instance at `dir`, from its
+/// `stats`.
+pub(crate) fn lost_in(dir: &Path, cpu: usize) -> u64 {
+    let p = dir.join(format!("per_cpu/cpu{cpu}/stats"));
+    let text = std::fs::read_to_string(p).unwrap_or_default();
+    text.lines()
+        .filter_map(|l| {
+            let (k, v) = l.split_once(':')?;
+            matches!(k.trim(), "overrun" | "dropped events")
+                .then(|| v.trim().parse::<u64>().ok())
+                .flatten()
+        })
+        .sum()
 }
 
 impl Drop for TraceSession {

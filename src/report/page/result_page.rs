@@ -51,6 +51,7 @@ pub fn result_page(results: &[Loaded]) -> anyhow::Result<Page> {
         };
         page.sections
             .extend(page_cpus::kind_sections(r, &plots, &mut drawer, &named));
+        page.sections.extend(osnoise_section(&named("osnoise"), r));
         if let Some(t) = &r.tune {
             page.sections
                 .push(tune_section(&named("tune: staircase"), t));
@@ -102,6 +103,38 @@ pub fn result_page(results: &[Loaded]) -> anyhow::Result<Page> {
 /// `tune`'s staircase: the chart of p99 and max after each kept step, then the same
 /// cells as the terminal, CSV and Markdown (`staircase_rows`), so that the figures agree,
 /// and every step's decision (`step_rows`), the ones undone included.
+/// The osnoise engine's figures (rtla's columns, then each kind's time), when the result
+/// holds them.
+fn osnoise_section(heading: &str, r: &ResultFile) -> Option<Section> {
+    use crate::report::views::osnoise::{kinds_rows, settings_line, summary_rows};
+    let entries: Vec<&crate::trace::tracer::osnoise::OsnoiseEntry> = r.entries().collect();
+    let first = entries.first()?;
+    let table = |caption: &str, (headers, rows): (Vec<&str>, Vec<Vec<String>>)| Table {
+        caption: caption.into(),
+        headers: headers
+            .iter()
+            .map(|h| h.trim_start_matches('*').to_string())
+            .collect(),
+        rows,
+        note: None,
+    };
+    Some(Section {
+        heading: heading.into(),
+        text: vec![settings_line(first)],
+        tables: vec![
+            table(
+                "osnoise: per CPU, as rtla osnoise top",
+                summary_rows(&entries),
+            ),
+            table(
+                "osnoise: interference by kind, from its events",
+                kinds_rows(&entries),
+            ),
+        ],
+        ..Section::default()
+    })
+}
+
 fn tune_section(heading: &str, t: &crate::system::tune::record::TuneEntry) -> Section {
     use crate::report::views::tune::{staircase_rows, step_rows};
     let (header, rows) = staircase_rows(&t.staircase);

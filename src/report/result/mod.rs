@@ -152,6 +152,10 @@ pub enum ProbeEntry {
     Work(Box<WorkEntry>),
     Syscalls(Box<SyscallEntry>),
     Ptp(Box<PtpEntry>),
+    /// The kernel's osnoise tracer's figures of one CPU (`noise --engine osnoise`).
+    Osnoise(Box<crate::trace::tracer::osnoise::OsnoiseEntry>),
+    /// The kernel's hwlat tracer's check of one CPU (`noise --hwlat`).
+    Hwlat(Box<crate::trace::tracer::hwlat::HwlatEntry>),
     /// A probe this version does not know (written by a newer jitterscope): kept as a
     /// placeholder so that the rest of the file still reads.
     #[serde(other)]
@@ -169,7 +173,11 @@ impl ProbeEntry {
             ProbeEntry::Queue(e) => vec![&e.producer.thread, &e.thread],
             ProbeEntry::Work(e) => vec![&e.thread],
             ProbeEntry::Syscalls(e) => vec![&e.thread],
-            ProbeEntry::Ptp(_) | ProbeEntry::Timerlat(_) | ProbeEntry::Unknown => Vec::new(),
+            ProbeEntry::Ptp(_)
+            | ProbeEntry::Osnoise(_)
+            | ProbeEntry::Hwlat(_)
+            | ProbeEntry::Timerlat(_)
+            | ProbeEntry::Unknown => Vec::new(),
         }
     }
 }

@@ -26,11 +26,15 @@ use crate::report::result::dist::{Dist, SeriesView};
 use crate::report::result::figure::Figure;
 use crate::report::terminal::table::{Unit, hidden_note};
 use crate::report::{ProbeEntry, ResultFile};
+use crate::trace::tracer::hwlat::HwlatEntry;
+use crate::trace::tracer::osnoise::OsnoiseEntry;
 
 pub mod attribution;
 pub mod c2c;
 pub mod c2c_locality;
+pub mod hwlat;
 pub mod noise;
+pub mod osnoise;
 pub mod pingpong;
 pub mod ptp;
 pub mod queue;
@@ -52,12 +56,15 @@ pub enum Kind {
     Work,
     Syscalls,
     Ptp,
+    Osnoise,
+    Hwlat,
 }
 
 impl Kind {
     /// Every kind, in table order.
-    pub const ALL: [Kind; 9] = [
+    pub const ALL: [Kind; 11] = [
         Kind::Noise,
+        Kind::Osnoise,
         Kind::Timer,
         Kind::Timerlat,
         Kind::Pingpong,
@@ -66,6 +73,7 @@ impl Kind {
         Kind::Work,
         Kind::Syscalls,
         Kind::Ptp,
+        Kind::Hwlat,
     ];
 
     /// The kind's name, as `probe` gives it in the result file.
@@ -80,6 +88,8 @@ impl Kind {
             Kind::Work => "work",
             Kind::Syscalls => "syscalls",
             Kind::Ptp => "ptp",
+            Kind::Osnoise => "osnoise",
+            Kind::Hwlat => "hwlat",
         }
     }
 
@@ -95,7 +105,7 @@ impl Kind {
     /// every kind, in ns, as their headers say.
     pub fn unit(self) -> Unit {
         match self {
-            Kind::Noise | Kind::Timer | Kind::Timerlat => Unit::Us,
+            Kind::Noise | Kind::Timer | Kind::Timerlat | Kind::Osnoise | Kind::Hwlat => Unit::Us,
             Kind::Pingpong | Kind::C2c | Kind::Queue | Kind::Work | Kind::Syscalls => Unit::Ns,
             Kind::Ptp => Unit::Ns,
         }
@@ -113,6 +123,8 @@ impl Kind {
             Kind::Work => tables_of::<WorkEntry>(r),
             Kind::Syscalls => tables_of::<SyscallEntry>(r),
             Kind::Ptp => tables_of::<PtpEntry>(r),
+            Kind::Osnoise => tables_of::<OsnoiseEntry>(r),
+            Kind::Hwlat => tables_of::<HwlatEntry>(r),
         }
     }
 
@@ -128,6 +140,8 @@ impl Kind {
             Kind::Work => figures_of::<WorkEntry>(r),
             Kind::Syscalls => figures_of::<SyscallEntry>(r),
             Kind::Ptp => figures_of::<PtpEntry>(r),
+            Kind::Osnoise => figures_of::<OsnoiseEntry>(r),
+            Kind::Hwlat => figures_of::<HwlatEntry>(r),
         }
     }
 }
@@ -172,6 +186,8 @@ impl ProbeEntry {
             ProbeEntry::Work(e) => Some(e.as_ref()),
             ProbeEntry::Syscalls(e) => Some(e.as_ref()),
             ProbeEntry::Ptp(e) => Some(e.as_ref()),
+            ProbeEntry::Osnoise(e) => Some(e.as_ref()),
+            ProbeEntry::Hwlat(e) => Some(e.as_ref()),
             ProbeEntry::Unknown => None,
         }
     }

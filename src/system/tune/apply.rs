@@ -119,10 +119,10 @@ impl Applied {
                     path: path.clone(),
                     answer: e.to_string(),
                 };
-                let old = normalize(&read_whole(&file).map_err(refused)?);
+                let old = normalize(&read_text(&file).map_err(refused)?);
                 let journal = self.journal.as_mut().expect("journal open while applying");
                 let seq = journal.will_write(step, path, &old, value)?;
-                if let Err(e) = fs::write(&file, value) {
+                if let Err(e) = fs::write(&file, as_written(path, value)) {
                     // Nothing changed: the journal says so at once.
                     journal.restored(seq)?;
                     return Err(refused(e));
@@ -132,7 +132,7 @@ impl Applied {
                     target: Target::File(path.clone()),
                     old: old.clone(),
                 });
-                let now = read_whole(&file).map(|t| normalize(&t));
+                let now = read_text(&file).map(|t| normalize(&t));
                 Ok(Some((path.clone(), old, now.unwrap_or_default())))
             }
             Change::Affinity { pid, cpus, .. } => self.move_thread(step, *pid, cpus),
@@ -365,6 +365,36 @@ pub fn restore_stale(root: &Path) -> Result<Option<Vec<Readback>>, JournalError>
     Ok(Some(out))
 }
 
+/// A settings file's text, read in reads of 8 KiB. tracefs's `osnoise/cpus` refuses
+/// (EINVAL) any read whose buffer is not longer than its whole text, and
+/// `fs::read_to_string` reads a short file's end into what is left of a small buffer (a
+/// 6.1 guest refused it so): a large buffer every time reads it.
+pub fn read_text(path: &Path) -> std::io::Result<String> {
+    use std::io::Read;
+    let mut f = fs::File::open(path)?;
+    let (mut out, mut chunk) = (Vec::new(), vec![0u8; 8192]);
+    loop {
+        match f.read(&mut chunk) {
+            Ok(0) => break,
+            Ok(n) => out.extend_from_slice(&chunk[..n]),
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+            Err(e) => return Err(e),
+        }
+    }
+    String::from_utf8(out).map_err(|e| std::io::Error::new(std::io::ErrorKind::InvalidData, e))
+}
+
+/// What to write to `path` for `value`. Kernels with "tracing/osnoise: Allow arbitrarily
+/// long CPU string" and without its 2025 fix (Debian 12's 6.1.192 among them) parse a
+/// write to tracefs's `osnoise/cpus` with no '\0' after it, so a CPU list without the
+/// newline `echo` adds is refused with EINVAL (seen in the lab): give it one.
+pub fn as_written(path: &str, value: &str) -> String {
+    match path.ends_with("/osnoise/cpus") && !value.ends_with('\n') {
+        true => format!("{value}\n"),
+        false => value.to_string(),
+    }
+}
+
 /// The shell command that puts `old` back.
 fn undo_command(target: &Target, old: &str) -> String {
     match target {
@@ -383,36 +413,13 @@ fn enabled(file: &Path, name: &str) -> std::io::Result<bool> {
         .any(|c| c == name))
 }
 
-/// A file's whole text, each read offering a page or more. 6.1's tracefs
-/// `osnoise/cpus` answers EINVAL to a read that offers no more than its text's length,
-/// which `fs::read_to_string`'s growing buffer does (its second read offered 4 bytes
-/// after "0-1\n": EINVAL in the lab, where `cat` reads it).
-pub fn read_whole(path: &Path) -> std::io::Result<String> {
-    use std::io::Read;
-    let mut f = fs::File::open(path)?;
-    let (mut buf, mut len) = (vec![0u8; 4096], 0);
-    loop {
-        if buf.len() - len < 4096 {
-            buf.resize(buf.len() * 2, 0);
-        }
-        match f.read(&mut buf[len..]) {
-            Ok(0) => break,
-            Ok(n) => len += n,
-            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
-            Err(e) => return Err(e),
-        }
-    }
-    buf.truncate(len);
-    String::from_utf8(buf).map_err(|e| std::io::Error::new(std::io::ErrorKind::InvalidData, e))
-}
-
 /// Reverts one change and reads it back.
 fn revert(root: &Path, target: &Target, old: &str) -> Readback {
     let (path, wrote, now) = match target {
         Target::File(path) => {
             let file = under(root, path);
-            let wrote = fs::write(&file, old).is_ok();
-            let now = read_whole(&file).map(|t| normalize(&t));
+            let wrote = fs::write(&file, as_written(path, old)).is_ok();
+            let now = read_text(&file).map(|t| normalize(&t));
             (path.clone(), wrote, now)
         }
         Target::Thread { pid, start } => return revert_thread(root, *pid, *start, old),

@@ -29,6 +29,9 @@ use crate::system::tune::journal::{self, TRACER_STEP};
 
 use super::super::session::{self, PREFIX, TraceError};
 
+/// Per-CPU buffer of an instance: as the trace session's.
+pub const BUFFER_KIB: u64 = 4096;
+
 /// The tracers this kernel has (`available_tracers`), mounting nothing: none when tracefs
 /// is not mounted.
 pub fn available_tracers() -> Result<Vec<String>, TraceError> {
@@ -199,6 +202,9 @@ impl TracerInstance {
         let made = self.applied().make_group(TRACER_STEP, &dir);
         made.map_err(|e| refused(&self.dir, e))?;
         self.write("tracing_cpumask", &session::cpumask(&self.cpus))?;
+        // A new instance's buffer is small: a noisy CPU's events would overwrite the
+        // periods' summaries before they are read.
+        let _ = self.write("buffer_size_kb", &BUFFER_KIB.to_string());
         self.enable(events);
         self.write("current_tracer", &self.tracer.clone())?;
         self.write("tracing_on", "1")
@@ -261,6 +267,11 @@ impl TracerInstance {
     /// The tracer's text output as it stands (`trace`, read again and again).
     pub fn trace_file(&self) -> PathBuf {
         self.dir.join("trace")
+    }
+
+    /// Events the kernel overwrote or dropped on `cpu` so far.
+    pub fn lost(&self, cpu: usize) -> u64 {
+        session::lost_in(&self.dir, cpu)
     }
 
     /// A tracer file's path: `osnoise/cpus` and the like are below the tracefs root.

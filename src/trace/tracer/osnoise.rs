@@ -210,7 +210,7 @@ pub fn parse_line(line: &str) -> Option<Line> {
 
 /// The `[NNN]` CPU field and what follows it. The task name before it may hold
 /// anything, so the first bracketed number followed by a space is the CPU.
-fn cpu_field(line: &str) -> Option<(usize, &str)> {
+pub(crate) fn cpu_field(line: &str) -> Option<(usize, &str)> {
     let mut from = 0;
     while let Some(i) = line[from..].find('[') {
         let open = from + i;
@@ -282,8 +282,13 @@ struct CpuTally {
     max_single_us: u64,
     interference: Interferences,
     samples: LatencyHistogram,
-    sources: BTreeMap<(Kind, String), (u64, u64, u64)>,
+    sources: BTreeMap<SourceKey, SourceTime>,
 }
+
+/// A source: its kind and name.
+type SourceKey = (Kind, String);
+/// A source's events, total and longest (ns).
+type SourceTime = (u64, u64, u64);
 
 /// Lines in, per-CPU entries out. The events after a CPU's last summary belong to a
 /// period the run did not finish, and are left out with it.
@@ -368,6 +373,9 @@ impl CpuTally {
         i.events += 1;
         i.total_ns += e.duration_ns;
         i.max_ns = i.max_ns.max(e.duration_ns);
+        if e.name.trim().is_empty() {
+            return; // NMIs and HW noise name no source
+        }
         let name = (e.name.split_whitespace().collect::<Vec<_>>()).join(" ");
         let s = self.sources.entry((kind, name)).or_default();
         s.0 += 1;
@@ -400,7 +408,7 @@ impl CpuTally {
 
     /// The sources with the most time, at most `SOURCES_KEPT` of each kind.
     fn top_sources(&self) -> Vec<Source> {
-        let mut all: Vec<(&(Kind, String), &(u64, u64, u64))> = self.sources.iter().collect();
+        let mut all: Vec<(&SourceKey, &SourceTime)> = self.sources.iter().collect();
         all.sort_by_key(|((k, _), (_, ns, _))| (*k, std::cmp::Reverse(*ns)));
         let mut out: Vec<Source> = Vec::new();
         for ((k, name), (events, total_ns, max_ns)) in all {
