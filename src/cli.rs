@@ -352,9 +352,17 @@ pub struct TimerArgs {
     #[command(flatten)]
     pub run: RunArgs,
 
-    /// Interval of the first thread, in µs (at most 1 s).
+    /// Interval of the first thread, in µs (at most 1 s); with timerlat its period
+    /// (osnoise/timerlat_period_us, whole µs from 100).
     #[arg(short = 'i', long, value_name = "US", default_value = "1000", value_parser = parse_interval)]
     pub interval: u64,
+
+    /// What measures: nanosleep (our clock_nanosleep loop, as cyclictest's), timerlat
+    /// (the kernel's timerlat tracer: each wake-up's IRQ and thread latency; root and a
+    /// kernel that has it, else the loop runs and says why), or both: the loop, then
+    /// timerlat, each for -D, on the same CPUs.
+    #[arg(long, value_name = "ENGINE", default_value = "nanosleep", value_enum)]
+    pub engine: TimerEngine,
 
     /// Each next thread's interval is longer by this, in µs (thread n sleeps
     /// interval + n × distance); with --policy deadline its deadline too (cyclicdeadline's
@@ -910,6 +918,15 @@ pub struct TuneArgs {
 
     #[command(flatten)]
     pub save: SaveArgs,
+}
+
+/// `timer --engine`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, clap::ValueEnum)]
+pub enum TimerEngine {
+    #[default]
+    Nanosleep,
+    Timerlat,
+    Both,
 }
 
 /// The probes `tune` can judge with.
