@@ -529,7 +529,7 @@ mod tests {
         let inst = start(host.path(), &t, "osnoise").unwrap();
         assert_eq!(
             std::fs::read_to_string(t.join("osnoise/cpus")).unwrap(),
-            "1"
+            "1\n"
         );
         assert_eq!(
             std::fs::read_to_string(t.join("tracing_thresh")).unwrap(),
@@ -547,7 +547,12 @@ mod tests {
         assert_eq!(journal::pending(&entries).len(), 3);
         assert_eq!(inst.missing, vec!["osnoise:irq_noise".to_string()]);
         // A made-up instance is a plain directory: empty it as rmdir would.
-        for f in ["current_tracer", "tracing_cpumask", "tracing_on"] {
+        for f in [
+            "current_tracer",
+            "tracing_cpumask",
+            "tracing_on",
+            "buffer_size_kb",
+        ] {
             let _ = std::fs::remove_file(inst.dir.join(f));
         }
         let dir = inst.dir.clone();
@@ -555,7 +560,7 @@ mod tests {
         assert!(s.restored, "{s:?}");
         assert_eq!(
             std::fs::read_to_string(t.join("osnoise/cpus")).unwrap(),
-            "0-1"
+            "0-1\n"
         );
         assert_eq!(
             std::fs::read_to_string(t.join("tracing_thresh")).unwrap(),
@@ -606,13 +611,18 @@ mod tests {
         let inst = start(host.path(), &t, "osnoise").unwrap();
         let words = inst.reverted_stale.clone().unwrap();
         assert!(words.contains("osnoise/cpus 0-1"), "{words}");
-        for f in ["current_tracer", "tracing_cpumask", "tracing_on"] {
+        for f in [
+            "current_tracer",
+            "tracing_cpumask",
+            "tracing_on",
+            "buffer_size_kb",
+        ] {
             let _ = std::fs::remove_file(inst.dir.join(f));
         }
         assert!(inst.stop().restored);
         assert_eq!(
             std::fs::read_to_string(t.join("osnoise/cpus")).unwrap(),
-            "0-1"
+            "0-1\n"
         );
     }
 
