@@ -30,6 +30,7 @@ pub mod selftest;
 pub mod settings;
 pub mod syscalls;
 pub mod timer;
+pub mod timerlat;
 pub mod tracing;
 pub mod tune;
 pub mod watch;

@@ -100,8 +100,9 @@ pub enum Command {
     /// OpenMetrics on --listen, with an HdrHistogram interval log; runs until SIGTERM.
     Monitor(MonitorArgs),
     /// Did the change help? Applies the audit's run-time fixes one at a time, judges each
-    /// in interleaved baseline/step blocks (Mann–Whitney, Hodges–Lehmann shift), keeps or
-    /// reverts it, and restores everything at the end (root only).
+    /// in pairs of baseline/step blocks (paired signed-rank test, more pairs while
+    /// undecided, Hodges–Lehmann shift), keeps or reverts it, and restores everything at
+    /// the end (root only).
     Tune(TuneArgs),
     /// Why were my application's threads late? Traces every CPU and follows the threads of
     /// a process (--pid), given threads (--tid) or every task of a name (--comm): each
@@ -351,9 +352,17 @@ pub struct TimerArgs {
     #[command(flatten)]
     pub run: RunArgs,
 
-    /// Interval of the first thread, in µs (at most 1 s).
+    /// Interval of the first thread, in µs (at most 1 s); with timerlat its period
+    /// (osnoise/timerlat_period_us, whole µs from 100).
     #[arg(short = 'i', long, value_name = "US", default_value = "1000", value_parser = parse_interval)]
     pub interval: u64,
+
+    /// What measures: nanosleep (our clock_nanosleep loop, as cyclictest's), timerlat
+    /// (the kernel's timerlat tracer: each wake-up's IRQ and thread latency; root and a
+    /// kernel that has it, else the loop runs and says why), or both: the loop, then
+    /// timerlat, each for -D, on the same CPUs.
+    #[arg(long, value_name = "ENGINE", default_value = "nanosleep", value_enum)]
+    pub engine: TimerEngine,
 
     /// Each next thread's interval is longer by this, in µs (thread n sleeps
     /// interval + n × distance); with --policy deadline its deadline too (cyclicdeadline's
@@ -848,8 +857,9 @@ pub struct TuneArgs {
     #[arg(long, value_name = "DURATION", default_value = "1200ms", value_parser = parse_duration)]
     pub block: Duration,
 
-    /// Baseline/step pairs per step (5 or more can reach the 1 % level).
-    #[arg(long, value_name = "PAIRS", default_value_t = 6,
+    /// Baseline/step pairs at a step's first look (8 or more can keep a step there); a
+    /// step still undecided and leaning gets more, up to 3 times as many.
+    #[arg(long, value_name = "PAIRS", default_value_t = 8,
           value_parser = clap::value_parser!(u32).range(1..=25))]
     pub blocks: u32,
 
@@ -857,9 +867,11 @@ pub struct TuneArgs {
     #[arg(long, value_name = "DURATION", default_value = "300ms", value_parser = parse_duration)]
     pub rest: Duration,
 
-    /// What each step is judged on: lost (time per second), p99, p99.9 or max (per block).
-    #[arg(long, value_enum, default_value = "lost")]
-    pub metric: TuneMetric,
+    /// What each step is judged on: lost (time per second), p99, p99.9 or max (per block)
+    /// [default: per step, what its cause moves: the per-block max for RT throttling and
+    /// the fair server, whose window is one long gap; lost time per second for the rest]
+    #[arg(long, value_enum)]
+    pub metric: Option<TuneMetric>,
 
     /// The measuring threads' priority (SCHED_FIFO unless --policy says otherwise).
     #[arg(short = 'p', long, value_name = "PRIO", value_parser = clap::value_parser!(u8).range(1..=99))]
@@ -906,6 +918,15 @@ pub struct TuneArgs {
 
     #[command(flatten)]
     pub save: SaveArgs,
+}
+
+/// `timer --engine`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, clap::ValueEnum)]
+pub enum TimerEngine {
+    #[default]
+    Nanosleep,
+    Timerlat,
+    Both,
 }
 
 /// The probes `tune` can judge with.

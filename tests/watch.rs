@@ -360,8 +360,8 @@ fn issue25_the_delays_a_hog_made_are_the_hogs_and_as_long_as_the_thread_saw() {
         // The sleeper sleeps.
     };
     let events = &collected.per_cpu[&cpu];
-    let others: Vec<String> = (gaps.iter())
-        .filter_map(|g| {
+    let mains: Vec<String> = (gaps.iter())
+        .map(|g| {
             let a = attribute::attribute(std::slice::from_ref(g), events, &cx);
             let main = a.causes.iter().max_by_key(|c| c.largest_in);
             let main = main.map(|c| c.cause.clone()).unwrap_or_default();
@@ -369,15 +369,27 @@ fn issue25_the_delays_a_hog_made_are_the_hogs_and_as_long_as_the_thread_saw() {
                 eprintln!("{test}: a hog delay named {main}; the events:");
                 dump(g.0);
             }
-            (!main.starts_with("task js-hog:")).then_some(main)
+            main
         })
         .collect();
+    // Issue 50: a delay whose hog switch the kernel did not record is named so, its
+    // real cause, and set aside (at most one in ten), not left "unaccounted".
+    let unrecorded = (mains.iter())
+        .filter(|m| m.as_str() == attribute::UNRECORDED)
+        .count();
+    let others: Vec<&String> = (mains.iter())
+        .filter(|m| !m.starts_with("task js-hog:") && m.as_str() != attribute::UNRECORDED)
+        .collect();
     eprintln!(
-        "{test}: the hog is the top cause of {} of {}; the others: {others:?}",
-        gaps.len() - others.len(),
+        "{test}: the hog is the top cause of {} of {}, a switch the kernel did not record \
+         of {unrecorded}; the others: {others:?}",
+        gaps.len() - others.len() - unrecorded,
         gaps.len()
     );
-    let (ok, words) = misses::judge(others.len(), gaps.len(), 0.01);
+    let (ok, words) = misses::judge(unrecorded, gaps.len(), 0.10);
+    assert!(ok, "too many delays lack the kernel's switch: {words}");
+    let judged = gaps.len() - unrecorded;
+    let (ok, words) = misses::judge(others.len(), judged, 0.01);
     eprintln!("{test}: delays whose top cause is not the hog: {words}");
     assert!(ok, "the hog is not the top cause: {words}: {others:?}");
 }

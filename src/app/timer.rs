@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use anyhow::{Context, bail};
 
-use crate::cli::{DEFAULT_DURATION, MAX_DURATION, TimerArgs, TimerSlack};
+use crate::cli::{DEFAULT_DURATION, MAX_DURATION, TimerArgs, TimerEngine, TimerSlack};
 use crate::degraded::Degraded;
 use crate::engine::cpu::CpuPlan;
 use crate::engine::deadline::MIN_RUNTIME_NS;
@@ -46,6 +46,8 @@ pub struct TimerCommand {
     /// Attribute the late wake-ups to kernel trace events (`--trace`), those at or
     /// above this (None: each thread's p99).
     pub trace: Option<Option<u64>>,
+    /// What measures (`--engine`): the loop, the kernel's timerlat tracer, or both.
+    pub engine: TimerEngine,
 }
 
 impl TimerCommand {
@@ -83,6 +85,7 @@ impl TimerCommand {
             dma,
             dma_before: None,
             trace: None,
+            engine: TimerEngine::Nanosleep,
         })
     }
 
@@ -130,6 +133,8 @@ impl TimerCommand {
         if args.trace {
             cmd.trace = Some(args.trace_above);
         }
+        cmd.engine = args.engine;
+        super::timerlat::check_args(args, &cmd.settings)?;
         Ok(cmd)
     }
 
@@ -178,8 +183,47 @@ impl Measure for TimerCommand {
     }
 
     fn measure(&mut self, ctx: &mut Ctx<'_>) -> anyhow::Result<Measured> {
-        // Held for the run only: dropping it (or the process ending any way at all)
-        // withdraws the request.
+        match self.engine {
+            TimerEngine::Nanosleep => self.measure_loop(ctx),
+            TimerEngine::Timerlat => match self.measure_timerlat(ctx) {
+                Some(m) => Ok(m),
+                None => self.measure_loop(ctx),
+            },
+            TimerEngine::Both => {
+                let looped = self.measure_loop(ctx)?;
+                if looped.outcome.interrupted || looped.limit_exceeded {
+                    return Ok(looped);
+                }
+                Ok(match self.measure_timerlat(ctx) {
+                    Some(tl) => super::timerlat::after_loop(looped, tl),
+                    None => looped,
+                })
+            }
+        }
+    }
+
+    fn text(&self, r: &ResultFile) -> String {
+        let mut text = String::new();
+        if r.entries::<TimerEntry>().next().is_some() {
+            text.push_str(&self.loop_text(r));
+        }
+        if r.entries::<crate::probes::timerlat::TimerlatEntry>()
+            .next()
+            .is_some()
+        {
+            if !text.is_empty() {
+                text.push('\n');
+            }
+            text.push_str(&super::timerlat::text(r, &self.dma_words()));
+        }
+        text
+    }
+}
+
+impl TimerCommand {
+    /// /dev/cpu_dma_latency held for a run: dropping the guard (or the process ending
+    /// any way at all) withdraws the request.
+    fn hold_dma(&mut self, ctx: &mut Ctx<'_>) -> Option<DmaLatencyGuard> {
         let dma_guard = match self.dma {
             DmaLatency::LeaveAlone => None,
             DmaLatency::Hold(us) => match DmaLatencyGuard::set(Path::new(pmqos::DEVICE), us) {
@@ -193,6 +237,20 @@ impl Measure for TimerCommand {
             },
         };
         self.cfg.dma_latency_us = dma_guard.as_ref().map(|g| g.value_us);
+        self.dma_before = dma_guard.as_ref().and_then(|g| g.previous_us);
+        dma_guard
+    }
+
+    /// The kernel's timerlat tracer's run, /dev/cpu_dma_latency held as for the loop.
+    fn measure_timerlat(&mut self, ctx: &mut Ctx<'_>) -> Option<Measured> {
+        let _dma = self.hold_dma(ctx);
+        let duration = self.settings.duration.unwrap_or(DEFAULT_DURATION);
+        super::timerlat::measure(self.engine, self.cfg.interval_ns, duration, ctx)
+    }
+
+    /// The nanosleep loop's run.
+    fn measure_loop(&mut self, ctx: &mut Ctx<'_>) -> anyhow::Result<Measured> {
+        let dma_guard = self.hold_dma(ctx);
         let tracefs = self
             .cfg
             .stop_above_ns
@@ -247,7 +305,6 @@ impl Measure for TimerCommand {
             }
         }
         let stopped_by = run.stopped_by();
-        self.dma_before = dma_guard.as_ref().and_then(|g| g.previous_us);
         drop(dma_guard);
         if let Some(b) = &stopped_by {
             say_stopped(b, self.cfg.stop_above_ns.unwrap_or(0), tracefs.as_deref());
@@ -258,7 +315,7 @@ impl Measure for TimerCommand {
         })
     }
 
-    fn text(&self, r: &ResultFile) -> String {
+    fn loop_text(&self, r: &ResultFile) -> String {
         let mut text = self.header(r);
         text.push('\n');
         text.push_str(&crate::report::views::timer::timer_text(r));
@@ -297,6 +354,17 @@ fn deadline_lines(r: &ResultFile) -> String {
 }
 
 impl TimerCommand {
+    /// What /dev/cpu_dma_latency held, in words.
+    fn dma_words(&self) -> String {
+        match (self.cfg.dma_latency_us, self.dma_before) {
+            (Some(v), Some(b)) => {
+                format!("/dev/cpu_dma_latency set to {v} µs for the run (was {b} µs)")
+            }
+            (Some(v), None) => format!("/dev/cpu_dma_latency set to {v} µs for the run"),
+            (None, _) => "/dev/cpu_dma_latency left alone".to_string(),
+        }
+    }
+
     fn header(&self, r: &ResultFile) -> String {
         let cfg = &self.cfg;
         let threads = r.run.cpus.measured.len();
@@ -309,18 +377,19 @@ impl TimerCommand {
             SleepMode::Absolute => "absolute deadlines",
             SleepMode::Relative => "relative sleeps",
         };
-        let dma = match (cfg.dma_latency_us, self.dma_before) {
-            (Some(v), Some(b)) => {
-                format!("/dev/cpu_dma_latency set to {v} µs for the run (was {b} µs)")
-            }
-            (Some(v), None) => format!("/dev/cpu_dma_latency set to {v} µs for the run"),
-            (None, _) => "/dev/cpu_dma_latency left alone".to_string(),
+        let dma = self.dma_words();
+        let secs = match self.engine {
+            TimerEngine::Both => super::timerlat::loop_secs(r),
+            _ => r.run.actual_duration_ns as f64 / 1e9,
+        };
+        let what = match self.engine {
+            TimerEngine::Nanosleep => "timer",
+            _ => "timer (nanosleep loop)",
         };
         format!(
-            "timer: CPUs {} for {:.3} s{}, interval {} µs{spread}, {} {mode}\n\
+            "{what}: CPUs {} for {secs:.3} s{}, interval {} µs{spread}, {} {mode}\n\
              {}, {}; {dma}\n{}{}",
             super::output::measured_cpus(r),
-            r.run.actual_duration_ns as f64 / 1e9,
             interrupted_mark(r),
             cfg.interval_ns as f64 / 1e3,
             cfg.clock,

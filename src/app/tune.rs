@@ -29,7 +29,9 @@ use crate::system::audit::{AuditReport, FindingId};
 use crate::system::tune::apply::{self, Applied, ApplyError};
 use crate::system::tune::experiment::{self, ALPHA, Decision};
 use crate::system::tune::record::{Block, Metric, Stair, StepRun, TuneEntry, Value, stair};
+use crate::system::tune::sequential::{self, Design, Order};
 use crate::system::tune::share::{self, share_of};
+use crate::system::tune::timing::{self, Timing};
 use crate::system::tune::{Class, Step, plan};
 
 use super::Ending;
@@ -82,7 +84,9 @@ pub fn run(args: &TuneArgs, argv: &[String], stop: &AtomicBool) -> anyhow::Resul
             args.block
         );
     }
-    let metric = metric_of(args.metric);
+    let chosen = args.metric.map(metric_of);
+    // The run's metric, which each step's own default may replace (`step_metric`).
+    let metric = chosen.unwrap_or(Metric::Lost);
     let probe = probe_of(args.probe, args.block, metric)?;
     if args.trace && args.probe != TuneProbe::Noise {
         bail!("--trace attributes noise gaps: use it with --probe noise");
@@ -112,7 +116,15 @@ pub fn run(args: &TuneArgs, argv: &[String], stop: &AtomicBool) -> anyhow::Resul
     }
     let out = std::io::stdout();
     let quiet = args.save.quiet || args.save.json.as_ref().is_some_and(Option::is_none);
-    let plan_text = plan_table(&steps, &cpus, args, metric, probe.name());
+    let design = Design::of(args.blocks as usize, ALPHA);
+    let cap = sched.policy.is_realtime().then_some(MAX_BLOCK);
+    let timings: Vec<Option<Timing>> = (steps.iter())
+        .map(|s| {
+            (s.class == Class::Applies)
+                .then(|| step_timing(s, &root, &cpus, args.block, probe.warmup(), cap))
+        })
+        .collect();
+    let plan_text = plan_table(&steps, &timings, &cpus, args, &design, chosen, probe.name());
     if !quiet || args.dry_run {
         let _ = out.lock().write_all(plan_text.as_bytes());
     }
@@ -129,6 +141,7 @@ pub fn run(args: &TuneArgs, argv: &[String], stop: &AtomicBool) -> anyhow::Resul
                 metric,
                 block_ns: args.block.as_nanos() as u64,
                 pairs: args.blocks,
+                max_pairs: design.max_pairs() as u32,
                 rest_ns: args.rest.as_nanos() as u64,
                 alpha: ALPHA,
                 steps: steps.into_iter().map(StepRun::unmeasured).collect(),
@@ -161,7 +174,10 @@ pub fn run(args: &TuneArgs, argv: &[String], stop: &AtomicBool) -> anyhow::Resul
         probe,
         trace: args.trace,
         metric,
+        chosen,
         pairs: args.blocks,
+        design,
+        cap,
         block: args.block,
         rest: args.rest,
         keep: args.keep,
@@ -213,6 +229,21 @@ fn tune_sched(args: &TuneArgs) -> anyhow::Result<SchedRequest> {
     super::pipeline::sched_request(Some(policy), args.priority)
 }
 
+/// A step's blocks: a whole number of its cause's periods after a lead-in of one, the
+/// two within `cap` (with the probe's warm-up, which a block always had beside it).
+fn step_timing(
+    step: &Step,
+    root: &Path,
+    cpus: &CpuPlan,
+    block: Duration,
+    warmup: Duration,
+    cap: Option<Duration>,
+) -> Timing {
+    let cpu = cpus.measured.first().unwrap_or(0);
+    let (period, source) = timing::cause_period(&step.id, &step.seen, root, cpu);
+    timing::align(block, period, &source, warmup, cap.map(|c| c + warmup))
+}
+
 /// What measures each block. The timer's /dev/cpu_dma_latency is left alone: holding it
 /// would hide what the PM QoS steps change.
 #[derive(Debug, Clone)]
@@ -233,6 +264,20 @@ impl BlockProbe {
         match self {
             BlockProbe::Noise(c) => c.warmup,
             BlockProbe::Timer(c) => c.warmup,
+        }
+    }
+
+    /// The probe with a lead-in as its warm-up: the thread runs it before measuring.
+    fn leading_in(&self, lead_in: Duration) -> BlockProbe {
+        match self {
+            BlockProbe::Noise(c) => BlockProbe::Noise(NoiseConfig {
+                warmup: lead_in,
+                ..c.clone()
+            }),
+            BlockProbe::Timer(c) => BlockProbe::Timer(TimerConfig {
+                warmup: lead_in,
+                ..c.clone()
+            }),
         }
     }
 }
@@ -264,6 +309,19 @@ fn probe_of(p: TuneProbe, block: Duration, metric: Metric) -> anyhow::Result<Blo
             }
             Ok(BlockProbe::Timer(cfg))
         }
+    }
+}
+
+/// What a step is judged on: `--metric`, else what its cause moves. RT throttling's and
+/// the fair server's window is one gap of period − runtime (50 ms of 1 s): it sets the
+/// block's largest gap, while in the lost time per second a crowded host's other losses
+/// (its IRQs, the fair server lending waiting tasks time) blur it.
+fn step_metric(chosen: Option<Metric>, step: &Step) -> Metric {
+    let windowed = [FindingId::RtThrottlingOn, FindingId::FairServerOn];
+    match chosen {
+        Some(m) => m,
+        None if windowed.iter().any(|id| *id == step.id.as_str()) => Metric::Max,
+        None => Metric::Lost,
     }
 }
 
@@ -412,26 +470,49 @@ fn restore(root: &Path) -> anyhow::Result<Ending> {
 /// The plan, one line a step (fits 100 columns).
 fn plan_table(
     steps: &[Step],
+    timings: &[Option<Timing>],
     cpus: &CpuPlan,
     args: &TuneArgs,
-    metric: Metric,
+    design: &Design,
+    chosen: Option<Metric>,
     probe: &str,
 ) -> String {
+    let judged_on = match chosen {
+        Some(m) => m.name().to_string(),
+        None => "what its cause moves (below)".to_string(),
+    };
     let runnable = steps.iter().filter(|s| s.class == Class::Applies).count();
     let per_step = (args.block + args.rest).as_secs_f64() * 2.0 * args.blocks as f64;
+    let looks: Vec<String> = design.looks.iter().map(|n| n.to_string()).collect();
     let mut out = format!(
         "tune plan for CPUs {} (housekeeping {}): {} steps, {runnable} apply now\n\
-         each judged on {} by the {probe} probe, in {} baseline/step pairs\n\
-         of {:.0} ms blocks with {:.0} ms rest (about {:.0} s a step)\n",
+         each judged on {} by the {probe} probe: {} baseline/step pairs, each pair's order\n\
+         drawn by a coin, and up to {} pairs for a step still undecided (looks at {} pairs;\n\
+         paired signed-rank test, the {} % level split among the looks)\n\
+         blocks of {:.0} ms or a whole number of the step's cause's periods (below), {:.0} ms\n\
+         rest between (about {:.0} s a step of {:.0} ms blocks at {} pairs)\n",
         cpus.measured,
         cpus.housekeeping,
         steps.len(),
-        metric.name(),
+        judged_on,
         args.blocks,
+        design.max_pairs(),
+        looks.join(", "),
+        design.alpha * 100.0,
         args.block.as_secs_f64() * 1e3,
         args.rest.as_secs_f64() * 1e3,
-        per_step
+        per_step,
+        args.block.as_secs_f64() * 1e3,
+        args.blocks,
     );
+    if sequential::min_pairs(design.levels[0]) > args.blocks as usize {
+        out.push_str(&format!(
+            "note: {} pairs cannot keep a step at the first look (it needs {}); later \
+             looks can\n",
+            args.blocks,
+            sequential::min_pairs(design.levels[0])
+        ));
+    }
     for (i, s) in steps.iter().enumerate() {
         out.push_str(&format!(
             "{:>3}  {:<30} {:<5} {}\n",
@@ -452,6 +533,13 @@ fn plan_table(
             out.push('\n');
         } else if !detail.is_empty() {
             out.push_str(&format!("       {}\n", fit(&detail, 92)));
+        }
+        if let Some(Some(t)) = timings.get(i) {
+            out.push_str(&format!("       {}\n", fit(&t.describe(), 92)));
+            if chosen.is_none() {
+                let m = step_metric(chosen, s).name();
+                out.push_str(&format!("       judged on {m}\n"));
+            }
         }
         if s.class == Class::Applies || s.class == Class::AlreadyDone {
             let n = s.changes.len();
@@ -484,7 +572,13 @@ struct TuneCommand {
     /// Trace the noise blocks: order the steps by cause share, and show it per step.
     trace: bool,
     metric: Metric,
+    /// `--metric`, if given; else each step's own (`step_metric`).
+    chosen: Option<Metric>,
+    /// Pairs at the first look; the design's looks and levels after it.
     pairs: u32,
+    design: Design,
+    /// The longest a real-time probe may hold a CPU (none at SCHED_OTHER).
+    cap: Option<Duration>,
     block: Duration,
     rest: Duration,
     keep: bool,
@@ -495,17 +589,18 @@ struct TuneCommand {
 
 impl TuneCommand {
     /// One block of the probe on the plan's CPUs, with each CPU's attribution if traced.
-    fn block(&self, ctx: &mut Ctx<'_>, applied: bool) -> anyhow::Result<BlockRun> {
+    fn block(&self, ctx: &mut Ctx<'_>, applied: bool, t: &Timing) -> anyhow::Result<BlockRun> {
         let plan = RunPlan {
             cpus: ctx.cpus.clone(),
             sched: ctx.sched,
             mlock: self.settings.mlock,
-            duration: self.block,
+            duration: t.block(),
             priospread: false,
-            setup_timeout: self.probe.warmup() + Duration::from_secs(10),
+            setup_timeout: t.lead_in() + Duration::from_secs(10),
         };
         let (clock, stop) = (&ctx.host.clock, ctx.stop);
-        let (mut b, outcome, attrs) = match &self.probe {
+        let probe = self.probe.leading_in(t.lead_in());
+        let (mut b, outcome, attrs) = match &probe {
             BlockProbe::Noise(cfg) if self.trace => {
                 let h = noise::Histograms::Omitted;
                 let run = tracing::run_noise_traced(ctx, cfg, 0, &plan, h)
@@ -533,7 +628,14 @@ impl TuneCommand {
     /// With a trace, one baseline block first: the steps go by the share of the lost
     /// time their causes take, largest first (without one, the audit's severity order).
     fn order_by_cause(&mut self, ctx: &mut Ctx<'_>) -> anyhow::Result<()> {
-        let (_, _, attrs) = self.block(ctx, false)?;
+        let plain = timing::align(
+            self.block,
+            self.block,
+            "the block",
+            self.probe.warmup(),
+            None,
+        );
+        let (_, _, attrs) = self.block(ctx, false, &plain)?;
         std::thread::sleep(self.rest);
         let refs: Vec<&Attribution> = attrs.iter().collect();
         share::order(&mut self.steps, |s| share_of(&s.id, &refs));
@@ -551,6 +653,109 @@ impl TuneCommand {
 
 /// A block's figures, how the run ended, and each traced CPU's attribution.
 type BlockRun = (Block, RunOutcome<()>, Vec<Attribution>);
+
+/// One step being judged: its run as recorded, its blocks' timing, the coin that orders
+/// each pair, the pairs' values (baseline, step) and each side's traced attributions.
+struct Trial {
+    run: StepRun,
+    timing: Timing,
+    order: Order,
+    pairs: Vec<(u64, u64)>,
+    traced: [Vec<Attribution>; 2],
+}
+
+/// What the whole run has measured so far: the last block's outcome, the time measured.
+struct Progress {
+    last: Option<RunOutcome<()>>,
+    measured: Duration,
+}
+
+impl TuneCommand {
+    /// Pairs up to each look of the design, judged there; more while the design extends
+    /// an undecided step. `None` when no look was reached (stopped, or the step refused).
+    fn judge_step(
+        &self,
+        ctx: &mut Ctx<'_>,
+        applied: &mut Applied,
+        trial: &mut Trial,
+        progress: &mut Progress,
+    ) -> anyhow::Result<Option<experiment::Judgement>> {
+        let mut judged = None;
+        for (look, &n) in self.design.looks.iter().enumerate() {
+            while trial.pairs.len() < n {
+                if !self.pair(ctx, applied, trial, progress)? {
+                    return Ok(judged);
+                }
+            }
+            let j = sequential::judge(&trial.pairs, &self.design, look);
+            let more = self.design.extend(look, &j);
+            judged = Some(j);
+            if !more {
+                break;
+            }
+        }
+        Ok(judged)
+    }
+
+    /// One pair of blocks, in the coin's order, the step applied for its own block
+    /// only. False when it could not be completed (stopped, or the step refused).
+    fn pair(
+        &self,
+        ctx: &mut Ctx<'_>,
+        applied: &mut Applied,
+        trial: &mut Trial,
+        progress: &mut Progress,
+    ) -> anyhow::Result<bool> {
+        let mut values = (0u64, 0u64);
+        for on in trial.order.pair() {
+            if ctx.stop.load(Ordering::Relaxed) {
+                return Ok(false);
+            }
+            let mark = applied.mark();
+            if on {
+                match applied.apply(&trial.run.step) {
+                    Ok(v) if trial.run.values.is_empty() => {
+                        trial.run.values = (v.into_iter())
+                            .map(|(path, before, after)| Value {
+                                path,
+                                before,
+                                after,
+                            })
+                            .collect();
+                    }
+                    Ok(_) => {}
+                    Err(ApplyError::Refused { path, answer }) => {
+                        trial.run.step.class = Class::NotApplicable {
+                            answer: format!("{path}: {answer}"),
+                        };
+                        return Ok(false);
+                    }
+                    Err(e) => return Err(e.into()),
+                }
+            }
+            let result = self.block(ctx, on, &trial.timing);
+            if on {
+                applied.revert_to(mark);
+            }
+            let (b, outcome, attrs) = result?;
+            trial.traced[on as usize].extend(attrs);
+            let cpus = ctx.cpus.measured.len().max(1) as u64;
+            progress.measured += Duration::from_nanos(b.runtime_ns / cpus);
+            progress.last = Some(outcome);
+            let v = trial.run.metric.unwrap_or(self.metric).of(&b);
+            if on {
+                values.1 = v;
+            } else {
+                values.0 = v;
+            }
+            trial.run.blocks.push(b);
+            // The CPU rests: the kernel's own work catches up, whatever was turned off.
+            std::thread::sleep(self.rest);
+        }
+        trial.pairs.push(values);
+        Ok(true)
+    }
+}
 
 /// A noise block's figures: its CPUs' gaps, the worst CPU's percentiles.
 fn noise_block(entries: &[NoiseEntry]) -> Block {
@@ -602,85 +807,45 @@ impl Measure for TuneCommand {
         let mut applied = Applied::new(&self.root)?;
         let mut runs: Vec<StepRun> = Vec::new();
         let mut stairs: Vec<Stair> = Vec::new();
-        let mut last: Option<RunOutcome<()>> = None;
-        let mut measured = Duration::ZERO;
         let stopped = |ctx: &Ctx<'_>| ctx.stop.load(Ordering::Relaxed);
         if self.trace {
             self.order_by_cause(ctx)?;
         }
         let steps = self.steps.clone();
+        let mut progress = Progress {
+            last: None,
+            measured: Duration::ZERO,
+        };
         for step in steps {
-            let mut run = StepRun {
-                step: step.clone(),
-                values: Vec::new(),
-                blocks: Vec::new(),
-                judgement: None,
-                share_before_pct: None,
-                share_after_pct: None,
-            };
-            let mut traced: [Vec<Attribution>; 2] = [Vec::new(), Vec::new()];
             if step.class != Class::Applies || stopped(ctx) {
-                runs.push(run);
+                runs.push(StepRun::unmeasured(step));
                 continue;
             }
-            for on in experiment::schedule(self.pairs as usize) {
-                if stopped(ctx) {
-                    break;
-                }
-                let mark = applied.mark();
-                if on {
-                    match applied.apply(&step) {
-                        Ok(v) => {
-                            if run.values.is_empty() {
-                                run.values = v
-                                    .into_iter()
-                                    .map(|(path, before, after)| Value {
-                                        path,
-                                        before,
-                                        after,
-                                    })
-                                    .collect();
-                            }
-                        }
-                        Err(ApplyError::Refused { path, answer }) => {
-                            run.step.class = Class::NotApplicable {
-                                answer: format!("{path}: {answer}"),
-                            };
-                            break;
-                        }
-                        Err(e) => return Err(e.into()),
-                    }
-                }
-                let result = self.block(ctx, on);
-                if on {
-                    applied.revert_to(mark);
-                }
-                let (b, outcome, attrs) = result?;
-                traced[on as usize].extend(attrs);
-                measured +=
-                    Duration::from_nanos(b.runtime_ns / ctx.cpus.measured.len().max(1) as u64);
-                last = Some(outcome);
-                run.blocks.push(b);
-                // The CPU rests: the kernel's own work catches up, whatever was turned off.
-                std::thread::sleep(self.rest);
-            }
-            let [before, after] = traced.map(|a| share_of(&step.id, &a.iter().collect::<Vec<_>>()));
+            let timing = step_timing(
+                &step,
+                &self.root,
+                ctx.cpus,
+                self.block,
+                self.probe.warmup(),
+                self.cap,
+            );
+            let mut trial = Trial {
+                run: StepRun {
+                    timing: Some(timing.clone()),
+                    metric: Some(step_metric(self.chosen, &step)),
+                    ..StepRun::unmeasured(step.clone())
+                },
+                timing,
+                order: Order::from_clock(),
+                pairs: Vec::new(),
+                traced: [Vec::new(), Vec::new()],
+            };
+            let judged = self.judge_step(ctx, &mut applied, &mut trial, &mut progress)?;
+            let mut run = trial.run;
+            let [before, after] =
+                (trial.traced).map(|a| share_of(&step.id, &a.iter().collect::<Vec<_>>()));
             (run.share_before_pct, run.share_after_pct) = (before, after);
-            let complete = run.blocks.len() == 2 * self.pairs as usize;
-            if complete {
-                let base: Vec<u64> = run
-                    .blocks
-                    .iter()
-                    .filter(|b| !b.applied)
-                    .map(|b| self.metric.of(b))
-                    .collect();
-                let with: Vec<u64> = run
-                    .blocks
-                    .iter()
-                    .filter(|b| b.applied)
-                    .map(|b| self.metric.of(b))
-                    .collect();
-                let j = experiment::judge(&base, &with, ALPHA);
+            if let Some(j) = judged {
                 if stairs.is_empty() {
                     let bs: Vec<&Block> = run.blocks.iter().filter(|b| !b.applied).collect();
                     stairs.push(stair("baseline", &bs));
@@ -698,10 +863,11 @@ impl Measure for TuneCommand {
                     }
                 }
                 run.judgement = Some(j);
-                eprintln!("{}", step_line(&run, self.metric));
+                eprintln!("{}", step_line(&run, run.metric.unwrap_or(self.metric)));
             }
             runs.push(run);
         }
+        let (last, measured) = (progress.last, progress.measured);
         let interrupted = stopped(ctx);
         let kept_applied = self.keep && !interrupted;
         let readbacks = if kept_applied {
@@ -723,6 +889,7 @@ impl Measure for TuneCommand {
             metric: self.metric,
             block_ns: self.block.as_nanos() as u64,
             pairs: self.pairs,
+            max_pairs: self.design.max_pairs() as u32,
             rest_ns: self.rest.as_nanos() as u64,
             alpha: ALPHA,
             steps: runs,
@@ -786,7 +953,8 @@ fn step_line(run: &StepRun, metric: Metric) -> String {
         _ => String::new(),
     };
     format!(
-        "{:<30} {:<12} {} {} → {}, shift {} [{}, {}], p {:.4}{}{share}",
+        "{:<30} {:<12} {} {} → {}, shift {} [{}, {}], {} of {} pairs better, p {:.4} \
+         (level {:.4}, look {}){share}",
         fit(&run.step.id, 30),
         j.decision.as_str(),
         metric.name(),
@@ -795,7 +963,10 @@ fn step_line(run: &StepRun, metric: Metric) -> String {
         v(j.shift),
         v(j.ci_low),
         v(j.ci_high),
+        j.better,
+        j.pairs,
         j.p,
-        if j.exact { " (exact)" } else { "" }
+        j.alpha,
+        j.look,
     )
 }

@@ -11,4 +11,5 @@ pub mod record;
 pub mod syscalls;
 pub mod timer;
 pub mod timer_stream;
+pub mod timerlat;
 pub mod work;

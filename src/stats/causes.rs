@@ -32,6 +32,11 @@ pub enum CauseKind {
     /// The part no event covers: entry and exit overhead and, on a VM, the hypervisor;
     /// on bare metal, SMIs and the hardware.
     Unaccounted,
+    /// A task's time the trace cannot place because the kernel recorded no sched_switch
+    /// there: another task switched out than the one the trace had running (issue 50:
+    /// a second reader of the kernel's buffer lacked the same switches). Which of the two
+    /// ran is unknown, so the time is given to neither, but said as such, not unaccounted.
+    Unrecorded,
 }
 
 impl CauseKind {
@@ -45,6 +50,7 @@ impl CauseKind {
             CauseKind::Task => "task",
             CauseKind::Throttling => "throttling",
             CauseKind::Unaccounted => "unaccounted",
+            CauseKind::Unrecorded => "unrecorded",
         }
     }
 }

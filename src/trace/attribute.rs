@@ -61,8 +61,9 @@ enum Cause {
     /// A task (or idle) that ran while a runnable real-time measurer was held off by the
     /// kernel's throttle: counted under the throttle, listed by the task.
     Throttled(By, Task),
-    /// A task's time the trace cannot vouch for (a switch was not recorded); dropped
-    /// from the timeline, so that it is unaccounted.
+    /// A task's time the trace cannot vouch for: the kernel recorded no switch between
+    /// it and the task seen switching out (`UNRECORDED`). Its own cause, never given to
+    /// either task by guess.
     Unknown,
 }
 
@@ -502,8 +503,8 @@ fn timeline(
                     } else if let Some(t) = task.filter(|t| t.pid != prev.pid) {
                         // Another task switches out than the one thought to run: a switch
                         // in between was not recorded, so when `t` stopped running is
-                        // unknown. Its time since it came in is left to no one
-                        // (unaccounted), never given to it by guess.
+                        // unknown. Its time since it came in is given to no one, but
+                        // named as the switch the kernel did not record.
                         let wrong = |c: &Cause| matches!(c, Cause::Task(w, _) if w.pid == t.pid);
                         for seg in out[switched_at..].iter_mut().filter(|s| wrong(&s.cause)) {
                             seg.cause = Cause::Unknown;
@@ -530,7 +531,6 @@ fn timeline(
     // what no event covers.
     out.retain(|s| match s.cause {
         Cause::Task(t, _) => t.pid != measurer,
-        Cause::Unknown => false,
         _ => true,
     });
     out
@@ -707,7 +707,7 @@ impl Context<'_> {
                 _ => CauseKind::Task,
             },
             Cause::Throttled(..) => CauseKind::Throttling,
-            Cause::Unknown => CauseKind::Unaccounted,
+            Cause::Unknown => CauseKind::Unrecorded,
         }
     }
 
@@ -795,7 +795,7 @@ impl Context<'_> {
                 None => format!("vector {}", self.names.get(name)),
             },
             Cause::Nmi => "nmi".to_string(),
-            Cause::Unknown => "unaccounted".to_string(),
+            Cause::Unknown => UNRECORDED.to_string(),
             Cause::Throttled(by, _) => self.throttle_label(by),
             // pid 0 is the idle task: the CPU slept (on a VM, halted and left to the host).
             Cause::Task(t, _) if t.pid == 0 => match self.naming {
@@ -835,6 +835,8 @@ impl Context<'_> {
 /// How a tick that ran while nohz_full had stopped it is named, and one that ran kept on
 /// by a dependency: the verdict reads them (`system::cause_fix`).
 pub const RESIDUAL: &str = "residual tick";
+/// How time the kernel's missing sched_switch leaves unplaced is named (issue 50).
+pub const UNRECORDED: &str = "switch not recorded by the kernel";
 pub const KEPT: &str = "tick kept on:";
 
 /// The key of a throttle's row: which task ran is listed under it, not keyed.

@@ -145,9 +145,10 @@ fn tune_section(heading: &str, t: &crate::system::tune::record::TuneEntry) -> Se
         text: vec![format!(
             "{} step(s) judged on {}, {kept} kept. Each stair: the medians over its blocks \
              [distribution-free interval], after the kept steps up to it. Under it, every \
-             step with its decision: kept when p is below {} and the shift's whole \
-             interval below zero, reverted when p is below it and the interval above \
-             zero, inconclusive otherwise.",
+             step with its decision: kept when p is below {} (each look's share of \
+             it, for the paired test) and the shift's whole interval below zero, \
+             reverted when p is below it and the interval above zero, inconclusive \
+             otherwise.",
             t.steps.iter().filter(|s| s.judgement.is_some()).count(),
             t.metric.name(),
             t.alpha
@@ -161,8 +162,8 @@ fn tune_section(heading: &str, t: &crate::system::tune::record::TuneEntry) -> Se
             },
             Table {
                 caption: format!(
-                    "tune: each step's decision (shift: step − baseline over {} pairs of \
-                     blocks, Hodges–Lehmann; negative is better)",
+                    "tune: each step's decision (shift: step − baseline over its pairs \
+                     of blocks, at least {}, Hodges–Lehmann; negative is better)",
                     t.pairs
                 ),
                 headers: step_header,
@@ -572,8 +573,13 @@ fn run_facts(path: &Path, r: &ResultFile) -> Vec<(String, String)> {
 /// which beside the whole run read as an overrun of as many times as there were steps.
 fn tune_plan(t: &crate::system::tune::record::TuneEntry) -> String {
     let measured = t.steps.iter().filter(|s| !s.blocks.is_empty()).count();
+    let more = if t.max_pairs > t.pairs {
+        format!(", up to {} pairs for a step still undecided", t.max_pairs)
+    } else {
+        String::new()
+    };
     format!(
-        "{measured} step{} measured, each {} pairs of {} blocks: {} a step",
+        "{measured} step{} measured, each {} pairs of {} blocks: {} a step{more}",
         if measured == 1 { "" } else { "s" },
         t.pairs,
         seconds(t.block_ns),

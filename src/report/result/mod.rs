@@ -27,6 +27,7 @@ use crate::probes::ptp::PtpEntry;
 use crate::probes::queue::QueueEntry;
 use crate::probes::syscalls::SyscallEntry;
 use crate::probes::timer::TimerEntry;
+use crate::probes::timerlat::TimerlatEntry;
 use crate::probes::work::WorkEntry;
 use crate::system::HostInfo;
 
@@ -143,6 +144,8 @@ pub struct RunCpus {
 pub enum ProbeEntry {
     Noise(Box<NoiseEntry>),
     Timer(Box<TimerEntry>),
+    /// `timer --engine timerlat|both`: the kernel's timerlat tracer, one entry per CPU.
+    Timerlat(Box<TimerlatEntry>),
     Pingpong(Box<PingpongEntry>),
     C2c(Box<C2cEntry>),
     Queue(Box<QueueEntry>),
@@ -173,6 +176,7 @@ impl ProbeEntry {
             ProbeEntry::Ptp(_)
             | ProbeEntry::Osnoise(_)
             | ProbeEntry::Hwlat(_)
+            | ProbeEntry::Timerlat(_)
             | ProbeEntry::Unknown => Vec::new(),
         }
     }

@@ -20,6 +20,7 @@ use crate::probes::ptp::PtpEntry;
 use crate::probes::queue::QueueEntry;
 use crate::probes::syscalls::SyscallEntry;
 use crate::probes::timer::TimerEntry;
+use crate::probes::timerlat::TimerlatEntry;
 use crate::probes::work::WorkEntry;
 use crate::report::result::dist::{Dist, SeriesView};
 use crate::report::result::figure::Figure;
@@ -39,6 +40,7 @@ pub mod ptp;
 pub mod queue;
 pub mod syscalls;
 pub mod timer;
+pub mod timerlat;
 pub mod tune;
 pub mod work;
 
@@ -47,6 +49,7 @@ pub mod work;
 pub enum Kind {
     Noise,
     Timer,
+    Timerlat,
     Pingpong,
     C2c,
     Queue,
@@ -59,10 +62,11 @@ pub enum Kind {
 
 impl Kind {
     /// Every kind, in table order.
-    pub const ALL: [Kind; 10] = [
+    pub const ALL: [Kind; 11] = [
         Kind::Noise,
         Kind::Osnoise,
         Kind::Timer,
+        Kind::Timerlat,
         Kind::Pingpong,
         Kind::C2c,
         Kind::Queue,
@@ -77,6 +81,7 @@ impl Kind {
         match self {
             Kind::Noise => "noise",
             Kind::Timer => "timer",
+            Kind::Timerlat => "timerlat",
             Kind::Pingpong => "pingpong",
             Kind::C2c => "c2c",
             Kind::Queue => "queue",
@@ -100,7 +105,7 @@ impl Kind {
     /// every kind, in ns, as their headers say.
     pub fn unit(self) -> Unit {
         match self {
-            Kind::Noise | Kind::Timer | Kind::Osnoise | Kind::Hwlat => Unit::Us,
+            Kind::Noise | Kind::Timer | Kind::Timerlat | Kind::Osnoise | Kind::Hwlat => Unit::Us,
             Kind::Pingpong | Kind::C2c | Kind::Queue | Kind::Work | Kind::Syscalls => Unit::Ns,
             Kind::Ptp => Unit::Ns,
         }
@@ -111,6 +116,7 @@ impl Kind {
         match self {
             Kind::Noise => tables_of::<NoiseEntry>(r),
             Kind::Timer => tables_of::<TimerEntry>(r),
+            Kind::Timerlat => tables_of::<TimerlatEntry>(r),
             Kind::Pingpong => tables_of::<PingpongEntry>(r),
             Kind::C2c => tables_of::<C2cEntry>(r),
             Kind::Queue => tables_of::<QueueEntry>(r),
@@ -127,6 +133,7 @@ impl Kind {
         match self {
             Kind::Noise => figures_of::<NoiseEntry>(r),
             Kind::Timer => figures_of::<TimerEntry>(r),
+            Kind::Timerlat => figures_of::<TimerlatEntry>(r),
             Kind::Pingpong => figures_of::<PingpongEntry>(r),
             Kind::C2c => figures_of::<C2cEntry>(r),
             Kind::Queue => figures_of::<QueueEntry>(r),
@@ -172,6 +179,7 @@ impl ProbeEntry {
         match self {
             ProbeEntry::Noise(e) => Some(e.as_ref()),
             ProbeEntry::Timer(e) => Some(e.as_ref()),
+            ProbeEntry::Timerlat(e) => Some(e.as_ref()),
             ProbeEntry::Pingpong(e) => Some(e.as_ref()),
             ProbeEntry::C2c(e) => Some(e.as_ref()),
             ProbeEntry::Queue(e) => Some(e.as_ref()),

@@ -4,7 +4,7 @@
 
 use crate::report::terminal::table::cut;
 use crate::system::tune::Class;
-use crate::system::tune::record::{Figure, Metric, Stair, TuneEntry};
+use crate::system::tune::record::{Figure, Metric, Stair, StepRun, TuneEntry};
 
 /// A value of `metric` with its unit: ns/s as µs/s or ms/s, ns as µs or ms.
 pub fn value(x: f64, metric: Metric) -> String {
@@ -79,6 +79,7 @@ pub fn step_rows(t: &TuneEntry) -> (Vec<String>, Vec<Vec<String>>) {
         format!("{}: baseline → step", t.metric.name()),
         "shift [interval]".into(),
         "p".into(),
+        "pairs (better)".into(),
     ];
     let rows = (t.steps.iter())
         .map(|s| match &s.judgement {
@@ -86,17 +87,19 @@ pub fn step_rows(t: &TuneEntry) -> (Vec<String>, Vec<Vec<String>>) {
                 s.step.id.clone(),
                 j.decision.as_str().into(),
                 format!(
-                    "{} → {}",
-                    value(j.baseline_median, t.metric),
-                    value(j.step_median, t.metric)
+                    "{}{} → {}",
+                    own_metric(t, s),
+                    value(j.baseline_median, metric_of(t, s)),
+                    value(j.step_median, metric_of(t, s))
                 ),
                 format!(
                     "{} [{}, {}]",
-                    value(j.shift, t.metric),
-                    value(j.ci_low, t.metric),
-                    value(j.ci_high, t.metric)
+                    value(j.shift, metric_of(t, s)),
+                    value(j.ci_low, metric_of(t, s)),
+                    value(j.ci_high, metric_of(t, s))
                 ),
                 format!("{:.4}", j.p),
+                pairs_cell(j),
             ],
             None => {
                 let what = match &s.step.class {
@@ -104,11 +107,35 @@ pub fn step_rows(t: &TuneEntry) -> (Vec<String>, Vec<Vec<String>>) {
                     c if c.detail().is_empty() => c.label().to_string(),
                     c => format!("{}: {}", c.label(), c.detail()),
                 };
-                vec![s.step.id.clone(), what, "—".into(), "—".into(), "—".into()]
+                let dash = || "—".to_string();
+                vec![s.step.id.clone(), what, dash(), dash(), dash(), dash()]
             }
         })
         .collect();
     (header, rows)
+}
+
+/// The metric `s` was judged on: its own, else the run's.
+fn metric_of(t: &TuneEntry, s: &StepRun) -> Metric {
+    s.metric.unwrap_or(t.metric)
+}
+
+/// "per-block max: " where a step was judged on another metric than the run's.
+fn own_metric(t: &TuneEntry, s: &StepRun) -> String {
+    match s.metric {
+        Some(m) if m != t.metric => format!("{}: ", m.name()),
+        _ => String::new(),
+    }
+}
+
+/// How many pairs a step took, and in how many its block was the better: "12 (11)"; a
+/// file from before the paired test has only its pairs.
+fn pairs_cell(j: &crate::system::tune::experiment::Judgement) -> String {
+    if j.paired {
+        format!("{} ({})", j.pairs, j.better)
+    } else {
+        j.pairs.to_string()
+    }
 }
 
 /// The staircase as a Markdown table.
@@ -128,25 +155,39 @@ pub fn staircase_markdown(t: &TuneEntry) -> String {
 /// Everything `tune` prints at the end.
 pub fn tune_text(t: &TuneEntry) -> String {
     let mut out = format!(
-        "\ntune: {} steps judged on {} ({}), {} pairs of {:.0} ms blocks, level {} %\n",
+        "\ntune: {} steps judged on {} unless a step says its own ({}), level {} %\n\
+         {} pairs of {:.0} ms blocks (or whole periods of the step's cause) at the first look{}\n",
         t.steps.iter().filter(|s| s.judgement.is_some()).count(),
         t.metric.name(),
         t.probe,
+        t.alpha * 100.0,
         t.pairs,
         t.block_ns as f64 / 1e6,
-        t.alpha * 100.0
+        if t.max_pairs > t.pairs {
+            format!(", up to {}", t.max_pairs)
+        } else {
+            String::new()
+        },
     );
     for s in &t.steps {
+        // The pairs first: a long line is cut at 100 columns, and how many pairs a step
+        // took is part of its decision.
         let what = match &s.judgement {
             Some(j) => format!(
-                "{}: {} → {}, shift {} [{}, {}], p {:.4}",
+                "{} ({}): {}{} → {}, p {:.4}, shift {} [{}, {}]",
                 j.decision.as_str(),
-                value(j.baseline_median, t.metric),
-                value(j.step_median, t.metric),
-                value(j.shift, t.metric),
-                value(j.ci_low, t.metric),
-                value(j.ci_high, t.metric),
-                j.p
+                if j.paired {
+                    format!("{} pairs, {} better", j.pairs, j.better)
+                } else {
+                    format!("{} pairs", j.pairs)
+                },
+                own_metric(t, s),
+                value(j.baseline_median, metric_of(t, s)),
+                value(j.step_median, metric_of(t, s)),
+                j.p,
+                value(j.shift, metric_of(t, s)),
+                value(j.ci_low, metric_of(t, s)),
+                value(j.ci_high, metric_of(t, s)),
             ),
             None => s.step.class.to_string(),
         };

@@ -65,7 +65,24 @@ pub struct Judgement {
     /// The medians of each side.
     pub baseline_median: f64,
     pub step_median: f64,
+    /// The level `p` was held to: with the sequential test, this look's share of the
+    /// run's level (`TuneEntry::alpha`).
     pub alpha: f64,
+    /// Pairs judged (the sequential test: at the look that decided); 0 in older files.
+    #[serde(default)]
+    pub pairs: u32,
+    /// Pairs whose step block was lower (better) and higher than its baseline block.
+    #[serde(default)]
+    pub better: u32,
+    #[serde(default)]
+    pub worse: u32,
+    /// The look (1-based) the decision was made at; 0 in older files.
+    #[serde(default)]
+    pub look: u32,
+    /// Judged by the paired signed-rank test (sequential); false (older files): by
+    /// Mann–Whitney on the two sides' blocks.
+    #[serde(default)]
+    pub paired: bool,
 }
 
 fn null_is_neg_inf<'de, D: serde::Deserializer<'de>>(d: D) -> Result<f64, D::Error> {
@@ -116,6 +133,11 @@ pub fn judge(baseline: &[u64], step: &[u64], alpha: f64) -> Judgement {
         baseline_median: median_u(baseline),
         step_median: median_u(step),
         alpha,
+        pairs: n1.min(n2) as u32,
+        better: 0,
+        worse: 0,
+        look: 0,
+        paired: false,
     }
 }
 

@@ -301,9 +301,16 @@ mod tests {
                 baseline_median: 2.0,
                 step_median: 1.0,
                 alpha: 0.01,
+                pairs: 8,
+                better: 8,
+                worse: 0,
+                look: 1,
+                paired: true,
             }),
             share_before_pct: None,
             share_after_pct: None,
+            timing: None,
+            metric: None,
         }
     }
 
@@ -320,6 +327,7 @@ mod tests {
             metric: Metric::Max,
             block_ns: 1_000_000_000,
             pairs: 6,
+            max_pairs: 18,
             rest_ns: 0,
             alpha: 0.01,
             steps,

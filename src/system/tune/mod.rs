@@ -17,8 +17,10 @@ pub mod export;
 pub mod journal;
 pub mod record;
 pub mod root_domain;
+pub mod sequential;
 pub mod share;
 pub mod thread;
+pub mod timing;
 
 use std::fmt;
 use std::path::{Path, PathBuf};

@@ -6,6 +6,7 @@ use serde::{Deserialize, Serialize};
 use super::Step;
 use super::apply::Readback;
 use super::experiment::Judgement;
+use super::timing::Timing;
 
 /// The metric a step is judged on; lower is better for each.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -96,6 +97,13 @@ pub struct StepRun {
     pub share_before_pct: Option<f64>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub share_after_pct: Option<f64>,
+    /// Its blocks' length, lead-in and the cause's period they are aligned to (absent in
+    /// older files and for a step not measured).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub timing: Option<Timing>,
+    /// What this step was judged on, where a step has its own (else the entry's).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub metric: Option<Metric>,
 }
 
 impl StepRun {
@@ -108,6 +116,8 @@ impl StepRun {
             judgement: None,
             share_before_pct: None,
             share_after_pct: None,
+            timing: None,
+            metric: None,
         }
     }
 }
@@ -142,7 +152,11 @@ pub struct TuneEntry {
     pub probe: String,
     pub metric: Metric,
     pub block_ns: u64,
+    /// Pairs at the first look.
     pub pairs: u32,
+    /// The most pairs a step still undecided may take (0 in older files: `pairs`).
+    #[serde(default)]
+    pub max_pairs: u32,
     pub rest_ns: u64,
     pub alpha: f64,
     pub steps: Vec<StepRun>,

@@ -1461,3 +1461,54 @@ fn issue48_ticks_are_named_by_what_tick_stop_said() {
     let a = attribute(&gaps, &events, &cx);
     assert_eq!(a.causes[0].cause, "vector local_timer: tick_sched_timer");
 }
+
+/// Issue 50: the kernel recorded no switch from a kworker to the hog (a second reader of
+/// its buffer lacked it too); the hog woke, a tick ran, and the hog switched out to the
+/// measurer. The hog held the CPU since the tick; before it, the kworker or the hog ran,
+/// the trace cannot say which: that time is named as the switch the kernel did not
+/// record, of its own kind, not unaccounted (what no event covers) nor given by guess.
+/// With the switch recorded, the hog is named for all of it and nothing is unrecorded.
+#[test]
+fn issue50_time_a_missing_switch_leaves_unplaced_is_named_so() {
+    let mut s = Script::default();
+    let me = s.task("measure-cpu1", ME, 89);
+    let hog = s.task("js-hog", 77, 84);
+    let kw = s.task("kworker/1:1", 57, 120);
+    s.switch(0, me, 1, kw);
+    s.wakeup(10_000, hog);
+    s.switch(10_500, kw, 0, hog);
+    s.wakeup(20_000, me);
+    s.tick(100_000, 110_000);
+    s.switch(200_000, hog, 1, me);
+    let (names, symbols) = (&s.names, &s.symbols);
+    let cx = Context {
+        measurer_kind: MeasurerKind::Sleeps,
+        ..cx(names, symbols)
+    };
+    let gap = (
+        Gap {
+            start: 20_000,
+            end: 200_000,
+        },
+        180_000,
+    );
+    let a = attribute(&[gap], &s.without(&[10_500]), &cx);
+    let row = a.top_of(CauseKind::Unrecorded).expect("an unrecorded row");
+    assert_eq!(
+        (row.cause.as_str(), row.total_ns),
+        (UNRECORDED, 80_000),
+        "{:?}",
+        rows(&a)
+    );
+    assert_eq!(total(&a, CauseKind::Unaccounted), 0, "{:?}", rows(&a));
+    let hog_row = a
+        .top_of(CauseKind::Task)
+        .map(|c| (c.cause.as_str(), c.total_ns));
+    assert_eq!(hog_row, Some(("task js-hog:77 (real-time 15)", 90_000)));
+    let a = attribute(&[gap], &s.without(&[]), &cx);
+    assert_eq!(total(&a, CauseKind::Unrecorded), 0, "{:?}", rows(&a));
+    let hog_row = a
+        .top_of(CauseKind::Task)
+        .map(|c| (c.cause.as_str(), c.total_ns));
+    assert_eq!(hog_row, Some(("task js-hog:77 (real-time 15)", 170_000)));
+}

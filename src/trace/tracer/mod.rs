@@ -5,7 +5,10 @@
 //!   every way out; shared by every engine below.
 //! - `osnoise`: the osnoise tracer's per-CPU noise and interference, for `noise`.
 //! - `hwlat`: the hwlat tracer's hardware and firmware stalls, a check run alone.
+//! - `timerlat`: the timerlat tracer's lines parsed into per-CPU samples, for `timer`.
 
 pub mod hwlat;
 pub mod instance;
 pub mod osnoise;
+pub mod timerlat;
+pub mod timerlat_run;

@@ -19,7 +19,7 @@ const SIDE: i32 = 16;
 
 /// A segment's colour: a hue per kind of cause (IRQs blue, softirqs green, vectors
 /// orange, NMIs red, tasks purple, throttling brown), a lighter or darker shade for each
-/// further cause of that kind; the unaccounted time mid grey, the grouped "other" light grey.
+/// further cause of that kind; the unaccounted time mid grey, the unrecorded switches' dark grey, the grouped "other" light grey.
 fn share_colour(kind: Option<CauseKind>, nth_of_kind: usize) -> RGBColor {
     const SHADES: usize = 3;
     let shades: [(u8, u8, u8); SHADES] = match kind {
@@ -31,6 +31,8 @@ fn share_colour(kind: Option<CauseKind>, nth_of_kind: usize) -> RGBColor {
         // Brown: a setting took the CPU, not something that ran.
         Some(CauseKind::Throttling) => [(140, 86, 75), (196, 156, 148), (94, 52, 44)],
         Some(CauseKind::Unaccounted) => [(120, 120, 120); SHADES],
+        // Dark grey: time the trace could not place, beside what no event covered.
+        Some(CauseKind::Unrecorded) => [(80, 80, 80); SHADES],
         None => [(205, 205, 205); SHADES],
     };
     let (r, g, b) = shades[nth_of_kind % SHADES];
