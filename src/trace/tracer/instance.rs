@@ -10,8 +10,9 @@
 //! too. `stop` and `Drop` (which the normal end, Ctrl-C, SIGTERM and an unwinding panic
 //! all reach) stop the tracer, remove the instance and restore every global file.
 //!
-//! A tracer that cannot run in an instance (hwlat, which owns the top-level trace) is
-//! started with [`TracerInstance::start_global`]: the top-level `current_tracer` and
+//! A tracer a kernel will not run in an instance (hwlat before instances were allowed
+//! it; Debian 12's 6.1 runs it in one, seen in the lab) is started with
+//! [`TracerInstance::start_global`]: the top-level `current_tracer` and
 //! `tracing_cpumask` are then journaled and restored as the other global files are.
 
 use std::io::Read;
