@@ -66,6 +66,11 @@ impl Guest {
         self.dir.join(name)
     }
 
+    /// The text of a file the guest wrote.
+    pub fn text(&self, name: &str) -> String {
+        std::fs::read_to_string(self.file(name)).unwrap_or_else(|e| panic!("{name}: {e}"))
+    }
+
     /// A result file the guest wrote, read by this build's own reader.
     pub fn result(&self, name: &str) -> ResultFile {
         ResultFile::read(&self.file(name)).unwrap_or_else(|e| panic!("{name}: {e}"))
@@ -173,4 +178,29 @@ fn remove_gone(base: &Path) {
             let _ = std::fs::remove_dir_all(e.path());
         }
     }
+}
+
+/// A shell function, `state`, that prints what a kernel tracer run may change and must
+/// leave as found: the tracer, its threshold and CPU mask, every osnoise and hwlat file,
+/// the instances and tune's journal, one `file=value` line each.
+pub const TRACER_STATE: &str = r#"state() {
+  T=/sys/kernel/tracing
+  echo "current_tracer=$(cat $T/current_tracer)"
+  echo "tracing_thresh=$(cat $T/tracing_thresh)"
+  echo "tracing_cpumask=$(cat $T/tracing_cpumask)"
+  for f in $T/osnoise/* $T/hwlat_detector/*; do [ -f $f ] && echo "${f#$T/}=$(cat $f)"; done
+  echo "instances=$(ls $T/instances | tr '\n' ' ')"
+  echo "journal=$(ls /run/jitterscope 2>/dev/null | tr '\n' ' ')"
+}
+"#;
+
+/// The `file=value` lines of a `state` dump (`TRACER_STATE`).
+pub fn tracer_state(text: &str) -> Vec<String> {
+    (text.lines())
+        .filter(|l| {
+            l.split_once('=')
+                .is_some_and(|(k, _)| !k.is_empty() && !k.contains(' '))
+        })
+        .map(str::to_string)
+        .collect()
 }

@@ -14,19 +14,6 @@ use jitterscope::trace::tracer::osnoise::OsnoiseEntry;
 
 use crate::lab::{self, Boot, Guest};
 
-/// Prints every tracefs setting a tracer run may touch, one `file=value` a line, the
-/// instances and the journal: a part's "as found".
-const STATE: &str = r#"state() {
-  T=/sys/kernel/tracing
-  echo "current_tracer=$(cat $T/current_tracer)"
-  echo "tracing_thresh=$(cat $T/tracing_thresh)"
-  echo "tracing_cpumask=$(cat $T/tracing_cpumask)"
-  for f in $T/osnoise/* $T/hwlat_detector/*; do [ -f $f ] && echo "${f#$T/}=$(cat $f)"; done
-  echo "instances=$(ls $T/instances | tr '\n' ' ')"
-  echo "journal=$(ls /run/jitterscope 2>/dev/null | tr '\n' ' ')"
-}
-"#;
-
 /// A run stopped by `signal` half a second after its instance appeared (a debug build
 /// under TCG takes seconds to get there), the state read just before.
 fn signalled(signal: &str, file: &str) -> String {
@@ -46,7 +33,7 @@ fn guest(test: &str) -> Option<Arc<Guest>> {
         cmdline: "isolcpus=1 nohz_full=1 rcu_nocbs=1".into(),
         flags: &["--rtla"],
         script: [
-            STATE.to_string(),
+            lab::TRACER_STATE.to_string(),
             lab::part("before", "state"),
             lab::part(
                 "osnoise",
@@ -81,17 +68,6 @@ fn guest(test: &str) -> Option<Arc<Guest>> {
         ]
         .concat(),
     })
-}
-
-/// The `file=value` lines of a state dump.
-fn state(text: &str) -> Vec<String> {
-    (text.lines())
-        .filter(|l| {
-            l.split_once('=')
-                .is_some_and(|(k, _)| !k.is_empty() && !k.contains(' '))
-        })
-        .map(str::to_string)
-        .collect()
 }
 
 /// rtla osnoise top's row of a CPU: Period, Runtime, Noise, % CPU Aval, Max Noise, Max
@@ -168,7 +144,7 @@ fn issue48_the_osnoise_engine_matches_rtla_on_the_same_cpus() {
         (0.0..=100.0).contains(&row[3]),
         "rtla's % CPU available: {row:?}"
     );
-    let page = std::fs::read_to_string(g.file("os.html")).expect("the page");
+    let page = g.text("os.html");
     assert!(page.contains("osnoise"), "the page shows the engine");
 }
 
@@ -208,7 +184,7 @@ fn issue48_both_engines_run_side_by_side() {
         "{compare}"
     );
     let exports = g.part_exit("exports", 0);
-    let csv = std::fs::read_to_string(g.file("both.csv")).expect("the CSV");
+    let csv = g.text("both.csv");
     assert!(
         csv.lines().any(|l| l.starts_with("osnoise,"))
             && csv.lines().any(|l| l.starts_with("noise,")),
@@ -218,7 +194,7 @@ fn issue48_both_engines_run_side_by_side() {
         exports.lines().any(|l| l.starts_with("hwlat,")),
         "{exports}"
     );
-    let page = std::fs::read_to_string(g.file("both.html")).expect("the page");
+    let page = g.text("both.html");
     assert!(page.contains("osnoise") && page.contains("noise"));
 }
 
@@ -251,14 +227,14 @@ fn issue48_hwlat_checks_the_machine_alone() {
 fn issue48_the_tracers_are_left_as_found_after_any_ending() {
     const TEST: &str = "issue48_the_tracers_are_left_as_found_after_any_ending";
     let Some(g) = guest(TEST) else { return };
-    let before = state(&g.part_exit("before", 0));
+    let before = lab::tracer_state(&g.part_exit("before", 0));
     assert!(
         before.iter().any(|l| l == "current_tracer=nop"),
         "{before:?}"
     );
     for part in ["after-osnoise", "after-hwlat", "next-run", "restore"] {
         let (text, _) = g.part(part);
-        assert_eq!(state(&text), before, "{part}:\n{text}");
+        assert_eq!(lab::tracer_state(&text), before, "{part}:\n{text}");
     }
     let int = g.part_exit("sigint", 0);
     let (during, after) = int.split_once("--- after").expect("both states");
@@ -268,7 +244,7 @@ fn issue48_the_tracers_are_left_as_found_after_any_ending() {
     );
     assert!(during.contains("osnoise/cpus=1"), "mid-run: {during}");
     assert!(int.contains("rc 130"), "SIGINT ends as interrupted: {int}");
-    assert_eq!(state(after), before, "after SIGINT:\n{int}");
+    assert_eq!(lab::tracer_state(after), before, "after SIGINT:\n{int}");
     let r = g.result("int.json");
     assert!(r.run.interrupted);
     // A SIGKILL leaves the instance and the journal; the next run, or tune --restore,

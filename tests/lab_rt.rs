@@ -111,7 +111,7 @@ fn issue48_the_rt_result_says_preempt_rt() {
             .is_some_and(|l| l.contains("-rt-amd64 PREEMPT_RT")),
         "{report}"
     );
-    let page = std::fs::read_to_string(g.file("noise-rt.html")).expect("the page");
+    let page = g.text("noise-rt.html");
     assert!(page.contains("PREEMPT_RT (/sys/kernel/realtime)"));
 }
 
@@ -152,7 +152,7 @@ fn issue48_the_rt_audit_names_the_threads_above_the_measurer() {
     const TEST: &str = "issue48_the_rt_audit_names_the_threads_above_the_measurer";
     let Some(g) = rt(TEST) else { return };
     g.part_exit("audit", 0);
-    let text = std::fs::read_to_string(g.file("audit-rt.json")).expect("the audit");
+    let text = g.text("audit-rt.json");
     let audit: serde_json::Value = serde_json::from_str(&text).expect("JSON");
     let find = |id: &str| {
         (audit["findings"].as_array().expect("findings").iter())

@@ -16,10 +16,6 @@ use jitterscope::probes::timerlat::TimerlatEntry;
 use crate::lab::{self, Boot, Guest};
 
 /// What the tracer's global state is: `current_tracer`, the instances, every osnoise file.
-const STATE: &str = "T=/sys/kernel/tracing; echo \"tracer $(cat $T/current_tracer)\"; \
-                     echo \"instances [$(ls $T/instances)]\"; \
-                     for f in $T/osnoise/*; do [ -f $f ] && echo \"$f $(cat $f)\"; done";
-
 /// One boot: the RT kernel, 2 vCPUs, CPU 1 isolated, rtla in the guest.
 fn rt(test: &str) -> Option<Arc<Guest>> {
     lab::guest(test, "rt-timerlat", || Boot {
@@ -28,17 +24,18 @@ fn rt(test: &str) -> Option<Arc<Guest>> {
         cmdline: "isolcpus=1 nohz_full=1 rcu_nocbs=1".into(),
         flags: &["--rtla"],
         script: [
-            lab::part("state-before", STATE),
+            lab::TRACER_STATE.to_string(),
+            lab::part("state-before", "state"),
             lab::part(
                 "timerlat",
                 "jitterscope timer --engine timerlat -a 1 -D 3s -o tl.json --html tl.html",
             ),
-            lab::part("state-timerlat", STATE),
+            lab::part("state-timerlat", "state"),
             lab::part(
                 "both",
                 "jitterscope timer --engine both -a 1 -D 2s -o both.json",
             ),
-            lab::part("state-both", STATE),
+            lab::part("state-both", "state"),
             lab::part(
                 "rtla-top",
                 "timeout -s INT 30 rtla timerlat top -c 1 -d 3s -q -n",
@@ -52,7 +49,7 @@ fn rt(test: &str) -> Option<Arc<Guest>> {
                 "jitterscope timer --engine timerlat -a 1 -D 60s -o int.json & P=$!\n\
                  sleep 4; kill -INT $P; wait $P",
             ),
-            lab::part("state-sigint", STATE),
+            lab::part("state-sigint", "state"),
             lab::part("report", "jitterscope report tl.json both.json"),
             lab::part("csv", "jitterscope report --format csv tl.json both.json"),
             lab::part("compare", "jitterscope compare tl.json int.json"),
@@ -288,9 +285,9 @@ fn issue48_timerlat_results_show_in_every_view() {
     }
     let compare = g.part_exit("compare", 0);
     assert!(compare.contains("thread-part"), "{compare}");
-    let page = std::fs::read_to_string(g.file("page.html")).expect("the page");
+    let page = g.text("page.html");
     assert!(page.contains("<caption>timerlat: summary") && page.contains(">thread-part<"));
-    let own = std::fs::read_to_string(g.file("tl.html")).expect("--html's page");
+    let own = g.text("tl.html");
     assert!(own.contains("thread-part"));
 }
 
@@ -300,13 +297,14 @@ fn issue48_timerlat_results_show_in_every_view() {
 fn issue48_timerlat_leaves_the_tracer_as_found() {
     const TEST: &str = "issue48_timerlat_leaves_the_tracer_as_found";
     let Some(g) = rt(TEST) else { return };
-    let before = g.part_exit("state-before", 0);
+    let before = lab::tracer_state(&g.part_exit("state-before", 0));
     assert!(
-        before.contains("tracer nop") && before.contains("osnoise/cpus"),
-        "{before}"
+        before.iter().any(|l| l == "current_tracer=nop")
+            && before.iter().any(|l| l.starts_with("osnoise/cpus=")),
+        "{before:?}"
     );
     for part in ["state-timerlat", "state-both", "state-sigint"] {
-        assert_eq!(g.part_exit(part, 0), before, "{part}");
+        assert_eq!(lab::tracer_state(&g.part_exit(part, 0)), before, "{part}");
     }
     let (out, status) = g.part("sigint");
     assert_ne!(status, 0, "{out}");

@@ -102,7 +102,7 @@ fn issue48_noise_a1_measures_the_isolated_cpu_whatever_the_shells_affinity() {
     assert_eq!(cpus(&g.result("noise-a1.json")), one_and_zero());
     // Unprivileged, the same.
     g.part_exit("nobody", 0);
-    let text = std::fs::read_to_string(g.file("nobody.json")).unwrap();
+    let text = g.text("nobody.json");
     let r = ResultFile::parse(&text).expect("a result");
     assert!(!r.run.privileges.root);
     assert_eq!(cpus(&r), one_and_zero());
@@ -163,9 +163,7 @@ fn issue48_every_command_that_takes_a_reaches_the_isolated_cpu() {
 #[test]
 fn issue48_no_fix_isolates_the_last_housekeeping_cpu() {
     guest!(g);
-    let read = |f: &str| -> AuditReport {
-        serde_json::from_str(&std::fs::read_to_string(g.file(f)).unwrap()).expect(f)
-    };
+    let read = |f: &str| -> AuditReport { serde_json::from_str(&g.text(f)).expect(f) };
     g.part_exit("audit", 0);
     let a = read("audit.json");
     assert_eq!(a.measured.to_string(), "1");
@@ -273,7 +271,7 @@ fn issue48_tunes_boot_only_steps_exported_booted_and_found_met() {
 fn issue48_monitor_measures_the_isolated_cpu() {
     guest!(g);
     g.part_exit("monitor", 0);
-    let text = std::fs::read_to_string(g.file("metrics.txt")).unwrap();
+    let text = g.text("metrics.txt");
     assert!(text.contains("cpu=\"1\""), "{text}");
     assert!(!text.contains("cpu=\"0\""), "{text}");
 }
