@@ -7,6 +7,7 @@ pub mod cgroup;
 pub mod counters;
 pub mod finding_id;
 pub mod kernel;
+pub mod proc_stat;
 pub mod rt_group;
 pub mod throttle;
 pub mod tune;

@@ -301,6 +301,19 @@ impl TracerInstance {
         self.close()
     }
 
+    /// Writes one of the instance's own files (none in the global place, whose files the
+    /// journal restores).
+    fn write_own(&self, file: &str, value: &str) {
+        if self.place != Place::Instance {
+            return;
+        }
+        // tracefs makes no files: a write that would create one is no write.
+        let f = std::fs::OpenOptions::new()
+            .write(true)
+            .open(self.dir.join(file));
+        let _ = f.and_then(|mut f| std::io::Write::write_all(&mut f, value.as_bytes()));
+    }
+
     fn close(&mut self) -> Stopped {
         if self.closed {
             return Stopped {
@@ -310,17 +323,11 @@ impl TracerInstance {
             };
         }
         self.closed = true;
-        // The tracer stops first, so the reader's last read ends the output.
-        if self.place == Place::Instance {
-            for (file, value) in [("tracing_on", "0"), ("current_tracer", "nop")] {
-                // tracefs makes no files: a write that would create one is no write.
-                let f = std::fs::OpenOptions::new()
-                    .write(true)
-                    .open(self.dir.join(file));
-                let _ = f.and_then(|mut f| std::io::Write::write_all(&mut f, value.as_bytes()));
-            }
-        }
+        // Tracing off, the reader drains what is left, and only then the tracer goes:
+        // setting it to nop empties the buffer, and with it the run's last lines.
+        self.write_own("tracing_on", "0");
         let lines = self.reader.take().map_or(0, LineReader::finish);
+        self.write_own("current_tracer", "nop");
         let (readbacks, journal_ok) = match self.applied.take() {
             Some(mut a) => {
                 let ok = a.restore_all().is_ok();
@@ -591,6 +598,17 @@ mod tests {
         assert!(!journal::path(host.path()).exists());
     }
 
+    /// Makes the journal under `root` a killed run's: its header names a pid no process has.
+    fn orphan_journal(root: &Path) {
+        let text = std::fs::read_to_string(journal::path(root)).unwrap();
+        let dead = text.replacen(
+            &format!("\"pid\":{}", std::process::id()),
+            "\"pid\":999999999",
+            1,
+        );
+        std::fs::write(journal::path(root), dead).unwrap();
+    }
+
     #[test]
     fn a_killed_runs_journal_is_reverted_by_the_next_run() {
         let (host, t) = tree();
@@ -600,14 +618,7 @@ mod tests {
             .unwrap();
         let entries = journal::read(&journal::path(host.path())).unwrap();
         std::mem::forget(a);
-        // Its writer is gone: the header names a pid no process has.
-        let text = std::fs::read_to_string(journal::path(host.path())).unwrap();
-        let dead = text.replacen(
-            &format!("\"pid\":{}", std::process::id()),
-            "\"pid\":999999999",
-            1,
-        );
-        std::fs::write(journal::path(host.path()), dead).unwrap();
+        orphan_journal(host.path());
         assert!(journal::only_tracer(&entries));
         let inst = start(host.path(), &t, "osnoise").unwrap();
         let words = inst.reverted_stale.clone().unwrap();
@@ -634,13 +645,7 @@ mod tests {
         a.write("irq-affinity", "/sys/kernel/tracing/tracing_thresh", "9")
             .unwrap();
         std::mem::forget(a);
-        let text = std::fs::read_to_string(journal::path(host.path())).unwrap();
-        let dead = text.replacen(
-            &format!("\"pid\":{}", std::process::id()),
-            "\"pid\":999999999",
-            1,
-        );
-        std::fs::write(journal::path(host.path()), dead).unwrap();
+        orphan_journal(host.path());
         match start(host.path(), &t, "osnoise") {
             Err(TraceError::Journal(w)) => assert!(w.contains("tune --restore"), "{w}"),
             other => panic!("{:?}", other.err()),

@@ -96,10 +96,7 @@ pub fn run(plan: &TimerlatPlan<'_>, stop: &AtomicBool) -> Result<TimerlatRun, Tr
         std::thread::sleep(Duration::from_millis(20).min(plan.duration));
     }
     let elapsed = started.elapsed();
-    // Off, then one more of the reader's reads: setting the tracer to nop (the stop)
-    // clears the buffer, so what is still in it is read first.
-    let _ = std::fs::write(inst.dir.join("tracing_on"), "0");
-    std::thread::sleep(Duration::from_millis(150));
+    // The stop drains the buffer before the tracer goes (`TracerInstance::stop`).
     let stopped = inst.stop();
     let folds = std::mem::replace(
         &mut *folds.lock().unwrap_or_else(|p| p.into_inner()),
@@ -147,8 +144,7 @@ pub fn kernel_threads(cpus: &CpuList) -> Vec<KernelThread> {
         .collect()
 }
 
-/// A thread's policy and priority, from `/proc/PID/stat` (rt_priority and policy, the
-/// 40th and 41st fields; those after the comm's closing parenthesis are counted from 3).
+/// A thread's policy and priority, from `/proc/PID/stat`.
 fn thread_of(pid: u32, comm: &str) -> Option<KernelThread> {
     let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
     let (priority, policy) = stat_sched(&stat)?;
@@ -160,17 +156,15 @@ fn thread_of(pid: u32, comm: &str) -> Option<KernelThread> {
     })
 }
 
+/// The policy and priority of a thread's stat (`system::proc_stat`); SCHED_OTHER where it
+/// is not real-time.
 fn stat_sched(stat: &str) -> Option<(u8, crate::engine::sched::Policy)> {
     use crate::engine::sched::Policy;
-    let after = &stat[stat.rfind(')')? + 1..];
-    let mut f = after.split_whitespace().skip(40 - 3);
-    let prio: u8 = f.next()?.parse().ok()?;
-    let policy = match f.next()?.parse::<i32>().ok()? {
-        1 => Policy::Fifo,
-        2 => Policy::Rr,
-        _ => Policy::Other,
-    };
-    Some((prio, policy))
+    Some(match crate::system::proc_stat::rt_priority(stat) {
+        Some(("RR", prio)) => (prio, Policy::Rr),
+        Some((_, prio)) => (prio, Policy::Fifo),
+        None => (0, Policy::Other),
+    })
 }
 
 #[cfg(test)]
