@@ -61,7 +61,12 @@ impl Row {
 }
 
 fn summary(v: &Value) -> Summary {
-    serde_json::from_value(v["summary"].clone()).expect("a summary")
+    at(&v["summary"])
+}
+
+/// A summary that is the value itself.
+fn at(v: &Value) -> Summary {
+    serde_json::from_value(v.clone()).expect("a summary")
 }
 
 /// The round trip halved, every time rounded down: what an unconfirmed one-way row is.
@@ -163,6 +168,24 @@ fn expected() -> Vec<Row> {
                     push("ptp", key, "cost", true, cost);
                 }
             }
+            // The kernel tracers' entries: their distributions are summaries of their own.
+            "osnoise" => push(
+                "osnoise",
+                format!("cpu{cpu}"),
+                "noise",
+                true,
+                at(&p["noise"]),
+            ),
+            "timerlat" => {
+                for (metric, field) in [
+                    ("irq", "irq"),
+                    ("thread", "thread_latency"),
+                    ("thread-part", "thread_part"),
+                ] {
+                    push("timerlat", format!("cpu{cpu}"), metric, true, at(&p[field]));
+                }
+            }
+            "hwlat" => push("hwlat", format!("cpu{cpu}"), "gap", true, at(&p["latency"])),
             other => panic!("the fixture has no {other} entries"),
         }
     }
@@ -500,6 +523,7 @@ fn every_format_states_the_same_figures() {
     let table = run_ok(&["report", FROZEN, "--wide"]);
     let mut n = 0;
     let mut mechanism = String::new();
+    let (mut timerlat_cpu, mut timerlat_rows) = (String::new(), 0);
     for (title, head, body) in terminal_tables(&table) {
         let first = head.first().map(String::as_str).unwrap_or("");
         for cells in &body {
@@ -519,6 +543,19 @@ fn every_format_states_the_same_figures() {
                         &format!("cpu{}", cells[0]),
                         "latency-corrected",
                     ))
+                }
+                "CPU" if title.contains("timerlat tracer") => {
+                    // The CPU is named on its first row only, then IRQ, thread, thread − IRQ.
+                    if cells.len() == head.len() {
+                        timerlat_cpu = cells[0].clone();
+                    }
+                    let metric = match cells[cells.len() + 1 - head.len()].as_str() {
+                        "IRQ" => "irq",
+                        "thread" => "thread",
+                        _ => "thread-part",
+                    };
+                    timerlat_rows += 1;
+                    Some(find("timerlat", &format!("cpu{timerlat_cpu}"), metric))
                 }
                 "mechanism" => {
                     // The mechanism is named on its first row only.
@@ -553,6 +590,8 @@ fn every_format_states_the_same_figures() {
         table.contains("one-way*"),
         "the terminal marks the unconfirmed row"
     );
+    let timerlat = rows.iter().filter(|r| r.probe == "timerlat").count();
+    assert_eq!(timerlat_rows, timerlat, "each timerlat row in the terminal");
     seen.insert("terminal", n);
 
     // compare, the fixture against itself: table (every column), Markdown and CSV. No

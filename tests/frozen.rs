@@ -91,7 +91,17 @@ fn json_round_trip_is_exact() {
 
 #[test]
 fn terminal_tables() {
-    insta::assert_snapshot!("table", report(&[]));
+    let text = report(&[]);
+    assert_fits(&text, 100);
+    insta::assert_snapshot!("table", text);
+}
+
+/// Every line of `text` within `width` columns (run_ok sets COLUMNS=100).
+fn assert_fits(text: &str, width: usize) {
+    let over: Vec<&str> = (text.lines())
+        .filter(|l| l.chars().count() > width)
+        .collect();
+    assert!(over.is_empty(), "lines over {width} columns: {over:#?}");
 }
 
 #[test]
@@ -306,6 +316,9 @@ fn compare_with_a_worse_copy() {
     for (name, format) in [("table", "table"), ("markdown", "markdown"), ("csv", "csv")] {
         let args = ["compare", a, b, "--format", format];
         let text = run_ok(&args).replace(tmp_s, "[TMP]");
+        if format == "table" {
+            assert_fits(&text, 100);
+        }
         insta::assert_snapshot!(format!("compare_{name}"), text);
     }
     // The same through the library, so the rows are checked beside their words.

@@ -3,7 +3,7 @@
 
 use crate::report::ResultFile;
 use crate::report::result::dist::{Dist, Entry};
-use crate::report::terminal::table::{Tab, core, wide};
+use crate::report::terminal::table::{Layout, Tab, core, wide, wrap};
 use crate::report::views::{EntryView, Kind, KindView};
 use crate::trace::tracer::hwlat::HwlatEntry;
 
@@ -74,8 +74,14 @@ pub fn hwlat_text(r: &ResultFile) -> String {
             c.threshold_us
         ),
     };
-    format!(
-        "hwlat (the kernel's tracer, {}): {} µs with interrupts off in every {} µs, threshold {} µs\n{t}\n{verdict}\n",
+    let width = Layout::current().wrap_width();
+    let settings = format!(
+        "hwlat (the kernel's tracer, {}): {} µs with interrupts off in every {} µs, threshold {} µs",
         c.mode, c.width_us, c.window_us, c.threshold_us
+    );
+    format!(
+        "{}\n{t}\n{}\n",
+        wrap(&settings, width, "  "),
+        wrap(&verdict, width, "  ")
     )
 }

@@ -66,8 +66,8 @@ fn us(ns: u64) -> String {
 pub fn summary_rows(entries: &[&OsnoiseEntry]) -> (Vec<&'static str>, Vec<Vec<String>>) {
     let headers = vec![
         "CPU",
-        "periods",
-        "runtime (s)",
+        "*periods",
+        "*runtime (s)",
         "noise (µs)",
         "available (%)",
         "*max noise (µs)",

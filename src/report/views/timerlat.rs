@@ -6,7 +6,7 @@ use crate::probes::record::HistogramRecord;
 use crate::probes::timerlat::TimerlatEntry;
 use crate::report::ResultFile;
 use crate::report::result::dist::{Dist, Entry};
-use crate::report::terminal::table::{Tab, core, wide};
+use crate::report::terminal::table::{Layout, Tab, core, wide, wrap};
 use crate::report::views::{EntryView, Kind, KindView};
 use crate::stats::Summary;
 
@@ -91,10 +91,14 @@ pub fn timerlat_tables(r: &ResultFile) -> String {
         }
     }
     let period = entries.first().map_or(0, |e| e.period_ns);
-    let mut out = format!(
+    let title = format!(
         "Timer latency from the kernel's timerlat tracer (period {} µs): at the timer's \
-         IRQ, at its thread, and the thread's part (thread − IRQ)\n{t}\n",
+         IRQ, at its thread, and the thread's part (thread − IRQ)",
         period as f64 / 1e3
+    );
+    let mut out = format!(
+        "{}\n{t}\n",
+        wrap(&title, Layout::current().wrap_width(), "  ")
     );
     for e in &entries {
         out.push_str(&losses(e));
