@@ -10,6 +10,7 @@
 
 use std::sync::Arc;
 
+use jitterscope::engine::sched::Policy;
 use jitterscope::probes::timer::TimerEntry;
 use jitterscope::probes::timerlat::TimerlatEntry;
 
@@ -36,6 +37,10 @@ fn rt(test: &str) -> Option<Arc<Guest>> {
                 "jitterscope timer --engine both -a 1 -D 2s -o both.json",
             ),
             lab::part("state-both", "state"),
+            lab::part(
+                "prio",
+                "jitterscope timer --engine timerlat -a 1 -D 1s --policy rr -p 40 -o prio.json",
+            ),
             lab::part(
                 "rtla-top",
                 "timeout -s INT 30 rtla timerlat top -c 1 -d 3s -q -n",
@@ -222,6 +227,34 @@ fn issue48_timer_from_timerlat_measures_cpu1_with_the_split() {
             .map(|e| e.cpu)
             .collect::<Vec<_>>(),
         vec![1]
+    );
+}
+
+/// `-p` and `--policy` set the kernel's timerlat/N threads, as rtla's `-P` does, and the
+/// header and the result say what they ran at (read back, not as asked). Without them,
+/// the kernel's own SCHED_FIFO 95 stands.
+#[test]
+fn issue48_timerlat_threads_run_at_the_policy_asked() {
+    const TEST: &str = "issue48_timerlat_threads_run_at_the_policy_asked";
+    let Some(g) = rt(TEST) else { return };
+    let out = g.part_exit("prio", 0);
+    assert!(
+        out.contains("timerlat/1 at SCHED_RR 40"),
+        "the header:\n{out}"
+    );
+    let e = &timerlat(&g, "prio.json")[0];
+    let t = e.thread.as_ref().expect("the thread was read");
+    assert_eq!(
+        (t.comm.as_str(), t.policy, t.priority),
+        ("timerlat/1", Policy::Rr, 40)
+    );
+    assert!(e.irq.count > 10, "{e:?}");
+    let kernel = &timerlat(&g, "tl.json")[0];
+    let k = kernel.thread.as_ref().expect("the thread was read");
+    assert_eq!(
+        (k.policy, k.priority),
+        (Policy::Fifo, 95),
+        "no -p: the kernel's"
     );
 }
 

@@ -14,7 +14,7 @@ use crate::engine::cpu::CpuPlan;
 use crate::engine::deadline::MIN_RUNTIME_NS;
 use crate::engine::pmqos::{self, DmaLatencyGuard};
 use crate::engine::run::RunPlan;
-use crate::engine::sched::Policy;
+use crate::engine::sched::{Policy, SchedRequest};
 use crate::probes::timer::{self, BreakRecord, LiveSnapshot, SleepMode, TimerConfig, TimerEntry};
 use crate::probes::timer::{BreakAction, TimerConfigError};
 use crate::report::{ProbeEntry, ResultFile};
@@ -48,6 +48,8 @@ pub struct TimerCommand {
     pub trace: Option<Option<u64>>,
     /// What measures (`--engine`): the loop, the kernel's timerlat tracer, or both.
     pub engine: TimerEngine,
+    /// The policy timerlat's kernel threads are set to: `-p`/`--policy` when given.
+    pub timerlat_sched: Option<SchedRequest>,
 }
 
 impl TimerCommand {
@@ -86,6 +88,7 @@ impl TimerCommand {
             dma_before: None,
             trace: None,
             engine: TimerEngine::Nanosleep,
+            timerlat_sched: None,
         })
     }
 
@@ -134,6 +137,8 @@ impl TimerCommand {
             cmd.trace = Some(args.trace_above);
         }
         cmd.engine = args.engine;
+        let asked = args.run.priority.is_some() || args.run.policy.is_some();
+        cmd.timerlat_sched = asked.then_some(cmd.settings.sched);
         super::timerlat::check_args(args, &cmd.settings)?;
         Ok(cmd)
     }
@@ -245,7 +250,12 @@ impl TimerCommand {
     fn measure_timerlat(&mut self, ctx: &mut Ctx<'_>) -> Option<Measured> {
         let _dma = self.hold_dma(ctx);
         let duration = self.settings.duration.unwrap_or(DEFAULT_DURATION);
-        super::timerlat::measure(self.engine, self.cfg.interval_ns, duration, ctx)
+        let how = super::timerlat::How {
+            engine: self.engine,
+            period_ns: self.cfg.interval_ns,
+            sched: self.timerlat_sched,
+        };
+        super::timerlat::measure(&how, duration, ctx)
     }
 
     /// The nanosleep loop's run.

@@ -4,7 +4,7 @@
 
 use crate::cli::{TimerArgs, TimerEngine};
 use crate::engine::run::RunOutcome;
-use crate::engine::sched::Policy;
+use crate::engine::sched::{Policy, SchedRequest};
 use crate::probes::timerlat::TimerlatEntry;
 use crate::report::{ProbeEntry, ResultFile};
 use crate::trace::tracer::timerlat_run::{self, TimerlatPlan};
@@ -53,21 +53,26 @@ fn engine_name(e: TimerEngine) -> &'static str {
     }
 }
 
-/// Runs timerlat on the measured CPUs at `period_ns` for `duration` (the caller holds
+/// How timerlat runs: beside or instead of the loop, its period, and the policy its
+/// kernel threads are set to (`None`: the kernel's).
+pub struct How {
+    pub engine: TimerEngine,
+    pub period_ns: u64,
+    pub sched: Option<SchedRequest>,
+}
+
+/// Runs timerlat on the measured CPUs as `how` says for `duration` (the caller holds
 /// /dev/cpu_dma_latency); `None`, with one line said and kept in the result's warnings,
 /// when this host cannot.
-pub fn measure(
-    engine: TimerEngine,
-    period_ns: u64,
-    duration: std::time::Duration,
-    ctx: &mut Ctx<'_>,
-) -> Option<Measured> {
+pub fn measure(how: &How, duration: std::time::Duration, ctx: &mut Ctx<'_>) -> Option<Measured> {
+    let (engine, period_ns) = (how.engine, how.period_ns);
     let plan = TimerlatPlan {
         cpus: &ctx.cpus.measured,
         reader_cpu: ctx.cpus.housekeeping.first(),
         period_ns,
         duration,
         histograms: ctx.keep,
+        sched: how.sched,
     };
     let run = match timerlat_run::run(&plan, ctx.stop) {
         Ok(run) => run,

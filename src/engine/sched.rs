@@ -186,6 +186,24 @@ pub fn set_policy(req: SchedRequest) -> Result<(), std::io::Error> {
     }
 }
 
+/// Sets thread `pid`'s policy and priority (SCHED_DEADLINE is the calling thread's only:
+/// `deadline::set`). The kernel's `timerlat/N` threads are set so, as rtla's `-P` does.
+pub fn set_policy_of(pid: u32, req: SchedRequest) -> Result<(), std::io::Error> {
+    if let Policy::Deadline(_) = req.policy {
+        return Err(std::io::Error::from_raw_os_error(libc::EINVAL));
+    }
+    let param = libc::sched_param {
+        sched_priority: req.priority as libc::c_int,
+    };
+    // SAFETY: `param` is a valid sched_param for the duration of the call.
+    let rc = unsafe { libc::sched_setscheduler(pid as libc::pid_t, req.policy.to_libc(), &param) };
+    if rc == 0 {
+        Ok(())
+    } else {
+        Err(std::io::Error::last_os_error())
+    }
+}
+
 /// The policy and priority the calling thread actually has.
 pub fn current_policy() -> SchedRequest {
     // SAFETY: pid 0 is the calling thread; sched_getparam writes into a local we own.

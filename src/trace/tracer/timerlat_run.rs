@@ -10,6 +10,7 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use crate::engine::cpu::CpuList;
+use crate::engine::sched::{self, SchedRequest};
 use crate::probes::timerlat::{KernelThread, TimerlatEntry};
 
 use super::super::session::TraceError;
@@ -28,6 +29,9 @@ pub struct TimerlatPlan<'a> {
     pub duration: Duration,
     /// Encode the histograms (false for a result nobody reads beyond its table).
     pub histograms: bool,
+    /// The policy the kernel's `timerlat/N` threads are set to as they appear (`-p`,
+    /// `--policy`); `None` leaves the kernel's own (SCHED_FIFO 95).
+    pub sched: Option<SchedRequest>,
 }
 
 /// What it gave.
@@ -84,6 +88,7 @@ pub fn run(plan: &TimerlatPlan<'_>, stop: &AtomicBool) -> Result<TimerlatRun, Tr
         feed.lock().map(|mut f| f.feed_line(l)).unwrap_or(())
     });
     let mut threads = Vec::new();
+    let mut set: Vec<u32> = Vec::new();
     let mut interrupted = false;
     while started.elapsed() < plan.duration {
         if stop.load(Ordering::Relaxed) {
@@ -92,8 +97,18 @@ pub fn run(plan: &TimerlatPlan<'_>, stop: &AtomicBool) -> Result<TimerlatRun, Tr
         }
         if threads.len() < plan.cpus.len() {
             threads = kernel_threads(plan.cpus);
+            if let Some(req) = plan.sched {
+                notes.extend(set_threads(&threads, req, &mut set));
+                threads = kernel_threads(plan.cpus);
+            }
         }
-        std::thread::sleep(Duration::from_millis(20).min(plan.duration));
+        // Every 1 ms until each thread is found (and set), so that few wake-ups ran at
+        // the kernel's priority; then every 20 ms.
+        let poll = match threads.len() < plan.cpus.len() {
+            true => Duration::from_millis(1),
+            false => Duration::from_millis(20),
+        };
+        std::thread::sleep(poll.min(plan.duration));
     }
     let elapsed = started.elapsed();
     // The stop drains the buffer before the tracer goes (`TracerInstance::stop`).
@@ -119,6 +134,24 @@ pub fn run(plan: &TimerlatPlan<'_>, stop: &AtomicBool) -> Result<TimerlatRun, Tr
         stopped,
         notes,
     })
+}
+
+/// Sets each thread not yet in `set` to `req`; a line for each refusal.
+fn set_threads(threads: &[KernelThread], req: SchedRequest, set: &mut Vec<u32>) -> Vec<String> {
+    let mut refused = Vec::new();
+    for t in threads {
+        if set.contains(&t.pid) {
+            continue;
+        }
+        set.push(t.pid);
+        if let Err(e) = sched::set_policy_of(t.pid, req) {
+            refused.push(format!(
+                "{} (pid {}) kept its policy: setting {:?} {} was refused: {e}",
+                t.comm, t.pid, req.policy, req.priority
+            ));
+        }
+    }
+    refused
 }
 
 fn thread_name(cpu: usize) -> String {
