@@ -169,6 +169,8 @@ fn expected() -> Vec<Row> {
                 }
             }
             // The kernel tracers' entries: their distributions are summaries of their own.
+            // The terminal shows timerlat's as a table of them; osnoise's and hwlat's tables
+            // hold rtla's totals and counts, no figure of these distributions.
             "osnoise" => push(
                 "osnoise",
                 format!("cpu{cpu}"),
@@ -552,7 +554,8 @@ fn every_format_states_the_same_figures() {
                     let metric = match cells[cells.len() + 1 - head.len()].as_str() {
                         "IRQ" => "irq",
                         "thread" => "thread",
-                        _ => "thread-part",
+                        "thread − IRQ" => "thread-part",
+                        other => panic!("a timerlat row labelled '{other}'"),
                     };
                     timerlat_rows += 1;
                     Some(find("timerlat", &format!("cpu{timerlat_cpu}"), metric))

@@ -102,12 +102,12 @@ pub fn run(plan: &TimerlatPlan<'_>, stop: &AtomicBool) -> Result<TimerlatRun, Tr
                 threads = kernel_threads(plan.cpus);
             }
         }
-        // Every 1 ms until each thread is found (and set), so that few wake-ups ran at
-        // the kernel's priority; then every 20 ms.
-        let poll = match threads.len() < plan.cpus.len() {
-            true => Duration::from_millis(1),
-            false => Duration::from_millis(20),
-        };
+        // With a policy to set, every 1 ms for the first 100 ms until each thread is
+        // found and set, so that few wake-ups ran at the kernel's priority; else 20 ms.
+        let hurry = plan.sched.is_some()
+            && threads.len() < plan.cpus.len()
+            && started.elapsed() < Duration::from_millis(100);
+        let poll = Duration::from_millis(if hurry { 1 } else { 20 });
         std::thread::sleep(poll.min(plan.duration));
     }
     let elapsed = started.elapsed();
@@ -145,9 +145,14 @@ fn set_threads(threads: &[KernelThread], req: SchedRequest, set: &mut Vec<u32>) 
         }
         set.push(t.pid);
         if let Err(e) = sched::set_policy_of(t.pid, req) {
+            let asked = match req.policy {
+                sched::Policy::Fifo => format!("SCHED_FIFO {}", req.priority),
+                sched::Policy::Rr => format!("SCHED_RR {}", req.priority),
+                _ => "SCHED_OTHER".to_string(),
+            };
             refused.push(format!(
-                "{} (pid {}) kept its policy: setting {:?} {} was refused: {e}",
-                t.comm, t.pid, req.policy, req.priority
+                "{} (pid {}) kept its policy: {asked} was refused: {e}",
+                t.comm, t.pid
             ));
         }
     }
