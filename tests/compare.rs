@@ -302,10 +302,7 @@ fn issue36_compare_of_two_quick_runs_fits_100_and_80_columns() {
             "{}",
             String::from_utf8_lossy(&out.stderr)
         );
-        let wide: Vec<&str> = (text.lines())
-            .filter(|l| l.chars().count() > width)
-            .collect();
-        assert!(wide.is_empty(), "{width}: {} wider: {wide:#?}", wide.len());
+        crate::util::assert_fits(&text, width);
         // Each name once, in the runs above the tables; the rows say A and B.
         for (name, path) in names.iter().zip(&paths) {
             assert_eq!(text.matches(name).count(), 1, "{width}: {name}: {text}");

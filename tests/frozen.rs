@@ -18,7 +18,7 @@ use jitterscope::report::views::Kind;
 use jitterscope::report::{ResultFile, export::plot, terminal::audit_table, terminal::verdict};
 use jitterscope::stats::LatencyHistogram;
 
-use crate::util::{FROZEN, frozen, stderr_lines};
+use crate::util::{FROZEN, assert_fits, frozen, stderr_lines};
 
 /// `jitterscope ARGS` with `COLUMNS=100`, which must succeed; its stdout.
 fn run_ok(args: &[&str]) -> String {
@@ -94,14 +94,6 @@ fn terminal_tables() {
     let text = report(&[]);
     assert_fits(&text, 100);
     insta::assert_snapshot!("table", text);
-}
-
-/// Every line of `text` within `width` columns (run_ok sets COLUMNS=100).
-fn assert_fits(text: &str, width: usize) {
-    let over: Vec<&str> = (text.lines())
-        .filter(|l| l.chars().count() > width)
-        .collect();
-    assert!(over.is_empty(), "lines over {width} columns: {over:#?}");
 }
 
 #[test]

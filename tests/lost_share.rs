@@ -100,10 +100,9 @@ struct Cost {
 }
 
 fn cost(excess: &[u64]) -> Cost {
-    let mut v = excess.to_vec();
-    v.sort_unstable();
-    let cut = v[((v.len() - 1) as f64 * 0.99).round() as usize];
-    let kept: Vec<f64> = v.iter().filter(|&&x| x <= cut).map(|&x| x as f64).collect();
+    let v = sorted(excess.iter().map(|&x| x as f64));
+    let cut = quantile(&v, 0.99) as u64;
+    let kept: Vec<f64> = v.into_iter().filter(|&x| x <= cut as f64).collect();
     let (mean, sd) = mean_sd(&kept);
     Cost {
         cut,

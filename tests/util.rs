@@ -417,3 +417,11 @@ pub fn grown(json: &str, n: usize) -> String {
     }
     serde_json::to_string(&d).expect("JSON")
 }
+
+/// Every line of `text` within `width` columns, or the test fails naming the lines over.
+pub fn assert_fits(text: &str, width: usize) {
+    let over: Vec<&str> = (text.lines())
+        .filter(|l| l.chars().count() > width)
+        .collect();
+    assert!(over.is_empty(), "lines over {width} columns: {over:#?}");
+}

@@ -145,13 +145,8 @@ fn set_threads(threads: &[KernelThread], req: SchedRequest, set: &mut Vec<u32>) 
         }
         set.push(t.pid);
         if let Err(e) = sched::set_policy_of(t.pid, req) {
-            let asked = match req.policy {
-                sched::Policy::Fifo => format!("SCHED_FIFO {}", req.priority),
-                sched::Policy::Rr => format!("SCHED_RR {}", req.priority),
-                _ => "SCHED_OTHER".to_string(),
-            };
             refused.push(format!(
-                "{} (pid {}) kept its policy: {asked} was refused: {e}",
+                "{} (pid {}) kept its policy: {req} was refused: {e}",
                 t.comm, t.pid
             ));
         }
